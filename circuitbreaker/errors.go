@@ -1,0 +1,37 @@
+package circuitbreaker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrOpen is the sentinel that every rejection by a [Breaker] matches with
+// [errors.Is]: the breaker is Open, or HalfOpen with all its probe slots
+// taken. The protected call was not made. The rejection is returned as an
+// [*OpenError], which carries the details.
+var ErrOpen = errors.New("circuitbreaker: open")
+
+// OpenError is the error a [Breaker] returns when it rejects a call (CB2).
+// It matches [ErrOpen] with [errors.Is] and unwraps to nothing, so that
+// errors.Is(err, Cause) does not mistake a rejection for the failure itself.
+type OpenError struct {
+	// RetryAfter is how long until the breaker admits a probe: the rest of
+	// the cool-down. It is zero when the breaker rejected the call because
+	// every probe slot was taken in HalfOpen, and negative never.
+	RetryAfter time.Duration
+	// Cause is the failure that tripped the breaker, or, for a manual force
+	// open, the reason given (nil if none).
+	Cause error
+}
+
+// Error describes the rejection, with the remaining cool-down and the cause.
+func (e *OpenError) Error() string {
+	if e.Cause == nil {
+		return fmt.Sprintf("circuitbreaker: open (retry after %v)", e.RetryAfter)
+	}
+	return fmt.Sprintf("circuitbreaker: open (retry after %v): tripped by: %v", e.RetryAfter, e.Cause)
+}
+
+// Is reports whether target is [ErrOpen].
+func (e *OpenError) Is(target error) bool { return target == ErrOpen }
