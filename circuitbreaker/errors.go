@@ -33,5 +33,10 @@ func (e *OpenError) Error() string {
 	return fmt.Sprintf("circuitbreaker: open (retry after %v): tripped by: %v", e.RetryAfter, e.Cause)
 }
 
+// RetryDelay returns RetryAfter. Layers that honour a producer's hint look
+// for this method (retry's server hints, ramparthttp's Retry-After header),
+// so every rampart error that asks the caller to wait implements it.
+func (e *OpenError) RetryDelay() time.Duration { return e.RetryAfter }
+
 // Is reports whether target is [ErrOpen].
 func (e *OpenError) Is(target error) bool { return target == ErrOpen }
