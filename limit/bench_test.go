@@ -1,0 +1,32 @@
+package limit_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/limit"
+)
+
+func BenchmarkLayer(b *testing.B) {
+	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
+		b.Run(mode.String(), func(b *testing.B) {
+			l, err := limit.New(1 << 20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			layer, err := limit.NewLayer[int, int](l, mode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			svc := layer.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }))
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, _ = svc.Call(ctx, 1)
+				}
+			})
+		})
+	}
+}

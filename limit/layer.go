@@ -1,0 +1,81 @@
+package limit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rampart-go/rampart"
+)
+
+// Mode says what a call does when every slot is taken.
+type Mode int
+
+const (
+	// Wait blocks the call until a slot frees or its context is done. It is
+	// the zero Mode.
+	Wait Mode = iota
+	// Reject fails the call at once with a [*LimitedError].
+	Reject
+)
+
+// String returns "Wait", "Reject" or "Mode(n)".
+func (m Mode) String() string {
+	switch m {
+	case Wait:
+		return "Wait"
+	case Reject:
+		return "Reject"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// NewLayer returns a layer that runs each call in a slot of l, so at most
+// l.Max() calls run at once across every service built with l.
+//
+// With mode [Wait], a call that finds every slot taken waits for one in
+// FIFO order; if ctx is done first, the call fails with an error that wraps
+// ctx.Err() (so errors.Is(err, context.DeadlineExceeded) or
+// context.Canceled holds) and the inner service is not called. With mode
+// [Reject], such a call fails at once with l's [*LimitedError], matching
+// [ErrLimited]. In either mode a ctx already done when the call arrives
+// fails with ctx.Err() and takes no slot.
+//
+// The slot is held while the inner service runs and given back when it
+// returns or panics. Errors from the inner service come back unchanged. A
+// call that gets a slot allocates nothing, nor does a Reject refusal.
+//
+// NewLayer returns an error when l is nil or mode is not Wait or Reject.
+func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
+	if l == nil {
+		return nil, errors.New("limit: limiter must not be nil")
+	}
+	if mode != Wait && mode != Reject {
+		return nil, fmt.Errorf("limit: mode must be Wait or Reject, got %v", mode)
+	}
+	return layer[Req, Resp]{lim: l, mode: mode}, nil
+}
+
+type layer[Req, Resp any] struct {
+	lim  *Limiter
+	mode Mode
+}
+
+func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	return &service[Req, Resp]{inner: inner, lim: l.lim, mode: l.mode}
+}
+
+type service[Req, Resp any] struct {
+	inner rampart.Service[Req, Resp]
+	lim   *Limiter
+	mode  Mode
+}
+
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if err := s.lim.acquire(ctx, s.mode); err != nil {
+		var zero Resp
+		return zero, err
+	}
+	defer s.lim.release()
+	return s.inner.Call(ctx, req)
+}

@@ -1,0 +1,279 @@
+package limit_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/limit"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// blocking returns a service that blocks each call until release is closed
+// or receives, counting calls.
+func blocking(release <-chan struct{}, calls *atomic.Int64) rampart.Service[int, int] {
+	return rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		calls.Add(1)
+		<-release
+		return req * 10, nil
+	})
+}
+
+func build(t *testing.T, l *limit.Limiter, mode limit.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
+	t.Helper()
+	layer, err := limit.NewLayer[int, int](l, mode)
+	require.NoError(t, err)
+	return rampart.NewBuilder[int, int]().Layer(layer).Service(inner)
+}
+
+func TestNew_RejectsBadMax(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+		want string
+	}{
+		{name: "zero", max: 0, want: "limit: max must be >= 1, got 0"},
+		{name: "negative", max: -3, want: "limit: max must be >= 1, got -3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := limit.New(tc.max)
+			assert.Nil(t, l)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestNewLayer_RejectsBadArguments(t *testing.T) {
+	l, err := limit.New(1)
+	require.NoError(t, err)
+
+	_, err = limit.NewLayer[int, int](nil, limit.Wait)
+	assert.EqualError(t, err, "limit: limiter must not be nil")
+	_, err = limit.NewLayer[int, int](l, limit.Mode(7))
+	assert.EqualError(t, err, "limit: mode must be Wait or Reject, got Mode(7)")
+}
+
+func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(2)
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var calls atomic.Int64
+		svc := build(t, l, limit.Reject, blocking(release, &calls))
+
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				resp, err := svc.Call(t.Context(), i)
+				assert.NoError(t, err)
+				assert.Equal(t, i*10, resp)
+			})
+		}
+		synctest.Wait()
+		assert.Equal(t, 2, l.InFlight())
+		assert.False(t, l.Ready())
+
+		resp, err := svc.Call(t.Context(), 5)
+		assert.Zero(t, resp)
+		require.ErrorIs(t, err, limit.ErrLimited)
+		var le *limit.LimitedError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, 2, le.Max)
+		assert.EqualError(t, err, "limit: concurrency limit reached (2 in flight)")
+		assert.Equal(t, int64(2), calls.Load(), "a refused call must not reach the inner service")
+
+		release <- struct{}{}
+		synctest.Wait()
+		assert.Equal(t, 1, l.InFlight())
+		assert.True(t, l.Ready())
+
+		close(release)
+		resp, err = svc.Call(t.Context(), 6)
+		assert.NoError(t, err)
+		assert.Equal(t, 60, resp)
+		wg.Wait()
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
+func TestLayer_Wait_GetsSlotWhenOneFrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(1)
+		require.NoError(t, err)
+		svc := build(t, l, limit.Wait, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+			time.Sleep(50 * time.Millisecond)
+			return req, nil
+		}))
+
+		start := time.Now()
+		go func() { _, _ = svc.Call(t.Context(), 1) }()
+		synctest.Wait()
+
+		resp, err := svc.Call(t.Context(), 2)
+		require.NoError(t, err)
+		assert.Equal(t, 2, resp)
+		// 50ms waiting for the first call's slot, then 50ms of its own.
+		assert.Equal(t, 100*time.Millisecond, time.Since(start))
+	})
+}
+
+func TestLayer_Wait_BoundedByContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(1)
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var calls atomic.Int64
+		svc := build(t, l, limit.Wait, blocking(release, &calls))
+		go func() { _, _ = svc.Call(t.Context(), 1) }()
+		synctest.Wait()
+
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err = svc.Call(ctx, 2)
+		assert.Equal(t, 30*time.Millisecond, time.Since(start))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, limit.ErrLimited)
+		assert.EqualError(t, err, "limit: waiting for a slot: context deadline exceeded")
+		assert.Equal(t, int64(1), calls.Load())
+		assert.Equal(t, 1, l.InFlight())
+		close(release)
+	})
+}
+
+func TestLayer_DoneContextTakesNoSlot(t *testing.T) {
+	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
+		t.Run(mode.String(), func(t *testing.T) {
+			l, err := limit.New(1)
+			require.NoError(t, err)
+			var calls atomic.Int64
+			svc := build(t, l, mode, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+				calls.Add(1)
+				return req, nil
+			}))
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			_, err = svc.Call(ctx, 1)
+			require.ErrorIs(t, err, context.Canceled)
+			assert.Zero(t, calls.Load())
+			assert.Equal(t, 0, l.InFlight())
+		})
+	}
+}
+
+func TestLayer_InnerErrorUnchangedAndSlotFreed(t *testing.T) {
+	l, err := limit.New(1)
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	svc := build(t, l, limit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		return 7, boom
+	}))
+	resp, err := svc.Call(t.Context(), 1)
+	assert.Same(t, boom, err)
+	assert.Equal(t, 7, resp)
+	assert.Equal(t, 0, l.InFlight())
+}
+
+func TestLayer_PanicFreesSlot(t *testing.T) {
+	l, err := limit.New(1)
+	require.NoError(t, err)
+	svc := build(t, l, limit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		panic("inner panic")
+	}))
+	assert.PanicsWithValue(t, "inner panic", func() { _, _ = svc.Call(t.Context(), 1) })
+	assert.Equal(t, 0, l.InFlight())
+	assert.True(t, l.Ready())
+}
+
+func TestLayer_SharedLimiterBoundsAllServices(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := limit.New(1)
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var calls atomic.Int64
+		a := build(t, l, limit.Reject, blocking(release, &calls))
+		b := build(t, l, limit.Reject, blocking(release, &calls))
+		go func() { _, _ = a.Call(t.Context(), 1) }()
+		synctest.Wait()
+		_, err = b.Call(t.Context(), 2)
+		assert.ErrorIs(t, err, limit.ErrLimited)
+		close(release)
+	})
+}
+
+func TestLayer_Hammer(t *testing.T) {
+	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
+		t.Run(mode.String(), func(t *testing.T) {
+			const max, workers, perWorker = 3, 32, 200
+			l, err := limit.New(max)
+			require.NoError(t, err)
+			var running, peak, served, refused atomic.Int64
+			svc := build(t, l, mode, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+				n := running.Add(1)
+				for {
+					p := peak.Load()
+					if n <= p || peak.CompareAndSwap(p, n) {
+						break
+					}
+				}
+				if in := l.InFlight(); in < 1 || in > max {
+					t.Errorf("InFlight() = %d during a call, want 1..%d", in, max)
+				}
+				running.Add(-1)
+				return req, nil
+			}))
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for i := range perWorker {
+						resp, err := svc.Call(context.Background(), i)
+						switch {
+						case err == nil && resp == i:
+							served.Add(1)
+						case errors.Is(err, limit.ErrLimited):
+							refused.Add(1)
+						default:
+							t.Errorf("Call(%d) = %d, %v", i, resp, err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			assert.LessOrEqual(t, peak.Load(), int64(max))
+			assert.Equal(t, int64(workers*perWorker), served.Load()+refused.Load(), "every call is served or refused")
+			if mode == limit.Wait {
+				assert.Zero(t, refused.Load())
+			}
+			assert.Equal(t, 0, l.InFlight())
+		})
+	}
+}
+
+func TestLayer_ZeroAllocs(t *testing.T) {
+	l, err := limit.New(1)
+	require.NoError(t, err)
+	ok := rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil })
+	ctx := context.Background()
+	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
+		svc := build(t, l, mode, ok)
+		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "%v: call with a free slot", mode)
+	}
+
+	full := build(t, l, limit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		svc := build(t, l, limit.Reject, ok)
+		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "refusal")
+		return req, nil
+	}))
+	_, err = full.Call(ctx, 1)
+	require.NoError(t, err)
+}
