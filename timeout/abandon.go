@@ -1,0 +1,130 @@
+package timeout
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+)
+
+// States of an abandonable call. The caller and the call's goroutine race
+// to move the state out of running with a compare-and-swap; exactly one of
+// them wins, and so decides whether the result goes to the caller or to
+// Config.Late. No result is both returned and passed to Late, and none is
+// lost.
+const (
+	running int32 = iota
+	returned
+	abandoned
+)
+
+// call is one inner call running on its own goroutine in Abandon mode.
+type call[Resp any] struct {
+	state atomic.Int32
+	// done is closed by the goroutine after it has written resp, err and
+	// panicked and won the state race; the close happens before the
+	// caller's receive, so the caller then reads those fields safely.
+	done     chan struct{}
+	resp     Resp
+	err      error
+	panicked *panicError
+}
+
+func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b bounds) (Resp, error) {
+	tctx, cancel := parent, context.CancelFunc(func() {})
+	if b.first {
+		tctx, cancel = context.WithDeadlineCause(parent, b.deadline, b.cause)
+	}
+	c := &call[Resp]{done: make(chan struct{})}
+	go s.run(tctx, req, c)
+
+	select {
+	case <-c.done:
+	case <-tctx.Done():
+		if c.state.CompareAndSwap(running, abandoned) {
+			cancel()
+			var zero Resp
+			if parent.Err() != nil {
+				return zero, callerErr(parent)
+			}
+			// tctx is done and its parent is not: the layer's deadline fired.
+			return zero, &Error{Timeout: b.timeout}
+		}
+		// The call returned at the same moment and won the race: its
+		// result is the answer, as if it had arrived first.
+		<-c.done
+	}
+
+	if c.panicked != nil {
+		cancel()
+		panic(c.panicked)
+	}
+	if c.err != nil {
+		err := b.judge(parent, c.err)
+		cancel()
+		return c.resp, err
+	}
+	if s.cfg.Detach != nil {
+		return s.cfg.Detach(c.resp, cancel), nil
+	}
+	cancel()
+	return c.resp, nil
+}
+
+// run makes the inner call on its own goroutine and delivers the outcome to
+// the caller, or to Late once the caller has abandoned the call. A panic is
+// noticed without recovering on the normal path, as singleflight does: a
+// flag set after the call returns tells the deferred function whether the
+// call finished normally.
+func (s *service[Req, Resp]) run(ctx context.Context, req Req, c *call[Resp]) {
+	normal := false
+	defer func() {
+		if !normal {
+			// recover returns nil for runtime.Goexit; that is reported as a
+			// panic too, since the call produced no result.
+			c.panicked = &panicError{value: recover(), stack: debug.Stack()}
+		}
+		if c.state.CompareAndSwap(running, returned) {
+			close(c.done)
+			return
+		}
+		// The caller has gone.
+		if c.panicked != nil {
+			panic(c.panicked)
+		}
+		if s.cfg.Late != nil {
+			s.cfg.Late(c.resp, c.err)
+		}
+	}()
+	c.resp, c.err = s.inner.Call(ctx, req)
+	normal = true
+}
+
+// callerErr reports why the caller's context ended: ctx.Err(), wrapped
+// with the caller's cause when it gave one (context.WithCancelCause), so
+// that errors.Is finds both.
+func callerErr(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != err {
+		return fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
+}
+
+// panicError carries a panic from an abandonable call's goroutine to the
+// caller, with the stack of the goroutine that panicked, which the re-panic
+// on the caller's goroutine would otherwise lose.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string {
+	return fmt.Sprintf("timeout: inner call panicked: %v\n\n%s", p.value, p.stack)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (p *panicError) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
+}

@@ -1,0 +1,217 @@
+package timeout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart"
+)
+
+// Config configures a timeout layer built by [New]. Only Timeout (or For)
+// is required; every other zero field turns a feature off.
+type Config[Req, Resp any] struct {
+	// Timeout is the deadline each call gets, measured from when the
+	// layer's Call begins. It must be > 0 unless For is set. With For set
+	// it is the fallback for requests for which For returns 0, and may be
+	// 0, meaning such requests get no deadline from this layer.
+	Timeout time.Duration
+
+	// For, when non-nil, chooses each request's timeout (for example from a
+	// deadline hint the request carries). A positive result is that
+	// request's timeout; 0 means "use Timeout"; a negative result means the
+	// request gets no deadline from this layer and is passed straight to
+	// the inner service. For is called once per request, on the caller's
+	// goroutine, and must be safe for concurrent use. With For set each
+	// call whose timeout comes from For allocates one more small object
+	// (the context cause carrying that timeout).
+	For func(req Req) time.Duration
+
+	// Abandon, when true, runs each inner call on a new goroutine and
+	// returns at the deadline (or when the caller's context is done) even if
+	// the inner call ignores its context and keeps running. The abandoned
+	// goroutine runs until the inner call returns; its late result is
+	// passed to Late, or dropped when Late is nil. A panic in an inner call
+	// is re-raised on the caller's goroutine while the caller waits, and
+	// crashes the program, as any unrecovered goroutine panic does, once
+	// the call has been abandoned. The default, false, runs the inner call
+	// on the caller's goroutine and starts no goroutine (TO3): a call that
+	// ignores its context then holds the caller until it returns.
+	Abandon bool
+
+	// Late, when non-nil, receives the result of every call that Abandon
+	// gave up on, on the abandoned goroutine, once the inner call returns.
+	// Use it to release what the response holds (close an HTTP body). It
+	// must be safe for concurrent use. Setting Late without Abandon is an
+	// error.
+	Late func(resp Resp, err error)
+
+	// Detach, when non-nil, is called when the inner call succeeds (nil
+	// error) and hands the call's context over to the response: instead of
+	// cancelling the context when Call returns, the layer passes its cancel
+	// func to Detach, and returns the response Detach returns. Detach must
+	// make sure cancel is eventually called (cancel is idempotent and safe
+	// from any goroutine); until then the context stays alive, and its
+	// deadline still fires at the layer's deadline. This is for responses
+	// that are still being read after Call returns: an HTTP response body
+	// reads through the request's context, so ramparthttp wraps the body
+	// to call cancel at Body.Close. Without Detach, cancel runs before Call
+	// returns. Detach is not called for requests that get no context from
+	// this layer (see For, and a caller deadline that is not later than the
+	// layer's); it must be safe for concurrent use.
+	Detach func(resp Resp, cancel context.CancelFunc) Resp
+}
+
+// NewLayer returns a layer that gives every call a deadline d after it
+// begins (TO1). It is [New] with only Config.Timeout set. d must be > 0;
+// otherwise NewLayer returns an error naming the value. The layer is safe
+// for concurrent use and may wrap any number of services.
+func NewLayer[Req, Resp any](d time.Duration) (rampart.Layer[Req, Resp], error) {
+	return New(Config[Req, Resp]{Timeout: d})
+}
+
+// Wrap wraps svc in a layer built by [NewLayer] with timeout d. It exists
+// so that Go can infer the type arguments from svc.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer[Req, Resp](d)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(svc), nil
+}
+
+// New validates cfg and returns a timeout layer.
+//
+// Each call through the layer runs the inner service with a context whose
+// deadline is the layer's timeout after Call began and whose cause
+// ([context.Cause]) is an [*Error]. The layer then answers as follows.
+//
+//   - The inner call returned a nil error: its response is returned, even if
+//     the deadline passed meanwhile. A success is never turned into a
+//     timeout, so no result is lost.
+//   - The inner call returned an error, the caller's context is not done,
+//     and the layer's deadline has passed: the layer returns
+//     &Error{Timeout, Err: the inner error} (Err is nil when the inner
+//     error is the context's cause itself), which matches [ErrTimeout],
+//     [context.DeadlineExceeded] and the inner error with [errors.Is]. The
+//     deadline is judged by the clock, so an error returned at the very
+//     instant of the deadline is a timeout whether or not the context's
+//     timer has run yet.
+//   - Otherwise (an error before the deadline, or the caller's context is
+//     done): the inner error and response are returned unchanged. The
+//     caller's own deadline or cancellation is thus reported as the
+//     caller's (ctx.Err() and cause, as the inner service returned them),
+//     never as ErrTimeout, even when both deadlines have passed.
+//
+// When the caller's deadline is not later than the layer's (including the
+// same instant), the layer adds nothing: it passes the caller's context to
+// the inner service, so any expiry is the caller's. This makes the answer
+// deterministic when the two deadlines coincide.
+//
+// In Abandon mode a call still running at the deadline is abandoned: the
+// layer returns a zero Resp and &Error{Timeout} (Err nil), or, when the
+// caller's context is done, the caller's ctx.Err() (wrapped with its cause
+// when the caller gave one). A result that arrives at the same instant as
+// the deadline is either returned or abandoned (and passed to Late); it is
+// never lost.
+//
+// Cost: each call allocates what [context.WithDeadlineCause] allocates (a
+// timer context and its timer); the layer adds no allocation of its own in
+// the default mode with a fixed Timeout. See BenchmarkTimeoutLayer.
+//
+// New returns an error naming the field when Timeout is not > 0 without
+// For, when Timeout is negative, or when Late is set without Abandon.
+func New[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
+	switch {
+	case cfg.For == nil && cfg.Timeout <= 0:
+		return nil, fmt.Errorf("timeout: Timeout must be > 0, got %v", cfg.Timeout)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("timeout: Timeout must be >= 0 when For is set, got %v", cfg.Timeout)
+	case cfg.Late != nil && !cfg.Abandon:
+		return nil, fmt.Errorf("timeout: Late is set but Abandon is false")
+	}
+	return &layer[Req, Resp]{cfg: cfg, cause: &Error{Timeout: cfg.Timeout}}, nil
+}
+
+// layer is the [rampart.Layer] that New returns.
+type layer[Req, Resp any] struct {
+	cfg Config[Req, Resp]
+	// cause is the context cause for calls that use cfg.Timeout, shared by
+	// all of them so that such calls allocate nothing for it. It is never
+	// modified after New.
+	cause *Error
+}
+
+func (l *layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	return &service[Req, Resp]{layer: l, inner: inner}
+}
+
+type service[Req, Resp any] struct {
+	*layer[Req, Resp]
+	inner rampart.Service[Req, Resp]
+}
+
+// bounds is what one call needs to judge its outcome.
+type bounds struct {
+	timeout  time.Duration
+	deadline time.Time
+	cause    *Error
+	// first is false when the caller's deadline is not later than the
+	// layer's: the layer's deadline can then never be the one that ends
+	// the call.
+	first bool
+}
+
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	b := bounds{timeout: s.cfg.Timeout, cause: s.cause, first: true}
+	if s.cfg.For != nil {
+		if d := s.cfg.For(req); d != 0 {
+			b.timeout, b.cause = d, &Error{Timeout: d}
+		}
+	}
+	if b.timeout <= 0 {
+		return s.inner.Call(ctx, req)
+	}
+	b.deadline = time.Now().Add(b.timeout)
+	if cur, ok := ctx.Deadline(); ok && !cur.After(b.deadline) {
+		b.first = false
+		if !s.cfg.Abandon {
+			return s.inner.Call(ctx, req)
+		}
+	}
+	if s.cfg.Abandon {
+		return s.callAbandon(ctx, req, b)
+	}
+
+	// Same as context.WithTimeoutCause, with the deadline computed above.
+	tctx, cancel := context.WithDeadlineCause(ctx, b.deadline, b.cause)
+	detached := false
+	defer func() {
+		// Also runs if the inner call panics, so the timer is released.
+		if !detached {
+			cancel()
+		}
+	}()
+	resp, err := s.inner.Call(tctx, req)
+	if err != nil {
+		return resp, b.judge(ctx, err)
+	}
+	if s.cfg.Detach != nil {
+		resp = s.cfg.Detach(resp, cancel)
+		detached = true
+	}
+	return resp, nil
+}
+
+// judge returns the error the layer reports for an inner error err: a
+// timeout when the layer's deadline has passed and the caller's context is
+// not done, err unchanged otherwise.
+func (b *bounds) judge(parent context.Context, err error) error {
+	if !b.first || parent.Err() != nil || time.Now().Before(b.deadline) {
+		return err
+	}
+	if err == error(b.cause) {
+		err = nil
+	}
+	return &Error{Timeout: b.timeout, Err: err}
+}
