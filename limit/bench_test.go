@@ -9,8 +9,8 @@ import (
 )
 
 func BenchmarkLayer(b *testing.B) {
-	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
-		b.Run(mode.String(), func(b *testing.B) {
+	for name, mode := range modes {
+		b.Run(name, func(b *testing.B) {
 			l, err := limit.New(1 << 20)
 			if err != nil {
 				b.Fatal(err)

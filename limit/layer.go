@@ -19,17 +19,6 @@ const (
 	Reject
 )
 
-// String returns "Wait", "Reject" or "Mode(n)".
-func (m Mode) String() string {
-	switch m {
-	case Wait:
-		return "Wait"
-	case Reject:
-		return "Reject"
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
-
 // NewLayer returns a layer that runs each call in a slot of l, so at most
 // l.Max() calls run at once across every service built with l.
 //
@@ -51,7 +40,7 @@ func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], e
 		return nil, errors.New("limit: limiter must not be nil")
 	}
 	if mode != Wait && mode != Reject {
-		return nil, fmt.Errorf("limit: mode must be Wait or Reject, got %v", mode)
+		return nil, fmt.Errorf("limit: mode must be Wait or Reject, got %d", mode)
 	}
 	return layer[Req, Resp]{lim: l, mode: mode}, nil
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/rampart-go/rampart/limit"
 )
 
+var modes = map[string]limit.Mode{"Wait": limit.Wait, "Reject": limit.Reject}
+
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // blocking returns a service that blocks each call until release is closed
@@ -60,7 +62,7 @@ func TestNewLayer_RejectsBadArguments(t *testing.T) {
 	_, err = limit.NewLayer[int, int](nil, limit.Wait)
 	assert.EqualError(t, err, "limit: limiter must not be nil")
 	_, err = limit.NewLayer[int, int](l, limit.Mode(7))
-	assert.EqualError(t, err, "limit: mode must be Wait or Reject, got Mode(7)")
+	assert.EqualError(t, err, "limit: mode must be Wait or Reject, got 7")
 }
 
 func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
@@ -152,8 +154,8 @@ func TestLayer_Wait_BoundedByContext(t *testing.T) {
 }
 
 func TestLayer_DoneContextTakesNoSlot(t *testing.T) {
-	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
 			l, err := limit.New(1)
 			require.NoError(t, err)
 			var calls atomic.Int64
@@ -212,8 +214,8 @@ func TestLayer_SharedLimiterBoundsAllServices(t *testing.T) {
 }
 
 func TestLayer_Hammer(t *testing.T) {
-	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for name, mode := range modes {
+		t.Run(name, func(t *testing.T) {
 			const max, workers, perWorker = 3, 32, 200
 			l, err := limit.New(max)
 			require.NoError(t, err)
@@ -264,9 +266,9 @@ func TestLayer_ZeroAllocs(t *testing.T) {
 	require.NoError(t, err)
 	ok := rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil })
 	ctx := context.Background()
-	for _, mode := range []limit.Mode{limit.Wait, limit.Reject} {
+	for name, mode := range modes {
 		svc := build(t, l, mode, ok)
-		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "%v: call with a free slot", mode)
+		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "%s: call with a free slot", name)
 	}
 
 	full := build(t, l, limit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {

@@ -1,0 +1,44 @@
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrLimited is the sentinel that every refusal by a ratelimit layer
+// matches with [errors.Is]: no token was free now ([Reject] mode) or before
+// the context's deadline ([Wait] mode). The inner service was not called.
+// The refusal is returned as a [*LimitedError], which carries the details.
+var ErrLimited = errors.New("ratelimit: limited")
+
+// LimitedError is the error a ratelimit layer returns when it refuses a
+// call. It matches [ErrLimited] with [errors.Is] and implements RetryDelay.
+type LimitedError struct {
+	// RetryAfter is how long from the refusal until the limiter would have
+	// a token for this call, given the tokens already promised to waiting
+	// calls. It is never negative. It is rate.InfDuration when the limiter
+	// can never grant a token (a burst of 0, or a limit of 0 with the burst
+	// spent).
+	RetryAfter time.Duration
+	// PastDeadline is true when the layer was in [Wait] mode and refused
+	// because the token would arrive at or after the context's deadline, so
+	// waiting could only end in a timeout. It is false in [Reject] mode.
+	PastDeadline bool
+}
+
+// Error says how long until a token is free and, in Wait mode, that the
+// wait would pass the deadline.
+func (e *LimitedError) Error() string {
+	if e.PastDeadline {
+		return fmt.Sprintf("ratelimit: limited: next token in %v, at or past the context deadline", e.RetryAfter)
+	}
+	return fmt.Sprintf("ratelimit: limited (retry after %v)", e.RetryAfter)
+}
+
+// RetryDelay returns RetryAfter. Layers that honour a producer's hint look
+// for this method (retry's server hints, ramparthttp's Retry-After header).
+func (e *LimitedError) RetryDelay() time.Duration { return e.RetryAfter }
+
+// Is reports whether target is [ErrLimited].
+func (e *LimitedError) Is(target error) bool { return target == ErrLimited }

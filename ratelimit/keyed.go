@@ -1,0 +1,183 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart"
+)
+
+// DefaultMaxKeys is the number of keys a [Keyed] holds when
+// KeyedConfig.MaxKeys is zero.
+const DefaultMaxKeys = 10_000
+
+// KeyedConfig configures a [Keyed]. The zero value is not valid: Limit is
+// required.
+type KeyedConfig struct {
+	// Limit is each key's rate, in tokens per second. Required: it must be
+	// greater than 0 and less than rate.Inf.
+	Limit rate.Limit
+	// Burst is each key's bucket size: how many calls a key that has been
+	// idle may make at once. Zero means 1. It must not be negative.
+	Burst int
+	// MaxKeys bounds how many keys are held at once. Zero means
+	// [DefaultMaxKeys]. It must not be negative.
+	MaxKeys int
+}
+
+// Keyed holds one [*rate.Limiter] per key (per user, per tenant, per client
+// address), all with the same limit and burst, in bounded memory. It is
+// shared state: every layer built with the same Keyed draws from the same
+// per-key buckets. A Keyed is safe for concurrent use; one mutex guards the
+// set of keys, held only to find, add or drop a key.
+//
+// # Eviction
+//
+// A key's limiter is dropped once its bucket is full again. A full bucket
+// is exactly how a new limiter starts, so dropping it changes no decision:
+// the next call for that key gets a new limiter that allows what the old
+// one would have. Each lookup checks the least recently used key and drops
+// it if full, repeating until it finds one that is not, so dropping costs
+// O(1) per lookup on average and needs no background goroutine.
+//
+// If a new key arrives while MaxKeys keys are held (and the least recently
+// used is not yet full), that key is dropped anyway, and its next call gets
+// a full bucket: a flood of distinct keys can let a key through early, but
+// memory stays bounded. A caller holding a limiter from [Keyed.Limiter]
+// while it is dropped can take at most one token more than the limit
+// allows; the layers take their token right after the lookup.
+type Keyed struct {
+	limit   rate.Limit
+	burst   int
+	maxKeys int
+
+	mu   sync.Mutex
+	keys map[string]*entry // guarded by mu
+	// lru links the entries of keys, most recently used after it, least
+	// recently used before it. guarded by mu
+	lru entry
+}
+
+type entry struct {
+	key        string
+	lim        *rate.Limiter
+	prev, next *entry // guarded by Keyed.mu
+}
+
+// NewKeyed returns an empty Keyed configured by cfg. It returns an error
+// naming the first invalid field.
+func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
+	if !(cfg.Limit > 0) || cfg.Limit >= rate.Inf {
+		return nil, fmt.Errorf("ratelimit: Limit must be > 0 and < rate.Inf, got %v", cfg.Limit)
+	}
+	if cfg.Burst < 0 {
+		return nil, fmt.Errorf("ratelimit: Burst must be >= 0, got %d", cfg.Burst)
+	}
+	if cfg.MaxKeys < 0 {
+		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0, got %d", cfg.MaxKeys)
+	}
+	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, keys: make(map[string]*entry)}
+	if k.maxKeys == 0 {
+		k.maxKeys = DefaultMaxKeys
+	}
+	k.lru.prev, k.lru.next = &k.lru, &k.lru
+	return k, nil
+}
+
+// Limiter returns key's limiter, creating it with a full bucket if key is
+// not held, and marks key as just used. The limiter is shared with every
+// other caller for key until it is dropped (see Eviction on [Keyed]); use
+// it for the decision at hand, not longer.
+func (k *Keyed) Limiter(key string) *rate.Limiter {
+	now := time.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.keys[key]
+	if ok {
+		k.unlink(e)
+	} else {
+		if len(k.keys) >= k.maxKeys {
+			k.drop(k.lru.prev)
+		}
+		e = &entry{key: key, lim: rate.NewLimiter(k.limit, k.burst)}
+		k.keys[key] = e
+	}
+	// Link e as most recently used.
+	e.prev, e.next = &k.lru, k.lru.next
+	e.prev.next, e.next.prev = e, e
+	for old := k.lru.prev; old != e && k.full(old, now); old = k.lru.prev {
+		k.drop(old)
+	}
+	return e.lim
+}
+
+// Len returns how many keys are held, after dropping every key whose
+// bucket is full again.
+func (k *Keyed) Len() int {
+	now := time.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for e := k.lru.next; e != &k.lru; {
+		next := e.next
+		if k.full(e, now) {
+			k.drop(e)
+		}
+		e = next
+	}
+	return len(k.keys)
+}
+
+func (k *Keyed) full(e *entry, now time.Time) bool {
+	return e.lim.TokensAt(now) >= float64(k.burst)
+}
+
+func (k *Keyed) unlink(e *entry) {
+	e.prev.next, e.next.prev = e.next, e.prev
+}
+
+func (k *Keyed) drop(e *entry) {
+	k.unlink(e)
+	delete(k.keys, e.key)
+}
+
+// NewKeyedLayer returns a layer that takes one token, before each call,
+// from the limiter that k holds for key(req). It behaves as [NewLayer]
+// does with that limiter: the same modes, errors and context handling.
+// key must be safe for concurrent use; calls with equal keys share a bucket.
+//
+// NewKeyedLayer returns an error when k or key is nil or mode is not Wait
+// or Reject.
+func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (rampart.Layer[Req, Resp], error) {
+	if k == nil {
+		return nil, errors.New("ratelimit: keyed limiter must not be nil")
+	}
+	if key == nil {
+		return nil, errors.New("ratelimit: key must not be nil")
+	}
+	if err := checkMode(mode); err != nil {
+		return nil, err
+	}
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		return &keyedService[Req, Resp]{inner: inner, keyed: k, key: key, mode: mode}
+	}), nil
+}
+
+type keyedService[Req, Resp any] struct {
+	inner rampart.Service[Req, Resp]
+	keyed *Keyed
+	key   func(Req) string
+	mode  Mode
+}
+
+func (s *keyedService[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if err := take(ctx, s.keyed.Limiter(s.key(req)), s.mode); err != nil {
+		var zero Resp
+		return zero, err
+	}
+	return s.inner.Call(ctx, req)
+}

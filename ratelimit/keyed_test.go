@@ -1,0 +1,215 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/ratelimit"
+)
+
+func newKeyed(t *testing.T, cfg ratelimit.KeyedConfig) *ratelimit.Keyed {
+	t.Helper()
+	k, err := ratelimit.NewKeyed(cfg)
+	require.NoError(t, err)
+	return k
+}
+
+func buildKeyed(t *testing.T, k *ratelimit.Keyed, calls *atomic.Int64) rampart.Service[string, string] {
+	t.Helper()
+	layer, err := ratelimit.NewKeyedLayer[string, string](k, func(req string) string { return req }, ratelimit.Reject)
+	require.NoError(t, err)
+	return layer.Wrap(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		calls.Add(1)
+		return req, nil
+	}))
+}
+
+func TestNewKeyed_RejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  ratelimit.KeyedConfig
+		want string
+	}{
+		{name: "zero limit", cfg: ratelimit.KeyedConfig{}, want: "ratelimit: Limit must be > 0 and < rate.Inf, got 0"},
+		{name: "negative limit", cfg: ratelimit.KeyedConfig{Limit: -1}, want: "ratelimit: Limit must be > 0 and < rate.Inf, got -1"},
+		{name: "infinite limit", cfg: ratelimit.KeyedConfig{Limit: rate.Inf}, want: fmt.Sprintf("ratelimit: Limit must be > 0 and < rate.Inf, got %v", rate.Inf)},
+		{name: "negative burst", cfg: ratelimit.KeyedConfig{Limit: 1, Burst: -1}, want: "ratelimit: Burst must be >= 0, got -1"},
+		{name: "negative max keys", cfg: ratelimit.KeyedConfig{Limit: 1, MaxKeys: -2}, want: "ratelimit: MaxKeys must be >= 0, got -2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := ratelimit.NewKeyed(tc.cfg)
+			assert.Nil(t, k)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestNewKeyedLayer_RejectsBadArguments(t *testing.T) {
+	k := newKeyed(t, ratelimit.KeyedConfig{Limit: 1})
+	key := func(s string) string { return s }
+	_, err := ratelimit.NewKeyedLayer[string, string](nil, key, ratelimit.Wait)
+	assert.EqualError(t, err, "ratelimit: keyed limiter must not be nil")
+	_, err = ratelimit.NewKeyedLayer[string, string](k, nil, ratelimit.Wait)
+	assert.EqualError(t, err, "ratelimit: key must not be nil")
+	_, err = ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Mode(2))
+	assert.EqualError(t, err, "ratelimit: mode must be Wait or Reject, got 2")
+}
+
+func TestKeyed_Defaults(t *testing.T) {
+	k := newKeyed(t, ratelimit.KeyedConfig{Limit: 3})
+	lim := k.Limiter("a")
+	assert.Equal(t, rate.Limit(3), lim.Limit())
+	assert.Equal(t, 1, lim.Burst(), "zero Burst means 1")
+	assert.Same(t, lim, k.Limiter("a"))
+}
+
+func TestKeyedLayer_KeysHaveSeparateBuckets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newKeyed(t, ratelimit.KeyedConfig{Limit: 10, Burst: 1})
+		var calls atomic.Int64
+		svc := buildKeyed(t, k, &calls)
+
+		for _, key := range []string{"alice", "bob"} {
+			_, err := svc.Call(t.Context(), key)
+			require.NoError(t, err, key)
+		}
+		_, err := svc.Call(t.Context(), "alice")
+		requireLimited(t, err, 100*time.Millisecond, false)
+		assert.Equal(t, int64(2), calls.Load())
+		assert.Equal(t, 2, k.Len())
+	})
+}
+
+func TestKeyed_DropsKeyWhenBucketIsFullAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newKeyed(t, ratelimit.KeyedConfig{Limit: 10, Burst: 2})
+		var calls atomic.Int64
+		svc := buildKeyed(t, k, &calls)
+
+		for range 2 {
+			_, err := svc.Call(t.Context(), "a")
+			require.NoError(t, err)
+		}
+		// Two tokens at 10/s take 200ms to come back.
+		time.Sleep(199 * time.Millisecond)
+		assert.Equal(t, 1, k.Len())
+		time.Sleep(time.Millisecond)
+		assert.Equal(t, 0, k.Len())
+
+		// A new limiter allows exactly what the old one would have: 2, then no more.
+		for range 2 {
+			_, err := svc.Call(t.Context(), "a")
+			require.NoError(t, err)
+		}
+		_, err := svc.Call(t.Context(), "a")
+		requireLimited(t, err, 100*time.Millisecond, false)
+	})
+}
+
+func TestKeyed_LookupDropsFullLeastRecentlyUsed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newKeyed(t, ratelimit.KeyedConfig{Limit: 10, Burst: 1})
+		a := k.Limiter("a")
+		require.True(t, a.Allow()) // "a" is full again at 100ms
+		time.Sleep(50 * time.Millisecond)
+		b := k.Limiter("b")
+		require.True(t, b.Allow()) // "b" is full again at 150ms
+
+		time.Sleep(50 * time.Millisecond)
+		require.True(t, k.Limiter("c").Allow()) // the lookup drops "a", not "b"
+		assert.Same(t, b, k.Limiter("b"), "b's bucket is not full yet")
+		assert.NotSame(t, a, k.Limiter("a"), "a full bucket was dropped and made anew")
+	})
+}
+
+func TestKeyed_MaxKeysDropsLeastRecentlyUsed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newKeyed(t, ratelimit.KeyedConfig{Limit: 10, Burst: 1, MaxKeys: 2})
+		var calls atomic.Int64
+		svc := buildKeyed(t, k, &calls)
+		for _, key := range []string{"a", "b"} {
+			_, err := svc.Call(t.Context(), key)
+			require.NoError(t, err)
+		}
+		// "a" is used again (refused), so "b" is the least recently used.
+		_, err := svc.Call(t.Context(), "a")
+		require.ErrorIs(t, err, ratelimit.ErrLimited)
+
+		_, err = svc.Call(t.Context(), "c")
+		require.NoError(t, err)
+		assert.Equal(t, 2, k.Len())
+
+		// "b" was dropped before its bucket refilled, so it gets a full one:
+		// the documented cost of the memory bound. "a" is still limited.
+		_, err = svc.Call(t.Context(), "b")
+		assert.NoError(t, err)
+		_, err = svc.Call(t.Context(), "c")
+		assert.ErrorIs(t, err, ratelimit.ErrLimited)
+	})
+}
+
+func TestKeyed_Hammer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const keys, burst, workers, perWorker = 8, 3, 16, 100
+		k := newKeyed(t, ratelimit.KeyedConfig{Limit: 1, Burst: burst})
+		var calls, refused atomic.Int64
+		svc := buildKeyed(t, k, &calls)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range perWorker {
+					_, err := svc.Call(t.Context(), fmt.Sprint((w+i)%keys))
+					if errors.Is(err, ratelimit.ErrLimited) {
+						refused.Add(1)
+					} else {
+						assert.NoError(t, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		// No virtual time passed: every key got exactly its burst.
+		assert.Equal(t, int64(keys*burst), calls.Load())
+		assert.Equal(t, int64(workers*perWorker-keys*burst), refused.Load())
+		assert.Equal(t, keys, k.Len())
+	})
+}
+
+func TestKeyed_HammerMaxKeys(t *testing.T) {
+	const maxKeys, workers, perWorker = 4, 16, 200
+	k := newKeyed(t, ratelimit.KeyedConfig{Limit: 0.001, Burst: 1, MaxKeys: maxKeys})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				k.Limiter(fmt.Sprint(w*perWorker + i)).Allow()
+				if n := k.Len(); n > maxKeys {
+					t.Errorf("Len() = %d, want <= %d", n, maxKeys)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, maxKeys, k.Len())
+}
+
+func TestKeyedLayer_KnownKeyAllocatesNothing(t *testing.T) {
+	k := newKeyed(t, ratelimit.KeyedConfig{Limit: 1e9, Burst: 1 << 30})
+	var calls atomic.Int64
+	svc := buildKeyed(t, k, &calls)
+	ctx := context.Background()
+	_, err := svc.Call(ctx, "a")
+	require.NoError(t, err)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, "a") }))
+}
