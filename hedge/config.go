@@ -1,0 +1,179 @@
+package hedge
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults that fill the zero fields of a [Config].
+const (
+	// DefaultDelay is the hedge delay when Config.Delay is zero.
+	DefaultDelay = 50 * time.Millisecond
+	// DefaultMaxAttempts is Config.MaxAttempts when it is zero: the
+	// original request and one hedge.
+	DefaultMaxAttempts = 2
+	// DefaultWindow is Config.Window when it is zero and a Percentile is
+	// set: how many recent latencies the percentile is taken over.
+	DefaultWindow = 256
+	// DefaultMinSamples is Config.MinSamples when it is zero and a
+	// Percentile is set, or Window when Window is smaller.
+	DefaultMinSamples = 32
+)
+
+// Limits on a [Config]; a larger value is an error, not clamped.
+const (
+	// MaxMaxAttempts is the largest MaxAttempts accepted.
+	MaxMaxAttempts = 16
+	// MaxWindow is the largest Window accepted.
+	MaxWindow = 1 << 16
+)
+
+// Budget bounds how many hedges are sent, as a fraction of traffic. It is
+// the part of a retry budget the hedge layer uses; *budget.Budget (package
+// budget, after Finagle's RetryBudget) satisfies it, and one budget may be
+// shared by several layers and goroutines.
+//
+// Deposit is called once for every hedgeable request. Withdraw is called
+// before each hedge and reports whether the hedge may be sent; a false
+// stops hedging for that call. Both must be safe for concurrent use and
+// must not block.
+type Budget interface {
+	Deposit()
+	Withdraw() bool
+}
+
+// Config configures a hedge layer. Every zero field is a documented default,
+// except Hedgeable and Budget, which are required. A Config is passed by
+// value and not retained beyond what [NewLayer] copies.
+type Config[Req, Resp any] struct {
+	// Hedgeable reports whether a request may be hedged, that is, sent
+	// more than once: only requests that are safe to repeat (reads,
+	// idempotent writes) should be. A request for which it returns false
+	// goes to the inner service once, unchanged, and neither deposits into
+	// nor withdraws from the Budget. Required: there is no safe default,
+	// so a nil Hedgeable is an error. To hedge every request, pass a
+	// function that returns true. It is called once per Call, on the
+	// caller's goroutine, and must be safe for concurrent use.
+	Hedgeable func(req Req) bool
+
+	// Budget bounds the hedges: every hedgeable request deposits, every
+	// hedge withdraws, and a refused withdrawal stops hedging that call
+	// without cancelling any attempt already sent. Required; a nil Budget
+	// is an error. To hedge without a bound (up to MaxAttempts times the
+	// load when the dependency is slow), pass a Budget whose Withdraw
+	// always returns true.
+	Budget Budget
+
+	// MaxAttempts is how many attempts a call may send in total, counting
+	// the original request: 2 means at most one hedge. It must be between
+	// 1 and MaxMaxAttempts; 1 disables hedging. Zero means
+	// DefaultMaxAttempts.
+	MaxAttempts int
+
+	// Delay is how long the layer waits after starting an attempt before
+	// it starts the next one, while no attempt has succeeded. With a
+	// Percentile it is the fallback used until MinSamples latencies have
+	// been recorded. Zero means DefaultDelay; a negative Delay is an
+	// error.
+	Delay time.Duration
+
+	// Percentile, when not zero, makes the delay the Percentile-th
+	// quantile of recent successful attempt latencies instead of Delay:
+	// 0.95 waits for the 95th percentile. It is a fraction in (0, 1], not
+	// a number of percent. Zero means a fixed Delay.
+	//
+	// The percentile uses the nearest-rank method over the last Window
+	// latencies; it is computed once MinSamples latencies have been
+	// recorded and then again after every Window/16 (at least 1) further
+	// recordings, so recording stays cheap. Latencies are measured on the
+	// monotonic clock from the start of each attempt to its successful
+	// return. Cancelled losers are not recorded, so the window is biased
+	// toward faster answers: the learned delay can only fall under load,
+	// which is one more reason the Budget is required.
+	Percentile float64
+
+	// Window is how many recent latencies the percentile is taken over.
+	// Only meaningful with a Percentile; setting it without one is an
+	// error. Zero means DefaultWindow; it must not exceed MaxWindow.
+	Window int
+
+	// MinSamples is how many latencies must be recorded before the learned
+	// percentile replaces Delay. Only meaningful with a Percentile; setting
+	// it without one is an error. Zero means DefaultMinSamples, or Window
+	// if that is smaller; it must be between 1 and Window.
+	MinSamples int
+
+	// Discard, if not nil, receives every response that the layer does not
+	// return to the caller: the responses of attempts that succeeded after
+	// another attempt won, and, when several attempts ran, the response
+	// that came with each attempt's error (often the zero Resp; Discard
+	// must accept it). An HTTP adapter uses it to close the bodies of
+	// losing responses. It is called on the goroutine of the attempt that
+	// produced the response, possibly concurrently with other calls, and
+	// always before Call returns. Nil means losing responses are dropped.
+	Discard func(resp Resp)
+}
+
+// settings is a validated Config with its defaults filled in.
+type settings[Req, Resp any] struct {
+	hedgeable   func(Req) bool
+	budget      Budget
+	discard     func(Resp)
+	maxAttempts int
+	delay       time.Duration
+	percentile  float64
+	window      int
+	minSamples  int
+}
+
+// validate fills defaults and returns an error naming the first bad field.
+func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
+	s := settings[Req, Resp]{
+		hedgeable:   c.Hedgeable,
+		budget:      c.Budget,
+		discard:     c.Discard,
+		maxAttempts: c.MaxAttempts,
+		delay:       c.Delay,
+		percentile:  c.Percentile,
+		window:      c.Window,
+		minSamples:  c.MinSamples,
+	}
+	switch {
+	case c.Hedgeable == nil:
+		return s, fmt.Errorf("hedge: Hedgeable must not be nil (hedge only requests that are safe to repeat; return true to hedge all)")
+	case c.Budget == nil:
+		return s, fmt.Errorf("hedge: Budget must not be nil (every hedge must be bounded; a Budget whose Withdraw returns true removes the bound)")
+	case c.MaxAttempts < 0 || c.MaxAttempts > MaxMaxAttempts:
+		return s, fmt.Errorf("hedge: MaxAttempts must be between 1 and %d, got %d", MaxMaxAttempts, c.MaxAttempts)
+	case c.Delay < 0:
+		return s, fmt.Errorf("hedge: Delay must not be negative, got %v", c.Delay)
+	case math.IsNaN(c.Percentile) || c.Percentile < 0 || c.Percentile > 1:
+		return s, fmt.Errorf("hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got %v", c.Percentile)
+	case c.Percentile == 0 && c.Window != 0:
+		return s, fmt.Errorf("hedge: Window is only meaningful with a Percentile, got %d with Percentile 0", c.Window)
+	case c.Percentile == 0 && c.MinSamples != 0:
+		return s, fmt.Errorf("hedge: MinSamples is only meaningful with a Percentile, got %d with Percentile 0", c.MinSamples)
+	case c.Window < 0 || c.Window > MaxWindow:
+		return s, fmt.Errorf("hedge: Window must be between 1 and %d, got %d", MaxWindow, c.Window)
+	}
+	if s.maxAttempts == 0 {
+		s.maxAttempts = DefaultMaxAttempts
+	}
+	if s.delay == 0 {
+		s.delay = DefaultDelay
+	}
+	if s.percentile == 0 {
+		return s, nil
+	}
+	if s.window == 0 {
+		s.window = DefaultWindow
+	}
+	if c.MinSamples < 0 || c.MinSamples > s.window {
+		return s, fmt.Errorf("hedge: MinSamples must be between 1 and Window (%d), got %d", s.window, c.MinSamples)
+	}
+	if s.minSamples == 0 {
+		s.minSamples = min(DefaultMinSamples, s.window)
+	}
+	return s, nil
+}

@@ -1,0 +1,57 @@
+// Package hedge sends a second copy of a slow request and takes whichever
+// answer comes first: a hedged request, after Dean and Barroso, "The Tail at
+// Scale" (Communications of the ACM 56(2), 2013), and Tower's hedge
+// middleware.
+//
+// # Why hedging
+//
+// In a fleet of servers a few requests are slow for reasons that have
+// nothing to do with the request: a garbage collection, a full queue, a
+// noisy neighbour. Those few set the tail latency a caller sees, and a
+// request that fans out to many servers almost always meets one of them.
+// Waiting a little (say the 95th percentile of recent latency) and then
+// sending the same request again, usually to another replica, cuts the tail
+// sharply: the second copy rarely meets the same hiccup. Whichever attempt
+// succeeds first is the answer; the others are cancelled.
+//
+// # Why hedging must be bounded
+//
+// Every hedge is extra load. When a dependency slows down because it is
+// overloaded, every request becomes "slow", every request is hedged, and the
+// dependency receives up to MaxAttempts times its normal load exactly when it
+// can least afford it: hedging without a bound turns a slowdown into an
+// outage, as unbounded retries do. So every hedge must withdraw from a
+// [Budget], into which every hedgeable request deposits: the budget (package
+// budget, after Finagle's RetryBudget and Tower's TpsBudget) holds hedges to
+// a fraction of recent traffic. An empty budget stops new hedges; it never
+// cancels a hedge already sent. Delaying hedges until a high percentile of
+// latency keeps their number small in the first place: with the 95th
+// percentile, about 5% of requests are hedged when the dependency is
+// healthy.
+//
+// Hedging is only correct for requests that may safely run more than once
+// (reads, idempotent writes), so it is opt-in per request: [Config.Hedgeable]
+// is required and decides for each request.
+//
+// # Order
+//
+// Hedge inside a timeout that bounds the whole call, and outside the
+// per-attempt layers, so that each hedge is an attempt of its own:
+//
+//	svc := rampart.NewBuilder[Req, Resp]().
+//		Layer(total).   // timeout: bounds the call, all attempts together
+//		Layer(hedging). // hedge.NewLayer: sends hedges of slow attempts
+//		Layer(breaker). // circuitbreaker: consulted by every attempt
+//		Service(backend)
+//
+// # Goroutines and cost
+//
+// The first attempt runs on the caller's goroutine; each hedge runs on a
+// goroutine of its own, started by a timer. Call returns only after every
+// attempt it started has returned, so no goroutine outlives a call (TO3):
+// cancelled losers are waited for, which takes as long as the inner service
+// takes to notice its cancelled context. A non-hedgeable request costs one
+// predicate call and nothing else. A hedgeable request that is answered
+// before the delay costs a cancelable context, a timer and one small record
+// per call (BenchmarkLayer_NoHedge).
+package hedge

@@ -1,0 +1,33 @@
+package hedge
+
+import (
+	"fmt"
+	"strings"
+)
+
+// AllFailedError is the error a hedged call returns when every attempt
+// failed and more than one attempt ran. (When only the original request ran,
+// its response and error are returned unchanged.) It unwraps to every
+// attempt's error, so [errors.Is] and [errors.As] find any of them: when the
+// caller's context ended, each attempt's error normally wraps the context's
+// error, so errors.Is(err, context.Canceled) holds; and a server's
+// retry-after hint (an error with a RetryDelay method) carried by any attempt
+// is still found by a retry layer outside.
+type AllFailedError struct {
+	// Errs holds one error per attempt, in the order the attempts were
+	// started: Errs[0] is the original request's. None is nil.
+	Errs []error
+}
+
+// Error lists the attempts' errors in the order the attempts were started.
+func (e *AllFailedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hedge: all %d attempts failed", len(e.Errs))
+	for i, err := range e.Errs {
+		fmt.Fprintf(&b, "; attempt %d: %v", i+1, err)
+	}
+	return b.String()
+}
+
+// Unwrap returns the attempts' errors, for [errors.Is] and [errors.As].
+func (e *AllFailedError) Unwrap() []error { return e.Errs }

@@ -1,0 +1,243 @@
+package hedge
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rampart-go/rampart"
+)
+
+// NewLayer returns a layer that hedges the hedgeable requests of the
+// services it wraps, as configured by cfg. It returns an error naming the
+// first invalid field of cfg (see [Config]); the error matches no sentinel.
+//
+// Each service the layer wraps learns its own latency percentile; the
+// Budget in cfg is shared by all of them. The returned layer and the
+// services it builds are safe for concurrent use.
+//
+// A call through a wrapped service behaves as follows. A request that
+// cfg.Hedgeable rejects goes to the inner service once, unchanged. For a
+// hedgeable request the layer deposits into the Budget once, sends the
+// original attempt, and while no attempt has succeeded, every Delay (or
+// learned percentile) after the latest attempt started it withdraws from
+// the Budget and sends one more, up to MaxAttempts in total. It stops
+// sending when the Budget refuses, when the caller's context is done, or
+// when every attempt sent so far has failed: a failure does not trigger a
+// hedge (retrying failures is the retry layer's job).
+//
+// The first attempt to succeed is the answer. All attempts share one
+// context derived from the caller's, which is cancelled as soon as an
+// attempt succeeds, so every other attempt is cancelled; their responses go
+// to cfg.Discard. Call returns only after every attempt it started has
+// returned (TO3), so an inner service that ignores its context delays the
+// answer until it returns. When no attempt succeeds, Call returns the
+// original attempt's response and error unchanged if it was the only
+// attempt, and otherwise the zero Resp and an [*AllFailedError] holding
+// every attempt's error. When the caller's context ends, every attempt is
+// cancelled and their errors (normally wrapping the context's) are returned
+// the same way.
+//
+// The original attempt runs on the caller's goroutine, so a panic in it
+// reaches the caller, after the hedges have been cancelled and awaited.
+// Each hedge runs on a goroutine of its own; a panic there is not recovered
+// and ends the program with its own stack, as in errgroup.
+func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
+	s, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	return layer[Req, Resp]{s: s}, nil
+}
+
+// Wrap returns inner wrapped in a hedge layer configured by cfg, inferring
+// the type parameters from inner. It is [NewLayer] followed by Wrap and
+// returns the same errors.
+func Wrap[Req, Resp any](inner rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(inner), nil
+}
+
+type layer[Req, Resp any] struct {
+	s settings[Req, Resp]
+}
+
+func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	svc := &service[Req, Resp]{settings: l.s, inner: inner}
+	if l.s.percentile > 0 {
+		svc.lat = newLatencies(l.s.percentile, l.s.window, l.s.minSamples, l.s.delay)
+	}
+	return svc
+}
+
+type service[Req, Resp any] struct {
+	settings[Req, Resp]
+	inner rampart.Service[Req, Resp]
+	lat   *latencies // nil for a fixed delay
+}
+
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if s.maxAttempts == 1 || !s.hedgeable(req) {
+		return s.inner.Call(ctx, req)
+	}
+	s.budget.Deposit()
+
+	c := &call[Req, Resp]{s: s, req: req, started: 1, inflight: 1, delay: s.delay}
+	if s.lat != nil {
+		c.delay = s.lat.current()
+	}
+	c.ctx, c.cancel = context.WithCancel(ctx)
+	defer c.cancel()
+	// The timer holds a slot in wg until it decides not to send another
+	// hedge or is stopped; c.mu keeps it from reading c.timer before the
+	// assignment.
+	c.wg.Add(1)
+	c.mu.Lock()
+	c.timer = time.AfterFunc(c.delay, c.hedge)
+	c.mu.Unlock()
+
+	// The original attempt runs here. If it panics, the deferred abort
+	// cancels and awaits the hedges before the panic travels on; the flag
+	// tells a panic from a normal return without recovering, as
+	// singleflight does.
+	normal := false
+	defer func() {
+		if !normal {
+			c.abort()
+		}
+	}()
+	start := time.Now()
+	resp, err := s.inner.Call(c.ctx, req)
+	normal = true
+	c.finish(0, start, resp, err)
+
+	// Every hedge and the timer hold a slot in wg, so after Wait nothing
+	// touches c again and its fields are read without the lock.
+	c.wg.Wait()
+	var zero Resp
+	switch {
+	case c.won:
+		return c.resp, nil
+	case c.started == 1:
+		return c.resp, c.errs[0]
+	default:
+		return zero, &AllFailedError{Errs: c.errs[:c.started:c.started]}
+	}
+}
+
+// call is the state of one hedged call, shared by its attempts and timer.
+type call[Req, Resp any] struct {
+	s      *service[Req, Resp]
+	req    Req
+	delay  time.Duration
+	ctx    context.Context // shared by every attempt; cancelled by the winner
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // one slot per hedge goroutine, one for the timer
+
+	mu       sync.Mutex
+	timer    *time.Timer // guarded by mu
+	stopped  bool        // guarded by mu; no more hedges will be sent
+	started  int         // guarded by mu; attempts sent
+	inflight int         // guarded by mu; attempts not yet returned
+	won      bool        // guarded by mu; an attempt succeeded and resp is its
+	aborted  bool        // guarded by mu; the original attempt panicked
+	resp     Resp        // guarded by mu; the answer, or the only attempt's
+	errs     []error     // guarded by mu; by attempt, allocated on the first failure
+}
+
+// hedge runs on the timer's goroutine and sends the next attempt unless the
+// call no longer wants one.
+func (c *call[Req, Resp]) hedge() {
+	c.mu.Lock()
+	if c.stopped || c.ctx.Err() != nil || !c.s.budget.Withdraw() {
+		c.stopped = true
+		c.mu.Unlock()
+		c.wg.Done()
+		return
+	}
+	i := c.started
+	c.started++
+	c.inflight++
+	c.wg.Add(1)
+	if c.started < c.s.maxAttempts {
+		c.timer.Reset(c.delay) // the timer keeps its slot
+	} else {
+		c.stopped = true
+		c.wg.Done()
+	}
+	c.mu.Unlock()
+	go c.run(i)
+}
+
+// run is hedge number i on its own goroutine.
+func (c *call[Req, Resp]) run(i int) {
+	defer c.wg.Done()
+	start := time.Now()
+	resp, err := c.s.inner.Call(c.ctx, c.req)
+	c.finish(i, start, resp, err)
+}
+
+// finish records the outcome of attempt i, which started at start.
+func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
+	if err == nil && c.s.lat != nil {
+		c.s.lat.record(time.Since(start))
+	}
+	keep := false
+	c.mu.Lock()
+	c.inflight--
+	switch {
+	case err == nil && !c.won && !c.aborted:
+		c.won, c.resp, keep = true, resp, true
+		c.stopLocked()
+	case err != nil:
+		if c.errs == nil {
+			c.errs = make([]error, c.s.maxAttempts)
+		}
+		c.errs[i] = err
+		if c.inflight == 0 && !c.won {
+			// Every attempt sent has failed: the call ends now rather than
+			// sending a hedge of a failure.
+			c.stopLocked()
+			if c.started == 1 {
+				c.resp, keep = resp, true
+			}
+		}
+	}
+	c.mu.Unlock()
+	if keep && err == nil {
+		c.cancel() // the losers
+	}
+	if !keep && c.s.discard != nil {
+		c.s.discard(resp)
+	}
+}
+
+// stopLocked ensures no further hedge is sent. c.mu must be held. If the
+// timer was pending, its slot in wg is released here; if it has already
+// fired, its function is running or has run and releases the slot itself.
+func (c *call[Req, Resp]) stopLocked() {
+	if c.stopped {
+		return
+	}
+	c.stopped = true
+	if c.timer.Stop() {
+		c.wg.Done()
+	}
+}
+
+// abort runs when the original attempt panicked: it stops hedging, cancels
+// and awaits the hedges, and discards any answer, since none is returned.
+func (c *call[Req, Resp]) abort() {
+	c.mu.Lock()
+	c.aborted = true
+	c.stopLocked()
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	if c.won && c.s.discard != nil {
+		c.s.discard(c.resp)
+	}
+}

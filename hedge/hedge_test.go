@@ -1,0 +1,349 @@
+package hedge_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/hedge"
+)
+
+const ms = time.Millisecond
+
+func newHedged(t *testing.T, b *backend, cfg hedge.Config[string, string]) rampart.Service[string, string] {
+	t.Helper()
+	svc, err := hedge.Wrap(rampart.Service[string, string](b), cfg)
+	require.NoError(t, err)
+	return svc
+}
+
+// call calls svc and returns the answer and how long the call took.
+func call(svc rampart.Service[string, string], ctx context.Context) (string, error, time.Duration) {
+	start := time.Now()
+	resp, err := svc.Call(ctx, "req")
+	return resp, err, time.Since(start)
+}
+
+func TestHedge_FastHedgeWinsAndPrimaryIsCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms}, step{latency: 5 * ms})
+		budget := &tokens{left: 10}
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
+
+		resp, err, took := call(svc, context.Background())
+
+		require.NoError(t, err)
+		assert.Equal(t, "req#1", resp)
+		assert.Equal(t, 15*ms, took)
+		assert.Zero(t, b.inflight.Load(), "an attempt outlived the call (TO3)")
+		assert.Equal(t, []string{"0s start 0", "10ms start 1", "15ms answer 1", "15ms cancelled 0"}, b.Log())
+		assert.Equal(t, [3]int{1, 1, 0}, budget.counts(), "deposits, granted, refused")
+	})
+}
+
+func TestHedge_PrimaryAnswersBeforeDelay_NoHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 5 * ms}, step{latency: 5 * ms})
+		budget := &tokens{left: 10}
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
+
+		resp, err, took := call(svc, context.Background())
+		time.Sleep(time.Second) // long past the delay: no stray timer sends a hedge
+		synctest.Wait()
+
+		require.NoError(t, err)
+		assert.Equal(t, "req#0", resp)
+		assert.Equal(t, 5*ms, took)
+		assert.Equal(t, 1, b.Calls())
+		assert.Equal(t, [3]int{1, 0, 0}, budget.counts())
+	})
+}
+
+func TestHedge_MaxAttemptsBoundsHedges(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		maxAttempts int
+		wantStarts  []string
+	}{
+		{name: "default is one hedge", maxAttempts: 0, wantStarts: []string{"0s start 0", "10ms start 1"}},
+		{name: "one disables hedging", maxAttempts: 1, wantStarts: []string{"0s start 0"}},
+		{name: "three", maxAttempts: 3, wantStarts: []string{"0s start 0", "10ms start 1", "20ms start 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				slow := step{latency: 100 * ms}
+				b := newBackend(slow, slow, slow, slow, slow)
+				budget := &tokens{left: 10}
+				svc := newHedged(t, b, hedge.Config[string, string]{
+					Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: tc.maxAttempts,
+				})
+
+				resp, err, took := call(svc, context.Background())
+
+				require.NoError(t, err)
+				assert.Equal(t, "req#0", resp, "the original answers first, at 100ms")
+				assert.Equal(t, 100*ms, took)
+				n := len(tc.wantStarts)
+				assert.Equal(t, n, b.Calls())
+				log := b.Log()
+				require.Len(t, log, 2*n)
+				assert.Equal(t, tc.wantStarts, log[:n])
+				assert.Equal(t, "100ms answer 0", log[n])
+				// The losers notice their cancellation at the same instant,
+				// in no particular order.
+				var cancelled []string
+				for i := 1; i < n; i++ {
+					cancelled = append(cancelled, "100ms cancelled "+string(rune('0'+i)))
+				}
+				assert.ElementsMatch(t, cancelled, log[n+1:])
+			})
+		})
+	}
+}
+
+func TestHedge_BudgetExhaustionStopsNewHedgesButNotInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms}, step{latency: 50 * ms}, step{latency: ms}, step{latency: ms})
+		budget := &tokens{left: 1}
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: 4,
+		})
+
+		resp, err, took := call(svc, context.Background())
+
+		require.NoError(t, err)
+		assert.Equal(t, "req#1", resp, "the hedge sent before the budget ran dry still answers")
+		assert.Equal(t, 60*ms, took)
+		assert.Equal(t, []string{"0s start 0", "10ms start 1", "60ms answer 1", "60ms cancelled 0"}, b.Log())
+		assert.Equal(t, [3]int{1, 1, 1}, budget.counts(), "refused once at 20ms, then never asked again")
+	})
+}
+
+func TestHedge_NotHedgeableRequestIsNeverHedged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms}, step{latency: ms})
+		budget := &tokens{left: 10}
+		var asked []string
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: func(req string) bool { asked = append(asked, req); return false },
+			Budget:    budget,
+			Delay:     10 * ms,
+		})
+
+		resp, err, took := call(svc, context.Background())
+
+		require.NoError(t, err)
+		assert.Equal(t, "req#0", resp)
+		assert.Equal(t, 100*ms, took)
+		assert.Equal(t, 1, b.Calls())
+		assert.Equal(t, []string{"req"}, asked)
+		assert.Equal(t, [3]int{0, 0, 0}, budget.counts(), "a request that is not hedged does not touch the budget")
+	})
+}
+
+func TestHedge_LearnedPercentileDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Calls 0-18 take 1ms..19ms and call 19 takes 500ms: with the 1s
+		// fallback none is hedged. The window then holds 1..19ms and 500ms,
+		// whose 95th percentile (nearest rank 19 of 20) is 19ms.
+		var steps []step
+		for i := 1; i <= 19; i++ {
+			steps = append(steps, step{latency: time.Duration(i) * ms})
+		}
+		steps = append(steps, step{latency: 500 * ms})
+		// Call 20: a slow original is hedged at exactly 19ms; the hedge
+		// answers 1ms later.
+		steps = append(steps, step{latency: time.Second}, step{latency: ms})
+		// Calls 21-38 take 3ms each; with call 20's 1ms hedge, the window
+		// holds 1ms, eighteen 3ms latencies and 500ms: 1..19ms are gone and
+		// the percentile (rank 19 of 20) is 3ms. (Before the eighteenth
+		// it was still 19ms, so no 3ms call races its own hedge.)
+		for range 18 {
+			steps = append(steps, step{latency: 3 * ms})
+		}
+		steps = append(steps, step{latency: time.Second}, step{latency: 2 * ms})
+
+		b := newBackend(steps...)
+		budget := &tokens{left: 10}
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget, Delay: time.Second,
+			Percentile: 0.95, Window: 20, MinSamples: 20,
+		})
+
+		for i := range 20 {
+			_, err, took := call(svc, context.Background())
+			require.NoError(t, err)
+			require.Equal(t, steps[i].latency, took, "call %d", i)
+		}
+		require.Equal(t, 20, b.Calls(), "no hedge before MinSamples latencies")
+
+		resp, err, took := call(svc, context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "req#21", resp)
+		assert.Equal(t, 20*ms, took, "hedged at the learned 19ms, answered 1ms later")
+
+		for range 18 {
+			_, err, _ := call(svc, context.Background())
+			require.NoError(t, err)
+		}
+		resp, err, took = call(svc, context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, "req#41", resp)
+		assert.Equal(t, 5*ms, took, "hedged at the new 3ms, answered 2ms later")
+		assert.Equal(t, [3]int{40, 2, 0}, budget.counts())
+		assert.Equal(t, 42, b.Calls())
+	})
+}
+
+var (
+	errA = errors.New("backend: a failed")
+	errB = errors.New("backend: b failed")
+)
+
+func TestHedge_OnlyAttemptFails_ErrorAndResponseUnchanged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 5 * ms, err: errA})
+		var discarded discards
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Discard: discarded.Discard,
+		})
+
+		resp, err, took := call(svc, context.Background())
+		time.Sleep(time.Second)
+
+		assert.Same(t, errA, err, "a failure is not hedged and comes back as it is")
+		assert.Equal(t, "req#0", resp)
+		assert.Equal(t, 5*ms, took)
+		assert.Equal(t, 1, b.Calls())
+		assert.Empty(t, discarded.got())
+	})
+}
+
+func TestHedge_AllAttemptsFail_EveryErrorKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 15 * ms, err: errA}, step{latency: 8 * ms, err: errB})
+		var discarded discards
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms, MaxAttempts: 3,
+			Discard: discarded.Discard,
+		})
+
+		resp, err, took := call(svc, context.Background())
+
+		assert.Empty(t, resp)
+		assert.Equal(t, 18*ms, took, "the hedge's failure at 18ms ends the call; no third attempt at 20ms")
+		var all *hedge.AllFailedError
+		require.ErrorAs(t, err, &all)
+		assert.Equal(t, []error{errA, errB}, all.Errs, "in the order the attempts started")
+		assert.ErrorIs(t, err, errA)
+		assert.ErrorIs(t, err, errB)
+		assert.EqualError(t, err, "hedge: all 2 attempts failed; attempt 1: backend: a failed; attempt 2: backend: b failed")
+		assert.Equal(t, []string{"req#0", "req#1"}, discarded.got(), "the responses that came with the errors")
+		assert.Equal(t, 2, b.Calls())
+	})
+}
+
+func TestHedge_SuccessAfterAFailureWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 12 * ms, err: errA}, step{latency: 5 * ms})
+		var discarded discards
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Discard: discarded.Discard,
+		})
+
+		resp, err, took := call(svc, context.Background())
+
+		require.NoError(t, err)
+		assert.Equal(t, "req#1", resp)
+		assert.Equal(t, 15*ms, took)
+		assert.Equal(t, []string{"req#0"}, discarded.got())
+	})
+}
+
+func TestHedge_CallerCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := step{latency: 100 * ms}
+		b := newBackend(slow, slow, slow)
+		budget := &tokens{left: 10}
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: 3,
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(15*ms, cancel)
+
+		resp, err, took := call(svc, ctx)
+		assert.Zero(t, b.inflight.Load(), "an attempt outlived the call (TO3)")
+		time.Sleep(time.Second)
+
+		assert.Empty(t, resp)
+		assert.Equal(t, 15*ms, took)
+		assert.ErrorIs(t, err, context.Canceled)
+		var all *hedge.AllFailedError
+		require.ErrorAs(t, err, &all)
+		assert.Equal(t, []error{context.Canceled, context.Canceled}, all.Errs)
+		log := b.Log()
+		require.Len(t, log, 4)
+		assert.Equal(t, []string{"0s start 0", "10ms start 1"}, log[:2])
+		assert.ElementsMatch(t, []string{"15ms cancelled 0", "15ms cancelled 1"}, log[2:])
+		assert.Equal(t, [3]int{1, 1, 0}, budget.counts(), "no hedge after the caller gave up")
+	})
+}
+
+func TestHedge_TO3_WaitsForLoserThatIgnoresCancellation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 20 * ms, ignoreCtx: true}, step{latency: 5 * ms})
+		var discarded discards
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Discard: discarded.Discard,
+		})
+
+		resp, err, took := call(svc, context.Background())
+
+		require.NoError(t, err)
+		assert.Equal(t, "req#1", resp)
+		assert.Equal(t, 20*ms, took, "the call waits for the loser")
+		assert.Zero(t, b.inflight.Load())
+		assert.Equal(t, []string{"req#0"}, discarded.got(), "the loser's late success is discarded, not lost")
+		assert.Equal(t, []string{"0s start 0", "10ms start 1", "15ms answer 1", "20ms answer 0"}, b.Log())
+	})
+}
+
+func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hedges := newBackend(step{latency: 100 * ms})
+		var calls atomic.Int32
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			if calls.Add(1) == 1 {
+				time.Sleep(15 * ms)
+				panic("boom")
+			}
+			return hedges.Call(ctx, req)
+		})
+		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+		})
+		require.NoError(t, err)
+
+		start := time.Now()
+		var recovered any
+		func() {
+			defer func() { recovered = recover() }()
+			_, _ = svc.Call(context.Background(), "req")
+		}()
+
+		assert.Equal(t, "boom", recovered)
+		assert.Equal(t, 15*ms, time.Since(start))
+		assert.Zero(t, hedges.inflight.Load(), "the hedge was awaited before the panic went on")
+		assert.Equal(t, []string{"10ms start 0", "15ms cancelled 0"}, hedges.Log())
+	})
+}
