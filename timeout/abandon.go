@@ -64,8 +64,8 @@ func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b boun
 		cancel()
 		return c.resp, err
 	}
-	if s.cfg.Detach != nil {
-		return s.cfg.Detach(c.resp, cancel), nil
+	if s.l.cfg.Detach != nil && b.first {
+		return s.l.cfg.Detach(c.resp, cancel), nil
 	}
 	cancel()
 	return c.resp, nil
@@ -92,8 +92,8 @@ func (s *service[Req, Resp]) run(ctx context.Context, req Req, c *call[Resp]) {
 		if c.panicked != nil {
 			panic(c.panicked)
 		}
-		if s.cfg.Late != nil {
-			s.cfg.Late(c.resp, c.err)
+		if s.l.cfg.Late != nil {
+			s.l.cfg.Late(c.resp, c.err)
 		}
 	}()
 	c.resp, c.err = s.inner.Call(ctx, req)

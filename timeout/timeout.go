@@ -142,12 +142,14 @@ type layer[Req, Resp any] struct {
 	cause *Error
 }
 
+// Wrap returns a service that runs inner with the layer's deadline.
 func (l *layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-	return &service[Req, Resp]{layer: l, inner: inner}
+	return &service[Req, Resp]{l: l, inner: inner}
 }
 
+// service is the [rampart.Service] that layer.Wrap returns.
 type service[Req, Resp any] struct {
-	*layer[Req, Resp]
+	l     *layer[Req, Resp]
 	inner rampart.Service[Req, Resp]
 }
 
@@ -162,10 +164,12 @@ type bounds struct {
 	first bool
 }
 
+// Call runs the inner call with the layer's deadline; [New] documents the
+// answer it gives.
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	b := bounds{timeout: s.cfg.Timeout, cause: s.cause, first: true}
-	if s.cfg.For != nil {
-		if d := s.cfg.For(req); d != 0 {
+	b := bounds{timeout: s.l.cfg.Timeout, cause: s.l.cause, first: true}
+	if s.l.cfg.For != nil {
+		if d := s.l.cfg.For(req); d != 0 {
 			b.timeout, b.cause = d, &Error{Timeout: d}
 		}
 	}
@@ -175,11 +179,11 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	b.deadline = time.Now().Add(b.timeout)
 	if cur, ok := ctx.Deadline(); ok && !cur.After(b.deadline) {
 		b.first = false
-		if !s.cfg.Abandon {
+		if !s.l.cfg.Abandon {
 			return s.inner.Call(ctx, req)
 		}
 	}
-	if s.cfg.Abandon {
+	if s.l.cfg.Abandon {
 		return s.callAbandon(ctx, req, b)
 	}
 
@@ -196,8 +200,8 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	if err != nil {
 		return resp, b.judge(ctx, err)
 	}
-	if s.cfg.Detach != nil {
-		resp = s.cfg.Detach(resp, cancel)
+	if s.l.cfg.Detach != nil {
+		resp = s.l.cfg.Detach(resp, cancel)
 		detached = true
 	}
 	return resp, nil

@@ -437,7 +437,7 @@ func TestLayer_TO3_AbandonResultAtDeadlineNotLost(t *testing.T) {
 			},
 		}, after(100*time.Millisecond, "ok", nil))
 
-		const calls = 50
+		const calls = 1000
 		var returned int
 		for range calls {
 			resp, err, took := timed(context.Background(), svc)
@@ -576,6 +576,35 @@ func TestLayer_DetachNotCalledOnError(t *testing.T) {
 
 		assert.Same(t, errBoom, err)
 		assert.Equal(t, context.Canceled, innerCtx.Err(), "cancelled when Call returned")
+	})
+}
+
+// When the caller's deadline comes first the layer makes no context of its
+// own, so it has no cancel to hand over and does not call Detach.
+func TestLayer_DetachSkippedUnderCallerDeadline(t *testing.T) {
+	inBothModes(t, func(t *testing.T, abandon bool) {
+		inner := rampart.ServiceFunc[string, *fakeResponse](func(ctx context.Context, _ string) (*fakeResponse, error) {
+			return &fakeResponse{ctx: ctx}, nil
+		})
+		l, err := timeout.New(timeout.Config[string, *fakeResponse]{
+			Timeout: 100 * time.Millisecond,
+			Abandon: abandon,
+			Detach: func(resp *fakeResponse, cancel context.CancelFunc) *fakeResponse {
+				t.Error("Detach called without a context of the layer's")
+				return resp
+			},
+		})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+
+		resp, err := l.Wrap(inner).Call(ctx, "req")
+
+		require.NoError(t, err)
+		assert.Nil(t, resp.cancel)
+		deadline, _ := resp.ctx.Deadline()
+		callerDeadline, _ := ctx.Deadline()
+		assert.Equal(t, callerDeadline, deadline, "the inner call saw the caller's deadline")
 	})
 }
 
