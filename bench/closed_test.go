@@ -64,13 +64,3 @@ var hystrixClosed = hystrix.CommandConfig{
 	SleepWindow:            hystrix.DefaultSleepWindow,
 	ErrorPercentThreshold:  hystrix.DefaultErrorPercentThreshold,
 }
-
-// rampartClosed returns rampart's closed-breaker contenders.
-func rampartClosed() []contender { return nil }
-
-func rampartOpen() []contender { return nil }
-
-func rampartRetry() []contender        { return nil }
-func rampartRetryStack() []contender   { return nil }
-func rampartTimeout() []contender      { return nil }
-func rampartTimeoutStack() []contender { return nil }
