@@ -119,6 +119,9 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampa
 // timer context and its timer); the layer adds no allocation of its own in
 // the default mode with a fixed Timeout. See BenchmarkTimeoutLayer.
 //
+// The layer, and every service it wraps, is safe for concurrent use; one
+// layer may wrap many services.
+//
 // New returns an error naming the field when Timeout is not > 0 without
 // For, when Timeout is negative, or when Late is set without Abandon.
 func New[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
