@@ -1,0 +1,42 @@
+// Package retry provides a layer that calls a service again when an attempt
+// fails with a transient fault, waiting between attempts on a backoff
+// schedule with jitter, and bounded by attempts, a retry budget and the
+// caller's deadline.
+//
+// # Why budgets beat max-retries
+//
+// MaxAttempts alone is a dangerous bound. With MaxAttempts 3, a healthy
+// dependency sees almost no retries, but a failing one sees three times
+// its normal load, exactly when it is weakest; stacked retry layers in a
+// call chain multiply again (3 x 3 x 3 = 27 calls at the bottom). Such a
+// retry storm turns a brief fault into a long outage. A retry budget
+// (package github.com/rampart-go/rampart/budget, after Finagle's
+// RetryBudget and Tower's TpsBudget) instead lets retries add at most a
+// fixed share of recent traffic, say 20%, plus a small floor per second for
+// quiet clients. When everything fails, load grows by at most 20%, not
+// 200%; when few requests fail, every one of them may still be retried.
+// Use both: MaxAttempts bounds one request's latency, the budget bounds
+// the fleet's load.
+//
+// # What is never retried
+//
+// An error matching circuitbreaker.ErrOpen ends the loop at once and is
+// returned unwrapped: the breaker has already decided the dependency is down
+// (RT3). So does an error marked with [Permanent], and any outcome once the
+// caller's context is done (RT2). The loop never sleeps past the context's
+// deadline (RT4): when the next wait would end at or after it, the loop
+// returns the last error at once. A server's retry-after hint lengthens the
+// next wait (RT7).
+//
+// # Order
+//
+// Put the retry layer outside the circuit breaker, so every attempt asks the
+// breaker and an open breaker ends the loop, and a per-attempt timeout, if
+// any, inside it:
+//
+//	svc := rampart.NewBuilder[Req, Resp]().
+//		Layer(timeout.NewLayer[Req, Resp](2*time.Second)). // all attempts together
+//		Layer(retryLayer).                                 // retry.NewLayer[Req, Resp](cfg)
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).     // each attempt
+//		Service(backend)
+package retry

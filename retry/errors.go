@@ -1,0 +1,83 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrExhausted is matched with [errors.Is] by every [*ExhaustedError]: the
+// retry loop stopped while the last attempt was still failing. Which reason
+// stopped it is matched separately: [ErrMaxAttempts], [ErrBudgetExhausted],
+// [ErrDeadline], or the caller's context error.
+var ErrExhausted = errors.New("retry: exhausted")
+
+// Reasons an [*ExhaustedError] gives for stopping. Each is matched with
+// [errors.Is] on the ExhaustedError, alongside the last attempt's error.
+var (
+	// ErrMaxAttempts: Config.MaxAttempts attempts ran and all failed (RT5).
+	ErrMaxAttempts = errors.New("retry: max attempts reached")
+	// ErrBudgetExhausted: a retry was due but the retry budget refused the
+	// withdrawal (RT6).
+	ErrBudgetExhausted = errors.New("retry: budget exhausted")
+	// ErrDeadline: the next attempt could not start before the context's
+	// deadline, because the backoff delay or the server's hint would end at
+	// or after it (RT4, RT7). The deadline had not yet passed, so the error
+	// does not match [context.DeadlineExceeded].
+	ErrDeadline = errors.New("retry: next attempt would start after the deadline")
+)
+
+// ExhaustedError is returned when the retry loop stops while the last
+// attempt is still failing (RT5). It reports how many attempts ran, the last
+// attempt's error, and why the loop stopped.
+//
+// errors.Is matches [ErrExhausted], the Reason (one of [ErrMaxAttempts],
+// [ErrBudgetExhausted], [ErrDeadline], or the caller's context error and
+// cause when the context ended during a backoff wait, so
+// errors.Is(err, context.Canceled) holds then), and anything the last error
+// matches: the real failure is never replaced by the reason. errors.As finds
+// typed errors in both chains.
+type ExhaustedError struct {
+	// Attempts is the number of calls made, including the first. At least 1.
+	Attempts int
+	// Err is the last attempt's error. Never nil.
+	Err error
+	// Reason says why the loop stopped. Never nil.
+	Reason error
+}
+
+// Error describes the stop and the last error, for example
+// "retry: gave up after 3 attempts: retry: max attempts reached: last error: connection reset".
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("retry: gave up after %d attempts: %v: last error: %v", e.Attempts, e.Reason, e.Err)
+}
+
+// Unwrap returns the last error and the reason, so [errors.Is] and
+// [errors.As] search both.
+func (e *ExhaustedError) Unwrap() []error { return []error{e.Err, e.Reason} }
+
+// Is reports whether target is [ErrExhausted].
+func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
+
+// PermanentError marks an error that must not be retried (RT2). Create it
+// with [Permanent]. It unwraps to the marked error, and its message is that
+// error's message. The retry layer returns it as the service returned it.
+type PermanentError struct {
+	// Err is the marked error.
+	Err error
+}
+
+// Permanent marks err as not worth retrying: the retry layer returns it at
+// once whatever the Retryable predicate says. The marker may be wrapped
+// further; the layer finds it with [errors.As]. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// Error returns the marked error's message.
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the marked error.
+func (e *PermanentError) Unwrap() error { return e.Err }

@@ -1,0 +1,57 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/retry"
+)
+
+// A flaky service succeeds on its third call; the layer hides the first two
+// failures.
+func Example() {
+	calls := 0
+	flaky := rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
+		calls++
+		if calls < 3 {
+			return "", errors.New("connection reset")
+		}
+		return "hello " + req, nil
+	})
+	backoff, err := retry.NewExponential(retry.Exponential{Base: time.Millisecond, Max: 10 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	svc, err := retry.Wrap(flaky, retry.Config[string, string]{MaxAttempts: 3, Backoff: backoff})
+	if err != nil {
+		panic(err)
+	}
+
+	resp, err := svc.Call(context.Background(), "world")
+	fmt.Println(resp, err, calls)
+	// Output: hello world <nil> 3
+}
+
+// When every attempt fails, the error says how many attempts ran and why the
+// loop stopped, and still matches the last failure.
+func ExampleExhaustedError() {
+	errDown := errors.New("connection refused")
+	down := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+		return "", errDown
+	})
+	backoff, _ := retry.NewConstant(time.Millisecond)
+	svc, _ := retry.Wrap(down, retry.Config[string, string]{MaxAttempts: 2, Backoff: backoff})
+
+	_, err := svc.Call(context.Background(), "ping")
+	var ex *retry.ExhaustedError
+	fmt.Println(errors.As(err, &ex), ex.Attempts)
+	fmt.Println(errors.Is(err, errDown), errors.Is(err, retry.ErrMaxAttempts))
+	fmt.Println(err)
+	// Output:
+	// true 2
+	// true true
+	// retry: gave up after 2 attempts: retry: max attempts reached: last error: connection refused
+}

@@ -1,0 +1,318 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+// Budget bounds retries to a share of recent traffic (RT6). The layer calls
+// Deposit once per request, before the first attempt, and Withdraw once
+// before each retry; a false Withdraw stops the loop with
+// [ErrBudgetExhausted]. Both must be safe for concurrent use and cheap:
+// Deposit runs on every call. [*budget.Budget] (package
+// github.com/rampart-go/rampart/budget) implements it, as do budget.Always
+// and budget.Never.
+type Budget interface {
+	Deposit()
+	Withdraw() bool
+}
+
+// Defaults for the zero fields of [Config].
+const (
+	// DefaultMaxAttempts allows one call and two retries: most transient
+	// faults clear within two retries, and each extra attempt multiplies the
+	// load a failing dependency receives.
+	DefaultMaxAttempts = 3
+	// DefaultMaxHint caps a server's retry-after hint. A hint longer than a
+	// minute is almost certainly not meant for a caller waiting inside one
+	// request; the cap keeps a bogus header from parking a goroutine for
+	// hours. The context's deadline still stops the loop earlier (RT7).
+	DefaultMaxHint = time.Minute
+)
+
+// defaultBackoff is the schedule used when Config.Backoff is nil.
+var defaultBackoff, _ = NewExponential(Exponential{})
+
+// Config configures the retry layer. Every zero field takes its documented
+// default. A Config is read once by [NewLayer] or [Wrap]; changing it later
+// has no effect.
+type Config[Req, Resp any] struct {
+	// MaxAttempts bounds the number of calls per request, including the
+	// first: 3 means one call and at most two retries (RT1). Zero means
+	// [DefaultMaxAttempts]; 1 disables retries; negative is an error.
+	MaxAttempts int
+
+	// Backoff gives the delay before each retry. Nil means exponential
+	// backoff with full jitter from 100ms, doubling, capped at 10s
+	// ([NewExponential] with a zero [Exponential]). A negative delay from a
+	// custom schedule is treated as zero.
+	Backoff Backoff
+
+	// Retryable reports whether an attempt's outcome is worth retrying
+	// (RT2). It sees every outcome, successes included, so a response can
+	// ask for a retry (an HTTP 503, say) with a nil error. Nil means "retry
+	// every non-nil error". Whatever it returns, the layer never retries an
+	// error matching [circuitbreaker.ErrOpen] (RT3), an error marked with
+	// [Permanent], or any outcome once the caller's context is done. It
+	// must be safe for concurrent use.
+	Retryable func(resp Resp, err error) bool
+
+	// Budget, if not nil, bounds retries across all requests that share it
+	// (RT6): see [Budget]. Nil means retries are bounded only by
+	// MaxAttempts and the context. A typed nil pointer is not nil here and
+	// would be called.
+	Budget Budget
+
+	// Hint, if not nil, extracts a server's retry-after hint from an
+	// outcome, such as an HTTP Retry-After header on a 429 or 503 response;
+	// ok reports whether there is one. Independently, any error in the
+	// outcome's chain with a method RetryDelay() time.Duration (such as
+	// [*circuitbreaker.OpenError] from a remote breaker) is a hint too. The
+	// longest hint replaces the backoff delay when it is longer (RT7).
+	// It must be safe for concurrent use.
+	Hint func(resp Resp, err error) (delay time.Duration, ok bool)
+
+	// MaxHint caps hints: a longer hint is shortened to MaxHint, and a
+	// negative one counts as zero. Zero means [DefaultMaxHint]; negative is
+	// an error. It does not cap the Backoff schedule, which has its own.
+	MaxHint time.Duration
+
+	// Discard, if not nil, is called with the response of an attempt that
+	// is about to be retried, just before the next attempt starts, since
+	// nobody else will ever see it: the HTTP adapter closes the body
+	// there. It may receive the zero Resp (the attempt failed with an
+	// error and no response). A response the layer returns is never
+	// discarded.
+	Discard func(resp Resp)
+}
+
+// retryDelayer is implemented by errors that carry a server's hint, such as
+// *circuitbreaker.OpenError.
+type retryDelayer interface {
+	RetryDelay() time.Duration
+}
+
+// policy is a validated Config with its defaults filled in, shared by every
+// service a layer wraps.
+type policy[Req, Resp any] struct {
+	maxAttempts int
+	backoff     Backoff
+	retryable   func(Resp, error) bool
+	budget      Budget
+	hint        func(Resp, error) (time.Duration, bool)
+	maxHint     time.Duration
+	discard     func(Resp)
+}
+
+func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error) {
+	p := &policy[Req, Resp]{
+		maxAttempts: cfg.MaxAttempts,
+		backoff:     cfg.Backoff,
+		retryable:   cfg.Retryable,
+		budget:      cfg.Budget,
+		hint:        cfg.Hint,
+		maxHint:     cfg.MaxHint,
+		discard:     cfg.Discard,
+	}
+	switch {
+	case p.maxAttempts < 0:
+		return nil, fmt.Errorf("retry: MaxAttempts must be >= 1, got %d", p.maxAttempts)
+	case p.maxAttempts == 0:
+		p.maxAttempts = DefaultMaxAttempts
+	}
+	switch {
+	case p.maxHint < 0:
+		return nil, fmt.Errorf("retry: MaxHint must be >= 0, got %v", p.maxHint)
+	case p.maxHint == 0:
+		p.maxHint = DefaultMaxHint
+	}
+	if p.backoff == nil {
+		p.backoff = defaultBackoff
+	}
+	return p, nil
+}
+
+// NewLayer returns a layer that retries failed calls as cfg says (RT1-RT7).
+// The layer and the services it wraps are safe for concurrent use when
+// cfg's functions and Budget are.
+//
+// It returns an error naming the field if MaxAttempts or MaxHint is
+// negative.
+//
+// # Outcomes
+//
+// A call through the layer returns:
+//   - the first outcome that is not retried, as the inner service returned
+//     it: a success, a response Retryable accepts, an error Retryable
+//     rejects, a [Permanent] error, or an error matching
+//     [circuitbreaker.ErrOpen], which is never wrapped (RT3);
+//   - when the loop stops on a response Retryable wanted retried (nil
+//     error), that last response and a nil error: the caller sees the real
+//     result, such as the last 503;
+//   - when the loop stops on an error it wanted to retry, the last
+//     response (as the inner service returned it, often the zero value) and
+//     an [*ExhaustedError] wrapping the last error with the reason: attempts
+//     used up ([ErrMaxAttempts], RT5), budget empty ([ErrBudgetExhausted],
+//     RT6), the next attempt could not start before the deadline
+//     ([ErrDeadline], RT4, RT7), or the context ended during the wait
+//     (its error and cause);
+//   - when the caller's context is done after an attempt, the attempt's
+//     error as is if it is that context's error, or else as above.
+//
+// # Time
+//
+// The layer waits with a timer and a select on ctx.Done, so it never sleeps
+// after cancellation. It never starts a wait that would end at or after
+// ctx's deadline (RT4). A call that succeeds at once allocates nothing and
+// creates no timer.
+func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
+	p, err := newPolicy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return layer[Req, Resp]{p: p}, nil
+}
+
+// Wrap returns inner wrapped by [NewLayer](cfg); the type parameters are
+// inferred from inner and cfg. It returns the same errors as NewLayer.
+func Wrap[Req, Resp any](inner rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(inner), nil
+}
+
+type layer[Req, Resp any] struct {
+	p *policy[Req, Resp]
+}
+
+func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	return &service[Req, Resp]{p: l.p, inner: inner}
+}
+
+type service[Req, Resp any] struct {
+	p     *policy[Req, Resp]
+	inner rampart.Service[Req, Resp]
+}
+
+// Call makes the first attempt inline, so a success costs a budget deposit
+// and a predicate call, and leaves everything else to loop.
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if s.p.budget != nil {
+		s.p.budget.Deposit()
+	}
+	resp, err := s.inner.Call(ctx, req)
+	if !s.p.wantsRetry(resp, err) {
+		return resp, err
+	}
+	return s.loop(ctx, req, resp, err)
+}
+
+// wantsRetry reports whether the outcome is one the loop would retry if it
+// had attempts, budget and time left.
+func (p *policy[Req, Resp]) wantsRetry(resp Resp, err error) bool {
+	if p.retryable == nil {
+		if err == nil {
+			return false
+		}
+	} else if !p.retryable(resp, err) {
+		return false
+	}
+	if err != nil {
+		if errors.Is(err, circuitbreaker.ErrOpen) {
+			return false
+		}
+		if _, ok := errors.AsType[*PermanentError](err); ok {
+			return false
+		}
+	}
+	return true
+}
+
+// loop retries after a first attempt whose outcome (resp, err) wants a
+// retry, and returns the final outcome as documented on NewLayer.
+func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err error) (Resp, error) {
+	p := s.p
+	var timer *time.Timer // created on the first wait that needs one
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	var prev time.Duration
+	for attempt := 1; ; attempt++ {
+		// Here attempt calls have been made and (resp, err), the last
+		// outcome, wants a retry.
+		if ctx.Err() != nil { // the caller gave up: never retry (RT2)
+			if err != nil && errors.Is(err, ctx.Err()) {
+				return resp, err
+			}
+			return stop(resp, err, attempt, context.Cause(ctx))
+		}
+		if attempt >= p.maxAttempts {
+			return stop(resp, err, attempt, ErrMaxAttempts)
+		}
+		d := max(p.backoff.Delay(attempt, prev), 0)
+		prev = d
+		if h, ok := p.serverHint(resp, err); ok && h > d {
+			d = h
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
+			return stop(resp, err, attempt, ErrDeadline)
+		}
+		if p.budget != nil && !p.budget.Withdraw() {
+			return stop(resp, err, attempt, ErrBudgetExhausted)
+		}
+		if d > 0 {
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			select {
+			case <-ctx.Done():
+				return stop(resp, err, attempt, context.Cause(ctx))
+			case <-timer.C:
+			}
+		}
+		if p.discard != nil {
+			p.discard(resp)
+		}
+		resp, err = s.inner.Call(ctx, req)
+		if !p.wantsRetry(resp, err) {
+			return resp, err
+		}
+	}
+}
+
+// serverHint returns the longest retry-after hint in the outcome, clamped
+// to [0, maxHint], and whether there was one.
+func (p *policy[Req, Resp]) serverHint(resp Resp, err error) (time.Duration, bool) {
+	var h time.Duration
+	found := false
+	var rd retryDelayer
+	if err != nil && errors.As(err, &rd) {
+		h, found = rd.RetryDelay(), true
+	}
+	if p.hint != nil {
+		if x, ok := p.hint(resp, err); ok && (!found || x > h) {
+			h, found = x, true
+		}
+	}
+	return min(max(h, 0), p.maxHint), found
+}
+
+// stop ends the loop after attempts calls whose last outcome (resp, err)
+// still wanted a retry, for the given reason.
+func stop[Resp any](resp Resp, err error, attempts int, reason error) (Resp, error) {
+	if err == nil { // a retryable response: it is the result
+		return resp, nil
+	}
+	return resp, &ExhaustedError{Attempts: attempts, Err: err, Reason: reason}
+}
