@@ -1,0 +1,89 @@
+package loadshed_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/loadshed"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestNewLayer_RejectsNilReadiness(t *testing.T) {
+	_, err := loadshed.NewLayer[int, int](nil)
+	assert.EqualError(t, err, "loadshed: readiness must not be nil")
+}
+
+// The Tower load_shed scenario: a concurrency limit that would make the
+// call wait is full, so the call is refused at once instead of queueing.
+func TestLayer_ShedsInsteadOfQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := limit.New(1)
+		require.NoError(t, err)
+		shed, err := loadshed.NewLayer[int, int](lim)
+		require.NoError(t, err)
+		wait, err := limit.NewLayer[int, int](lim, limit.Wait)
+		require.NoError(t, err)
+		release := make(chan struct{})
+		var calls atomic.Int64
+		svc := rampart.NewBuilder[int, int]().Layer(shed).Layer(wait).Service(
+			rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+				calls.Add(1)
+				<-release
+				return req + 1, nil
+			}))
+
+		go func() { _, _ = svc.Call(t.Context(), 1) }()
+		synctest.Wait()
+
+		resp, err := svc.Call(t.Context(), 2)
+		assert.Zero(t, resp)
+		assert.Same(t, loadshed.ErrOverloaded, err)
+		assert.EqualError(t, err, "loadshed: overloaded")
+		assert.Equal(t, int64(1), calls.Load(), "a shed call must not reach the inner service")
+
+		release <- struct{}{}
+		synctest.Wait()
+		close(release)
+		resp, err = svc.Call(t.Context(), 3)
+		require.NoError(t, err)
+		assert.Equal(t, 4, resp)
+	})
+}
+
+func TestLayer_ReadyFunc(t *testing.T) {
+	var ready atomic.Bool
+	shed, err := loadshed.NewLayer[int, int](loadshed.ReadyFunc(ready.Load))
+	require.NoError(t, err)
+	var calls atomic.Int64
+	svc := shed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		calls.Add(1)
+		return req, nil
+	}))
+	_, err = svc.Call(t.Context(), 1)
+	assert.ErrorIs(t, err, loadshed.ErrOverloaded)
+	ready.Store(true)
+	resp, err := svc.Call(t.Context(), 2)
+	assert.NoError(t, err)
+	assert.Equal(t, 2, resp)
+	assert.Equal(t, int64(1), calls.Load())
+}
+
+func TestLayer_AllocatesNothing(t *testing.T) {
+	var ready atomic.Bool
+	shed, err := loadshed.NewLayer[int, int](loadshed.ReadyFunc(ready.Load))
+	require.NoError(t, err)
+	svc := shed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }))
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "refused")
+	ready.Store(true)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "served")
+}
