@@ -1,0 +1,470 @@
+package circuitbreaker_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+func TestBreaker_CB1_LazyHalfOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		goroutines := runtime.NumGoroutine()
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 2},
+			ResetTimeout: 10 * time.Second,
+		})
+		rec := record(b)
+		start := time.Now()
+
+		fail(t, b, 2, errBoom)
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Open, RetryAfter: 10 * time.Second, Cause: errBoom,
+		}, b.State())
+		assert.Equal(t, goroutines, runtime.NumGoroutine(), "the breaker starts no goroutine")
+
+		time.Sleep(4 * time.Second)
+		assert.Equal(t, 6*time.Second, b.State().RetryAfter)
+
+		time.Sleep(6 * time.Second)
+		// The cool-down has passed: State reports HalfOpen before any call,
+		// but nothing has transitioned yet.
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State())
+		assert.Equal(t, []string{"closed>open"}, rec.edges())
+
+		time.Sleep(time.Second) // the first acquire comes later than the end of the cool-down
+		p, err := b.TryAcquire()
+		require.NoError(t, err, "the caller that performs Open>HalfOpen is a probe")
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom, ProbesInFlight: 1}, b.State())
+		require.True(t, p.Success())
+
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, b.State())
+		assert.Equal(t, []string{"closed>open", "open>half-open", "half-open>closed"}, rec.edges())
+		got := rec.all()
+		assert.Equal(t, start, got[0].Time)
+		assert.Equal(t, errBoom, got[0].Cause)
+		assert.Equal(t, start.Add(10*time.Second), got[1].Time, "HalfOpen began when the cool-down ended")
+		assert.Equal(t, start.Add(11*time.Second), got[2].Time)
+	})
+}
+
+func TestBreaker_CB2_OpenFailsFast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout: 10 * time.Second,
+		})
+		be := &backend{err: errBoom}
+		svc := guard(b, be)
+
+		_, err := svc.Call(t.Context(), "a")
+		require.ErrorIs(t, err, errBoom)
+		require.Equal(t, int64(1), be.calls.Load())
+
+		time.Sleep(2500 * time.Millisecond)
+		_, err = svc.Call(t.Context(), "b")
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.NotErrorIs(t, err, errBoom, "a rejection is not the failure itself")
+		var oe *circuitbreaker.OpenError
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, 7500*time.Millisecond, oe.RetryAfter)
+		assert.Equal(t, errBoom, oe.Cause)
+		assert.Equal(t, 7500*time.Millisecond, oe.RetryDelay())
+		assert.Equal(t, "circuitbreaker: open (retry after 7.5s): tripped by: boom", oe.Error())
+		assert.Equal(t, int64(1), be.calls.Load(), "the protected call is never invoked")
+
+		// RetryAfter is rounded up to a millisecond; State is exact.
+		time.Sleep(time.Microsecond)
+		assert.Equal(t, 7500*time.Millisecond, openErr(t, b).RetryAfter)
+		assert.Equal(t, 7500*time.Millisecond-time.Microsecond, b.State().RetryAfter)
+		time.Sleep(time.Millisecond)
+		assert.Equal(t, 7499*time.Millisecond, openErr(t, b).RetryAfter)
+
+		// HalfOpen with its only probe slot taken: RetryAfter zero.
+		time.Sleep(7499*time.Millisecond - time.Microsecond)
+		probe, err := b.TryAcquire()
+		require.NoError(t, err)
+		oe = openErr(t, b)
+		assert.Equal(t, time.Duration(0), oe.RetryAfter)
+		assert.Equal(t, errBoom, oe.Cause)
+		probe.Ignore()
+	})
+}
+
+func TestBreaker_CB3_ProbeLimitAndOneTransition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 1, Successes: 3},
+			ResetTimeout: 10 * time.Second,
+			MaxProbes:    3,
+		})
+		rec := record(b)
+		fail(t, b, 1, errBoom)
+		time.Sleep(10 * time.Second)
+
+		// A burst of 64 callers at the end of the cool-down.
+		var (
+			mu       sync.Mutex
+			admitted []*circuitbreaker.Permit
+			rejected []*circuitbreaker.OpenError
+			wg       sync.WaitGroup
+			ready    = make(chan struct{})
+		)
+		for range 64 {
+			wg.Go(func() {
+				<-ready
+				p, err := b.TryAcquire()
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					var oe *circuitbreaker.OpenError
+					require.ErrorAs(t, err, &oe)
+					rejected = append(rejected, oe)
+					return
+				}
+				admitted = append(admitted, &p)
+			})
+		}
+		close(ready)
+		wg.Wait()
+		require.Len(t, admitted, 3)
+		require.Len(t, rejected, 61)
+		for _, oe := range rejected {
+			assert.Equal(t, time.Duration(0), oe.RetryAfter)
+		}
+		assert.Equal(t, []string{"closed>open", "open>half-open"}, rec.edges(), "exactly one transition")
+		assert.Equal(t, 3, b.State().ProbesInFlight)
+
+		// Successes close only when the policy says so (3 here).
+		assert.True(t, admitted[0].Success())
+		assert.True(t, admitted[1].Success())
+		s := b.State()
+		assert.Equal(t, circuitbreaker.HalfOpen, s.State)
+		assert.Equal(t, 2, s.ProbesSucceeded)
+		assert.Equal(t, 1, s.ProbesInFlight)
+		// A probe failure re-opens with a fresh cool-down.
+		time.Sleep(time.Second)
+		assert.True(t, admitted[2].Failure(errNotFound))
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Open, RetryAfter: 10 * time.Second, Cause: errNotFound,
+		}, b.State())
+		assert.Equal(t, []string{"closed>open", "open>half-open", "half-open>open"}, rec.edges())
+	})
+}
+
+func TestBreaker_CB3_SuccessesClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 1, Successes: 2},
+			ResetTimeout: time.Second,
+		})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		succeed(t, b, 1) // MaxProbes 1: the second probe comes after the first
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		succeed(t, b, 1)
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	})
+}
+
+func TestBreaker_CB4_OneBreakerManyServices(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: time.Hour})
+	bad := &backend{err: errBoom}
+	good := &backend{}
+	svcA, svcB := guard(b, bad), guard(b, good)
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			_, err := svcA.Call(context.Background(), "x")
+			assert.ErrorIs(t, err, errBoom)
+		})
+	}
+	wg.Wait()
+	for range 10 {
+		wg.Go(func() {
+			_, err := svcB.Call(context.Background(), "y")
+			assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(0), good.calls.Load(), "a trip seen through A protects B")
+	assert.Equal(t, int64(3), bad.calls.Load())
+}
+
+func TestBreaker_CB5_PermitFinishedOnce(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+	p, err := b.TryAcquire()
+	require.NoError(t, err)
+	assert.True(t, p.Failure(errBoom))
+	assert.False(t, p.Failure(errBoom), "second finish is a no-op")
+	assert.False(t, p.Success())
+	assert.False(t, p.Done(errBoom))
+	p.Ignore()
+	assert.Equal(t, 1, b.State().Counters.ConsecutiveFailures)
+
+	var zero circuitbreaker.Permit
+	assert.False(t, zero.Success())
+	assert.False(t, zero.Failure(errBoom))
+	assert.False(t, zero.Done(nil))
+	zero.Ignore()
+	assert.Equal(t, 1, b.State().Counters.ConsecutiveFailures)
+}
+
+func TestBreaker_CB5_StaleOutcomesDiscarded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout: 10 * time.Second,
+		})
+		slowA, err := b.TryAcquire() // admitted in Closed
+		require.NoError(t, err)
+		slowB, err := b.TryAcquire()
+		require.NoError(t, err)
+		fail(t, b, 1, errBoom)
+
+		// A late failure while Open does not re-arm the cool-down.
+		time.Sleep(4 * time.Second)
+		assert.False(t, slowA.Failure(errNotFound))
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 6 * time.Second, Cause: errBoom}, b.State())
+
+		// A slow success from Closed returning during HalfOpen changes nothing.
+		time.Sleep(6 * time.Second)
+		probe, err := b.TryAcquire()
+		require.NoError(t, err)
+		assert.False(t, slowB.Success())
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom, ProbesInFlight: 1}, b.State())
+		assert.True(t, probe.Success())
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	})
+}
+
+func TestBreaker_CB5_IgnoredProbeFreesSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		p1, err := b.TryAcquire()
+		require.NoError(t, err)
+		openErr(t, b) // the only slot is taken
+		p1.Ignore()
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State(), "no verdict")
+		p2, err := b.TryAcquire()
+		require.NoError(t, err)
+		assert.True(t, p2.Done(nil))
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	})
+}
+
+func TestBreaker_CB6_ProbeLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout: time.Second,
+			ProbeLease:   5 * time.Second,
+		})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		lost, err := b.TryAcquire() // never finished in time
+		require.NoError(t, err)
+
+		time.Sleep(5*time.Second - time.Nanosecond)
+		openErr(t, b)
+		assert.Equal(t, 1, b.State().ProbesInFlight)
+		time.Sleep(time.Nanosecond)
+		assert.Equal(t, 0, b.State().ProbesInFlight, "the lease has expired")
+		next, err := b.TryAcquire()
+		require.NoError(t, err, "the slot is reclaimed")
+
+		assert.False(t, lost.Success(), "an expired probe's outcome is discarded")
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		assert.True(t, next.Success())
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	})
+}
+
+func TestBreaker_CB9_Reset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Second})
+		rec := record(b)
+		fail(t, b, 1, errBoom)
+		b.Reset()
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, b.State(), "history cleared")
+		assert.Empty(t, rec.edges(), "Closed to Closed is no transition")
+
+		fail(t, b, 2, errBoom)
+		time.Sleep(time.Second)
+		probe, err := b.TryAcquire()
+		require.NoError(t, err)
+		b.Reset()
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+		assert.False(t, probe.Failure(errBoom), "a probe from before the reset cannot re-open")
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, b.State())
+		assert.Equal(t, []string{"closed>open", "open>half-open", "half-open>closed"}, rec.edges())
+
+		// A permit from Closed before a reset is stale too.
+		p, err := b.TryAcquire()
+		require.NoError(t, err)
+		b.Reset()
+		assert.False(t, p.Failure(errBoom))
+		assert.Equal(t, 0, b.State().Counters.ConsecutiveFailures)
+	})
+}
+
+func TestBreaker_CB11_Snapshot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: time.Second, MaxProbes: 2})
+		fail(t, b, 2, errBoom)
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2},
+		}, b.State())
+		assert.Equal(t, circuitbreaker.Closed, b.State().State, "reading does not change the state")
+		fail(t, b, 1, errNotFound)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Second, Cause: errNotFound}, b.State())
+		time.Sleep(time.Second)
+		p1, err := b.TryAcquire()
+		require.NoError(t, err)
+		p2, err := b.TryAcquire()
+		require.NoError(t, err)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errNotFound, ProbesInFlight: 2}, b.State())
+		p1.Success()
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+		p2.Ignore()
+	})
+}
+
+func TestBreaker_CB13_ZeroAndForeverCooldown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+		fail(t, b, 1, errBoom)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State(), "ready for a probe at once")
+		succeed(t, b, 1)
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+
+		f := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever})
+		fail(t, f, 1, errBoom)
+		time.Sleep(1000 * 24 * time.Hour)
+		oe := openErr(t, f)
+		assert.Equal(t, circuitbreaker.Forever, oe.RetryAfter)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.Forever, Cause: errBoom}, f.State())
+		f.Reset()
+		succeed(t, f, 1)
+	})
+}
+
+func TestBreaker_CB13_Defaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{})
+		fail(t, b, 4, errBoom)
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+		fail(t, b, 1, errBoom)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 30 * time.Second, Cause: errBoom}, b.State())
+		time.Sleep(30 * time.Second)
+		p, err := b.TryAcquire()
+		require.NoError(t, err)
+		openErr(t, b) // MaxProbes defaults to 1
+		p.Success()
+		assert.Equal(t, circuitbreaker.Closed, b.State().State, "one probe success closes")
+	})
+}
+
+func TestBreaker_CB13_Validation(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  circuitbreaker.Config
+		want string
+	}{
+		{name: "negative reset timeout", cfg: circuitbreaker.Config{ResetTimeout: -2},
+			want: "circuitbreaker: ResetTimeout must be >= 0 (or Immediate), got -2ns"},
+		{name: "negative probes", cfg: circuitbreaker.Config{MaxProbes: -1},
+			want: "circuitbreaker: MaxProbes must be in [0, 1024], got -1"},
+		{name: "absurd probes", cfg: circuitbreaker.Config{MaxProbes: 1 << 20},
+			want: "circuitbreaker: MaxProbes must be in [0, 1024], got 1048576"},
+		{name: "negative lease", cfg: circuitbreaker.Config{ProbeLease: -time.Second},
+			want: "circuitbreaker: ProbeLease must be >= 0, got -1s"},
+		{name: "negative max reset timeout", cfg: circuitbreaker.Config{MaxResetTimeout: -time.Second},
+			want: "circuitbreaker: MaxResetTimeout must be >= 0, got -1s"},
+		{name: "max below reset timeout", cfg: circuitbreaker.Config{ResetTimeout: time.Minute, MaxResetTimeout: time.Second},
+			want: "circuitbreaker: MaxResetTimeout must be >= ResetTimeout (1m0s), got 1s"},
+		{name: "growth from immediate", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Immediate, MaxResetTimeout: time.Second},
+			want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Immediate"},
+		{name: "growth from forever", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Forever, MaxResetTimeout: circuitbreaker.Forever},
+			want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Forever"},
+		{name: "multiplier without max", cfg: circuitbreaker.Config{ResetTimeoutMultiplier: 2},
+			want: "circuitbreaker: ResetTimeoutMultiplier needs MaxResetTimeout, got multiplier 2 without it"},
+		{name: "multiplier below one", cfg: circuitbreaker.Config{MaxResetTimeout: time.Hour, ResetTimeoutMultiplier: 0.5},
+			want: "circuitbreaker: ResetTimeoutMultiplier must be finite and >= 1, got 0.5"},
+		{name: "negative failures", cfg: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: -1}},
+			want: "circuitbreaker: Consecutive.Failures must be >= 0, got -1"},
+		{name: "absurd successes", cfg: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Successes: 1 << 30}},
+			want: "circuitbreaker: Consecutive.Successes must be <= 1000000, got 1073741824"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := circuitbreaker.New(tt.cfg)
+			require.EqualError(t, err, tt.want)
+			assert.Nil(t, b)
+		})
+	}
+}
+
+func TestBreaker_CB14_GrowingCooldown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:          circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout:    time.Second,
+			MaxResetTimeout: 5 * time.Second,
+		})
+		fail(t, b, 1, errBoom)
+		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}, cooldowns(t, b, 5))
+
+		time.Sleep(5 * time.Second)
+		succeed(t, b, 1) // closes: the schedule starts again
+		fail(t, b, 1, errBoom)
+		assert.Equal(t, time.Second, b.State().RetryAfter)
+	})
+}
+
+func TestBreaker_CB14_Multiplier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:                 circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout:           time.Second,
+			MaxResetTimeout:        circuitbreaker.Forever,
+			ResetTimeoutMultiplier: 1.5,
+		})
+		fail(t, b, 1, errBoom)
+		assert.Equal(t, []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond}, cooldowns(t, b, 3))
+	})
+}
+
+func TestBreaker_CB13_ImmediateCooldownBurst(t *testing.T) {
+	// With no cool-down a failing probe re-opens and the next call is a
+	// probe again: the breaker never rejects for cool-down.
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+	for range 3 {
+		fail(t, b, 1, errors.New("down"))
+	}
+	assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+}
+
+// cooldowns returns n consecutive cool-downs of an Open breaker whose
+// policy trips on one failure: it waits out each and fails the probe.
+func cooldowns(t *testing.T, b *circuitbreaker.Breaker, n int) []time.Duration {
+	var got []time.Duration
+	for range n {
+		s := b.State()
+		got = append(got, s.RetryAfter)
+		time.Sleep(s.RetryAfter)
+		fail(t, b, 1, errBoom) // the probe fails: a consecutive re-open
+	}
+	return got
+}

@@ -1,0 +1,89 @@
+package circuitbreaker
+
+import "sync/atomic"
+
+// DefaultFailures is the number of consecutive failures that trips a
+// breaker whose Policy is nil or a [Consecutive] with Failures zero.
+const DefaultFailures = 5
+
+// Consecutive is the default [Policy]: it trips after Failures consecutive
+// failures in Closed (a success resets the run), and in HalfOpen it closes
+// after Successes consecutive probe successes and re-opens on any probe
+// failure. This is the classic breaker of Nygard's "Release It!" and of the
+// seed documents (failure_threshold; successThreshold).
+//
+// Its success path is free: while the run of failures is zero, a success
+// costs one atomic load and no lock, no write and no clock read.
+type Consecutive struct {
+	// Failures is how many consecutive failures trip the breaker.
+	// Zero means [DefaultFailures]; at most 1,000,000.
+	Failures int
+	// Successes is how many consecutive probe successes close the breaker
+	// from HalfOpen. Zero means 1; at most 1,000,000. It may exceed the
+	// breaker's MaxProbes: further probes are admitted as earlier ones
+	// finish.
+	Successes int
+}
+
+// NewTracker validates c and returns its state for one Breaker. Errors name
+// the field: "circuitbreaker: Consecutive.Failures must be >= 0, got -1".
+func (c Consecutive) NewTracker() (Tracker, error) {
+	if err := checkCount("Consecutive.Failures", c.Failures); err != nil {
+		return nil, err
+	}
+	if err := checkCount("Consecutive.Successes", c.Successes); err != nil {
+		return nil, err
+	}
+	return &consecutive{
+		failures:  orDefault(c.Failures, DefaultFailures),
+		successes: orDefault(c.Successes, 1),
+	}, nil
+}
+
+type consecutive struct {
+	failures, successes int
+	// run is the current run of failures. It is written only under the
+	// breaker's lock (Record, Reset) and read without it by WantsSuccess;
+	// an atomic makes that read race-free.
+	run atomic.Int64
+}
+
+func (c *consecutive) Timing() Timing { return TimingNone }
+
+// WantsSuccess is false while the run is zero: a success then changes
+// nothing. A failure racing with this load is ordered after the success,
+// which is a valid linearization.
+func (c *consecutive) WantsSuccess() bool { return c.run.Load() != 0 }
+
+func (c *consecutive) Record(call Call) bool {
+	if call.Outcome == Success {
+		c.run.Store(0)
+		return false
+	}
+	n := c.run.Load() + 1
+	c.run.Store(n)
+	return n >= int64(c.failures)
+}
+
+func (c *consecutive) Probe(call Call, p Probes) Verdict {
+	return consecutiveProbes(call, p, c.successes)
+}
+
+// consecutiveProbes is the "N consecutive probe successes" rule: any probe
+// failure re-opens, and successes closes once that many probes succeeded
+// (they are consecutive, since a failure would have re-opened).
+func consecutiveProbes(call Call, p Probes, successes int) Verdict {
+	if call.Outcome == Failure {
+		return VerdictReopen
+	}
+	if p.Succeeded >= successes {
+		return VerdictClose
+	}
+	return VerdictPending
+}
+
+func (c *consecutive) Reset(State) { c.run.Store(0) }
+
+func (c *consecutive) Counters() Counters {
+	return Counters{ConsecutiveFailures: int(c.run.Load())}
+}

@@ -1,0 +1,79 @@
+package circuitbreaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+// A breaker in a stack: after three failures the dependency is not called
+// again until the cool-down ends.
+func ExampleNewLayer() {
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: 3},
+		ResetTimeout: 10 * time.Second,
+	})
+	if err != nil {
+		panic(err)
+	}
+	calls := 0
+	registry := rampart.ServiceFunc[string, string](func(ctx context.Context, name string) (string, error) {
+		calls++
+		return "", errors.New("registry unavailable")
+	})
+	svc := rampart.NewBuilder[string, string]().
+		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Service(registry)
+
+	for range 5 {
+		_, err := svc.Call(context.Background(), "parser")
+		fmt.Println(errors.Is(err, circuitbreaker.ErrOpen), err)
+	}
+	fmt.Println("registry called", calls, "times;", br.State().State)
+	// Output:
+	// false registry unavailable
+	// false registry unavailable
+	// false registry unavailable
+	// true circuitbreaker: open (retry after 10s): tripped by: registry unavailable
+	// true circuitbreaker: open (retry after 10s): tripped by: registry unavailable
+	// registry called 3 times; open
+}
+
+// Driving a breaker by hand, for code that is not a rampart.Service.
+func ExampleBreaker_TryAcquire() {
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+	if err != nil {
+		panic(err)
+	}
+	lookup := func(fail bool) error {
+		p, err := br.TryAcquire()
+		if err != nil {
+			return err // rejected: the call is not made
+		}
+		var callErr error
+		if fail {
+			callErr = errors.New("connection refused")
+		}
+		counted := p.Done(callErr) // classifies: nil is a success, errors fail
+		fmt.Println("outcome counted:", counted)
+		return callErr
+	}
+
+	fmt.Println(lookup(false))
+	fmt.Println(lookup(true))
+	err = lookup(false)
+	var oe *circuitbreaker.OpenError
+	if errors.As(err, &oe) {
+		fmt.Println("rejected; tripped by:", oe.Cause)
+	}
+	// Output:
+	// outcome counted: true
+	// <nil>
+	// outcome counted: true
+	// connection refused
+	// rejected; tripped by: connection refused
+}

@@ -1,0 +1,111 @@
+package circuitbreaker_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+var (
+	errBoom     = errors.New("boom")
+	errNotFound = errors.New("not found")
+)
+
+// newBreaker returns a breaker for cfg, failing the test on a config error.
+func newBreaker(t testing.TB, cfg circuitbreaker.Config) *circuitbreaker.Breaker {
+	t.Helper()
+	b, err := circuitbreaker.New(cfg)
+	require.NoError(t, err)
+	return b
+}
+
+// fail records n failures with err, each through its own permit, and
+// requires that each was admitted.
+func fail(t testing.TB, b *circuitbreaker.Breaker, n int, err error) {
+	t.Helper()
+	for range n {
+		p, aerr := b.TryAcquire()
+		require.NoError(t, aerr)
+		p.Failure(err)
+	}
+}
+
+// succeed records n successes, each through its own permit.
+func succeed(t testing.TB, b *circuitbreaker.Breaker, n int) {
+	t.Helper()
+	for range n {
+		p, aerr := b.TryAcquire()
+		require.NoError(t, aerr)
+		p.Success()
+	}
+}
+
+// openErr returns the *OpenError that TryAcquire returns, failing the test
+// if the breaker admits the call.
+func openErr(t testing.TB, b *circuitbreaker.Breaker) *circuitbreaker.OpenError {
+	t.Helper()
+	p, err := b.TryAcquire()
+	defer p.Ignore()
+	require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+	var oe *circuitbreaker.OpenError
+	require.ErrorAs(t, err, &oe)
+	return oe
+}
+
+// recorder collects transitions; safe for concurrent use.
+type recorder struct {
+	mu  sync.Mutex
+	got []circuitbreaker.Transition
+}
+
+func record(b *circuitbreaker.Breaker) *recorder {
+	r := &recorder{}
+	b.Subscribe(func(t circuitbreaker.Transition) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.got = append(r.got, t)
+	})
+	return r
+}
+
+// edges returns the transitions as "from>to" strings.
+func (r *recorder) edges() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := []string{}
+	for _, t := range r.got {
+		out = append(out, t.From.String()+">"+t.To.String())
+	}
+	return out
+}
+
+func (r *recorder) all() []circuitbreaker.Transition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]circuitbreaker.Transition(nil), r.got...)
+}
+
+// backend is a test service that returns err and counts its calls.
+type backend struct {
+	calls atomic.Int64
+	err   error
+}
+
+func (s *backend) Call(ctx context.Context, req string) (string, error) {
+	s.calls.Add(1)
+	if s.err != nil {
+		return "", s.err
+	}
+	return "ok:" + req, nil
+}
+
+func guard(b *circuitbreaker.Breaker, s rampart.Service[string, string]) rampart.Service[string, string] {
+	return rampart.NewBuilder[string, string]().Layer(circuitbreaker.NewLayer[string, string](b)).Service(s)
+}

@@ -1,0 +1,86 @@
+package circuitbreaker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rampart-go/rampart"
+)
+
+// ErrPanicked is the failure recorded when the protected call panics (CB7).
+// It becomes the [OpenError.Cause] if the panic trips the breaker. The panic
+// itself continues to the caller unchanged.
+var ErrPanicked = errors.New("circuitbreaker: protected call panicked")
+
+// Classifier judges a finished call from its response and error, for
+// dependencies whose failures are responses rather than errors (an HTTP 503,
+// a gRPC UNAVAILABLE in a reply) (CB8). It must be safe for concurrent use.
+// [Classify] is the default for the error alone.
+type Classifier[Resp any] func(resp Resp, err error) Outcome
+
+// NewLayer returns a layer that guards a service with b, classifying each
+// call's error with [Permit.Done] (so with [Classify] and
+// [Config.IsFailure]). Layers from the same b share its state: a trip seen
+// through one protects every service it wraps (CB4).
+//
+// A call through the layer:
+//   - is not made, and not counted, when ctx is already done: it returns
+//     ctx.Err();
+//   - is not made when b rejects it: it returns the [*OpenError] (CB2);
+//   - otherwise calls the inner service and records the outcome; the
+//     response and error are returned unchanged.
+//
+// If the inner call panics, the layer records the failure [ErrPanicked] and
+// the panic continues with its original stack (the layer notices the panic
+// with a "finished normally" flag, as x/sync/singleflight does, and never
+// recovers it) (CB7). A call through a Closed breaker allocates nothing.
+func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
+	return layer[Req, Resp]{b: b}
+}
+
+// NewClassifiedLayer is [NewLayer] with classify judging each finished call
+// instead of [Permit.Done]; [Config.IsFailure] is not consulted. Use it
+// when a response can mean the dependency is unhealthy, for example to count
+// an HTTP 503 as a failure.
+func NewClassifiedLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
+	return layer[Req, Resp]{b: b, classify: classify}
+}
+
+type layer[Req, Resp any] struct {
+	b        *Breaker
+	classify Classifier[Resp]
+}
+
+func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	return &service[Req, Resp]{b: l.b, classify: l.classify, inner: inner}
+}
+
+type service[Req, Resp any] struct {
+	b        *Breaker
+	classify Classifier[Resp]
+	inner    rampart.Service[Req, Resp]
+}
+
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err error) {
+	if err := ctx.Err(); err != nil {
+		return resp, err
+	}
+	p, err := s.b.TryAcquire()
+	if err != nil {
+		return resp, err
+	}
+	normal := false
+	defer func() {
+		if !normal {
+			p.Failure(ErrPanicked)
+		}
+	}()
+	resp, err = s.inner.Call(ctx, req)
+	normal = true
+	if s.classify == nil {
+		p.Done(err)
+	} else {
+		p.finish(s.classify(resp, err), err)
+	}
+	return resp, err
+}

@@ -1,0 +1,84 @@
+package circuitbreaker
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is the state of a [Breaker].
+//
+// A breaker goes Closed → Open → HalfOpen → Closed (CB1), or HalfOpen →
+// Open when probes fail. ForcedOpen and ForcedClosed are set by a [Switch]
+// and left only through it: a forced state is visible as such (CB11).
+type State uint8
+
+const (
+	// Closed lets calls through and records their outcomes with the policy.
+	Closed State = iota
+	// Open rejects every call with an [*OpenError] until the cool-down ends.
+	Open
+	// HalfOpen admits at most MaxProbes concurrent probe calls, whose
+	// outcomes decide whether the breaker closes or opens again.
+	HalfOpen
+	// ForcedOpen rejects every call until the [Switch] is released.
+	ForcedOpen
+	// ForcedClosed lets every call through and records nothing until the
+	// [Switch] is released.
+	ForcedClosed
+)
+
+// String returns the state's name: "closed", "open", "half-open",
+// "forced-open" or "forced-closed".
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half-open"
+	case ForcedOpen:
+		return "forced-open"
+	case ForcedClosed:
+		return "forced-closed"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Snapshot is the state of a [Breaker] at one moment, returned by
+// [Breaker.State] (CB11). Fields that do not apply to the state are zero.
+type Snapshot struct {
+	// State is the state. Once an Open breaker's cool-down has passed it is
+	// HalfOpen, even before a call has started a probe (CB1).
+	State State
+	// Counters are the policy's counters (Closed and ForcedClosed).
+	Counters Counters
+	// RetryAfter is the rest of the cool-down (Open), or [Forever] for
+	// ForcedOpen and for an Open breaker whose cool-down is Forever. It is
+	// exact, where [OpenError.RetryAfter] is rounded up to a millisecond.
+	RetryAfter time.Duration
+	// Cause is the failure that tripped the breaker (Open, HalfOpen), or the
+	// reason given to [Switch.ForceOpen] (ForcedOpen).
+	Cause error
+	// ProbesInFlight, ProbesSucceeded and ProbesFailed describe the probes
+	// of the current HalfOpen period. A probe whose lease expired is no
+	// longer in flight.
+	ProbesInFlight, ProbesSucceeded, ProbesFailed int
+}
+
+// Transition is one change of a [Breaker]'s state, given to the listeners
+// registered with [Breaker.Subscribe] (CB10).
+type Transition struct {
+	// From and To are the states before and after. They may be equal for a
+	// manual change that keeps the state but changes the reason (ForcedOpen
+	// to ForcedOpen).
+	From, To State
+	// Time is when the transition took effect, by the wall clock. For the
+	// lazy Open → HalfOpen transition it is when the cool-down ended, which
+	// may be earlier than the call that performed the transition.
+	Time time.Time
+	// Cause is the failure that caused a transition to Open, the last
+	// failure seen in HalfOpen for HalfOpen → Open, the reason for a
+	// transition to ForcedOpen, and nil otherwise.
+	Cause error
+}

@@ -1,0 +1,113 @@
+package circuitbreaker
+
+import (
+	"slices"
+	"sync"
+	"time"
+	"weak"
+)
+
+// Switch is a manual switch: a handle that any part of a program can use to
+// force breakers open (maintenance, an operator's kill switch, a health
+// check of its own) or closed (an operator's override), and to release them
+// to automatic operation again (CB12). Attach it to breakers through
+// [Config.Switch]; one Switch may control many breakers.
+//
+// It follows the review of the Tower circuit-breaker pull request: a circuit
+// breaker is the broad concept, and "a simple shared on-off switch that is
+// triggered by other parts of the system" is one mechanism beside failure
+// monitors. resilience4j calls the same states FORCED_OPEN and DISABLED.
+//
+// Every change is a transition that each breaker's listeners see. A forced
+// state is left only through the switch: cool-downs, probes and outcomes of
+// calls admitted before the change cannot undo it, because the change starts
+// a new epoch. ForceClosed admits every call and records nothing. Release
+// returns the breakers to Closed with a clean history.
+//
+// The zero Switch is released and ready to use. A Switch is safe for
+// concurrent use, and its methods may be called from a listener. It does not
+// keep a breaker from being garbage collected.
+type Switch struct {
+	mu       sync.Mutex
+	state    State // Closed (released), ForcedOpen or ForcedClosed; guarded by mu
+	reason   error // guarded by mu
+	breakers []weak.Pointer[Breaker]
+}
+
+// ForceOpen forces every attached breaker open: each call is rejected with
+// an [*OpenError] whose RetryAfter is [Forever] and whose Cause is reason
+// (which may be nil). Calling it while already forcing open replaces the
+// reason, which listeners see as a ForcedOpen to ForcedOpen transition.
+func (s *Switch) ForceOpen(reason error) { s.set(ForcedOpen, reason) }
+
+// ForceClosed forces every attached breaker closed: every call is admitted
+// and no outcome is recorded. It does nothing if already forcing closed.
+func (s *Switch) ForceClosed() { s.set(ForcedClosed, nil) }
+
+// Release returns every attached breaker to automatic operation, Closed
+// with a clean history. It does nothing if the switch is not forcing.
+func (s *Switch) Release() { s.set(Closed, nil) }
+
+// Forced returns the forced state (ForcedOpen or ForcedClosed) and true, or
+// Closed and false when the switch is released, with the reason given to
+// ForceOpen.
+func (s *Switch) Forced() (state State, forced bool, reason error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state, s.state != Closed, s.reason
+}
+
+// set changes the switch and applies the change to every live breaker.
+// Changes are applied with s.mu held, so every breaker sees them in the same
+// order; the transitions are delivered after s.mu is released, so a
+// listener may use the switch.
+func (s *Switch) set(to State, reason error) {
+	s.mu.Lock()
+	if s.state == to && to != ForcedOpen {
+		s.mu.Unlock()
+		return
+	}
+	s.state, s.reason = to, reason
+	var live []*Breaker
+	s.breakers = slices.DeleteFunc(s.breakers, func(p weak.Pointer[Breaker]) bool {
+		b := p.Value()
+		if b != nil {
+			live = append(live, b)
+		}
+		return b == nil
+	})
+	for _, b := range live {
+		b.mu.Lock()
+		b.force(to, reason)
+		b.mu.Unlock()
+	}
+	s.mu.Unlock()
+	for _, b := range live {
+		b.mu.Lock()
+		b.unlock() // delivers the queued transitions
+	}
+}
+
+// attach adds b, a breaker under construction, and puts it in the switch's
+// current state without a transition (nobody can be listening yet).
+func (s *Switch) attach(b *Breaker) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.breakers = append(s.breakers, weak.Make(b))
+	if s.state != Closed {
+		b.mu.Lock()
+		b.force(s.state, s.reason)
+		b.queue = nil
+		b.mu.Unlock()
+	}
+}
+
+// force applies a switch change to b. Called with b.mu held.
+func (b *Breaker) force(to State, reason error) {
+	if to == Closed {
+		if s := stateOf(b.word.Load()); s != ForcedOpen && s != ForcedClosed {
+			return
+		}
+	}
+	b.enter(to, reason, time.Now())
+}
