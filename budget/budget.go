@@ -1,0 +1,345 @@
+package budget
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for the zero fields of [Config]. They are Finagle's RetryBudget
+// defaults, which years of production use at Twitter settled on.
+const (
+	// DefaultWindow is how long a deposit counts: long enough to smooth
+	// bursts, short enough that credit earned before an outage is gone
+	// soon after it starts.
+	DefaultWindow = 10 * time.Second
+	// DefaultMinPerSecond is the floor: enough retries for a client with
+	// little traffic (where a ratio of almost nothing is nothing) to ride
+	// out a blip, too few to hurt a dependency.
+	DefaultMinPerSecond = 10
+	// DefaultRatio lets retries add at most 20% to the load: a failing
+	// dependency sees 1.2 times its traffic, not MaxAttempts times.
+	DefaultRatio = 0.2
+)
+
+// NoFloor is the value of [Config.MinPerSecond] for a budget without a
+// floor: retries are then bounded by Ratio alone, and a budget that has seen
+// no requests allows none.
+const NoFloor = -1
+
+// Limits on [Config] fields, which keep the fixed-point arithmetic far from
+// overflow.
+const (
+	MinWindow       = time.Second
+	MaxWindow       = time.Minute
+	MaxMinPerSecond = 1_000_000
+	MinRatio        = 1.0 / unit
+	MaxRatio        = 100.0
+)
+
+// unit is the fixed-point scale: one retry costs unit, and a deposit earns
+// round(Ratio*unit). Ratios with up to six decimals are therefore exact:
+// Ratio 0.1 earns exactly one retry per ten requests.
+const unit = 1_000_000
+
+// slots is how many time slots a window is cut into, as in Tower's
+// TpsBudget: credit expires one tenth of a window at a time.
+const slots = 10
+
+// maxStripes bounds the pending-deposit counters.
+const maxStripes = 64
+
+// Config configures a [Budget]. Every zero field takes its documented
+// default.
+type Config struct {
+	// Window is how long a deposit's credit lasts. Zero means
+	// [DefaultWindow]; otherwise it must be within [MinWindow, MaxWindow]
+	// (Finagle's and Tower's limits).
+	Window time.Duration
+	// MinPerSecond is the floor: retries per second allowed whatever the
+	// traffic, averaged over the window. A new budget holds a full window
+	// of it (MinPerSecond*Window), and it refills at MinPerSecond per
+	// second. Zero means [DefaultMinPerSecond]; [NoFloor] means none;
+	// otherwise it must be within [0, MaxMinPerSecond].
+	MinPerSecond int
+	// Ratio is the retries each request earns: 0.2 allows one retry per
+	// five requests. Zero means [DefaultRatio]; otherwise it must be within
+	// [MinRatio, MaxRatio]. It is kept to six decimal places.
+	Ratio float64
+}
+
+// Budget bounds retries to a share of recent traffic plus a floor (RT6),
+// after Finagle's RetryBudget and Tower's TpsBudget: every request deposits,
+// every retry withdraws, and credit expires after the window.
+//
+// # Accounting
+//
+// Credit is kept in fixed point (one retry is a million units). Time is cut
+// into 10 slots per window. Each slot brings MinPerSecond*Window/10 of floor
+// credit, and each deposit adds Ratio of a retry to its slot. The balance
+// is what may be withdrawn now: it is never negative, and never more than
+// the credit of the live slots (the floor of a full window plus Ratio times
+// the deposits of the last Window). Withdrawals spend the oldest credit
+// first; when a slot leaves the window, whatever is left of its credit goes
+// with it. So over any span of time, retries never exceed the floor earned
+// in it plus one window of floor, plus Ratio times the deposits.
+//
+// # Cost
+//
+// [Budget.Deposit] runs on every request, so it reads no clock: it adds one
+// to one of several cache-line-padded counters (one per P, up to 64,
+// chosen at random so parallel deposits rarely share a line) and checks an
+// atomic flag. A timer, armed only while deposits arrive, folds the counters
+// into the balance at each slot boundary and stops after a slot with none;
+// the next deposit re-arms it. [Budget.Withdraw] reads the clock, folds the
+// counters, and takes the balance in a compare-and-swap loop, so concurrent
+// withdrawals never overdraw. The mutex is taken only when a slot turns.
+//
+// A Budget is safe for concurrent use; share one among every caller of a
+// dependency. Inside a testing/synctest bubble, create and use it within
+// the same bubble (its timer belongs to the bubble that first deposits).
+type Budget struct {
+	// Immutable after New.
+	earn    int64         // units a deposit earns
+	reserve int64         // floor units per window
+	slotLen time.Duration // Window / slots
+	start   time.Time     // slot n covers [start+n*slotLen, start+(n+1)*slotLen)
+	mask    uint32        // len(stripes)-1, a power of two minus one
+
+	// pending counts deposits not yet folded into balance, striped so that
+	// parallel deposits do not share a cache line.
+	stripes []stripe
+	// ticking is true while the timer is armed; a Deposit that sees it
+	// false arms it (wake).
+	ticking atomic.Bool
+	// balance is the units that may be withdrawn now. It only shrinks by a
+	// compare-and-swap that keeps it >= 0, and at slot turns to the live
+	// credit, so it is never negative.
+	balance atomic.Int64
+	// fresh is the credit folded during the current slot, moved into
+	// credit[cur%slots] when the slot turns.
+	fresh atomic.Int64
+	// cur is the number of the current slot, written under mu.
+	cur atomic.Int64
+
+	mu     sync.Mutex
+	credit [slots]int64 // guarded by mu: credit of the live slots, by slot number % slots
+	timer  *time.Timer  // guarded by mu: nil until the first wake
+}
+
+// stripe is a pending-deposit counter alone on its cache line (128 bytes
+// also keeps the adjacent-line prefetcher from pairing two).
+type stripe struct {
+	n atomic.Int64
+	_ [120]byte
+}
+
+// New validates cfg, fills its defaults and returns a Budget holding a
+// full window of floor credit (MinPerSecond*Window retries) and no ratio
+// credit. It returns an error naming the field if a field is out of range.
+func New(cfg Config) (*Budget, error) {
+	window, perSecond, ratio := cfg.Window, cfg.MinPerSecond, cfg.Ratio
+	switch {
+	case window == 0:
+		window = DefaultWindow
+	case window < MinWindow || window > MaxWindow:
+		return nil, fmt.Errorf("budget: Window must be between %v and %v, got %v", MinWindow, MaxWindow, window)
+	}
+	switch {
+	case perSecond == 0:
+		perSecond = DefaultMinPerSecond
+	case perSecond == NoFloor:
+		perSecond = 0
+	case perSecond < 0 || perSecond > MaxMinPerSecond:
+		return nil, fmt.Errorf("budget: MinPerSecond must be between 0 and %d, or NoFloor, got %d", MaxMinPerSecond, perSecond)
+	}
+	switch {
+	case ratio == 0:
+		ratio = DefaultRatio
+	case !(ratio >= MinRatio && ratio <= MaxRatio): // also catches NaN
+		return nil, fmt.Errorf("budget: Ratio must be between %v and %v, got %v", MinRatio, MaxRatio, ratio)
+	}
+	n := uint32(1)
+	for n < maxStripes && n < uint32(runtime.GOMAXPROCS(0)) {
+		n *= 2
+	}
+	b := &Budget{
+		earn:    int64(math.Round(ratio * unit)),
+		reserve: int64(perSecond) * int64(window) / (int64(time.Second) / unit),
+		slotLen: window / slots,
+		start:   time.Now(),
+		mask:    n - 1,
+		stripes: make([]stripe, n),
+	}
+	for i := range b.credit {
+		b.credit[i] = b.floor(i)
+	}
+	b.balance.Store(b.reserve)
+	return b, nil
+}
+
+// floor returns the floor credit of the slot stored at index i: the window's
+// reserve split into slots parts whose sum is exactly the reserve.
+func (b *Budget) floor(i int) int64 {
+	return b.reserve*int64(i+1)/slots - b.reserve*int64(i)/slots
+}
+
+// Deposit records one request, earning Ratio of a retry for the next
+// Window. It neither blocks nor allocates, and reads no clock except when
+// the first deposit after an idle slot arms the timer.
+func (b *Budget) Deposit() {
+	if !b.ticking.Load() {
+		b.wake()
+	}
+	i := uint32(0)
+	if b.mask != 0 {
+		i = rand.Uint32() & b.mask
+	}
+	b.stripes[i].n.Add(1)
+}
+
+// Withdraw takes one retry from the balance and reports whether there was
+// one. It never blocks on other withdrawals and never overdraws: after any
+// interleaving of concurrent calls, the successful ones together took no
+// more than the balance held.
+func (b *Budget) Withdraw() bool {
+	b.sync()
+	for {
+		old := b.balance.Load()
+		if old < unit {
+			return false
+		}
+		if b.balance.CompareAndSwap(old, old-unit) {
+			return true
+		}
+	}
+}
+
+// Balance returns how many retries may be withdrawn now, with the fraction
+// earned toward the next one (9 deposits at Ratio 0.1 and no floor give
+// 0.9). It is meant for tests and metrics.
+func (b *Budget) Balance() float64 {
+	b.sync()
+	return float64(b.balance.Load()) / unit
+}
+
+// sync brings the balance up to date: it turns the slots up to now and
+// folds pending deposits.
+func (b *Budget) sync() {
+	now := time.Now()
+	if b.slotAt(now) != b.cur.Load() {
+		b.mu.Lock()
+		b.advance(now)
+		b.mu.Unlock()
+	}
+	b.fold()
+}
+
+func (b *Budget) slotAt(t time.Time) int64 {
+	return int64(t.Sub(b.start) / b.slotLen)
+}
+
+// fold moves pending deposits into the balance and the current slot's
+// fresh credit, and returns how many there were. It runs without the mutex:
+// a fold racing with a slot turn may credit its deposits to the new slot,
+// which keeps them a little longer but never makes balance negative.
+// fresh is added before balance, so balance never exceeds the credit a
+// concurrent turn can see.
+func (b *Budget) fold() int64 {
+	var n int64
+	for i := range b.stripes {
+		if b.stripes[i].n.Load() != 0 {
+			n += b.stripes[i].n.Swap(0)
+		}
+	}
+	if n > 0 {
+		c := n * b.earn
+		b.fresh.Add(c)
+		b.balance.Add(c)
+	}
+	return n
+}
+
+// advance turns the slots up to the one holding now, and reports whether
+// the slot that ended saw any deposit. Pending deposits count toward the
+// slot that ends. Called with mu held.
+func (b *Budget) advance(now time.Time) (active bool) {
+	active = b.fold() > 0
+	cur, n := b.cur.Load(), b.slotAt(now)
+	if n <= cur {
+		return active
+	}
+	fresh := b.fresh.Swap(0)
+	active = active || fresh != 0
+	b.credit[cur%slots] += fresh
+	var added int64
+	for s := max(cur+1, n-slots+1); s <= n; s++ {
+		i := int(s % slots)
+		b.credit[i] = b.floor(i) // replaces the expired slot s-slots
+		added += b.credit[i]
+	}
+	var live int64
+	for _, c := range b.credit {
+		live += c
+	}
+	b.cur.Store(n)
+	// Oldest credit is spent first, so what is left of an expired slot is
+	// the part of the balance beyond the live credit: min drops it.
+	for {
+		old := b.balance.Load()
+		if b.balance.CompareAndSwap(old, min(old+added, live)) {
+			return active
+		}
+	}
+}
+
+// wake arms the timer after an idle spell, first bringing the slots up to
+// date.
+func (b *Budget) wake() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ticking.Load() {
+		return
+	}
+	now := time.Now()
+	b.advance(now)
+	b.ticking.Store(true)
+	b.arm(now)
+}
+
+// arm sets the timer for the end of the current slot. Called with mu held.
+func (b *Budget) arm(now time.Time) {
+	next := b.start.Add(time.Duration(b.cur.Load()+1) * b.slotLen)
+	if b.timer == nil {
+		b.timer = time.AfterFunc(next.Sub(now), b.tick)
+		return
+	}
+	b.timer.Reset(next.Sub(now))
+}
+
+// tick runs at each slot boundary while deposits arrive: it folds them into
+// the slot that ended and turns the slots. After a slot without deposits it
+// stops; the next Deposit wakes it.
+func (b *Budget) tick() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if b.advance(now) {
+		b.arm(now)
+		return
+	}
+	b.ticking.Store(false)
+	// A Deposit that saw ticking still true has added to a stripe without
+	// waking; keep ticking for it.
+	for i := range b.stripes {
+		if b.stripes[i].n.Load() != 0 {
+			b.ticking.Store(true)
+			b.arm(now)
+			return
+		}
+	}
+}

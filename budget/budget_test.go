@@ -1,0 +1,217 @@
+package budget_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/budget"
+)
+
+func mustNew(t testing.TB, cfg budget.Config) *budget.Budget {
+	t.Helper()
+	b, err := budget.New(cfg)
+	require.NoError(t, err)
+	return b
+}
+
+func deposit(b *budget.Budget, n int) {
+	for range n {
+		b.Deposit()
+	}
+}
+
+// withdrawAll withdraws until the budget refuses and returns how many
+// withdrawals succeeded.
+func withdrawAll(b *budget.Budget) int {
+	n := 0
+	for b.Withdraw() {
+		n++
+	}
+	return n
+}
+
+func TestBudget_RT6_RatioIsExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
+		assert.False(t, b.Withdraw(), "no traffic, no floor: no retry")
+
+		deposit(b, 9)
+		assert.Equal(t, 0.9, b.Balance())
+		assert.False(t, b.Withdraw(), "nine requests at 0.1 do not earn a retry")
+
+		b.Deposit()
+		assert.True(t, b.Withdraw(), "the tenth does")
+		assert.False(t, b.Withdraw())
+
+		deposit(b, 35)
+		assert.Equal(t, 3, withdrawAll(b))
+		assert.Equal(t, 0.5, b.Balance())
+	})
+}
+
+func TestBudget_RT6_RatioAboveOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 2.5})
+		deposit(b, 2)
+		assert.Equal(t, 5, withdrawAll(b))
+	})
+}
+
+func TestBudget_RT6_DefaultsGiveAFullWindowOfFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{})
+		assert.Equal(t, 100.0, b.Balance(), "10 per second for 10 seconds")
+		assert.Equal(t, 100, withdrawAll(b))
+		deposit(b, 5)
+		assert.Equal(t, 1.0, b.Balance(), "20% of 5 requests")
+	})
+}
+
+func TestBudget_RT6_FloorRefillsOverTimeAndIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{Window: 10 * time.Second, MinPerSecond: 10, Ratio: 0.2})
+		assert.Equal(t, 100, withdrawAll(b))
+
+		time.Sleep(time.Second - time.Nanosecond)
+		assert.Equal(t, 0.0, b.Balance(), "nothing before the slot turns")
+		time.Sleep(time.Nanosecond)
+		assert.Equal(t, 10.0, b.Balance(), "one slot of floor")
+
+		time.Sleep(time.Hour)
+		assert.Equal(t, 100.0, b.Balance(), "never more than a window of floor")
+	})
+}
+
+func TestBudget_RT6_DepositsExpireAfterTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{Window: 10 * time.Second, MinPerSecond: budget.NoFloor, Ratio: 0.5})
+		deposit(b, 10)
+		time.Sleep(10*time.Second - time.Nanosecond)
+		assert.Equal(t, 5.0, b.Balance())
+		time.Sleep(time.Nanosecond)
+		assert.Equal(t, 0.0, b.Balance())
+	})
+}
+
+func TestBudget_RT6_DepositsExpireWithoutAWithdrawal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Deposits in every slot for a minute, never read: the timer must
+		// still attribute them to their slots.
+		b := mustNew(t, budget.Config{Window: 10 * time.Second, MinPerSecond: budget.NoFloor, Ratio: 0.1})
+		for range 60 {
+			deposit(b, 10)
+			time.Sleep(time.Second)
+			// Let the tick due at this same instant run first: deposits
+			// racing a slot turn may count toward the slot that ends.
+			synctest.Wait()
+		}
+		// At 60s the deposits of seconds 51..59 are live: 90 of them
+		// (those of second 50 expired at 60s, a window later).
+		assert.Equal(t, 9.0, b.Balance())
+	})
+}
+
+func TestBudget_RT6_OldestCreditIsSpentFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{Window: 10 * time.Second, MinPerSecond: budget.NoFloor, Ratio: 0.5})
+		deposit(b, 10) // slot 0: 5 retries
+		time.Sleep(5 * time.Second)
+		for range 3 {
+			require.True(t, b.Withdraw()) // spends 3 of slot 0's 5
+		}
+		deposit(b, 10) // slot 5: 5 retries
+		assert.Equal(t, 7.0, b.Balance())
+
+		time.Sleep(5 * time.Second) // slot 0 expires with its last 2
+		assert.Equal(t, 5.0, b.Balance())
+		time.Sleep(5 * time.Second) // slot 5 expires
+		assert.Equal(t, 0.0, b.Balance())
+	})
+}
+
+func TestBudget_RT6_IdleBudgetCatchesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{Window: 10 * time.Second, MinPerSecond: 1, Ratio: 0.5})
+		deposit(b, 4)
+		assert.Equal(t, 12.0, b.Balance())
+		time.Sleep(25 * time.Second) // the timer stops after an idle slot
+		deposit(b, 2)
+		assert.Equal(t, 11.0, b.Balance(), "old deposits gone, floor full, new deposits counted")
+	})
+}
+
+func TestBudget_RT6_ConcurrentWithdrawalsNeverOverdraw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Virtual time stands still while goroutines run, so no slot turns
+		// and the accounting is exact: every unit earned is either
+		// withdrawn or still in the balance.
+		const workers, perWorker = 8, 2000
+		b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.3})
+		var ok atomic.Int64
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range perWorker {
+					b.Deposit()
+					if b.Withdraw() {
+						ok.Add(1)
+					}
+					if bal := b.Balance(); bal < 0 {
+						t.Errorf("balance %v < 0", bal)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		earned := workers * perWorker * 3 / 10
+		assert.Equal(t, int64(earned), ok.Load()+int64(b.Balance()))
+		assert.LessOrEqual(t, ok.Load(), int64(earned))
+		assert.Less(t, b.Balance(), 1.0, "every whole retry earned could be taken")
+	})
+}
+
+func TestBudget_RT6_ConfigErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  budget.Config
+		want string
+	}{
+		{name: "short window", cfg: budget.Config{Window: time.Millisecond}, want: "budget: Window must be between 1s and 1m0s, got 1ms"},
+		{name: "long window", cfg: budget.Config{Window: time.Hour}, want: "budget: Window must be between 1s and 1m0s, got 1h0m0s"},
+		{name: "negative window", cfg: budget.Config{Window: -time.Second}, want: "budget: Window must be between 1s and 1m0s, got -1s"},
+		{name: "negative floor", cfg: budget.Config{MinPerSecond: -2}, want: "budget: MinPerSecond must be between 0 and 1000000, or NoFloor, got -2"},
+		{name: "huge floor", cfg: budget.Config{MinPerSecond: 1_000_001}, want: "budget: MinPerSecond must be between 0 and 1000000, or NoFloor, got 1000001"},
+		{name: "negative ratio", cfg: budget.Config{Ratio: -0.1}, want: "budget: Ratio must be between 1e-06 and 100, got -0.1"},
+		{name: "tiny ratio", cfg: budget.Config{Ratio: 1e-7}, want: "budget: Ratio must be between 1e-06 and 100, got 1e-07"},
+		{name: "huge ratio", cfg: budget.Config{Ratio: 101}, want: "budget: Ratio must be between 1e-06 and 100, got 101"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := budget.New(tt.cfg)
+			assert.Nil(t, b)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+func TestStatic(t *testing.T) {
+	budget.Always.Deposit()
+	budget.Never.Deposit()
+	assert.True(t, budget.Always.Withdraw())
+	assert.False(t, budget.Never.Withdraw())
+}
+
+func TestBudget_DepositDoesNotAllocate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{})
+		b.Deposit() // the first deposit creates the timer
+		assert.Zero(t, testing.AllocsPerRun(1000, b.Deposit))
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { b.Withdraw() }))
+	})
+}
