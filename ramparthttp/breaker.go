@@ -1,0 +1,28 @@
+package ramparthttp
+
+import (
+	"net/http"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+// BreakerLayer returns a layer that guards requests with b, counting a
+// transport error or a 5xx or 429 response as a failure (CB8). Transport
+// errors are classified by [circuitbreaker.Classify]: the caller's
+// cancellation is ignored, a deadline is a failure. A rejected request is
+// not sent, and fails with an [*circuitbreaker.OpenError] that matches
+// [circuitbreaker.ErrOpen]. Responses, failures included, are returned
+// unchanged. Layers from the same b share its state.
+func BreakerLayer(b *circuitbreaker.Breaker) Layer {
+	return circuitbreaker.NewClassifiedLayer[*http.Request, *http.Response](b, classify)
+}
+
+func classify(resp *http.Response, err error) circuitbreaker.Outcome {
+	if err != nil {
+		return circuitbreaker.Classify(err)
+	}
+	if isFailure(resp) {
+		return circuitbreaker.Failure
+	}
+	return circuitbreaker.Success
+}

@@ -1,0 +1,100 @@
+package ramparthttp
+
+import (
+	"context"
+	"io"
+	"net/http"
+
+	"github.com/rampart-go/rampart"
+)
+
+// Service is a client-side HTTP service: one request, one response. A
+// Service built by this package follows the [http.RoundTripper] contract: it
+// returns a response or an error, never both.
+type Service = rampart.Service[*http.Request, *http.Response]
+
+// Layer is a layer of a client-side HTTP stack.
+type Layer = rampart.Layer[*http.Request, *http.Response]
+
+// NewBuilder returns an empty builder for a client-side HTTP stack, so that
+// HTTP users need no type parameters. As with every rampart Builder, the
+// first layer added is the outermost.
+func NewBuilder() rampart.Builder[*http.Request, *http.Response] {
+	return rampart.NewBuilder[*http.Request, *http.Response]()
+}
+
+// FromRoundTripper returns a [Service] that sends each request with rt; a nil
+// rt means [http.DefaultTransport]. The request is sent with the context the
+// Service is called with (the one a timeout layer derived, say), not the
+// request's own. It is the innermost service of a stack and is safe for
+// concurrent use when rt is.
+func FromRoundTripper(rt http.RoundTripper) Service {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	return roundTripperService{rt: rt}
+}
+
+type roundTripperService struct{ rt http.RoundTripper }
+
+func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if ctx != req.Context() {
+		req = req.WithContext(ctx)
+	}
+	return s.rt.RoundTrip(req)
+}
+
+// NewRoundTripper returns an [http.RoundTripper] that sends every request
+// through svc with the request's context; put it in an [http.Client]'s
+// Transport field. Build svc with [NewBuilder] on top of [FromRoundTripper].
+//
+// The RoundTripper keeps net/http's contract whatever the layers do: it
+// returns a response or an error, never both (a response that arrives
+// alongside an error has its body drained and closed), and it closes the
+// request body when the stack fails without sending it (a breaker
+// rejection, say). Errors from the stack reach the caller unchanged; an
+// [http.Client] wraps them in a *url.Error, which [errors.Is] and
+// [errors.As] see through. It is safe for concurrent use when svc is.
+func NewRoundTripper(svc Service) http.RoundTripper {
+	return roundTripper{svc: svc}
+}
+
+type roundTripper struct{ svc Service }
+
+func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.svc.Call(req.Context(), req)
+	if err != nil {
+		if resp != nil {
+			discard(resp)
+		}
+		if req.Body != nil {
+			// The transport closes the body when it sends the request;
+			// closing it again here covers stacks that failed before
+			// sending. net/http request bodies tolerate a second Close,
+			// and net/http's own client does the same on errors.
+			_ = req.Body.Close()
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// maxDrain bounds how much of a discarded body is read so its connection can
+// be reused; a longer body is closed unread, which costs the connection.
+const maxDrain = 64 << 10
+
+// discard drains (up to maxDrain bytes) and closes the body of a response
+// nobody will read.
+func discard(resp *http.Response) {
+	if resp == nil || resp.Body == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
+	_ = resp.Body.Close()
+}
+
+// isFailure reports whether a response's status says the server is
+// unhealthy or overloaded: 5xx, or 429 Too Many Requests.
+func isFailure(resp *http.Response) bool {
+	return resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+}

@@ -1,0 +1,45 @@
+// Package ramparthttp adapts rampart stacks to net/http, so that an
+// [*http.Client] gains a circuit breaker, retries bounded by a retry budget
+// and per-attempt timeouts, and an [http.Handler] gains concurrency limits,
+// load shedding and rate limits, without the caller writing type parameters.
+//
+// # Client side
+//
+// The simplest use is [NewTransport], which builds the recommended stack
+// around a base [http.RoundTripper]:
+//
+//	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
+//		Breaker:        br, // a *circuitbreaker.Breaker, shared by every client of the host
+//		Budget:         rb, // a *budget.Budget
+//		AttemptTimeout: time.Second,
+//	})
+//	client := &http.Client{Transport: tr}
+//
+// Its order, outermost first, is retry, then breaker, then timeout: each
+// attempt consults the breaker, so an open breaker ends the retry loop at
+// once (the caller gets an error matching [circuitbreaker.ErrOpen], wrapped
+// by net/http in a *url.Error), and each attempt's timeout counts as a
+// breaker failure.
+//
+// For another order or more layers, build the stack from the pre-typed
+// layers ([RetryLayer], [BreakerLayer], [TimeoutLayer], or any
+// rampart.Layer[*http.Request, *http.Response]) with [NewBuilder] and turn it
+// into a RoundTripper with [NewRoundTripper].
+//
+// What counts as a failure: a transport error, and a response with status
+// 5xx or 429 (Too Many Requests). The breaker records those as failures; the
+// retry layer retries them when the request may be sent again. A response
+// the stack does not return to the caller (one that is retried, or the
+// losing copy of a hedged request) has its body drained and closed, so the
+// connection can be reused. A response the stack does return is returned
+// as-is, even a 503 after the last attempt: the status is the caller's to
+// read, and net/http reports responses, not errors, for HTTP statuses.
+//
+// What is retried: requests whose method is idempotent by RFC 9110 (GET,
+// HEAD, OPTIONS, TRACE, PUT, DELETE), requests carrying an Idempotency-Key
+// header, and any request when [RetryConfig.RetryNonIdempotent] is set; and
+// only when the body can be sent again (no body, or [http.Request.GetBody]
+// set, as [http.NewRequest] does for in-memory bodies). A Retry-After header
+// on a 429 or 503, in seconds or as an HTTP date, sets the next delay when it
+// is longer than the backoff's.
+package ramparthttp

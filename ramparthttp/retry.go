@@ -1,0 +1,148 @@
+package ramparthttp
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/retry"
+)
+
+// RetryConfig configures [RetryLayer]. Every zero field takes the default of
+// the matching [retry.Config] field.
+type RetryConfig struct {
+	// MaxAttempts bounds the attempts per request, including the first: 3
+	// means one request and at most two retries. Zero means
+	// [retry.DefaultMaxAttempts]; 1 disables retries; negative is an error.
+	MaxAttempts int
+	// Backoff gives the delay before each retry; nil means retry's default
+	// exponential backoff with full jitter.
+	Backoff retry.Backoff
+	// Budget, if not nil, bounds retries to a share of recent requests (a
+	// *budget.Budget, shared by every client of the same dependency). Every
+	// request deposits, retried or not.
+	Budget retry.Budget
+	// MaxHint caps the delay a Retry-After header may ask for; zero means
+	// [retry.DefaultMaxHint].
+	MaxHint time.Duration
+	// RetryNonIdempotent allows retrying requests whose method is not
+	// idempotent (POST, PATCH) even without an Idempotency-Key header. Only
+	// set it when the server deduplicates requests some other way.
+	RetryNonIdempotent bool
+}
+
+// RetryLayer returns a layer that retries requests that failed with a
+// transport error or got a 5xx or 429 response, within cfg's attempts and
+// budget, honouring Retry-After (RT7). Only requests that may be sent again
+// are retried: an idempotent method (RFC 9110: GET, HEAD, OPTIONS, TRACE,
+// PUT, DELETE), an Idempotency-Key header, or cfg.RetryNonIdempotent; and a
+// body that can be replayed (none, or [http.Request.GetBody] set). Every
+// attempt sends a fresh copy of the body from GetBody. A response that is
+// retried has its body drained and closed.
+//
+// Never retried, as in package retry: an open breaker (returned as it is),
+// the caller's cancellation. When the attempts run out on a failing
+// response, that last response is returned with a nil error; when they run
+// out on an error, the error is a [*retry.ExhaustedError] that wraps the
+// last attempt's error. A bad cfg is an error naming the field.
+func RetryLayer(cfg RetryConfig) (Layer, error) {
+	l, err := retry.NewLayer(retry.Config[*http.Request, *http.Response]{
+		MaxAttempts: cfg.MaxAttempts,
+		Backoff:     cfg.Backoff,
+		Retryable:   retryable,
+		Budget:      cfg.Budget,
+		Hint:        hint,
+		MaxHint:     cfg.MaxHint,
+		Discard:     discard,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return retryLayer{retry: l, budget: cfg.Budget, anyMethod: cfg.RetryNonIdempotent}, nil
+}
+
+type retryLayer struct {
+	retry     Layer
+	budget    retry.Budget
+	anyMethod bool
+}
+
+func (l retryLayer) Wrap(inner Service) Service {
+	return &retryService{
+		once:      inner,
+		retrying:  l.retry.Wrap(replayBody{inner}),
+		budget:    l.budget,
+		anyMethod: l.anyMethod,
+	}
+}
+
+type retryService struct {
+	once      Service // for requests that must not be sent twice
+	retrying  Service
+	budget    retry.Budget
+	anyMethod bool
+}
+
+func (s *retryService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if !s.mayRetry(req) {
+		if s.budget != nil {
+			s.budget.Deposit()
+		}
+		return s.once.Call(ctx, req)
+	}
+	if hasBody(req) {
+		// Every attempt sends a copy from GetBody; the original is never
+		// read, so it is closed here as the transport would have.
+		_ = req.Body.Close()
+	}
+	return s.retrying.Call(ctx, req)
+}
+
+// mayRetry reports whether req may be sent more than once.
+func (s *retryService) mayRetry(req *http.Request) bool {
+	if hasBody(req) && req.GetBody == nil {
+		return false
+	}
+	return s.anyMethod || idempotent(req.Method) || req.Header.Get("Idempotency-Key") != ""
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func hasBody(req *http.Request) bool { return req.Body != nil && req.Body != http.NoBody }
+
+// replayBody sends each attempt with a fresh body from GetBody.
+type replayBody struct{ inner Service }
+
+func (s replayBody) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if !hasBody(req) {
+		return s.inner.Call(ctx, req)
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		// The body cannot be produced again; another attempt cannot help.
+		return nil, retry.Permanent(err)
+	}
+	r := req.WithContext(ctx)
+	r.Body = body
+	return s.inner.Call(ctx, r)
+}
+
+func retryable(resp *http.Response, err error) bool {
+	return err != nil || isFailure(resp)
+}
+
+func hint(resp *http.Response, _ error) (time.Duration, bool) {
+	if resp == nil {
+		return 0, false
+	}
+	return retryAfter(resp.Header)
+}
+
+var _ rampart.Layer[*http.Request, *http.Response] = retryLayer{}
