@@ -1,0 +1,169 @@
+package coalesce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/rampart-go/rampart"
+)
+
+// PanicError is the value every caller sharing a call panics with when the
+// inner service panicked during that call. The panic happened on another
+// goroutine, so it is passed to each caller and raised again there, with
+// the stack of the original panic.
+type PanicError struct {
+	// Value is the value the inner service panicked with.
+	Value any
+	// Stack is the stack of the goroutine that panicked, taken where the
+	// panic was recovered, as runtime/debug.Stack formats it.
+	Stack []byte
+}
+
+// Error reports the panic value and the original stack.
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("coalesce: inner service panicked: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns Value if it is an error, and nil otherwise.
+func (p *PanicError) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
+// NewLayer returns a layer that coalesces concurrent calls with equal keys:
+// while a call for key(req) is in flight, further calls with that key do
+// not call the inner service but wait for the call in flight and receive
+// its response and error. Once it returns, the next call with that key
+// starts a new one; nothing is cached. Every caller receives the same Resp
+// value, so a Resp holding pointers, slices or maps is shared and must not
+// be modified. key must be safe for concurrent use; an empty key means the
+// request is not coalesced and calls the inner service directly.
+//
+// Each wrapped service coalesces its own calls.
+//
+// Contexts: the shared call runs with a context that carries the values of
+// the caller that started it (context.WithoutCancel), but none of its
+// callers' deadlines or cancellations. A caller whose context is done
+// stops waiting and returns ctx.Err(); the shared call goes on for the
+// other callers, and is cancelled (its context's Err becomes
+// context.Canceled) when the last caller has left this way. So the call
+// runs at most as long as its most patient caller waits; to bound it
+// further, put a timeout layer inside this one. A call whose context is
+// already done when it arrives returns ctx.Err() and joins nothing.
+//
+// Panics: if the inner service panics, every caller waiting for that call
+// panics with a [*PanicError] holding the value and stack. A shared call
+// that exits its goroutine with runtime.Goexit (never valid for a Service)
+// delivers nothing; its callers wait until their contexts are done.
+//
+// A coalesced call allocates: singleflight runs each shared call on a new
+// goroutine and answers through a channel per caller.
+//
+// NewLayer returns an error when key is nil.
+func NewLayer[Req, Resp any](key func(Req) string) (rampart.Layer[Req, Resp], error) {
+	if key == nil {
+		return nil, errors.New("coalesce: key must not be nil")
+	}
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		return &group[Req, Resp]{inner: inner, key: key, flights: make(map[string]*flight)}
+	}), nil
+}
+
+type group[Req, Resp any] struct {
+	inner rampart.Service[Req, Resp]
+	key   func(Req) string
+	calls singleflight.Group
+
+	mu sync.Mutex
+	// flights holds, for each key with callers waiting, the context its
+	// shared calls run with and how many callers wait. Every singleflight
+	// call for a key belongs to the flight held for that key: a flight is
+	// created only when none is held, and when its last caller leaves it is
+	// removed and its key forgotten by singleflight under mu, so a later
+	// caller never joins a call whose context was cancelled. guarded by mu
+	flights map[string]*flight
+}
+
+type flight struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	waiters int // guarded by group.mu
+}
+
+// outcome is what a shared call passes to its callers through singleflight.
+type outcome[Resp any] struct {
+	resp  Resp
+	panic *PanicError
+}
+
+func (g *group[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	var zero Resp
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	key := g.key(req)
+	if key == "" {
+		return g.inner.Call(ctx, req)
+	}
+
+	g.mu.Lock()
+	f := g.flights[key]
+	if f == nil {
+		f = &flight{}
+		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		g.flights[key] = f
+	}
+	f.waiters++
+	ch := g.calls.DoChan(key, func() (any, error) { return g.run(f.ctx, req) })
+	g.mu.Unlock()
+
+	select {
+	case r := <-ch:
+		g.leave(key, f)
+		o := r.Val.(outcome[Resp])
+		if o.panic != nil {
+			panic(o.panic)
+		}
+		return o.resp, r.Err
+	case <-ctx.Done():
+		g.leave(key, f)
+		return zero, ctx.Err()
+	}
+}
+
+// leave removes one caller from f, and f itself with its last caller.
+func (g *group[Req, Resp]) leave(key string, f *flight) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f.waiters--
+	if f.waiters > 0 {
+		return
+	}
+	delete(g.flights, key)
+	g.calls.Forget(key)
+	f.cancel()
+}
+
+// run makes the shared call. It recovers a panic into the outcome so that
+// each caller can raise it: singleflight.DoChan would otherwise crash the
+// program from a goroutine nobody can recover in.
+func (g *group[Req, Resp]) run(ctx context.Context, req Req) (v any, err error) {
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		// A nil recover means runtime.Goexit; singleflight then sends nothing.
+		if r := recover(); r != nil {
+			v, err = outcome[Resp]{panic: &PanicError{Value: r, Stack: debug.Stack()}}, nil
+		}
+	}()
+	resp, err := g.inner.Call(ctx, req)
+	normal = true
+	return outcome[Resp]{resp: resp}, err
+}

@@ -1,0 +1,324 @@
+package coalesce_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/coalesce"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type ctxKey struct{}
+
+// gate is a backend whose calls block until released, recording each call.
+type gate struct {
+	release chan struct{}
+	calls   atomic.Int64
+	mu      sync.Mutex
+	ctxs    []context.Context
+}
+
+func newGate() *gate { return &gate{release: make(chan struct{})} }
+
+func (g *gate) Call(ctx context.Context, req string) (string, error) {
+	g.calls.Add(1)
+	g.mu.Lock()
+	g.ctxs = append(g.ctxs, ctx)
+	g.mu.Unlock()
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	switch req {
+	case "fail":
+		return "", errBoom
+	case "panic":
+		panic(errBoom)
+	}
+	return "resp:" + req, nil
+}
+
+func (g *gate) ctx(i int) context.Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ctxs[i]
+}
+
+var errBoom = errors.New("boom")
+
+func identity(s string) string { return s }
+
+func build(t *testing.T, inner rampart.Service[string, string]) rampart.Service[string, string] {
+	t.Helper()
+	layer, err := coalesce.NewLayer[string, string](identity)
+	require.NoError(t, err)
+	return layer.Wrap(inner)
+}
+
+type result struct {
+	resp string
+	err  error
+}
+
+// start makes n concurrent calls for req and returns their results channel.
+func start(ctx context.Context, svc rampart.Service[string, string], req string, n int) <-chan result {
+	out := make(chan result, n)
+	for range n {
+		go func() {
+			resp, err := svc.Call(ctx, req)
+			out <- result{resp, err}
+		}()
+	}
+	return out
+}
+
+func TestNewLayer_RequiresKey(t *testing.T) {
+	_, err := coalesce.NewLayer[string, string](nil)
+	assert.EqualError(t, err, "coalesce: key must not be nil")
+}
+
+func TestLayer_ConcurrentEqualKeysShareOneCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		svc := build(t, g)
+		a := start(t.Context(), svc, "a", 5)
+		b := start(t.Context(), svc, "b", 3)
+		synctest.Wait()
+		assert.Equal(t, int64(2), g.calls.Load(), "one call per distinct key")
+
+		close(g.release)
+		for range 5 {
+			assert.Equal(t, result{resp: "resp:a"}, <-a)
+		}
+		for range 3 {
+			assert.Equal(t, result{resp: "resp:b"}, <-b)
+		}
+
+		// Nothing is cached: the next call calls again.
+		resp, err := svc.Call(t.Context(), "a")
+		assert.NoError(t, err)
+		assert.Equal(t, "resp:a", resp)
+		assert.Equal(t, int64(3), g.calls.Load())
+	})
+}
+
+func TestLayer_ErrorReachesEveryCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		out := start(t.Context(), build(t, g), "fail", 4)
+		synctest.Wait()
+		close(g.release)
+		for range 4 {
+			r := <-out
+			assert.Same(t, errBoom, r.err)
+		}
+		assert.Equal(t, int64(1), g.calls.Load())
+	})
+}
+
+func TestLayer_PanicReachesEveryCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		svc := build(t, g)
+		panics := make(chan any, 3)
+		for range 3 {
+			go func() {
+				defer func() { panics <- recover() }()
+				_, _ = svc.Call(t.Context(), "panic")
+			}()
+		}
+		synctest.Wait()
+		close(g.release)
+		for range 3 {
+			p := <-panics
+			pe, ok := p.(*coalesce.PanicError)
+			require.True(t, ok, "panic value %T", p)
+			assert.Same(t, errBoom, pe.Value)
+			assert.ErrorIs(t, pe, errBoom)
+			assert.Contains(t, string(pe.Stack), "coalesce_test.(*gate).Call", "the stack is the original panic's")
+		}
+		assert.Equal(t, int64(1), g.calls.Load())
+	})
+}
+
+func TestLayer_CallerLeavingDetachesOnlyThatCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		svc := build(t, g)
+		impatient, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		first := start(impatient, svc, "a", 1)
+		synctest.Wait()
+		others := start(t.Context(), svc, "a", 2)
+		synctest.Wait()
+
+		time.Sleep(time.Second)
+		r := <-first
+		assert.Equal(t, context.DeadlineExceeded, r.err)
+		assert.NoError(t, g.ctx(0).Err(), "the shared call goes on for the others")
+		_, hasDeadline := g.ctx(0).Deadline()
+		assert.False(t, hasDeadline, "the shared call has no deadline of its own")
+
+		close(g.release)
+		for range 2 {
+			assert.Equal(t, result{resp: "resp:a"}, <-others)
+		}
+		assert.Equal(t, int64(1), g.calls.Load())
+	})
+}
+
+func TestLayer_LastCallerLeavingCancelsTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		svc := build(t, g)
+		ctx, cancel := context.WithCancel(context.WithValue(t.Context(), ctxKey{}, "first"))
+		out := start(ctx, svc, "a", 3)
+		synctest.Wait()
+		assert.Equal(t, "first", g.ctx(0).Value(ctxKey{}), "the shared call carries the first caller's values")
+
+		cancel()
+		for range 3 {
+			assert.Same(t, context.Canceled, (<-out).err)
+		}
+		synctest.Wait()
+		assert.Same(t, context.Canceled, g.ctx(0).Err())
+
+		// A new caller starts a fresh call rather than joining the cancelled one.
+		fresh := start(t.Context(), svc, "a", 1)
+		synctest.Wait()
+		assert.Equal(t, int64(2), g.calls.Load())
+		assert.NoError(t, g.ctx(1).Err())
+		close(g.release)
+		assert.Equal(t, result{resp: "resp:a"}, <-fresh)
+	})
+}
+
+// A caller that leaves while the inner service ignores cancellation does
+// not make the next caller join the abandoned call.
+func TestLayer_AbandonedCallIsNotJoined(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stuck := make(chan struct{})
+		var calls atomic.Int64
+		svc := build(t, rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			if calls.Add(1) == 1 {
+				<-stuck // ignores ctx
+				return "stale", nil
+			}
+			return "fresh", nil
+		}))
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := svc.Call(ctx, "a")
+		assert.Equal(t, context.DeadlineExceeded, err)
+
+		resp, err := svc.Call(t.Context(), "a")
+		assert.NoError(t, err)
+		assert.Equal(t, "fresh", resp)
+		close(stuck)
+	})
+}
+
+func TestLayer_DoneContextJoinsNothing(t *testing.T) {
+	g := newGate()
+	svc := build(t, g)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := svc.Call(ctx, "a")
+	assert.Same(t, context.Canceled, err)
+	assert.Zero(t, g.calls.Load())
+}
+
+func TestLayer_EmptyKeyIsNotCoalesced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		layer, err := coalesce.NewLayer[string, string](func(string) string { return "" })
+		require.NoError(t, err)
+		out := start(t.Context(), layer.Wrap(g), "a", 3)
+		synctest.Wait()
+		assert.Equal(t, int64(3), g.calls.Load())
+		close(g.release)
+		for range 3 {
+			assert.Equal(t, result{resp: "resp:a"}, <-out)
+		}
+	})
+}
+
+// Many callers over few keys, a third of them leaving early: at most one
+// inner call per key at a time, every caller gets its key's answer or its
+// own context's error, and no goroutine outlives the test (TestMain).
+func TestLayer_Hammer(t *testing.T) {
+	const keys, workers, perWorker = 4, 16, 200
+	var running [keys]atomic.Int64
+	var calls atomic.Int64
+	svc := build(t, rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		calls.Add(1)
+		var k int
+		_, _ = fmt.Sscan(req, &k)
+		if n := running[k].Add(1); n > 1 {
+			t.Errorf("%d concurrent inner calls for key %d", n, k)
+		}
+		defer running[k].Add(-1)
+		select {
+		case <-time.After(10 * time.Microsecond):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		return "resp:" + req, nil
+	}))
+	var wg sync.WaitGroup
+	var served atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			for i := range perWorker {
+				req := fmt.Sprint((w + i) % keys)
+				ctx, cancel := context.WithCancel(context.Background())
+				if i%3 == 0 {
+					cancel()
+				}
+				resp, err := svc.Call(ctx, req)
+				cancel()
+				switch {
+				case err == nil && resp == "resp:"+req:
+					served.Add(1)
+				case errors.Is(err, context.Canceled):
+				default:
+					t.Errorf("Call(%s) = %q, %v", req, resp, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	const leftEarly = (perWorker + 2) / 3 // i = 0, 3, ..., 198
+	assert.Equal(t, int64(workers*(perWorker-leftEarly)), served.Load())
+	assert.LessOrEqual(t, calls.Load(), served.Load())
+}
+
+func BenchmarkLayer(b *testing.B) {
+	layer, err := coalesce.NewLayer[string, string](identity)
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := layer.Wrap(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		return req, nil
+	}))
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, _ = svc.Call(ctx, "key")
+		}
+	})
+}

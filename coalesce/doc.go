@@ -1,0 +1,33 @@
+// Package coalesce makes identical concurrent requests share one call to
+// the inner service, with golang.org/x/sync/singleflight.
+//
+// # Why
+//
+// When a popular item expires from a cache, or a dependency comes back
+// after an outage, many callers ask for the same thing at the same moment
+// and the backend does the same work once per caller (a thundering herd, or
+// cache stampede). Coalescing sends one request and gives its result to
+// everyone who asked while it was in flight, so the backend's load follows
+// the number of distinct requests rather than the number of callers. This
+// is request collapsing, as in Hystrix's collapser and groupcache's
+// singleflight.
+//
+// Sharing a call across callers raises the question of whose context it
+// runs under. Here every caller can leave on its own: a caller whose
+// context is done returns at once with its context's error, and the shared
+// call goes on for the others. The shared call is cancelled only when every
+// caller has left. See [NewLayer] for the exact rules.
+//
+// # Order
+//
+// Coalesce outside retries and timeouts, so one shared call carries one
+// retry loop, and inside anything that is per caller (authentication,
+// per-caller rate limits):
+//
+//	svc := rampart.NewBuilder[Req, Resp]().
+//		Layer(perCallerLimit).
+//		Layer(coalesceLayer). // one call per distinct key in flight
+//		Layer(retryLayer).
+//		Layer(timeoutLayer).  // the shared call has no deadline of its own
+//		Service(backend)
+package coalesce
