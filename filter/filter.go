@@ -1,0 +1,76 @@
+// Package filter refuses requests that fail a check before they reach the
+// inner service, as Tower's filter layer does.
+//
+// # Why
+//
+// Some requests should never reach a dependency: malformed input, callers
+// without permission, requests for a tenant that is switched off, writes
+// during a maintenance window. Checking them in a layer keeps the check in
+// one place for every service it guards, and keeps refused requests out of
+// everything further in: they take no rate-limit token, no concurrency
+// slot and no retry budget, and a circuit breaker never counts them as the
+// dependency's failures.
+//
+// # Order
+//
+// Filter as far out as the check allows, so refused requests cost nothing
+// further in:
+//
+//	svc := rampart.NewBuilder[Req, Resp]().
+//		Layer(filterLayer). // refused here, before any limit or breaker
+//		Layer(breakerLayer).
+//		Layer(retryLayer).
+//		Service(backend)
+package filter
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rampart-go/rampart"
+)
+
+// ErrRejected is the error a layer from [NewAllowLayer] returns when its
+// predicate refuses a request. It is returned as it is, so refusing
+// allocates nothing; match it with [errors.Is].
+var ErrRejected = errors.New("filter: rejected")
+
+// NewLayer returns a layer that calls check before each call. When check
+// returns a non-nil error, the call fails with that error, returned as it
+// is, and the inner service is not called; otherwise the inner service's
+// result comes back unchanged. check decides what its errors match, so a
+// caller can tell a refusal from a failure of the inner service. check must
+// be safe for concurrent use.
+//
+// NewLayer returns an error when check is nil.
+func NewLayer[Req, Resp any](check func(ctx context.Context, req Req) error) (rampart.Layer[Req, Resp], error) {
+	if check == nil {
+		return nil, errors.New("filter: check must not be nil")
+	}
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		return rampart.ServiceFunc[Req, Resp](func(ctx context.Context, req Req) (Resp, error) {
+			if err := check(ctx, req); err != nil {
+				var zero Resp
+				return zero, err
+			}
+			return inner.Call(ctx, req)
+		})
+	}), nil
+}
+
+// NewAllowLayer returns a layer that calls the inner service only for
+// requests that allow accepts, and fails the others with [ErrRejected]. It
+// is [NewLayer] for a yes/no check. allow must be safe for concurrent use.
+//
+// NewAllowLayer returns an error when allow is nil.
+func NewAllowLayer[Req, Resp any](allow func(ctx context.Context, req Req) bool) (rampart.Layer[Req, Resp], error) {
+	if allow == nil {
+		return nil, errors.New("filter: allow must not be nil")
+	}
+	return NewLayer[Req, Resp](func(ctx context.Context, req Req) error {
+		if !allow(ctx, req) {
+			return ErrRejected
+		}
+		return nil
+	})
+}

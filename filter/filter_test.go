@@ -1,0 +1,107 @@
+package filter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/filter"
+)
+
+var errBoom = errors.New("boom")
+
+// backend answers req doubled, fails for 13, and counts its calls.
+func backend(calls *atomic.Int64) rampart.Service[int, int] {
+	return rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		calls.Add(1)
+		if req == 13 {
+			return -1, errBoom
+		}
+		return req * 2, nil
+	})
+}
+
+func TestNewLayer_RequiresCheck(t *testing.T) {
+	_, err := filter.NewLayer[int, int](nil)
+	assert.EqualError(t, err, "filter: check must not be nil")
+	_, err = filter.NewAllowLayer[int, int](nil)
+	assert.EqualError(t, err, "filter: allow must not be nil")
+}
+
+func TestLayer_CheckErrorReturnedAsIs(t *testing.T) {
+	type negativeError struct{ error }
+	layer, err := filter.NewLayer[int, int](func(ctx context.Context, req int) error {
+		if req < 0 {
+			return &negativeError{fmt.Errorf("negative request %d", req)}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	var calls atomic.Int64
+	svc := layer.Wrap(backend(&calls))
+
+	resp, err := svc.Call(t.Context(), -4)
+	assert.Zero(t, resp)
+	var ne *negativeError
+	require.ErrorAs(t, err, &ne)
+	assert.EqualError(t, err, "negative request -4")
+	assert.Zero(t, calls.Load(), "a refused request must not reach the inner service")
+
+	resp, err = svc.Call(t.Context(), 4)
+	assert.NoError(t, err)
+	assert.Equal(t, 8, resp)
+
+	resp, err = svc.Call(t.Context(), 13)
+	assert.Same(t, errBoom, err, "inner errors come back unchanged")
+	assert.Equal(t, -1, resp)
+	assert.Equal(t, int64(2), calls.Load())
+}
+
+func TestAllowLayer_RejectsWithSentinel(t *testing.T) {
+	type tenantKey struct{}
+	layer, err := filter.NewAllowLayer[int, int](func(ctx context.Context, req int) bool {
+		return ctx.Value(tenantKey{}) != "suspended"
+	})
+	require.NoError(t, err)
+	var calls atomic.Int64
+	svc := layer.Wrap(backend(&calls))
+
+	_, err = svc.Call(context.WithValue(t.Context(), tenantKey{}, "suspended"), 1)
+	assert.Same(t, filter.ErrRejected, err)
+	assert.EqualError(t, err, "filter: rejected")
+	assert.Zero(t, calls.Load())
+
+	resp, err := svc.Call(context.WithValue(t.Context(), tenantKey{}, "active"), 1)
+	assert.NoError(t, err)
+	assert.Equal(t, 2, resp)
+}
+
+func TestAllowLayer_AllocatesNothing(t *testing.T) {
+	layer, err := filter.NewAllowLayer[int, int](func(ctx context.Context, req int) bool { return req > 0 })
+	require.NoError(t, err)
+	var calls atomic.Int64
+	svc := layer.Wrap(backend(&calls))
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "allowed")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, -1) }), "rejected")
+}
+
+func BenchmarkAllowLayer(b *testing.B) {
+	layer, err := filter.NewAllowLayer[int, int](func(ctx context.Context, req int) bool { return req > 0 })
+	if err != nil {
+		b.Fatal(err)
+	}
+	var calls atomic.Int64
+	svc := layer.Wrap(backend(&calls))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = svc.Call(ctx, 1)
+	}
+}
