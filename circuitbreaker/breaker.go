@@ -57,8 +57,8 @@ type Breaker struct {
 	// can be told apart from the one that took its slot. Guarded by mu.
 	ticket uint64
 	// succeeded and failed count the judged probes of the current HalfOpen
-	// period; lastFailure is the most recent failed probe's error.
-	// Guarded by mu.
+	// period. lastFailure is the error of the most recent failure recorded
+	// in the current Closed or HalfOpen period. Guarded by mu.
 	succeeded, failed int
 	lastFailure       error
 
@@ -293,8 +293,13 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		if b.word.Load() != p.word {
 			return false // stale: the breaker changed state since
 		}
+		if o == Failure {
+			b.lastFailure = err
+		}
 		if b.tracker.Record(call) {
-			b.trip(Closed, err)
+			// A rate policy may trip on a success (the call that brings
+			// the window to MinCalls): the cause is then the last failure.
+			b.trip(Closed, b.lastFailure)
 		}
 		return true
 	case HalfOpen:
@@ -396,6 +401,7 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 		per.fixed = &OpenError{RetryAfter: Forever, Cause: cause}
 	case Closed:
 		b.cooldown = b.set.cooldown
+		b.lastFailure = nil
 		b.tracker.Reset(Closed)
 	}
 	b.period.Store(per)

@@ -1,0 +1,96 @@
+package circuitbreaker
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Any returns a [Policy] that combines policies: in Closed every policy
+// records every outcome and the breaker trips when any of them trips; in
+// HalfOpen the breaker re-opens when any policy says so and closes when
+// every policy says so. For example Any(FailureRate{}, SlowCalls{}) trips on
+// too many failures or too many slow calls, as resilience4j's breaker does
+// with both thresholds set.
+//
+// [Breaker.State] reports, for each counter, the largest value any policy
+// keeps. Any reads the clock if any policy needs it. A nil policy, or none,
+// is an error from NewTracker.
+func Any(policies ...Policy) Policy { return anyPolicy(policies) }
+
+type anyPolicy []Policy
+
+func (a anyPolicy) NewTracker() (Tracker, error) {
+	if len(a) == 0 {
+		return nil, errors.New("circuitbreaker: Any needs at least one policy")
+	}
+	t := &anyTracker{ts: make([]Tracker, len(a))}
+	for i, p := range a {
+		if p == nil {
+			return nil, fmt.Errorf("circuitbreaker: Any policy %d is nil", i)
+		}
+		pt, err := p.NewTracker()
+		if err != nil {
+			return nil, fmt.Errorf("%w (Any policy %d)", err, i)
+		}
+		t.ts[i] = pt
+		t.timing = max(t.timing, pt.Timing())
+	}
+	return t, nil
+}
+
+type anyTracker struct {
+	ts     []Tracker
+	timing Timing
+}
+
+func (a *anyTracker) Timing() Timing { return a.timing }
+
+func (a *anyTracker) WantsSuccess() bool {
+	for _, t := range a.ts {
+		if t.WantsSuccess() {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *anyTracker) Record(c Call) bool {
+	trip := false
+	for _, t := range a.ts {
+		trip = t.Record(c) || trip // every policy sees every outcome
+	}
+	return trip
+}
+
+func (a *anyTracker) Probe(c Call, p Probes) Verdict {
+	all := VerdictClose
+	for _, t := range a.ts {
+		switch t.Probe(c, p) {
+		case VerdictReopen:
+			all = VerdictReopen
+		case VerdictPending:
+			if all == VerdictClose {
+				all = VerdictPending
+			}
+		}
+	}
+	return all
+}
+
+func (a *anyTracker) Reset(s State) {
+	for _, t := range a.ts {
+		t.Reset(s)
+	}
+}
+
+func (a *anyTracker) Counters() Counters {
+	var c Counters
+	for _, t := range a.ts {
+		tc := t.Counters()
+		c.ConsecutiveFailures = max(c.ConsecutiveFailures, tc.ConsecutiveFailures)
+		c.Calls = max(c.Calls, tc.Calls)
+		c.Failures = max(c.Failures, tc.Failures)
+		c.SlowCalls = max(c.SlowCalls, tc.SlowCalls)
+	}
+	return c
+}

@@ -1,0 +1,245 @@
+package circuitbreaker_test
+
+import (
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+// outcomes records a sequence: 'S' success, 'F' failure.
+func outcomes(t *testing.T, b *circuitbreaker.Breaker, seq string) {
+	t.Helper()
+	for _, c := range seq {
+		if c == 'S' {
+			succeed(t, b, 1)
+		} else {
+			fail(t, b, 1, errBoom)
+		}
+	}
+}
+
+// timed records one success that took d.
+func timed(t *testing.T, b *circuitbreaker.Breaker, d time.Duration) {
+	t.Helper()
+	p, err := b.TryAcquire()
+	require.NoError(t, err)
+	time.Sleep(d)
+	p.Success()
+}
+
+func TestPolicy_CB12_FailureRateCountWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10, MinCalls: 5}, Ratio: 0.3},
+		})
+		outcomes(t, b, "SSSSFSSSF")
+		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 9, Failures: 2}}, b.State())
+		outcomes(t, b, "F") // 3 of 10: exactly the ratio
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+	})
+}
+
+func TestPolicy_CB12_FailureRateMinCallsAndSliding(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{
+		Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4}, Ratio: 0.5},
+	})
+	outcomes(t, b, "FF")
+	assert.Equal(t, circuitbreaker.Closed, b.State().State, "fewer than MinCalls (= Size) calls")
+	b.Reset()
+	outcomes(t, b, "FSSS")
+	outcomes(t, b, "F") // the first F slid out: S S S F
+	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters)
+	outcomes(t, b, "F") // S S F F
+	assert.Equal(t, circuitbreaker.Open, b.State().State)
+}
+
+func TestPolicy_CB12_FailureRateProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := circuitbreaker.Config{
+			Policy:       circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 2}, Ratio: 0.5},
+			ResetTimeout: time.Second,
+			MaxProbes:    4,
+		}
+		b := newBreaker(t, cfg)
+		trip := func() {
+			outcomes(t, b, "FF")
+			time.Sleep(time.Second)
+		}
+		trip()
+		// Four probes are judged; two failures of four reach one half.
+		outcomes(t, b, "SFS")
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		outcomes(t, b, "S") // three successes: the ratio can no longer be reached
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+
+		trip()
+		outcomes(t, b, "F")
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		outcomes(t, b, "F")
+		assert.Equal(t, circuitbreaker.Open, b.State().State, "two of four failed whatever the rest do")
+	})
+}
+
+func TestPolicy_CB12_FailureRateTimeWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy: circuitbreaker.FailureRate{
+				Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 10, MinCalls: 3},
+				Ratio:  0.5,
+			},
+		})
+		outcomes(t, b, "SF")
+		time.Sleep(9999 * time.Millisecond)
+		assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, b.State().Counters)
+		time.Sleep(time.Millisecond)
+		assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters, "the first bucket left the window")
+
+		outcomes(t, b, "F")
+		time.Sleep(25 * time.Second) // an idle gap longer than the window
+		assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
+		outcomes(t, b, "SF") // without stale buckets: 1 of 2, below MinCalls
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+		time.Sleep(5 * time.Second)
+		outcomes(t, b, "F")
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultResetTimeout, Cause: errBoom}, b.State())
+	})
+}
+
+func TestPolicy_CB12_SlowCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy: circuitbreaker.SlowCalls{
+				Threshold: time.Second,
+				Window:    circuitbreaker.Window{Size: 4, MinCalls: 2},
+				Ratio:     0.5,
+			},
+			ResetTimeout: time.Minute,
+		})
+		timed(t, b, 100*time.Millisecond)
+		timed(t, b, 999*time.Millisecond)
+		timed(t, b, time.Second) // at the threshold is slow
+		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 3, SlowCalls: 1}}, b.State())
+		fail(t, b, 1, errBoom) // a fast failure is not slow
+		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1, SlowCalls: 1}, b.State().Counters)
+		timed(t, b, 2*time.Second) // window: 999ms, 1s, fail, 2s: 2 of 4 slow
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+
+		time.Sleep(time.Minute)
+		timed(t, b, 3*time.Second) // a slow probe re-opens
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+		time.Sleep(time.Minute)
+		timed(t, b, 10*time.Millisecond)
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	})
+}
+
+func TestPolicy_CB12_SuccessRateProbes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy: circuitbreaker.SuccessRate{
+				Trip:   circuitbreaker.Consecutive{Failures: 1},
+				Probes: 5, Ratio: 0.6,
+			},
+			ResetTimeout: time.Second,
+		})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		outcomes(t, b, "SFSF")
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.HalfOpen, Cause: errBoom, ProbesSucceeded: 2, ProbesFailed: 2,
+		}, b.State(), "a failed probe does not re-open while 3 of 5 can still succeed")
+		outcomes(t, b, "S")
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		outcomes(t, b, "FSF")
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		outcomes(t, b, "F")
+		assert.Equal(t, circuitbreaker.Open, b.State().State, "3 of 5 can no longer succeed")
+	})
+}
+
+func TestPolicy_CB12_AnyTripsWhenAnyTrips(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy: circuitbreaker.Any(
+				circuitbreaker.Consecutive{Failures: 3},
+				circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}},
+			),
+			ResetTimeout: time.Second,
+		})
+		outcomes(t, b, "FF")
+		assert.Equal(t, circuitbreaker.Counters{ConsecutiveFailures: 2, Calls: 2, Failures: 2}, b.State().Counters)
+		timed(t, b, time.Second)
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+		timed(t, b, time.Second) // both calls in the slow window are slow
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+
+		time.Sleep(time.Second)
+		timed(t, b, 10*time.Millisecond) // every policy says close
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+
+		outcomes(t, b, "FFF")
+		assert.Equal(t, circuitbreaker.Open, b.State().State, "the consecutive policy trips too")
+		time.Sleep(time.Second)
+		timed(t, b, 2*time.Second) // a slow success: the slow-call policy re-opens
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+	})
+}
+
+func TestPolicy_CB13_Validation(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy circuitbreaker.Policy
+		want   string
+	}{
+		{name: "ratio above one", policy: circuitbreaker.FailureRate{Ratio: 1.5},
+			want: "circuitbreaker: FailureRate.Ratio must be in (0, 1], got 1.5"},
+		{name: "negative ratio", policy: circuitbreaker.FailureRate{Ratio: -0.1},
+			want: "circuitbreaker: FailureRate.Ratio must be in (0, 1], got -0.1"},
+		{name: "NaN ratio", policy: circuitbreaker.SlowCalls{Ratio: math.NaN()},
+			want: "circuitbreaker: SlowCalls.Ratio must be in (0, 1], got NaN"},
+		{name: "size and period", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 5, Period: time.Second}},
+			want: "circuitbreaker: FailureRate.Window.Size must be 0 with a Period, got 5"},
+		{name: "buckets without period", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Buckets: 5}},
+			want: "circuitbreaker: FailureRate.Window.Buckets needs a Period, got 5 buckets without one"},
+		{name: "too many buckets", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: time.Second, Buckets: 5000}},
+			want: "circuitbreaker: FailureRate.Window.Buckets must be in [0, 1000], got 5000"},
+		{name: "period too short", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 5, Buckets: 10}},
+			want: "circuitbreaker: FailureRate.Window.Period must be at least Buckets (10) nanoseconds, got 5ns"},
+		{name: "negative period", policy: circuitbreaker.SlowCalls{Window: circuitbreaker.Window{Period: -time.Second}},
+			want: "circuitbreaker: SlowCalls.Window.Period must be >= 0, got -1s"},
+		{name: "absurd size", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 1 << 30}},
+			want: "circuitbreaker: FailureRate.Window.Size must be <= 1000000, got 1073741824"},
+		{name: "min calls above size", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10, MinCalls: 11}},
+			want: "circuitbreaker: FailureRate.Window.MinCalls must be <= Size (10), got 11"},
+		{name: "negative threshold", policy: circuitbreaker.SlowCalls{Threshold: -time.Second},
+			want: "circuitbreaker: SlowCalls.Threshold must be >= 0, got -1s"},
+		{name: "negative probes", policy: circuitbreaker.SuccessRate{Probes: -1},
+			want: "circuitbreaker: SuccessRate.Probes must be >= 0, got -1"},
+		{name: "probe ratio zero point", policy: circuitbreaker.SuccessRate{Ratio: 2},
+			want: "circuitbreaker: SuccessRate.Ratio must be in (0, 1], got 2"},
+		{name: "bad trip policy", policy: circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{Failures: -3}},
+			want: "circuitbreaker: Consecutive.Failures must be >= 0, got -3"},
+		{name: "empty any", policy: circuitbreaker.Any(),
+			want: "circuitbreaker: Any needs at least one policy"},
+		{name: "nil in any", policy: circuitbreaker.Any(circuitbreaker.Consecutive{}, nil),
+			want: "circuitbreaker: Any policy 1 is nil"},
+		{name: "bad policy in any", policy: circuitbreaker.Any(circuitbreaker.FailureRate{Ratio: 3}),
+			want: "circuitbreaker: FailureRate.Ratio must be in (0, 1], got 3 (Any policy 0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := circuitbreaker.New(circuitbreaker.Config{Policy: tt.policy})
+			require.EqualError(t, err, tt.want)
+			assert.Nil(t, b)
+		})
+	}
+}

@@ -1,0 +1,191 @@
+package circuitbreaker
+
+import (
+	"fmt"
+	"time"
+)
+
+// DefaultRatio is the failure ratio used when FailureRate.Ratio is zero.
+const DefaultRatio = 0.5
+
+// FailureRate is a [Policy] that trips when the ratio of failures among the
+// calls in a [Window] reaches Ratio, once the window holds at least
+// Window.MinCalls calls. It is resilience4j's failure-rate threshold over a
+// count-based or time-based sliding window (and Hystrix's
+// errorThresholdPercentage over a rolling window). The window is evaluated
+// after every counted outcome; the window is emptied whenever the breaker
+// enters Closed or HalfOpen.
+//
+// In HalfOpen it judges the first MaxProbes probes as resilience4j does with
+// permittedNumberOfCallsInHalfOpenState: the breaker re-opens if their
+// failure ratio reaches Ratio and closes otherwise, deciding as soon as the
+// outcome is certain.
+//
+// Every outcome takes the breaker's lock (the window must see successes
+// too); a count window reads no clock, a time window reads it once per
+// outcome.
+type FailureRate struct {
+	// Window is the stretch of calls judged; the zero Window is the last
+	// 100 calls.
+	Window Window
+	// Ratio is the failure ratio, in (0, 1], that trips the breaker. Zero
+	// means [DefaultRatio] (one half).
+	Ratio float64
+}
+
+// NewTracker validates f and returns its state for one Breaker. Errors name
+// the field, for example "circuitbreaker: FailureRate.Ratio must be in (0,
+// 1], got 1.5".
+func (f FailureRate) NewTracker() (Tracker, error) {
+	ratio, err := checkRatio("FailureRate.Ratio", f.Ratio, DefaultRatio)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWindow("FailureRate.Window", f.Window)
+	if err != nil {
+		return nil, err
+	}
+	return &failureRate{w: w, ratio: ratio}, nil
+}
+
+type failureRate struct {
+	w     *window
+	ratio float64
+}
+
+func (f *failureRate) Timing() Timing     { return timingOf(f.w) }
+func (f *failureRate) WantsSuccess() bool { return true }
+
+func (f *failureRate) Record(c Call) bool {
+	var flags uint8
+	if c.Outcome == Failure {
+		flags = flagFailure
+	}
+	f.w.add(c.Now, flags)
+	t := f.w.totals(c.Now)
+	return t.Calls >= f.w.minCalls && reached(t.Failures, t.Calls, f.ratio)
+}
+
+func (f *failureRate) Probe(_ Call, p Probes) Verdict {
+	return ratioVerdict(p.Failed, p.Succeeded, p.Max, f.ratio)
+}
+
+func (f *failureRate) Reset(State) { f.w.reset() }
+
+func (f *failureRate) Counters() Counters { return f.w.totals(nowIf(f.w)) }
+
+// ratioVerdict judges n probes of which bad count toward ratio: re-open
+// once bad/n reaches ratio whatever the rest do, close once it cannot.
+func ratioVerdict(bad, good, n int, ratio float64) Verdict {
+	switch hit, miss := judge(bad, good, n, ratio); {
+	case hit:
+		return VerdictReopen
+	case miss:
+		return VerdictClose
+	}
+	return VerdictPending
+}
+
+// timingOf is the Timing a window needs.
+func timingOf(w *window) Timing {
+	if w.timed() {
+		return TimingNow
+	}
+	return TimingNone
+}
+
+// nowIf reads the clock only for a time window.
+func nowIf(w *window) time.Time {
+	if w.timed() {
+		return time.Now()
+	}
+	return time.Time{}
+}
+
+// DefaultSlowCallThreshold is the latency from which a call is slow when
+// SlowCalls.Threshold is zero (resilience4j's slowCallDurationThreshold).
+const DefaultSlowCallThreshold = time.Minute
+
+// SlowCalls is a [Policy] that trips when the ratio of slow calls in a
+// [Window] reaches Ratio, once the window holds at least Window.MinCalls
+// calls. A call is slow when it took at least Threshold, measured on the
+// monotonic clock from the permit being issued to its outcome, whether it
+// succeeded or failed. It is resilience4j's slow-call rate threshold: a
+// dependency that answers, but too slowly, is unhealthy too. Failures alone
+// never trip it; combine it with [FailureRate] through [Any] for both.
+//
+// In HalfOpen it judges the first MaxProbes probes: the breaker re-opens if
+// their slow ratio reaches Ratio and closes otherwise, deciding as soon as
+// the outcome is certain.
+//
+// It reads the clock twice per call (when the permit is issued and when its
+// outcome is recorded) and every outcome takes the breaker's lock.
+type SlowCalls struct {
+	// Threshold is the latency from which a call is slow. Zero means
+	// [DefaultSlowCallThreshold] (one minute); negative is an error.
+	Threshold time.Duration
+	// Window is the stretch of calls judged; the zero Window is the last
+	// 100 calls.
+	Window Window
+	// Ratio is the slow-call ratio, in (0, 1], that trips the breaker.
+	// Zero means 1: every call in the window is slow (resilience4j's
+	// default of 100%).
+	Ratio float64
+}
+
+// NewTracker validates s and returns its state for one Breaker. Errors name
+// the field, for example "circuitbreaker: SlowCalls.Threshold must be >= 0,
+// got -1s".
+func (s SlowCalls) NewTracker() (Tracker, error) {
+	if s.Threshold < 0 {
+		return nil, fmt.Errorf("circuitbreaker: SlowCalls.Threshold must be >= 0, got %v", s.Threshold)
+	}
+	ratio, err := checkRatio("SlowCalls.Ratio", s.Ratio, 1)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWindow("SlowCalls.Window", s.Window)
+	if err != nil {
+		return nil, err
+	}
+	return &slowCalls{w: w, ratio: ratio, threshold: orDefault(s.Threshold, DefaultSlowCallThreshold)}, nil
+}
+
+type slowCalls struct {
+	w          *window
+	ratio      float64
+	threshold  time.Duration
+	slow, fast int // probes of the current HalfOpen period
+}
+
+func (s *slowCalls) Timing() Timing     { return TimingLatency }
+func (s *slowCalls) WantsSuccess() bool { return true }
+
+func (s *slowCalls) Record(c Call) bool {
+	flags := uint8(0)
+	if c.Outcome == Failure {
+		flags = flagFailure // counted for State, never judged
+	}
+	if c.Latency >= s.threshold {
+		flags |= flagSlow
+	}
+	s.w.add(c.Now, flags)
+	t := s.w.totals(c.Now)
+	return t.Calls >= s.w.minCalls && reached(t.SlowCalls, t.Calls, s.ratio)
+}
+
+func (s *slowCalls) Probe(c Call, p Probes) Verdict {
+	if c.Latency >= s.threshold {
+		s.slow++
+	} else {
+		s.fast++
+	}
+	return ratioVerdict(s.slow, s.fast, p.Max, s.ratio)
+}
+
+func (s *slowCalls) Reset(State) {
+	s.w.reset()
+	s.slow, s.fast = 0, 0
+}
+
+func (s *slowCalls) Counters() Counters { return s.w.totals(nowIf(s.w)) }

@@ -1,0 +1,66 @@
+package circuitbreaker
+
+// DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
+// zero.
+const DefaultProbeRatio = 0.8
+
+// SuccessRate is a [Policy] that closes a HalfOpen breaker when at least
+// Ratio of Probes probes succeeded and re-opens it otherwise, instead of
+// requiring every probe to succeed. Trip decides when the breaker trips from
+// Closed. It is the success-rate probing of the Tower circuit-breaker pull
+// request ("close when 80% of probes succeed").
+//
+// The verdict comes as soon as it is certain: the breaker closes once
+// enough probes succeeded that the ratio is reached whatever the rest do,
+// and re-opens once so many failed that it cannot be. Probes may exceed the
+// breaker's MaxProbes: further probes are admitted as earlier ones finish.
+type SuccessRate struct {
+	// Trip decides when the breaker trips from Closed; nil means
+	// [Consecutive]{}. Its own probe rule is not used.
+	Trip Policy
+	// Probes is how many probes are judged. Zero means 10; at most
+	// 1,000,000.
+	Probes int
+	// Ratio is the ratio of Probes that must succeed, in (0, 1]. Zero
+	// means [DefaultProbeRatio] (0.8).
+	Ratio float64
+}
+
+// NewTracker validates s (and s.Trip) and returns its state for one
+// Breaker. Errors name the field, for example "circuitbreaker:
+// SuccessRate.Probes must be >= 0, got -1".
+func (s SuccessRate) NewTracker() (Tracker, error) {
+	if err := checkCount("SuccessRate.Probes", s.Probes); err != nil {
+		return nil, err
+	}
+	ratio, err := checkRatio("SuccessRate.Ratio", s.Ratio, DefaultProbeRatio)
+	if err != nil {
+		return nil, err
+	}
+	trip := s.Trip
+	if trip == nil {
+		trip = Consecutive{}
+	}
+	t, err := trip.NewTracker()
+	if err != nil {
+		return nil, err
+	}
+	return &successRate{Tracker: t, probes: orDefault(s.Probes, 10), ratio: ratio}, nil
+}
+
+// successRate is the Trip tracker with its probe rule replaced.
+type successRate struct {
+	Tracker
+	probes int
+	ratio  float64
+}
+
+func (s *successRate) Probe(_ Call, p Probes) Verdict {
+	switch hit, miss := judge(p.Succeeded, p.Failed, s.probes, s.ratio); {
+	case hit:
+		return VerdictClose
+	case miss:
+		return VerdictReopen
+	}
+	return VerdictPending
+}

@@ -1,0 +1,216 @@
+package circuitbreaker
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Window is the stretch of recent calls a rate policy ([FailureRate],
+// [SlowCalls]) looks at: the last Size calls (a count window, as
+// resilience4j's COUNT_BASED sliding window), or, when Period is set, the
+// calls of the last Period (a time window of Buckets rolling buckets, as
+// Hystrix's rolling statistical window).
+//
+// A time window with B buckets covers between Period·(B-1)/B and Period of
+// history: a bucket leaves the window whole, when its last nanosecond is
+// more than Period ago. After an idle gap longer than Period no stale bucket
+// counts. The zero Window is a count window of 100 calls evaluated once it
+// is full.
+type Window struct {
+	// Size is the number of most recent calls in a count window. Zero
+	// means 100; at most 1,000,000. It must be zero when Period is set.
+	Size int
+	// Period, when non-zero, makes the window a time window of this
+	// length. Negative values are an error.
+	Period time.Duration
+	// Buckets is the number of buckets of a time window. Zero means 10; at
+	// most 1,000. Each bucket spans Period/Buckets, rounded down to a whole
+	// nanosecond, which must not be zero. It must be zero without Period.
+	Buckets int
+	// MinCalls is the number of calls the window must hold before its rate
+	// is judged, so that two failures out of three calls do not trip a
+	// breaker. Zero means the whole Size for a count window and 20 for a
+	// time window (Hystrix's requestVolumeThreshold). It may not exceed a
+	// count window's Size.
+	MinCalls int
+}
+
+const (
+	defaultWindowSize    = 100
+	defaultBuckets       = 10
+	defaultTimedMinCalls = 20
+	maxBuckets           = 1000
+)
+
+// flags of one recorded call.
+const (
+	flagFailure uint8 = 1 << iota
+	flagSlow
+)
+
+// window counts calls, failures and slow calls over a count or time window.
+// It is not safe for concurrent use: trackers use it under the breaker's
+// lock.
+type window struct {
+	minCalls int
+
+	// Count window: a ring of the last len(ring) calls' flags, with totals.
+	ring                  []uint8
+	next, n               int
+	calls, failures, slow int
+
+	// Time window: rolling buckets of width nanoseconds.
+	buckets []bucket
+	width   int64
+	base    time.Time
+}
+
+type bucket struct {
+	idx                   int64 // which width-long interval since base
+	calls, failures, slow int
+}
+
+// newWindow validates w (named field in errors) and builds its state.
+func newWindow(field string, w Window) (*window, error) {
+	switch {
+	case w.Period < 0:
+		return nil, fmt.Errorf("circuitbreaker: %s.Period must be >= 0, got %v", field, w.Period)
+	case w.Period > 0 && w.Size != 0:
+		return nil, fmt.Errorf("circuitbreaker: %s.Size must be 0 with a Period, got %d", field, w.Size)
+	case w.Period == 0 && w.Buckets != 0:
+		return nil, fmt.Errorf("circuitbreaker: %s.Buckets needs a Period, got %d buckets without one", field, w.Buckets)
+	case w.Buckets < 0 || w.Buckets > maxBuckets:
+		return nil, fmt.Errorf("circuitbreaker: %s.Buckets must be in [0, %d], got %d", field, maxBuckets, w.Buckets)
+	}
+	if err := checkCount(field+".Size", w.Size); err != nil {
+		return nil, err
+	}
+	if err := checkCount(field+".MinCalls", w.MinCalls); err != nil {
+		return nil, err
+	}
+	if w.Period == 0 {
+		size := orDefault(w.Size, defaultWindowSize)
+		if w.MinCalls > size {
+			return nil, fmt.Errorf("circuitbreaker: %s.MinCalls must be <= Size (%d), got %d", field, size, w.MinCalls)
+		}
+		return &window{minCalls: orDefault(w.MinCalls, size), ring: make([]uint8, size)}, nil
+	}
+	n := orDefault(w.Buckets, defaultBuckets)
+	width := int64(w.Period) / int64(n)
+	if width == 0 {
+		return nil, fmt.Errorf("circuitbreaker: %s.Period must be at least Buckets (%d) nanoseconds, got %v", field, n, w.Period)
+	}
+	win := &window{
+		minCalls: orDefault(w.MinCalls, defaultTimedMinCalls),
+		buckets:  make([]bucket, n),
+		width:    width,
+		base:     time.Now(),
+	}
+	win.reset()
+	return win, nil
+}
+
+// timed reports whether this is a time window, which needs Call.Now.
+func (w *window) timed() bool { return w.buckets != nil }
+
+// add records one call with flags at now (ignored by a count window).
+func (w *window) add(now time.Time, flags uint8) {
+	calls, failures, slow := 1, int(flags&flagFailure), int(flags&flagSlow)>>1
+	if !w.timed() {
+		if w.n == len(w.ring) {
+			old := w.ring[w.next]
+			w.calls--
+			w.failures -= int(old & flagFailure)
+			w.slow -= int(old&flagSlow) >> 1
+		} else {
+			w.n++
+		}
+		w.ring[w.next] = flags
+		w.next = (w.next + 1) % len(w.ring)
+		w.calls += calls
+		w.failures += failures
+		w.slow += slow
+		return
+	}
+	idx := w.index(now)
+	b := &w.buckets[idx%int64(len(w.buckets))]
+	if b.idx != idx {
+		*b = bucket{idx: idx}
+	}
+	b.calls += calls
+	b.failures += failures
+	b.slow += slow
+}
+
+// index returns the number of the bucket interval that holds now.
+func (w *window) index(now time.Time) int64 {
+	return max(0, int64(now.Sub(w.base))) / w.width
+}
+
+// totals returns the counts in the window at now.
+func (w *window) totals(now time.Time) Counters {
+	if !w.timed() {
+		return Counters{Calls: w.calls, Failures: w.failures, SlowCalls: w.slow}
+	}
+	cur := w.index(now)
+	var c Counters
+	for _, b := range w.buckets {
+		if b.idx > cur-int64(len(w.buckets)) && b.idx <= cur {
+			c.Calls += b.calls
+			c.Failures += b.failures
+			c.SlowCalls += b.slow
+		}
+	}
+	return c
+}
+
+// reset forgets every call.
+func (w *window) reset() {
+	clear(w.ring)
+	w.next, w.n, w.calls, w.failures, w.slow = 0, 0, 0, 0, 0
+	for i := range w.buckets {
+		w.buckets[i] = bucket{idx: math.MinInt64}
+	}
+}
+
+// checkRatio validates a ratio field, which must be in (0, 1]; zero selects
+// def.
+func checkRatio(field string, r, def float64) (float64, error) {
+	if r == 0 {
+		return def, nil
+	}
+	if !(r > 0 && r <= 1) {
+		return 0, fmt.Errorf("circuitbreaker: %s must be in (0, 1], got %v", field, r)
+	}
+	return r, nil
+}
+
+// reached reports whether hits out of calls reaches ratio. Comparing the
+// quotient, not hits against ratio·calls, keeps 3 of 10 at a ratio of 0.3
+// exact: both sides round to the same float64.
+func reached(hits, calls int, ratio float64) bool {
+	return calls > 0 && float64(hits)/float64(calls) >= ratio
+}
+
+// judge decides a run of n probes of which hits count toward ratio and
+// misses do not, as early as the outcome is certain: hit reports that
+// hits/n reaches ratio however the remaining probes end, miss that it
+// cannot reach it any more. Once n probes are judged one of them is true.
+func judge(hits, misses, n int, ratio float64) (hit, miss bool) {
+	k := minHits(n, ratio)
+	return hits >= k, misses > n-k
+}
+
+// minHits returns the smallest k in [1, n] with k/n >= ratio, for ratio in
+// (0, 1].
+func minHits(n int, ratio float64) int {
+	k := max(1, min(n, int(math.Ceil(ratio*float64(n)))))
+	for k > 1 && reached(k-1, n, ratio) {
+		k--
+	}
+	for k < n && !reached(k, n, ratio) {
+		k++
+	}
+	return k
+}
