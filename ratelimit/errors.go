@@ -19,7 +19,8 @@ type LimitedError struct {
 	// a token for this call, given the tokens already promised to waiting
 	// calls. It is never negative. It is rate.InfDuration when the limiter
 	// can never grant a token (a burst of 0, or a limit of 0 with the burst
-	// spent).
+	// spent); the refusal is then at once in either mode, with
+	// PastDeadline false.
 	RetryAfter time.Duration
 	// PastDeadline is true when the layer was in [Wait] mode and refused
 	// because the token would arrive at or after the context's deadline, so

@@ -40,7 +40,9 @@ func checkMode(m Mode) error {
 //
 // When lim has no token for a call now, mode decides: [Wait] waits for the
 // token (refusing at once if it would arrive at or after ctx's deadline),
-// [Reject] refuses at once. A refusal is a [*LimitedError] matching
+// [Reject] refuses at once. In either mode a call is refused at once when
+// lim can never grant a token (a burst of 0, or a limit of 0 with the burst
+// spent). A refusal is a [*LimitedError] matching
 // [ErrLimited], and the inner service is not called. If ctx is done while
 // the call waits, the call fails with an error wrapping ctx.Err() and its
 // token is given back. A ctx already done when the call arrives fails with
@@ -89,12 +91,15 @@ func take(ctx context.Context, lim *rate.Limiter, mode Mode) error {
 	}
 	now := time.Now()
 	r := lim.ReserveN(now, 1)
-	if !r.OK() {
-		return &LimitedError{RetryAfter: rate.InfDuration}
-	}
-	delay := r.DelayFrom(now)
+	delay := r.DelayFrom(now) // rate.InfDuration if r is not OK
 	if delay == 0 {
 		return nil // a token came due between Allow and ReserveN
+	}
+	if delay == rate.InfDuration {
+		// No token will ever come (a burst of 0, or a limit of 0 with the
+		// burst spent): refuse in either mode rather than wait forever.
+		r.CancelAt(now)
+		return &LimitedError{RetryAfter: rate.InfDuration}
 	}
 	if mode == Reject {
 		r.CancelAt(now)

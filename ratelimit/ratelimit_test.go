@@ -187,14 +187,27 @@ func TestLayer_DoneContextTakesNoToken(t *testing.T) {
 	}
 }
 
-func TestLayer_ZeroBurstNeverGrants(t *testing.T) {
+func TestLayer_RefusesAtOnceWhenNoTokenWillEverCome(t *testing.T) {
 	for name, mode := range modes {
 		t.Run(name, func(t *testing.T) {
-			var calls atomic.Int64
-			svc := build(t, rate.NewLimiter(10, 0), mode, echo(&calls))
-			_, err := svc.Call(t.Context(), 1)
-			requireLimited(t, err, rate.InfDuration, false)
-			assert.Zero(t, calls.Load())
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int64
+				svc := build(t, rate.NewLimiter(10, 0), mode, echo(&calls))
+				_, err := svc.Call(t.Context(), 1)
+				requireLimited(t, err, rate.InfDuration, false)
+				assert.Zero(t, calls.Load(), "burst 0")
+
+				zeroLimit := rate.NewLimiter(0, 1)
+				svc = build(t, zeroLimit, mode, echo(&calls))
+				_, err = svc.Call(t.Context(), 1)
+				require.NoError(t, err, "the burst is spent first")
+				start := time.Now()
+				_, err = svc.Call(t.Context(), 2)
+				requireLimited(t, err, rate.InfDuration, false)
+				assert.Equal(t, time.Duration(0), time.Since(start))
+				assert.Equal(t, int64(1), calls.Load(), "limit 0")
+				assert.Equal(t, 0.0, zeroLimit.Tokens(), "the refused reservation was given back")
+			})
 		})
 	}
 }
