@@ -15,10 +15,18 @@ var ErrOpen = errors.New("circuitbreaker: open")
 // OpenError is the error a [Breaker] returns when it rejects a call (CB2).
 // It matches [ErrOpen] with [errors.Is] and unwraps to nothing, so that
 // errors.Is(err, Cause) does not mistake a rejection for the failure itself.
+//
+// A Breaker may return the same *OpenError to every caller it rejects within
+// one millisecond of one Open period, so that rejecting allocates nothing:
+// treat it as read-only.
 type OpenError struct {
 	// RetryAfter is how long until the breaker admits a probe: the rest of
-	// the cool-down. It is zero when the breaker rejected the call because
-	// every probe slot was taken in HalfOpen, and negative never.
+	// the cool-down, rounded up to a whole millisecond, so that a caller
+	// who waits RetryAfter finds the cool-down over. It is zero when the
+	// breaker rejected the call because every probe slot was taken in
+	// HalfOpen, [Forever] when the breaker will not admit a probe by itself
+	// (forced open by a [Switch], or a Forever cool-down), and negative
+	// never.
 	RetryAfter time.Duration
 	// Cause is the failure that tripped the breaker, or, for a manual force
 	// open, the reason given (nil if none).
@@ -27,10 +35,14 @@ type OpenError struct {
 
 // Error describes the rejection, with the remaining cool-down and the cause.
 func (e *OpenError) Error() string {
-	if e.Cause == nil {
-		return fmt.Sprintf("circuitbreaker: open (retry after %v)", e.RetryAfter)
+	wait := fmt.Sprintf("retry after %v", e.RetryAfter)
+	if e.RetryAfter == Forever {
+		wait = "until reset or released"
 	}
-	return fmt.Sprintf("circuitbreaker: open (retry after %v): tripped by: %v", e.RetryAfter, e.Cause)
+	if e.Cause == nil {
+		return fmt.Sprintf("circuitbreaker: open (%s)", wait)
+	}
+	return fmt.Sprintf("circuitbreaker: open (%s): tripped by: %v", wait, e.Cause)
 }
 
 // RetryDelay returns RetryAfter. Layers that honour a producer's hint look

@@ -77,3 +77,52 @@ func ExampleBreaker_TryAcquire() {
 	// connection refused
 	// rejected; tripped by: connection refused
 }
+
+// Listeners see every transition, in order, after the breaker's lock is
+// released; here the breaker uses no cool-down so the whole cycle runs at
+// once.
+func ExampleBreaker_Subscribe() {
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: 1},
+		ResetTimeout: circuitbreaker.Immediate,
+	})
+	if err != nil {
+		panic(err)
+	}
+	unsubscribe := br.Subscribe(func(t circuitbreaker.Transition) {
+		fmt.Printf("%v -> %v (cause: %v)\n", t.From, t.To, t.Cause)
+	})
+	defer unsubscribe()
+
+	p, _ := br.TryAcquire()
+	p.Failure(errors.New("connection refused"))
+	p, _ = br.TryAcquire() // the cool-down is over: this call is a probe
+	p.Success()
+	// Output:
+	// closed -> open (cause: connection refused)
+	// open -> half-open (cause: <nil>)
+	// half-open -> closed (cause: <nil>)
+}
+
+// A Switch lets an operator force breakers open for maintenance and release
+// them afterwards; every change is a transition.
+func ExampleSwitch() {
+	var maintenance circuitbreaker.Switch
+	br, err := circuitbreaker.New(circuitbreaker.Config{Switch: &maintenance})
+	if err != nil {
+		panic(err)
+	}
+	br.Subscribe(func(t circuitbreaker.Transition) { fmt.Println(t.From, "->", t.To) })
+
+	maintenance.ForceOpen(errors.New("database migration"))
+	_, err = br.TryAcquire()
+	fmt.Println(err)
+	maintenance.Release()
+	_, err = br.TryAcquire()
+	fmt.Println(err)
+	// Output:
+	// closed -> forced-open
+	// circuitbreaker: open (until reset or released): tripped by: database migration
+	// forced-open -> closed
+	// <nil>
+}
