@@ -74,6 +74,16 @@ func NewLayer[Req, Resp any](key func(Req) string) (rampart.Layer[Req, Resp], er
 	}), nil
 }
 
+// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
+// parameters from svc. It returns the errors [NewLayer] returns.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], key func(Req) string) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer[Req, Resp](key)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(svc), nil
+}
+
 type group[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	key   func(Req) string

@@ -322,3 +322,15 @@ func BenchmarkLayer(b *testing.B) {
 		}
 	})
 }
+
+func TestWrap(t *testing.T) {
+	svc, err := coalesce.Wrap(rampart.ServiceFunc[string, int](func(ctx context.Context, req string) (int, error) {
+		return len(req), nil
+	}), identity)
+	require.NoError(t, err)
+	resp, err := svc.Call(t.Context(), "abc")
+	assert.NoError(t, err)
+	assert.Equal(t, 3, resp)
+	_, err = coalesce.Wrap[string, int](nil, nil)
+	assert.EqualError(t, err, "coalesce: key must not be nil")
+}

@@ -70,6 +70,16 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 	}), nil
 }
 
+// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
+// parameters from svc. It returns the errors [NewLayer] returns.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(svc), nil
+}
+
 type service[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	cfg   Config[Req, Resp]

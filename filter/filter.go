@@ -58,6 +58,16 @@ func NewLayer[Req, Resp any](check func(ctx context.Context, req Req) error) (ra
 	}), nil
 }
 
+// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
+// parameters from svc. It returns the errors [NewLayer] returns.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], check func(ctx context.Context, req Req) error) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer[Req, Resp](check)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(svc), nil
+}
+
 // NewAllowLayer returns a layer that calls the inner service only for
 // requests that allow accepts, and fails the others with [ErrRejected]. It
 // is [NewLayer] for a yes/no check. allow must be safe for concurrent use.

@@ -105,3 +105,22 @@ func BenchmarkAllowLayer(b *testing.B) {
 		_, _ = svc.Call(ctx, 1)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	var calls atomic.Int64
+	svc, err := filter.Wrap(backend(&calls), func(ctx context.Context, req int) error {
+		if req == 0 {
+			return filter.ErrRejected
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = svc.Call(t.Context(), 0)
+	assert.Same(t, filter.ErrRejected, err)
+	resp, err := svc.Call(t.Context(), 2)
+	assert.NoError(t, err)
+	assert.Equal(t, 4, resp)
+	assert.Equal(t, int64(1), calls.Load())
+	_, err = filter.Wrap(backend(&calls), nil)
+	assert.EqualError(t, err, "filter: check must not be nil")
+}

@@ -45,6 +45,16 @@ func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], e
 	return layer[Req, Resp]{lim: l, mode: mode}, nil
 }
 
+// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
+// parameters from svc. It returns the errors [NewLayer] returns.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer[Req, Resp](lim, mode)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(svc), nil
+}
+
 type layer[Req, Resp any] struct {
 	lim  *Limiter
 	mode Mode

@@ -279,3 +279,17 @@ func TestLayer_ZeroAllocs(t *testing.T) {
 	_, err = full.Call(ctx, 1)
 	require.NoError(t, err)
 }
+
+func TestWrap(t *testing.T) {
+	l, err := limit.New(1)
+	require.NoError(t, err)
+	svc, err := limit.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		return l.InFlight(), nil
+	}), l, limit.Wait)
+	require.NoError(t, err)
+	resp, err := svc.Call(t.Context(), 0)
+	assert.NoError(t, err)
+	assert.Equal(t, 1, resp, "the call runs in a slot")
+	_, err = limit.Wrap[int, int](nil, nil, limit.Wait)
+	assert.EqualError(t, err, "limit: limiter must not be nil")
+}

@@ -54,6 +54,16 @@ func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
 	}), nil
 }
 
+// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
+// parameters from svc. It returns the errors [NewLayer] returns.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r Readiness) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer[Req, Resp](r)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(svc), nil
+}
+
 type shed[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	ready Readiness

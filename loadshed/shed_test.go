@@ -87,3 +87,14 @@ func TestLayer_AllocatesNothing(t *testing.T) {
 	ready.Store(true)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "served")
 }
+
+func TestWrap(t *testing.T) {
+	svc, err := loadshed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		return req, nil
+	}), loadshed.ReadyFunc(func() bool { return false }))
+	require.NoError(t, err)
+	_, err = svc.Call(t.Context(), 1)
+	assert.Same(t, loadshed.ErrOverloaded, err)
+	_, err = loadshed.Wrap[int, int](nil, nil)
+	assert.EqualError(t, err, "loadshed: readiness must not be nil")
+}

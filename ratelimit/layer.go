@@ -65,6 +65,16 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 	}), nil
 }
 
+// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
+// parameters from svc. It returns the errors [NewLayer] returns.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
+	l, err := NewLayer[Req, Resp](lim, mode)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wrap(svc), nil
+}
+
 type service[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	lim   *rate.Limiter

@@ -277,3 +277,14 @@ func TestLayer_FreeTokenAllocatesNothing(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), name)
 	}
 }
+
+func TestWrap(t *testing.T) {
+	var calls atomic.Int64
+	svc, err := ratelimit.Wrap(echo(&calls), rate.NewLimiter(rate.Inf, 0), ratelimit.Reject)
+	require.NoError(t, err)
+	resp, err := svc.Call(t.Context(), 3)
+	assert.NoError(t, err)
+	assert.Equal(t, 3, resp)
+	_, err = ratelimit.Wrap(echo(&calls), nil, ratelimit.Wait)
+	assert.EqualError(t, err, "ratelimit: limiter must not be nil")
+}
