@@ -27,12 +27,16 @@ const (
 // ctx.Err() (so errors.Is(err, context.DeadlineExceeded) or
 // context.Canceled holds) and the inner service is not called. With mode
 // [Reject], such a call fails at once with l's [*LimitedError], matching
-// [ErrLimited]. In either mode a ctx already done when the call arrives
+// [ErrLimited]; the same value is returned for every refusal by l, so do
+// not modify it. In either mode a ctx already done when the call arrives
 // fails with ctx.Err() and takes no slot.
 //
 // The slot is held while the inner service runs and given back when it
 // returns or panics. Errors from the inner service come back unchanged. A
-// call that gets a slot allocates nothing, nor does a Reject refusal.
+// call that gets a slot allocates nothing, nor does a Reject refusal. Each
+// call takes and gives back a slot of the semaphore, which locks its mutex
+// briefly each time: under very high parallelism on one Limiter that mutex
+// is the layer's cost (see BenchmarkLayer).
 //
 // NewLayer returns an error when l is nil or mode is not Wait or Reject.
 func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
