@@ -1,0 +1,657 @@
+package rampart_test
+
+// Cross-layer tests: the circuit breaker, retry (with its budget) and timeout
+// layers composed with rampart.NewBuilder, in the two orders a program can
+// choose, checked against DESIGN.md (CB, RT, TO) and seed 000:
+//
+//	A (recommended): timeout(total) -> retry -> breaker -> timeout(per attempt) -> service
+//	B:               breaker -> retry -> timeout(per attempt) -> service
+//
+// Every test runs in a synctest bubble, so durations are exact, and every
+// stack is built from ServiceFunc doubles and counters.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/timeout"
+)
+
+// TestMain checks that no test of the package, these stacks included,
+// leaves a goroutine behind (TO3).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var errBoom = errors.New("boom")
+
+const ms = time.Millisecond
+
+// step is what the backend does on one call.
+type step func(ctx context.Context) (string, error)
+
+// fail returns err at once.
+func fail(err error) step {
+	return func(context.Context) (string, error) { return "", err }
+}
+
+// succeed returns resp at once.
+func succeed(resp string) step {
+	return func(context.Context) (string, error) { return resp, nil }
+}
+
+// hang blocks until ctx is done and returns its error, like a dependency
+// that does not answer.
+func hang(ctx context.Context) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+// failAfter returns err after d, or ctx's error if ctx ends first.
+func failAfter(d time.Duration, err error) step {
+	return func(ctx context.Context) (string, error) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return "", err
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// tap records when calls pass through it, relative to its creation. As a
+// layer it counts the calls that reach the next layer; as a backend it
+// plays a script, one step per call, repeating the last step.
+type tap struct {
+	start  time.Time
+	script []step
+
+	mu sync.Mutex
+	at []time.Duration // guarded by mu
+}
+
+func newTap(script ...step) *tap {
+	return &tap{start: time.Now(), script: script}
+}
+
+// note records a call and returns its index.
+func (p *tap) note() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.at = append(p.at, time.Since(p.start))
+	return len(p.at) - 1
+}
+
+// times returns when each call came, since the tap was made.
+func (p *tap) times() []time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Duration(nil), p.at...)
+}
+
+func (p *tap) calls() int { return len(p.times()) }
+
+// Call plays the script.
+func (p *tap) Call(ctx context.Context, _ string) (string, error) {
+	i := min(p.note(), len(p.script)-1)
+	return p.script[i](ctx)
+}
+
+// Wrap makes the tap a layer that notes every call passing through it.
+func (p *tap) Wrap(inner rampart.Service[string, string]) rampart.Service[string, string] {
+	return rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		p.note()
+		return inner.Call(ctx, req)
+	})
+}
+
+// countingBudget wraps a retry budget and counts what the retry layer asks
+// of it.
+type countingBudget struct {
+	inner                 retry.Budget
+	deposits, withdrawals atomic.Int64
+	granted               atomic.Int64
+}
+
+func (b *countingBudget) Deposit() {
+	b.deposits.Add(1)
+	b.inner.Deposit()
+}
+
+func (b *countingBudget) Withdraw() bool {
+	b.withdrawals.Add(1)
+	ok := b.inner.Withdraw()
+	if ok {
+		b.granted.Add(1)
+	}
+	return ok
+}
+
+// stack is a composed service with its parts exposed for assertions.
+type stack struct {
+	svc     rampart.Service[string, string]
+	breaker *circuitbreaker.Breaker
+	// attempts sees every call the retry loop makes into the breaker
+	// layer (stack A), or every call into the breaker (stack B).
+	attempts *tap
+	backend  *tap
+	budget   *countingBudget
+}
+
+// stackConfig describes a stack. Zero durations leave a timeout layer out.
+type stackConfig struct {
+	total, perAttempt time.Duration
+	maxAttempts       int
+	backoff           time.Duration
+	failures          int           // breaker's Consecutive.Failures
+	reset             time.Duration // breaker's ResetTimeout
+	budget            retry.Budget  // nil means budget.Always
+	breaker           *circuitbreaker.Breaker
+}
+
+func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer[string, string], *countingBudget) {
+	t.Helper()
+	br := c.breaker
+	if br == nil {
+		var err error
+		br, err = circuitbreaker.New(circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: c.failures},
+			ResetTimeout: c.reset,
+		})
+		require.NoError(t, err)
+	}
+	inner := c.budget
+	if inner == nil {
+		inner = budget.Always
+	}
+	bud := &countingBudget{inner: inner}
+	backoff, err := retry.NewConstant(c.backoff)
+	require.NoError(t, err)
+	rl, err := retry.NewLayer(retry.Config[string, string]{
+		MaxAttempts: c.maxAttempts,
+		Backoff:     backoff,
+		Budget:      bud,
+	})
+	require.NoError(t, err)
+	return br, rl, bud
+}
+
+// timeoutLayer returns a timeout layer of d, or nil (skipped by the
+// builder) when d is zero.
+func timeoutLayer(t *testing.T, d time.Duration) rampart.Layer[string, string] {
+	t.Helper()
+	if d == 0 {
+		return nil
+	}
+	l, err := timeout.NewLayer[string, string](d)
+	require.NoError(t, err)
+	return l
+}
+
+// stackA builds the recommended order:
+// timeout(total) -> retry -> [attempts] -> breaker -> timeout(per attempt) -> backend.
+func stackA(t *testing.T, c stackConfig, backend *tap) stack {
+	t.Helper()
+	br, rl, bud := c.parts(t)
+	attempts := newTap()
+	svc := rampart.NewBuilder[string, string]().
+		Layer(timeoutLayer(t, c.total)).
+		Layer(rl).
+		Layer(attempts).
+		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(timeoutLayer(t, c.perAttempt)).
+		Service(backend)
+	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
+}
+
+// stackB builds the breaker outside the retry loop:
+// [attempts] -> breaker -> retry -> timeout(per attempt) -> backend.
+func stackB(t *testing.T, c stackConfig, backend *tap) stack {
+	t.Helper()
+	br, rl, bud := c.parts(t)
+	attempts := newTap()
+	svc := rampart.NewBuilder[string, string]().
+		Layer(attempts).
+		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(rl).
+		Layer(timeoutLayer(t, c.perAttempt)).
+		Service(backend)
+	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
+}
+
+// call calls s and returns its result and how long it took.
+func (s stack) call(ctx context.Context) (string, error, time.Duration) {
+	start := time.Now()
+	resp, err := s.svc.Call(ctx, "req")
+	return resp, err, time.Since(start)
+}
+
+func (s stack) consecutiveFailures() int {
+	return s.breaker.State().Counters.ConsecutiveFailures
+}
+
+// requireOpenError asserts that err is a breaker rejection returned as it
+// is: not wrapped in a retry exhaustion (RT3, seed 000).
+func requireOpenError(t *testing.T, err error) *circuitbreaker.OpenError {
+	t.Helper()
+	var open *circuitbreaker.OpenError
+	require.ErrorAs(t, err, &open)
+	assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+	var ex *retry.ExhaustedError
+	assert.False(t, errors.As(err, &ex), "an open breaker must not be wrapped in *retry.ExhaustedError: %v", err)
+	assert.NotErrorIs(t, err, retry.ErrExhausted)
+	assert.Same(t, open, err, "the rejection must reach the caller unwrapped")
+	return open
+}
+
+// The retry loop goes through the breaker before every attempt: the breaker
+// trips on the second failure, the third attempt is rejected without
+// calling the service, and the rejection ends the loop as it is, although
+// two attempts were left (RT3, seed 000).
+func TestCompose_RT3_BreakerConsultedBeforeEachAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: time.Second,
+			maxAttempts: 5, backoff: 100 * ms,
+			failures: 2, reset: time.Minute,
+		}, newTap(fail(errBoom)))
+
+		_, err, took := s.call(t.Context())
+
+		open := requireOpenError(t, err)
+		assert.Equal(t, []time.Duration{0, 100 * ms}, s.backend.times(), "service calls")
+		assert.Equal(t, []time.Duration{0, 100 * ms, 200 * ms}, s.attempts.times(), "attempts through the breaker")
+		// Tripped at 100ms, rejected at 200ms: 59.9s of cool-down left.
+		assert.Equal(t, time.Minute-100*ms, open.RetryAfter)
+		assert.Equal(t, errBoom, open.Cause)
+		assert.Equal(t, 200*ms, took, "two backoffs, none after the rejection")
+		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State)
+		assert.Equal(t, int64(1), s.budget.deposits.Load())
+		assert.Equal(t, int64(2), s.budget.withdrawals.Load(), "one withdrawal per retry, none after the rejection")
+	})
+}
+
+// A request that meets an open breaker makes one attempt, which the breaker
+// refuses: no service call, no backoff, no budget withdrawal (RT3).
+func TestCompose_RT3_OpenBreakerShortCircuitsTheRetryLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: time.Second,
+			maxAttempts: 5, backoff: 100 * ms,
+			failures: 1, reset: time.Minute,
+		}, newTap(fail(errBoom)))
+		_, err, _ := s.call(t.Context()) // trips at 0, rejected at 100ms
+		requireOpenError(t, err)
+		require.Equal(t, 1, s.backend.calls())
+		time.Sleep(time.Second)
+		attempts, deposits, withdrawals := s.attempts.calls(), s.budget.deposits.Load(), s.budget.withdrawals.Load()
+
+		_, err, took := s.call(t.Context())
+
+		open := requireOpenError(t, err)
+		assert.Equal(t, time.Duration(0), took, "no backoff sleep after the rejection")
+		assert.Equal(t, 1, s.backend.calls(), "the service is not called")
+		assert.Equal(t, attempts+1, s.attempts.calls(), "exactly one attempt, refused by the breaker")
+		assert.Equal(t, deposits+1, s.budget.deposits.Load(), "the request deposits")
+		assert.Equal(t, withdrawals, s.budget.withdrawals.Load(), "no retry is withdrawn")
+		assert.Equal(t, time.Minute-1100*ms, open.RetryAfter)
+	})
+}
+
+// A per-attempt timeout inside the breaker is a breaker failure (TO2): three
+// attempts that each time out after 100ms, with 50ms backoffs, trip a
+// breaker of three consecutive failures at exactly 400ms; the next attempt
+// is refused and the refusal is returned as it is.
+func TestCompose_TO2_PerAttemptTimeoutIsBreakerFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: 100 * ms,
+			maxAttempts: 5, backoff: 50 * ms,
+			failures: 3, reset: time.Minute,
+		}, newTap(hang))
+		start := time.Now()
+		var trips []time.Duration
+		defer s.breaker.Subscribe(func(tr circuitbreaker.Transition) {
+			trips = append(trips, tr.Time.Sub(start))
+		})()
+
+		_, err, took := s.call(t.Context())
+
+		open := requireOpenError(t, err)
+		assert.Equal(t, []time.Duration{0, 150 * ms, 300 * ms}, s.backend.times())
+		assert.Equal(t, []time.Duration{400 * ms}, trips, "3 attempts of 100ms and 2 backoffs of 50ms")
+		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State)
+		assert.Equal(t, 450*ms, took, "rejected after the third backoff")
+		var te *timeout.Error
+		require.ErrorAs(t, open.Cause, &te, "the breaker was tripped by the timeout")
+		assert.Equal(t, 100*ms, te.Timeout)
+		assert.ErrorIs(t, open.Cause, timeout.ErrTimeout)
+		assert.ErrorIs(t, open.Cause, context.DeadlineExceeded)
+	})
+}
+
+// A per-attempt timeout reaches the caller through the retry exhaustion
+// wrapper still matching timeout.ErrTimeout and context.DeadlineExceeded
+// (TO1, RT5), and each one counted as a breaker failure (TO2).
+func TestCompose_TO1_TimeoutMatchesThroughExhaustion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: 100 * ms,
+			maxAttempts: 3, backoff: 50 * ms,
+			failures: 5, reset: time.Minute,
+		}, newTap(hang))
+
+		_, err, took := s.call(t.Context())
+
+		var ex *retry.ExhaustedError
+		require.ErrorAs(t, err, &ex)
+		assert.Equal(t, 3, ex.Attempts)
+		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
+		assert.ErrorIs(t, err, timeout.ErrTimeout)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var te *timeout.Error
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, 100*ms, te.Timeout, "the per-attempt timeout, not the total one")
+		assert.Equal(t, 400*ms, took)
+		assert.Equal(t, 3, s.consecutiveFailures(), "every timed-out attempt is a breaker failure")
+		assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
+	})
+}
+
+// With the breaker outside the retry loop (stack B), the breaker sees one
+// outcome per caller request, whatever happened to the attempts inside: a
+// request that needed retries but succeeded is a success, a request whose
+// retries were exhausted is one failure (whose cause is the
+// *retry.ExhaustedError), and once open the breaker refuses the request
+// before the retry loop starts.
+func TestCompose_TO2_BreakerOutsideRetrySeesOneOutcomePerRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackB(t, stackConfig{
+			perAttempt:  100 * ms,
+			maxAttempts: 3, backoff: 10 * ms,
+			failures: 2, reset: time.Minute,
+		}, newTap(
+			// request 1: three failures
+			fail(errBoom), fail(errBoom), fail(errBoom),
+			// request 2: two failures, then a success
+			fail(errBoom), fail(errBoom), succeed("ok"),
+			// request 3: three per-attempt timeouts
+			hang, hang, hang,
+			// request 4 and after: failures
+			fail(errBoom),
+		))
+
+		_, err, took := s.call(t.Context())
+		var ex *retry.ExhaustedError
+		require.ErrorAs(t, err, &ex)
+		assert.Equal(t, 3, ex.Attempts)
+		assert.Equal(t, 20*ms, took)
+		assert.Equal(t, 3, s.backend.calls())
+		assert.Equal(t, 1, s.consecutiveFailures(), "three failed attempts are one breaker failure")
+
+		resp, err, took := s.call(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp)
+		assert.Equal(t, 20*ms, took)
+		assert.Equal(t, 6, s.backend.calls())
+		assert.Equal(t, 0, s.consecutiveFailures(), "a request that succeeded on retry is one success")
+
+		_, err, took = s.call(t.Context())
+		require.ErrorAs(t, err, &ex)
+		assert.ErrorIs(t, err, timeout.ErrTimeout)
+		assert.Equal(t, 320*ms, took)
+		assert.Equal(t, 9, s.backend.calls())
+		assert.Equal(t, 1, s.consecutiveFailures(), "timeouts through the retry wrapper are one failure (TO2)")
+
+		_, err, _ = s.call(t.Context())
+		require.ErrorAs(t, err, &ex)
+		assert.Equal(t, 12, s.backend.calls())
+		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State, "the second failed request trips it")
+
+		_, err, took = s.call(t.Context())
+		open := requireOpenError(t, err)
+		assert.Equal(t, time.Duration(0), took)
+		assert.Equal(t, 12, s.backend.calls(), "an open breaker outside the loop stops the whole request")
+		assert.Equal(t, 5, s.attempts.calls(), "one breaker consultation per request")
+		var cause *retry.ExhaustedError
+		require.ErrorAs(t, open.Cause, &cause, "the breaker was tripped by the exhausted request")
+		assert.Equal(t, 3, cause.Attempts)
+		assert.Equal(t, errBoom, cause.Err)
+		assert.Equal(t, int64(4), s.budget.deposits.Load(), "the refused request never reached the retry layer")
+		assert.Equal(t, int64(8), s.budget.withdrawals.Load(), "two retries in each of the four requests that ran")
+	})
+}
+
+// The caller's cancellation counts as neither a breaker failure nor a
+// reason to retry (CB8, RT2): cancelled mid-attempt or mid-backoff, the
+// request stops at once with context.Canceled, not a timeout, and the
+// breaker's run of failures is unchanged.
+func TestCompose_CB8_CallerCancellationIsNeitherFailureNorRetry(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		backend     step
+		failures    int   // breaker's run after the request: 1 before it
+		withdrawals int64 // retries paid for
+		raw         bool
+	}{
+		// The attempt ends with the caller's context.Canceled: ignored.
+		{name: "mid-attempt", backend: hang, failures: 1, withdrawals: 0, raw: true},
+		// The attempt failed for real (a failure), then the caller gave up
+		// during the backoff: no further attempt. The retry was paid for
+		// before the wait began.
+		{name: "mid-backoff", backend: fail(errBoom), failures: 2, withdrawals: 1, raw: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := stackA(t, stackConfig{
+					total: 10 * time.Second, perAttempt: time.Second,
+					maxAttempts: 5, backoff: 100 * ms,
+					failures: 5, reset: time.Minute,
+				}, newTap(tt.backend))
+				p, err := s.breaker.TryAcquire()
+				require.NoError(t, err)
+				require.True(t, p.Failure(errBoom))
+				require.Equal(t, 1, s.consecutiveFailures())
+
+				ctx, cancel := context.WithCancel(t.Context())
+				type result struct {
+					err  error
+					took time.Duration
+				}
+				done := make(chan result, 1)
+				go func() {
+					_, err, took := s.call(ctx)
+					done <- result{err, took}
+				}()
+				time.Sleep(30 * ms)
+				cancel()
+				r := <-done
+
+				assert.Equal(t, 30*ms, r.took, "returns as soon as the caller cancels")
+				assert.Equal(t, 1, s.backend.calls(), "never retried")
+				assert.ErrorIs(t, r.err, context.Canceled)
+				assert.NotErrorIs(t, r.err, timeout.ErrTimeout)
+				assert.NotErrorIs(t, r.err, context.DeadlineExceeded)
+				if tt.raw {
+					assert.Equal(t, context.Canceled, r.err, "the caller's own error, unwrapped")
+				}
+				assert.Equal(t, tt.failures, s.consecutiveFailures())
+				assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
+				assert.Equal(t, tt.withdrawals, s.budget.withdrawals.Load())
+			})
+		})
+	}
+}
+
+// Attempts and backoffs never run past the outer deadline (RT4): with a 1s
+// total timeout, the loop either stops before a backoff that would end at
+// or after the deadline, returning the last attempt's error, or the last
+// attempt is cut at exactly 1s by the outer timeout.
+func TestCompose_RT4_AttemptsAndDelaysNeverExceedTheOuterDeadline(t *testing.T) {
+	attempt2 := errors.New("attempt 2 failed")
+	for _, tt := range []struct {
+		name       string
+		perAttempt time.Duration
+		backoff    time.Duration
+		script     []step
+		calls      []time.Duration
+		took       time.Duration
+		check      func(t *testing.T, err error)
+	}{
+		{
+			// 0-300 fails, wait to 500, 500-800 fails; a 200ms wait would
+			// end at the deadline, so the loop stops at 800ms.
+			name:    "stops before a backoff reaching the deadline",
+			backoff: 200 * ms,
+			script:  []step{failAfter(300*ms, errBoom), failAfter(300*ms, attempt2)},
+			calls:   []time.Duration{0, 500 * ms},
+			took:    800 * ms,
+			check: func(t *testing.T, err error) {
+				var ex *retry.ExhaustedError
+				require.ErrorAs(t, err, &ex)
+				assert.Equal(t, 2, ex.Attempts)
+				assert.Equal(t, attempt2, ex.Err, "the last attempt's error")
+				assert.ErrorIs(t, err, retry.ErrDeadline)
+				assert.NotErrorIs(t, err, timeout.ErrTimeout)
+			},
+		},
+		{
+			// Per-attempt timeouts of 300ms: 0-300, wait to 450, 450-750,
+			// wait to 900, then the third attempt is cut by the total
+			// timeout at exactly 1s.
+			name:       "last attempt cut by the outer timeout",
+			perAttempt: 300 * ms,
+			backoff:    150 * ms,
+			script:     []step{hang},
+			calls:      []time.Duration{0, 450 * ms, 900 * ms},
+			took:       time.Second,
+			check: func(t *testing.T, err error) {
+				var te *timeout.Error
+				require.ErrorAs(t, err, &te)
+				assert.Equal(t, time.Second, te.Timeout, "the total timeout")
+				assert.ErrorIs(t, err, timeout.ErrTimeout)
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+				assert.Equal(t, context.DeadlineExceeded, te.Err, "wraps the last attempt's error")
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := stackA(t, stackConfig{
+					total: time.Second, perAttempt: tt.perAttempt,
+					maxAttempts: 10, backoff: tt.backoff,
+					failures: 10, reset: time.Minute,
+				}, newTap(tt.script...))
+
+				_, err, took := s.call(t.Context())
+
+				assert.Equal(t, tt.calls, s.backend.times())
+				assert.Equal(t, tt.took, took)
+				assert.LessOrEqual(t, took, time.Second)
+				tt.check(t, err)
+				assert.Equal(t, len(tt.calls), s.consecutiveFailures(), "each attempt is one breaker failure")
+			})
+		})
+	}
+}
+
+// One retry budget shared by two stacks bounds their retries together
+// (RT6): with no floor and a ratio of 0.1, ten requests, whichever stack
+// they go to, earn exactly one retry, taken by the tenth request.
+func TestCompose_RT6_BudgetSharedByTwoStacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
+		require.NoError(t, err)
+		cfg := stackConfig{
+			total: 10 * time.Second, perAttempt: time.Second,
+			maxAttempts: 3, backoff: 10 * ms,
+			failures: 100, reset: time.Minute,
+			budget: shared,
+		}
+		stacks := []stack{stackA(t, cfg, newTap(fail(errBoom))), stackA(t, cfg, newTap(fail(errBoom)))}
+
+		attempts := map[int]int{} // attempts per request -> requests
+		var took time.Duration
+		for i := range 10 {
+			_, err, d := stacks[i%2].call(t.Context())
+			took += d
+			var ex *retry.ExhaustedError
+			require.ErrorAs(t, err, &ex)
+			assert.ErrorIs(t, err, retry.ErrBudgetExhausted)
+			assert.ErrorIs(t, err, errBoom)
+			attempts[ex.Attempts]++
+		}
+
+		assert.Equal(t, map[int]int{1: 9, 2: 1}, attempts)
+		assert.Equal(t, 5, stacks[0].backend.calls())
+		assert.Equal(t, 6, stacks[1].backend.calls(), "the tenth request, on the second stack, retried")
+		assert.Equal(t, 10*ms, took, "only the one retry waited")
+		granted := stacks[0].budget.granted.Load() + stacks[1].budget.granted.Load()
+		assert.Equal(t, int64(1), granted)
+	})
+}
+
+// After the cool-down, a retrying caller's first attempt is the probe
+// (CB1, CB3). A failed probe re-opens the breaker with a fresh cool-down,
+// and the retry loop's next attempt gets the raw rejection (RT3); once the
+// dependency is back, the next probe closes the breaker.
+func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var probe circuitbreaker.Snapshot
+		var s stack
+		s = stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: time.Second,
+			maxAttempts: 5, backoff: 100 * ms,
+			failures: 2, reset: time.Second,
+		}, newTap(
+			fail(errBoom), fail(errBoom), // request 1 trips the breaker
+			func(context.Context) (string, error) { // request 2: the probe fails
+				probe = s.breaker.State()
+				return "", errBoom
+			},
+			succeed("back"), // request 3: the probe succeeds
+		))
+
+		_, err, took := s.call(t.Context())
+		requireOpenError(t, err)
+		assert.Equal(t, 200*ms, took)
+
+		// Tripped at 100ms with a 1s cool-down: HalfOpen from 1.1s.
+		time.Sleep(900 * ms)
+		require.Equal(t, circuitbreaker.HalfOpen, s.breaker.State().State)
+
+		_, err, took = s.call(t.Context())
+		open := requireOpenError(t, err)
+		assert.Equal(t, circuitbreaker.HalfOpen, probe.State)
+		assert.Equal(t, 1, probe.ProbesInFlight, "the first attempt is the probe")
+		assert.Equal(t, []time.Duration{0, 100 * ms, 1100 * ms}, s.backend.times())
+		assert.Equal(t, []time.Duration{0, 100 * ms, 200 * ms, 1100 * ms, 1200 * ms}, s.attempts.times())
+		assert.Equal(t, 100*ms, took, "one backoff, then the rejection")
+		assert.Equal(t, 900*ms, open.RetryAfter, "a fresh 1s cool-down from the probe failure at 1.1s")
+		assert.Equal(t, errBoom, open.Cause)
+		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State)
+
+		time.Sleep(900 * ms) // to 2.1s: the cool-down is over
+		resp, err, took := s.call(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, "back", resp)
+		assert.Equal(t, time.Duration(0), took)
+		assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
+		assert.Equal(t, 0, s.consecutiveFailures())
+	})
+}
