@@ -306,7 +306,7 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		call := b.call(p, o, err)
 		b.mu.Lock()
 		defer b.unlock()
-		if b.word.Load() != p.word || !b.releaseProbe(p.ticket) {
+		if b.word.Load() != p.word || !b.releaseProbe(p.ticket, b.mono()) {
 			return false // stale, or its lease expired
 		}
 		if o == Ignored {
@@ -352,14 +352,15 @@ func (b *Breaker) call(p *Permit, o Outcome, err error) Call {
 }
 
 // releaseProbe removes the probe with ticket t and reports whether it was
-// in flight. Called with mu held.
-func (b *Breaker) releaseProbe(t uint64) bool {
+// still in flight at now: false if its lease has expired, whether or not an
+// acquire has reclaimed its slot yet. Called with mu held.
+func (b *Breaker) releaseProbe(t uint64, now int64) bool {
 	for i, p := range b.probes {
 		if p.ticket == t {
 			last := len(b.probes) - 1
 			b.probes[i] = b.probes[last]
 			b.probes = b.probes[:last]
-			return true
+			return p.expiry > now
 		}
 	}
 	return false

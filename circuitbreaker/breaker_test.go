@@ -291,6 +291,24 @@ func TestBreaker_CB6_ProbeLease(t *testing.T) {
 	})
 }
 
+func TestBreaker_CB6_ExpiredProbeDiscardedBeforeReclaim(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout: time.Second,
+			ProbeLease:   5 * time.Second,
+		})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		late, err := b.TryAcquire()
+		require.NoError(t, err)
+		time.Sleep(5 * time.Second)
+		// No acquire has reclaimed the slot, yet the lease is over.
+		assert.False(t, late.Failure(errNotFound))
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State())
+	})
+}
+
 func TestBreaker_CB9_Reset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Second})
