@@ -176,6 +176,34 @@ func TestBudget_RT6_ConcurrentWithdrawalsNeverOverdraw(t *testing.T) {
 	})
 }
 
+func TestBudget_RT6_HammerAcrossSlotTurns(t *testing.T) {
+	// Real time, so that slot turns (every 100ms with a 1s window) and the
+	// timer's ticks race with deposits and withdrawals. Without a floor,
+	// every retry must be paid for by four deposits, whatever expired.
+	b := mustNew(t, budget.Config{Window: time.Second, MinPerSecond: budget.NoFloor, Ratio: 0.25})
+	var deposits, ok atomic.Int64
+	stop := time.Now().Add(350 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				b.Deposit()
+				deposits.Add(1)
+				if b.Withdraw() {
+					ok.Add(1)
+				}
+				if bal := b.Balance(); bal < 0 {
+					t.Errorf("balance %v < 0", bal)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Positive(t, ok.Load())
+	assert.LessOrEqual(t, 4*ok.Load(), deposits.Load(), "withdrawals never exceed Ratio times deposits")
+}
+
 func TestBudget_RT6_ConfigErrorsNameTheField(t *testing.T) {
 	tests := []struct {
 		name string

@@ -30,12 +30,13 @@ var (
 // attempt is still failing (RT5). It reports how many attempts ran, the last
 // attempt's error, and why the loop stopped.
 //
-// errors.Is matches [ErrExhausted], the Reason (one of [ErrMaxAttempts],
-// [ErrBudgetExhausted], [ErrDeadline], or the caller's context error and
-// cause when the context ended during a backoff wait, so
-// errors.Is(err, context.Canceled) holds then), and anything the last error
-// matches: the real failure is never replaced by the reason. errors.As finds
-// typed errors in both chains.
+// errors.Is matches [ErrExhausted], the Reason, and anything the last error
+// matches: the real failure is never replaced by the reason. The Reason is
+// one of [ErrMaxAttempts], [ErrBudgetExhausted], [ErrDeadline], or, when the
+// caller's context ended, the context's error (context.Canceled or
+// context.DeadlineExceeded), wrapped together with its cause if
+// [context.WithCancelCause] or similar gave one. errors.As finds typed
+// errors in both chains.
 type ExhaustedError struct {
 	// Attempts is the number of calls made, including the first. At least 1.
 	Attempts int
@@ -48,7 +49,11 @@ type ExhaustedError struct {
 // Error describes the stop and the last error, for example
 // "retry: gave up after 3 attempts: retry: max attempts reached: last error: connection reset".
 func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("retry: gave up after %d attempts: %v: last error: %v", e.Attempts, e.Reason, e.Err)
+	plural := "s"
+	if e.Attempts == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("retry: gave up after %d attempt%s: %v: last error: %v", e.Attempts, plural, e.Reason, e.Err)
 }
 
 // Unwrap returns the last error and the reason, so [errors.Is] and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -54,4 +55,35 @@ func ExampleExhaustedError() {
 	// true 2
 	// true true
 	// retry: gave up after 2 attempts: retry: max attempts reached: last error: connection refused
+}
+
+// A budget shared by every request caps retries at a share of the traffic.
+// Here it is 10% with no floor, so a dead dependency receives 22 calls for
+// 20 requests, where MaxAttempts alone would let through 60.
+func ExampleNewLayer_budget() {
+	b, err := budget.New(budget.Config{Ratio: 0.1, MinPerSecond: budget.NoFloor})
+	if err != nil {
+		panic(err)
+	}
+	calls := 0
+	down := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+		calls++
+		return "", errors.New("connection refused")
+	})
+	backoff, _ := retry.NewConstant(0)
+	layer, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Backoff: backoff, Budget: b})
+	if err != nil {
+		panic(err)
+	}
+	svc := rampart.NewBuilder[string, string]().Layer(layer).Service(down)
+
+	budgetStops := 0
+	for range 20 {
+		_, err := svc.Call(context.Background(), "ping")
+		if errors.Is(err, retry.ErrBudgetExhausted) {
+			budgetStops++
+		}
+	}
+	fmt.Println(calls, budgetStops)
+	// Output: 22 20
 }

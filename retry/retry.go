@@ -253,7 +253,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			if err != nil && errors.Is(err, ctx.Err()) {
 				return resp, err
 			}
-			return stop(resp, err, attempt, context.Cause(ctx))
+			return stop(resp, err, attempt, contextReason(ctx))
 		}
 		if attempt >= p.maxAttempts {
 			return stop(resp, err, attempt, ErrMaxAttempts)
@@ -277,7 +277,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			}
 			select {
 			case <-ctx.Done():
-				return stop(resp, err, attempt, context.Cause(ctx))
+				return stop(resp, err, attempt, contextReason(ctx))
 			case <-timer.C:
 			}
 		}
@@ -306,6 +306,16 @@ func (p *policy[Req, Resp]) serverHint(resp Resp, err error) (time.Duration, boo
 		}
 	}
 	return min(max(h, 0), p.maxHint), found
+}
+
+// contextReason returns why ctx is done: its error, wrapped with its cause
+// when the cause is a different error.
+func contextReason(ctx context.Context) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	if cause == nil || cause == err {
+		return err
+	}
+	return fmt.Errorf("%w: %w", err, cause)
 }
 
 // stop ends the loop after attempts calls whose last outcome (resp, err)

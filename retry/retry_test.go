@@ -290,7 +290,23 @@ func TestRetry_RT2_CancelDuringBackoffStopsAtOnce(t *testing.T) {
 		assert.Equal(t, 1, s.calls())
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.ErrorIs(t, err, retry.ErrExhausted)
-		assert.EqualError(t, err, "retry: gave up after 1 attempts: context canceled: last error: boom")
+		assert.EqualError(t, err, "retry: gave up after 1 attempt: context canceled: last error: boom")
+	})
+}
+
+func TestRetry_RT2_CancelCauseIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(t.Context())
+		errShutdown := errors.New("shutting down")
+		s := newScript(fail("boom"))
+		svc := wrap(t, s, retry.Config[string, string]{Backoff: constant(t, time.Second)})
+		time.AfterFunc(ms(10), func() { cancel(errShutdown) })
+
+		_, err := svc.Call(ctx, "req")
+
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, errShutdown)
+		assert.EqualError(t, err, "retry: gave up after 1 attempt: context canceled: shutting down: last error: boom")
 	})
 }
 
