@@ -3,11 +3,11 @@ package budget
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Defaults for the zero fields of [Config]. They are Finagle's RetryBudget
@@ -90,10 +90,10 @@ type Config struct {
 //
 // # Cost
 //
-// [Budget.Deposit] runs on every request, so it reads no clock: it adds one
-// to one of several cache-line-padded counters (one per P, up to 64,
-// chosen at random so parallel deposits rarely share a line) and checks an
-// atomic flag. A timer, armed only while deposits arrive, folds the counters
+// [Budget.Deposit] runs on every request, so it reads no clock: it checks
+// an atomic flag and adds one to one of several cache-line-padded counters
+// (one per P, up to 64), chosen by the calling goroutine, so parallel
+// deposits rarely share a line. A timer, armed only while deposits arrive, folds the counters
 // into the balance at each slot boundary and stops after a slot with none;
 // the next deposit re-arms it. [Budget.Withdraw] reads the clock, folds the
 // counters, and takes the balance in a compare-and-swap loop, so concurrent
@@ -103,19 +103,24 @@ type Config struct {
 // dependency. Inside a testing/synctest bubble, create and use it within
 // the same bubble (its timer belongs to the bubble that first deposits).
 type Budget struct {
-	// Immutable after New.
+	// Read by every Deposit; written only at construction, except ticking,
+	// which changes at most twice per idle spell. Kept apart from the
+	// fields Withdraw writes, so a retry storm does not evict this line
+	// from the depositors' caches.
+
+	// stripes count deposits not yet folded into balance, striped so that
+	// parallel deposits do not share a cache line.
+	stripes []stripe
+	mask    uint32 // len(stripes)-1, a power of two minus one
+	// ticking is true while the timer is armed; a Deposit that sees it
+	// false arms it (wake).
+	ticking atomic.Bool
 	earn    int64         // units a deposit earns
 	reserve int64         // floor units per window
 	slotLen time.Duration // Window / slots
 	start   time.Time     // slot n covers [start+n*slotLen, start+(n+1)*slotLen)
-	mask    uint32        // len(stripes)-1, a power of two minus one
+	_       [128]byte
 
-	// pending counts deposits not yet folded into balance, striped so that
-	// parallel deposits do not share a cache line.
-	stripes []stripe
-	// ticking is true while the timer is armed; a Deposit that sees it
-	// false arms it (wake).
-	ticking atomic.Bool
 	// balance is the units that may be withdrawn now. It only shrinks by a
 	// compare-and-swap that keeps it >= 0, and at slot turns to the live
 	// credit, so it is never negative.
@@ -195,11 +200,21 @@ func (b *Budget) Deposit() {
 	if !b.ticking.Load() {
 		b.wake()
 	}
-	i := uint32(0)
-	if b.mask != 0 {
-		i = rand.Uint32() & b.mask
-	}
-	b.stripes[i].n.Add(1)
+	b.stripes[stripeOf(b.mask)].n.Add(1)
+}
+
+// stripeOf picks the calling goroutine's stripe: a hash of the address of
+// a local variable, which lies in the goroutine's own stack. Goroutine
+// stacks are at least 2 KiB apart, so different goroutines tend to get
+// different stripes, and a goroutine keeps its stripe (and the stripe's
+// cache line stays in its core's cache) for as long as its stack does not
+// move. A random stripe per call would make every core write every line.
+// The address is only hashed, never dereferenced, so a moved stack merely
+// changes the stripe.
+func stripeOf(mask uint32) uint32 {
+	var local byte
+	h := uint64(uintptr(unsafe.Pointer(&local))>>11) * 0x9E3779B97F4A7C15 // Fibonacci hashing
+	return uint32(h>>32) & mask
 }
 
 // Withdraw takes one retry from the balance and reports whether there was
