@@ -1,0 +1,133 @@
+package hedge_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/hedge"
+)
+
+func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
+	valid := func() hedge.Config[string, string] {
+		return hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*hedge.Config[string, string])
+		want   string
+	}{
+		{
+			name:   "nil Hedgeable",
+			change: func(c *hedge.Config[string, string]) { c.Hedgeable = nil },
+			want:   "hedge: Hedgeable must not be nil (hedge only requests that are safe to repeat; return true to hedge all)",
+		},
+		{
+			name:   "nil Budget",
+			change: func(c *hedge.Config[string, string]) { c.Budget = nil },
+			want:   "hedge: Budget must not be nil (every hedge must be bounded; a Budget whose Withdraw returns true removes the bound)",
+		},
+		{
+			name:   "negative MaxAttempts",
+			change: func(c *hedge.Config[string, string]) { c.MaxAttempts = -1 },
+			want:   "hedge: MaxAttempts must be between 1 and 16, got -1",
+		},
+		{
+			name:   "absurd MaxAttempts",
+			change: func(c *hedge.Config[string, string]) { c.MaxAttempts = 17 },
+			want:   "hedge: MaxAttempts must be between 1 and 16, got 17",
+		},
+		{
+			name:   "negative Delay",
+			change: func(c *hedge.Config[string, string]) { c.Delay = -time.Millisecond },
+			want:   "hedge: Delay must not be negative, got -1ms",
+		},
+		{
+			name:   "Percentile given in percent",
+			change: func(c *hedge.Config[string, string]) { c.Percentile = 95 },
+			want:   "hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got 95",
+		},
+		{
+			name:   "negative Percentile",
+			change: func(c *hedge.Config[string, string]) { c.Percentile = -0.5 },
+			want:   "hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got -0.5",
+		},
+		{
+			name:   "NaN Percentile",
+			change: func(c *hedge.Config[string, string]) { c.Percentile = math.NaN() },
+			want:   "hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got NaN",
+		},
+		{
+			name:   "Window without Percentile",
+			change: func(c *hedge.Config[string, string]) { c.Window = 10 },
+			want:   "hedge: Window is only meaningful with a Percentile, got 10 with Percentile 0",
+		},
+		{
+			name:   "MinSamples without Percentile",
+			change: func(c *hedge.Config[string, string]) { c.MinSamples = 10 },
+			want:   "hedge: MinSamples is only meaningful with a Percentile, got 10 with Percentile 0",
+		},
+		{
+			name:   "negative Window",
+			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window = 0.9, -1 },
+			want:   "hedge: Window must be between 1 and 65536, got -1",
+		},
+		{
+			name:   "absurd Window",
+			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window = 0.9, 1<<16+1 },
+			want:   "hedge: Window must be between 1 and 65536, got 65537",
+		},
+		{
+			name:   "MinSamples above Window",
+			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window, c.MinSamples = 0.9, 10, 11 },
+			want:   "hedge: MinSamples must be between 1 and Window (10), got 11",
+		},
+		{
+			name:   "MinSamples above default Window",
+			change: func(c *hedge.Config[string, string]) { c.Percentile, c.MinSamples = 0.9, 257 },
+			want:   "hedge: MinSamples must be between 1 and Window (256), got 257",
+		},
+		{
+			name:   "negative MinSamples",
+			change: func(c *hedge.Config[string, string]) { c.Percentile, c.MinSamples = 0.9, -1 },
+			want:   "hedge: MinSamples must be between 1 and Window (256), got -1",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := valid()
+			tc.change(&cfg)
+			l, err := hedge.NewLayer(cfg)
+			assert.EqualError(t, err, tc.want)
+			assert.Nil(t, l)
+			svc, err := hedge.Wrap(newBackend(), cfg)
+			assert.EqualError(t, err, tc.want)
+			assert.Nil(t, svc)
+		})
+	}
+}
+
+func TestNewLayer_ValidConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*hedge.Config[string, string])
+	}{
+		{name: "zero values take defaults", change: func(*hedge.Config[string, string]) {}},
+		{name: "bounds", change: func(c *hedge.Config[string, string]) {
+			c.MaxAttempts, c.Percentile, c.Window, c.MinSamples = 16, 1, 1<<16, 1<<16
+		}},
+		{name: "small Window lowers the default MinSamples", change: func(c *hedge.Config[string, string]) {
+			c.Percentile, c.Window = 0.5, 4
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}}
+			tc.change(&cfg)
+			l, err := hedge.NewLayer(cfg)
+			require.NoError(t, err)
+			assert.NotNil(t, l)
+		})
+	}
+}

@@ -1,0 +1,143 @@
+package hedge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/hedge"
+)
+
+// Many goroutines call one hedged service with random latencies and
+// failures. Every call gets exactly one answer, every hedge was paid for by
+// the budget, and every successful attempt is either returned or discarded.
+func TestHedge_Hammer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, perWorker = 32, 100
+		var attempts, successes, discardedOK atomic.Int64
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			attempts.Add(1)
+			select {
+			case <-time.After(rand.N(30 * time.Millisecond)):
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+			if rand.N(10) == 0 {
+				return "", errors.New("failed " + req)
+			}
+			successes.Add(1)
+			return "ok " + req, nil
+		})
+		budget := &fractionBudget{}
+		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+			Hedgeable:   func(req string) bool { return !strings.HasSuffix(req, "w") },
+			Budget:      budget,
+			MaxAttempts: 3,
+			Delay:       5 * time.Millisecond,
+			Percentile:  0.8,
+			Window:      64,
+			MinSamples:  16,
+			Discard: func(resp string) {
+				if resp != "" {
+					discardedOK.Add(1)
+				}
+			},
+		})
+		require.NoError(t, err)
+
+		var answered, ok, hedgeable, wrong atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range perWorker {
+					req := fmt.Sprintf("%d-%d", w, i)
+					if i%7 == 0 {
+						req += "w" // not hedgeable
+					} else {
+						hedgeable.Add(1)
+					}
+					resp, err := svc.Call(context.Background(), req)
+					answered.Add(1)
+					switch {
+					case err == nil && resp == "ok "+req:
+						ok.Add(1)
+					case err != nil && resp == "" && strings.Contains(err.Error(), "failed "+req):
+					default:
+						wrong.Add(1) // an answer that is not this call's
+					}
+				}
+			})
+		}
+		wg.Wait()
+
+		budget.mu.Lock()
+		deposits, granted := budget.deposits, budget.hedges
+		budget.mu.Unlock()
+		calls := int64(workers * perWorker)
+		assert.Equal(t, calls, answered.Load(), "every call answered once")
+		assert.Zero(t, wrong.Load())
+		assert.Equal(t, hedgeable.Load(), int64(deposits), "one deposit per hedgeable call")
+		assert.Equal(t, calls+int64(granted), attempts.Load(), "one attempt per call plus one per granted withdrawal")
+		assert.LessOrEqual(t, granted, deposits/10+1, "within the budget's tenth plus one")
+		assert.Positive(t, granted, "the test should hedge")
+		assert.Equal(t, successes.Load(), ok.Load()+discardedOK.Load(), "every success returned or discarded")
+	})
+}
+
+func TestHedge_DefaultDelayAndMinSamples(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var steps []step
+		for range hedge.DefaultMinSamples - 1 {
+			steps = append(steps, step{latency: ms})
+		}
+		steps = append(steps, step{latency: time.Second}, step{latency: ms}, step{latency: time.Second}, step{latency: ms})
+		b := newBackend(steps...)
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{left: 10}, Percentile: 0.5})
+
+		for range hedge.DefaultMinSamples - 1 {
+			_, err, _ := call(svc, context.Background())
+			require.NoError(t, err)
+		}
+		_, err, took := call(svc, context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, hedge.DefaultDelay+ms, took, "31 samples: hedged at the default fallback delay")
+		_, err, took = call(svc, context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 2*ms, took, "32 samples of 1ms: hedged at 1ms")
+	})
+}
+
+// Outside a bubble, with real time: after calls that hedged, nothing is
+// left running.
+func TestHedge_NoGoroutineLeft(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var calls atomic.Int32
+	inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		if calls.Add(1)%2 == 1 {
+			<-ctx.Done() // the original waits to be cancelled
+			return "", ctx.Err()
+		}
+		return "hedge", nil
+	})
+	svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+		Hedgeable: always, Budget: &freeBudget{}, Delay: time.Millisecond,
+	})
+	require.NoError(t, err)
+	for range 20 {
+		resp, err := svc.Call(context.Background(), "req")
+		require.NoError(t, err)
+		require.Equal(t, "hedge", resp)
+	}
+}
