@@ -1,25 +1,130 @@
 package bench_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
 
-// rampart's contenders, one function per scenario. Each builds its layers
-// with rampart's documented defaults unless the scenario says otherwise.
+// rampart's contenders, one function per scenario. Each uses rampart's
+// documented defaults (circuitbreaker.Config{}: 5 consecutive failures
+// trip; retry.Config{}: 3 attempts, exponential backoff with full jitter
+// from 100ms; budget.Config{}: Finagle's 10s window, 10 retries per second,
+// ratio 0.2) unless the scenario says otherwise.
 
-func rampartClosed() []contender       { return nil }
-func rampartOpen() []contender         { return nil }
-func rampartRetry() []contender        { return nil }
-func rampartRetryStack() []contender   { return nil }
-func rampartTimeoutStack() []contender { return nil }
+func rampartClosed() []contender {
+	return []contender{
+		{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+			return circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{}))
+		}},
+		{name: "rampart-permit", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+			return permitLayer(newBreaker(b, circuitbreaker.Config{}))
+		}},
+	}
+}
+
+func rampartOpen() []contender {
+	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+		layer := circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{ResetTimeout: coolDown}))
+		trip(b, layer, circuitbreaker.DefaultFailures)
+		return layer
+	}}}
+}
+
+func rampartRetry() []contender {
+	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+		return must(b)(retry.NewLayer(retry.Config[Req, Resp]{}))
+	}}}
+}
+
+func rampartRetryStack() []contender {
+	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+		return stack(
+			must(b)(retry.NewLayer(retry.Config[Req, Resp]{Budget: newBudget(b, budget.Config{})})),
+			circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{})),
+		)
+	}}}
+}
 
 func rampartTimeout() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
 		return must(b)(timeout.NewLayer[Req, Resp](limit))
 	}}}
+}
+
+func rampartTimeoutStack() []contender {
+	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+		return stack(
+			must(b)(timeout.NewLayer[Req, Resp](limit)),
+			must(b)(retry.NewLayer(retry.Config[Req, Resp]{Budget: newBudget(b, budget.Config{})})),
+			circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{})),
+		)
+	}}}
+}
+
+// rampartPolicy returns rampart's layer guarding with a breaker of policy p.
+func rampartPolicy(p circuitbreaker.Policy) contender {
+	return contender{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+		return circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{Policy: p}))
+	}}
+}
+
+// permitLayer guards the inner service with br's permits directly,
+// without the layer's context check and panic accounting: the cost of the
+// breaker primitive alone.
+func permitLayer(br *circuitbreaker.Breaker) rampart.Layer[Req, Resp] {
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		return permitService{br: br, inner: inner}
+	})
+}
+
+type permitService struct {
+	br    *circuitbreaker.Breaker
+	inner rampart.Service[Req, Resp]
+}
+
+func (s permitService) Call(ctx context.Context, req Req) (Resp, error) {
+	p, err := s.br.TryAcquire()
+	if err != nil {
+		return 0, err
+	}
+	resp, err := s.inner.Call(ctx, req)
+	p.Done(err)
+	return resp, err
+}
+
+// stack returns a layer of layers, the first outermost, as a Builder
+// stacks them.
+func stack(layers ...rampart.Layer[Req, Resp]) rampart.Layer[Req, Resp] {
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		builder := rampart.NewBuilder[Req, Resp]()
+		for _, l := range layers {
+			builder = builder.Layer(l)
+		}
+		return builder.Service(inner)
+	})
+}
+
+func newBreaker(b *testing.B, cfg circuitbreaker.Config) *circuitbreaker.Breaker {
+	br, err := circuitbreaker.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return br
+}
+
+func newBudget(b *testing.B, cfg budget.Config) *budget.Budget {
+	bud, err := budget.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bud
 }
 
 // must returns a function that returns l, or fails b if err is not nil.
@@ -31,3 +136,6 @@ func must(b *testing.B) func(l rampart.Layer[Req, Resp], err error) rampart.Laye
 		return l
 	}
 }
+
+// window is the period of every time-window contender.
+const window = 10 * time.Second

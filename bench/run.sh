@@ -7,7 +7,9 @@
 # at -cpu 2, each -count 6 times (override with COUNT, BENCHTIME, SERIAL_CPU,
 # PARALLEL_CPU). Writes the raw results, benchstat's summary next to them
 # (results.benchstat.txt) and the README's tables (results.md).
-# About 6 minutes on a 2-core machine.
+# About 6 minutes on a 2-core machine. Other load on the machine distorts
+# the numbers, parallel ones most: run it on an idle machine, or at least
+# ahead of the other processes (nice -n -10 bench/run.sh, as root).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -22,6 +24,7 @@ serial=$(grep -v 'Parallel$' <<<"$all" | paste -sd'|')
 parallel=$(grep 'Parallel$' <<<"$all" | paste -sd'|')
 
 {
+  echo "commit: ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
   echo "go: $(go env GOVERSION)"
   echo "nproc: $(nproc)"
   echo "cpumodel: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
