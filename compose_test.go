@@ -161,20 +161,18 @@ type stackConfig struct {
 	failures          int           // breaker's Consecutive.Failures
 	reset             time.Duration // breaker's ResetTimeout
 	budget            retry.Budget  // nil means budget.Always
-	breaker           *circuitbreaker.Breaker
+	// abandon, when set, makes the per-attempt timeout abandon attempts
+	// that ignore their context, handing their late results to it.
+	abandon func(resp string, err error)
 }
 
 func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer[string, string], *countingBudget) {
 	t.Helper()
-	br := c.breaker
-	if br == nil {
-		var err error
-		br, err = circuitbreaker.New(circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: c.failures},
-			ResetTimeout: c.reset,
-		})
-		require.NoError(t, err)
-	}
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: c.failures},
+		ResetTimeout: c.reset,
+	})
+	require.NoError(t, err)
 	inner := c.budget
 	if inner == nil {
 		inner = budget.Always
@@ -192,13 +190,13 @@ func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer
 }
 
 // timeoutLayer returns a timeout layer of d, or nil (skipped by the
-// builder) when d is zero.
-func timeoutLayer(t *testing.T, d time.Duration) rampart.Layer[string, string] {
+// builder) when d is zero. A non-nil late makes it abandon calls.
+func timeoutLayer(t *testing.T, d time.Duration, late func(string, error)) rampart.Layer[string, string] {
 	t.Helper()
 	if d == 0 {
 		return nil
 	}
-	l, err := timeout.NewLayer[string, string](d)
+	l, err := timeout.New(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
 	require.NoError(t, err)
 	return l
 }
@@ -210,11 +208,11 @@ func stackA(t *testing.T, c stackConfig, backend *tap) stack {
 	br, rl, bud := c.parts(t)
 	attempts := newTap()
 	svc := rampart.NewBuilder[string, string]().
-		Layer(timeoutLayer(t, c.total)).
+		Layer(timeoutLayer(t, c.total, nil)).
 		Layer(rl).
 		Layer(attempts).
 		Layer(circuitbreaker.NewLayer[string, string](br)).
-		Layer(timeoutLayer(t, c.perAttempt)).
+		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
 		Service(backend)
 	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
 }
@@ -229,7 +227,7 @@ func stackB(t *testing.T, c stackConfig, backend *tap) stack {
 		Layer(attempts).
 		Layer(circuitbreaker.NewLayer[string, string](br)).
 		Layer(rl).
-		Layer(timeoutLayer(t, c.perAttempt)).
+		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
 		Service(backend)
 	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
 }
@@ -653,5 +651,280 @@ func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 		assert.Equal(t, time.Duration(0), took)
 		assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
 		assert.Equal(t, 0, s.consecutiveFailures())
+	})
+}
+
+// trip opens s's breaker at once by recording failures directly, so that a
+// test starts from a known Open state without spending backend calls.
+func (s stack) trip(t *testing.T, failures int) {
+	t.Helper()
+	for range failures {
+		p, err := s.breaker.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errBoom)
+	}
+	require.Equal(t, circuitbreaker.Open, s.breaker.State().State)
+}
+
+// result is what a call made on another goroutine returned.
+type result struct {
+	resp string
+	err  error
+	took time.Duration
+}
+
+// callAsync calls s on a new goroutine and returns where its result will
+// arrive.
+func (s stack) callAsync(ctx context.Context) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		resp, err, took := s.call(ctx)
+		done <- result{resp, err, took}
+	}()
+	return done
+}
+
+// While the one probe slot is taken, another retrying caller is refused at
+// once with a rejection whose RetryAfter is zero, returned as it is: the
+// retry loop neither waits nor retries (CB3, RT3). The probe then times out,
+// which re-opens the breaker (TO2), and the prober's retry is refused too.
+func TestCompose_CB3_ProbeSlotTakenRefusesOtherCallersAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: 100 * ms,
+			maxAttempts: 5, backoff: 50 * ms,
+			failures: 1, reset: time.Second,
+		}, newTap(hang))
+		s.trip(t, 1)
+		time.Sleep(time.Second)
+
+		prober := s.callAsync(t.Context())
+		synctest.Wait()
+		require.Equal(t, 1, s.backend.calls(), "the first caller holds the probe slot")
+
+		_, err, took := s.call(t.Context())
+		open := requireOpenError(t, err)
+		assert.Equal(t, time.Duration(0), open.RetryAfter, "refused for want of a probe slot")
+		assert.Equal(t, time.Duration(0), took)
+		assert.Equal(t, 1, s.backend.calls())
+
+		r := <-prober
+		open = requireOpenError(t, r.err)
+		assert.Equal(t, 150*ms, r.took, "probe timed out at 100ms, refused after a 50ms backoff")
+		assert.Equal(t, 950*ms, open.RetryAfter, "a fresh 1s cool-down from 1.1s, seen at 1.15s")
+		assert.ErrorIs(t, open.Cause, timeout.ErrTimeout, "the timed-out probe re-opened the breaker")
+		assert.Equal(t, 1, s.backend.calls())
+	})
+}
+
+// A probe the caller cancels is ignored: it frees its slot without a
+// verdict, so the breaker stays HalfOpen and the next caller's attempt is
+// the probe that closes it (CB8, CB3).
+func TestCompose_CB8_CancelledProbeFreesItsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: time.Second,
+			maxAttempts: 5, backoff: 50 * ms,
+			failures: 1, reset: time.Second,
+		}, newTap(hang, succeed("ok")))
+		s.trip(t, 1)
+		time.Sleep(time.Second)
+
+		ctx, cancel := context.WithCancel(t.Context())
+		prober := s.callAsync(ctx)
+		time.Sleep(30 * ms)
+		cancel()
+		r := <-prober
+		assert.Equal(t, context.Canceled, r.err)
+		assert.Equal(t, 30*ms, r.took)
+		st := s.breaker.State()
+		assert.Equal(t, circuitbreaker.HalfOpen, st.State)
+		assert.Equal(t, 0, st.ProbesInFlight, "the slot is free again")
+		assert.Equal(t, 0, st.ProbesFailed)
+		assert.Equal(t, 0, st.ProbesSucceeded)
+
+		resp, err, _ := s.call(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp)
+		assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
+		assert.Equal(t, 2, s.backend.calls())
+	})
+}
+
+// A request whose context is already done makes no call and leaves no mark:
+// the breaker layer refuses it before acquiring, so a HalfOpen breaker keeps
+// its probe slot free, and the retry loop returns the caller's own error
+// (CB8, RT2).
+func TestCompose_CB8_DoneContextMakesNoAttempt(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ctx  func(context.Context) (context.Context, context.CancelFunc)
+		want error
+	}{
+		{
+			name: "cancelled",
+			ctx: func(parent context.Context) (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(parent)
+				cancel()
+				return ctx, cancel
+			},
+			want: context.Canceled,
+		},
+		{
+			name: "deadline passed",
+			ctx: func(parent context.Context) (context.Context, context.CancelFunc) {
+				return context.WithDeadline(parent, time.Now())
+			},
+			want: context.DeadlineExceeded,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := stackA(t, stackConfig{
+					total: 10 * time.Second, perAttempt: time.Second,
+					maxAttempts: 5, backoff: 50 * ms,
+					failures: 1, reset: time.Second,
+				}, newTap(succeed("ok")))
+				s.trip(t, 1)
+				time.Sleep(time.Second)
+				ctx, cancel := tt.ctx(t.Context())
+				defer cancel()
+
+				_, err, took := s.call(ctx)
+
+				assert.Equal(t, tt.want, err, "the caller's own error, not a timeout or an exhaustion")
+				assert.Equal(t, time.Duration(0), took)
+				assert.Equal(t, 0, s.backend.calls())
+				assert.Equal(t, 1, s.attempts.calls(), "one attempt, never retried")
+				st := s.breaker.State()
+				assert.Equal(t, circuitbreaker.HalfOpen, st.State)
+				assert.Equal(t, 0, st.ProbesInFlight+st.ProbesFailed+st.ProbesSucceeded, "no probe was used")
+				assert.Equal(t, int64(0), s.budget.withdrawals.Load())
+			})
+		})
+	}
+}
+
+// The caller's own deadline ending an attempt is reported as the caller's
+// (context.DeadlineExceeded, not timeout.ErrTimeout, TO1), counts as a
+// breaker failure (the dependency did not answer in the time it had, CB8)
+// and is not retried (RT2). Here the second attempt's 100ms deadline would
+// coincide with the caller's at 250ms: the caller's wins.
+func TestCompose_TO1_CallerDeadlineIsReportedAsTheCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: 100 * ms,
+			maxAttempts: 5, backoff: 50 * ms,
+			failures: 5, reset: time.Minute,
+		}, newTap(hang))
+		ctx, cancel := context.WithTimeout(t.Context(), 250*ms)
+		defer cancel()
+
+		_, err, took := s.call(ctx)
+
+		assert.Equal(t, context.DeadlineExceeded, err)
+		assert.NotErrorIs(t, err, timeout.ErrTimeout)
+		assert.Equal(t, 250*ms, took)
+		assert.Equal(t, []time.Duration{0, 150 * ms}, s.backend.times())
+		assert.Equal(t, 2, s.consecutiveFailures(), "the timeout and the caller's deadline are both failures")
+	})
+}
+
+// An attempt that straddles a trip cannot count (CB5): a slow attempt that
+// started while the breaker was Closed times out after another caller's
+// failures have tripped it, its outcome is discarded, and its retry loop
+// gets the raw rejection, caused by the other caller's failure (RT3).
+func TestCompose_CB5_StaleAttemptOutcomeIsDiscarded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: 100 * ms,
+			maxAttempts: 5, backoff: 20 * ms,
+			failures: 2, reset: time.Minute,
+		}, newTap(hang, fail(errBoom)))
+		start := time.Now()
+		var transitions []time.Duration
+		defer s.breaker.Subscribe(func(tr circuitbreaker.Transition) {
+			transitions = append(transitions, tr.Time.Sub(start))
+		})()
+
+		slow := s.callAsync(t.Context()) // call 0: hangs until 100ms
+		time.Sleep(10 * ms)
+		_, err, took := s.call(t.Context()) // calls 1 and 2 at 10ms and 30ms trip it
+		requireOpenError(t, err)
+		assert.Equal(t, 40*ms, took)
+
+		r := <-slow
+		open := requireOpenError(t, r.err)
+		assert.Equal(t, 120*ms, r.took, "timed out at 100ms, refused after a 20ms backoff")
+		assert.Equal(t, errBoom, open.Cause, "the stale timeout did not replace the cause")
+		assert.Equal(t, time.Minute-90*ms, open.RetryAfter, "the cool-down from the trip at 30ms, not renewed")
+		assert.Equal(t, []time.Duration{0, 10 * ms, 30 * ms}, s.backend.times())
+		assert.Equal(t, []time.Duration{30 * ms}, transitions, "one trip, nothing from the stale outcome")
+	})
+}
+
+// A panic in the service crosses the whole stack unchanged: the breaker
+// records it as one failure (CB7), the retry loop does not retry it, and
+// the timeouts release their timers on the way out.
+func TestCompose_CB7_PanicCrossesTheStackOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: time.Second,
+			maxAttempts: 5, backoff: 50 * ms,
+			failures: 5, reset: time.Minute,
+		}, newTap(func(context.Context) (string, error) { panic("kaboom") }))
+
+		var recovered any
+		func() {
+			defer func() { recovered = recover() }()
+			_, _ = s.svc.Call(t.Context(), "req")
+		}()
+
+		assert.Equal(t, "kaboom", recovered)
+		assert.Equal(t, 1, s.backend.calls())
+		assert.Equal(t, 1, s.consecutiveFailures())
+		assert.Equal(t, int64(0), s.budget.withdrawals.Load())
+	})
+}
+
+// With a per-attempt timeout that abandons attempts ignoring their context
+// (the opt-in of TO3), each abandoned attempt is a breaker failure and the
+// retry loop goes on at the layer's pace; the abandoned goroutines deliver
+// their late results to Late and then end (the bubble and goleak check it).
+func TestCompose_TO3_AbandonedAttemptsEndAndReportLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var late []time.Duration
+		s := stackA(t, stackConfig{
+			total: 10 * time.Second, perAttempt: 100 * ms,
+			maxAttempts: 3, backoff: 50 * ms,
+			failures: 5, reset: time.Minute,
+			abandon: func(resp string, err error) {
+				assert.Equal(t, "late", resp)
+				assert.NoError(t, err)
+				mu.Lock()
+				defer mu.Unlock()
+				late = append(late, time.Since(start))
+			},
+		}, newTap(func(context.Context) (string, error) {
+			time.Sleep(time.Second) // ignores its context
+			return "late", nil
+		}))
+
+		_, err, took := s.call(t.Context())
+
+		var ex *retry.ExhaustedError
+		require.ErrorAs(t, err, &ex)
+		assert.Equal(t, 3, ex.Attempts)
+		assert.ErrorIs(t, err, timeout.ErrTimeout)
+		assert.Equal(t, 400*ms, took)
+		assert.Equal(t, 3, s.consecutiveFailures())
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, []time.Duration{time.Second, 1150 * ms, 1300 * ms}, late)
 	})
 }
