@@ -38,6 +38,11 @@ const (
 // before each hedge and reports whether the hedge may be sent; a false
 // stops hedging for that call. Both must be safe for concurrent use and
 // must not block.
+//
+// A budget shared with a retry layer receives a deposit from each layer
+// for every request that passes through both, so retries and hedges
+// together may spend up to twice its ratio; give the hedge layer a budget
+// of its own to bound hedges separately.
 type Budget interface {
 	Deposit()
 	Withdraw() bool
@@ -67,15 +72,17 @@ type Config[Req, Resp any] struct {
 
 	// MaxAttempts is how many attempts a call may send in total, counting
 	// the original request: 2 means at most one hedge. It must be between
-	// 1 and MaxMaxAttempts; 1 disables hedging. Zero means
+	// 1 and MaxMaxAttempts; 1 disables hedging, and the layer then passes
+	// every call through without touching the Budget. Zero means
 	// DefaultMaxAttempts.
 	MaxAttempts int
 
 	// Delay is how long the layer waits after starting an attempt before
 	// it starts the next one, while no attempt has succeeded. With a
 	// Percentile it is the fallback used until MinSamples latencies have
-	// been recorded. Zero means DefaultDelay; a negative Delay is an
-	// error.
+	// been recorded. The delay is read once, when a call starts, and used
+	// for every hedge of that call. Zero means DefaultDelay; a negative
+	// Delay is an error.
 	Delay time.Duration
 
 	// Percentile, when not zero, makes the delay the Percentile-th
@@ -88,9 +95,10 @@ type Config[Req, Resp any] struct {
 	// recorded and then again after every Window/16 (at least 1) further
 	// recordings, so recording stays cheap. Latencies are measured on the
 	// monotonic clock from the start of each attempt to its successful
-	// return. Cancelled losers are not recorded, so the window is biased
-	// toward faster answers: the learned delay can only fall under load,
-	// which is one more reason the Budget is required.
+	// return, whether or not the attempt won. Cancelled losers are not
+	// recorded, so the window leans toward faster answers, and a learned
+	// delay can be as short as the fastest latencies: the Budget, not the
+	// delay, caps the hedges that follow.
 	Percentile float64
 
 	// Window is how many recent latencies the percentile is taken over.

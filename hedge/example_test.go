@@ -13,8 +13,8 @@ import (
 )
 
 // fractionBudget is a toy Budget that allows one hedge per ten requests,
-// plus one. A program would share one *budget.Budget (package budget)
-// between its retry and hedge layers instead.
+// plus one. A program would use a *budget.Budget (package budget), which
+// also forgets old traffic.
 type fractionBudget struct {
 	mu       sync.Mutex
 	deposits int // guarded by mu

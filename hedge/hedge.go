@@ -18,25 +18,28 @@ import (
 //
 // A call through a wrapped service behaves as follows. A request that
 // cfg.Hedgeable rejects goes to the inner service once, unchanged. For a
-// hedgeable request the layer deposits into the Budget once, sends the
-// original attempt, and while no attempt has succeeded, every Delay (or
-// learned percentile) after the latest attempt started it withdraws from
-// the Budget and sends one more, up to MaxAttempts in total. It stops
-// sending when the Budget refuses, when the caller's context is done, or
-// when every attempt sent so far has failed: a failure does not trigger a
-// hedge (retrying failures is the retry layer's job).
+// hedgeable request the layer deposits into the Budget once and sends the
+// original attempt; then, while no attempt has succeeded, each time the
+// delay (Delay or the learned percentile) has passed since the latest
+// attempt started, it withdraws from the Budget and sends one more, up to
+// MaxAttempts in total. It stops sending when the Budget refuses (and does
+// not ask again in that call), when the caller's context is done, or when
+// every attempt sent so far has failed: a failure does not trigger a hedge
+// (retrying failures is the retry layer's job).
 //
 // The first attempt to succeed is the answer. All attempts share one
-// context derived from the caller's, which is cancelled as soon as an
-// attempt succeeds, so every other attempt is cancelled; their responses go
-// to cfg.Discard. Call returns only after every attempt it started has
+// context derived from the caller's; it is cancelled as soon as an attempt
+// succeeds, which cancels every other attempt (the winner has returned and,
+// by the [rampart.Service] contract, no longer uses its context; one shared
+// context costs less than one per attempt). Responses that lose go to
+// cfg.Discard. Call returns only after every attempt it started has
 // returned (TO3), so an inner service that ignores its context delays the
 // answer until it returns. When no attempt succeeds, Call returns the
 // original attempt's response and error unchanged if it was the only
 // attempt, and otherwise the zero Resp and an [*AllFailedError] holding
 // every attempt's error. When the caller's context ends, every attempt is
-// cancelled and their errors (normally wrapping the context's) are returned
-// the same way.
+// cancelled and their errors (normally wrapping the context's) are
+// returned the same way.
 //
 // The original attempt runs on the caller's goroutine, so a panic in it
 // reaches the caller, after the hedges have been cancelled and awaited.
