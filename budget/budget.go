@@ -34,11 +34,18 @@ const NoFloor = -1
 // Limits on [Config] fields, which keep the fixed-point arithmetic far from
 // overflow.
 const (
-	MinWindow       = time.Second
-	MaxWindow       = time.Minute
+	// MinWindow is the shortest Window: Finagle's and Tower's lower limit.
+	MinWindow = time.Second
+	// MaxWindow is the longest Window: Finagle's and Tower's upper limit.
+	MaxWindow = time.Minute
+	// MaxMinPerSecond is the largest MinPerSecond, in retries per second.
 	MaxMinPerSecond = 1_000_000
-	MinRatio        = 1.0 / unit
-	MaxRatio        = 100.0
+	// MinRatio is the smallest Ratio, the fixed-point resolution: one
+	// millionth of a retry per request.
+	MinRatio = 1.0 / unit
+	// MaxRatio is the largest Ratio, in retries per request: beyond it a
+	// budget bounds nothing that MaxAttempts does not.
+	MaxRatio = 100.0
 )
 
 // unit is the fixed-point scale: one retry costs unit, and a deposit earns
@@ -90,14 +97,24 @@ type Config struct {
 //
 // # Cost
 //
-// [Budget.Deposit] runs on every request, so it reads no clock: it checks
-// an atomic flag and adds one to one of several cache-line-padded counters
-// (one per P, up to 64), chosen by the calling goroutine, so parallel
-// deposits rarely share a line. A timer, armed only while deposits arrive, folds the counters
-// into the balance at each slot boundary and stops after a slot with none;
-// the next deposit re-arms it. [Budget.Withdraw] reads the clock, folds the
-// counters, and takes the balance in a compare-and-swap loop, so concurrent
-// withdrawals never overdraw. The mutex is taken only when a slot turns.
+// [Budget.Deposit] runs on every request, so it reads no clock (time.Now
+// costs about 20ns, more than the rest of Deposit): it checks an atomic
+// flag and adds one to one of several cache-line-padded counters (one per
+// P, up to 64), chosen by the calling goroutine, so parallel deposits
+// rarely share a line. A timer, armed only while deposits arrive, folds the
+// counters into the balance at each slot boundary, so deposits are
+// credited to the slot they were made in (one made at the very instant a
+// slot turns may count toward the slot that ends, expiring a slot early);
+// after a slot with no deposit the timer stops, and the next deposit
+// re-arms it. [Budget.Withdraw] and [Budget.Balance] read the clock, turn
+// any slots that have ended, fold the counters, and Withdraw takes from the
+// balance in a compare-and-swap loop, so concurrent withdrawals never
+// overdraw. The mutex is taken only when a slot turns or the timer is
+// re-armed.
+//
+// Measured with BenchmarkDeposit and BenchmarkWithdraw (AMD EPYC, 2 CPUs,
+// Go 1.26): Deposit 5.5ns serially and 2.9ns per operation under
+// RunParallel, Withdraw about 55-75ns; neither allocates.
 //
 // A Budget is safe for concurrent use; share one among every caller of a
 // dependency. Inside a testing/synctest bubble, create and use it within

@@ -28,6 +28,17 @@
 // returns the last error at once. A server's retry-after hint lengthens the
 // next wait (RT7).
 //
+// # Responses
+//
+// Config.Retryable sees responses too, so a response such as an HTTP 503
+// can be retried like an error. A response that is about to be retried is
+// passed to Config.Discard just before the next attempt (the HTTP adapter
+// closes its body there); a response the layer returns is never discarded.
+// When the loop stops on such a response (attempts, budget or time ran
+// out), it returns that last response with a nil error: the caller sees the
+// real result. When it stops on an error, it returns an [*ExhaustedError]
+// that wraps the last error and says why it stopped; see [NewLayer].
+//
 // # Order
 //
 // Put the retry layer outside the circuit breaker, so every attempt asks the

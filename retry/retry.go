@@ -168,8 +168,17 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 //
 // The layer waits with a timer and a select on ctx.Done, so it never sleeps
 // after cancellation. It never starts a wait that would end at or after
-// ctx's deadline (RT4). A call that succeeds at once allocates nothing and
-// creates no timer.
+// ctx's deadline (RT4).
+//
+// # Cost
+//
+// A call that succeeds at once allocates nothing and creates no timer: it
+// costs a budget deposit and the Retryable call. Measured with
+// BenchmarkRetrySuccess (AMD EPYC, 2 CPUs, Go 1.26): 7ns over the bare
+// service, 11.5ns with a [*budget.Budget], 24ns for retry, budget and a
+// Closed circuit breaker together. A retry allocates: one timer per call on
+// its first wait (reused for later waits and stopped on return), the
+// hint lookup, and the [*ExhaustedError] if the loop gives up.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	p, err := newPolicy(cfg)
 	if err != nil {
