@@ -251,24 +251,6 @@ func TestHedge_AllAttemptsFail_EveryErrorKept(t *testing.T) {
 	})
 }
 
-func TestHedge_SuccessAfterAFailureWins(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newBackend(step{latency: 12 * ms, err: errA}, step{latency: 5 * ms})
-		var discarded discards
-		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
-			Discard: discarded.Discard,
-		})
-
-		resp, err, took := call(svc, context.Background())
-
-		require.NoError(t, err)
-		assert.Equal(t, "req#1", resp)
-		assert.Equal(t, 15*ms, took)
-		assert.Equal(t, []string{"req#0"}, discarded.got())
-	})
-}
-
 func TestHedge_CallerCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := step{latency: 100 * ms}
@@ -298,24 +280,49 @@ func TestHedge_CallerCancellation(t *testing.T) {
 	})
 }
 
-func TestHedge_TO3_WaitsForLoserThatIgnoresCancellation(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newBackend(step{latency: 20 * ms, ignoreCtx: true}, step{latency: 5 * ms})
-		var discarded discards
-		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
-			Discard: discarded.Discard,
+// The first success is the answer even after a failure, the call waits
+// for every attempt (TO3), and the response that lost is discarded, not
+// lost.
+func TestHedge_TO3_FirstSuccessWinsAndLosersAreDiscarded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		original step
+		wantTook time.Duration
+		wantLog  []string
+	}{
+		{
+			name:     "original fails while the hedge runs",
+			original: step{latency: 12 * ms, err: errA},
+			wantTook: 15 * ms,
+			wantLog:  []string{"0s start 0", "10ms start 1", "12ms answer 0", "15ms answer 1"},
+		},
+		{
+			name:     "original ignores cancellation and succeeds late",
+			original: step{latency: 20 * ms, ignoreCtx: true},
+			wantTook: 20 * ms,
+			wantLog:  []string{"0s start 0", "10ms start 1", "15ms answer 1", "20ms answer 0"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBackend(tc.original, step{latency: 5 * ms})
+				var discarded discards
+				svc := newHedged(t, b, hedge.Config[string, string]{
+					Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+					Discard: discarded.Discard,
+				})
+
+				resp, err, took := call(svc, context.Background())
+
+				require.NoError(t, err)
+				assert.Equal(t, "req#1", resp)
+				assert.Equal(t, tc.wantTook, took)
+				assert.Zero(t, b.inflight.Load(), "an attempt outlived the call")
+				assert.Equal(t, []string{"req#0"}, discarded.got())
+				assert.Equal(t, tc.wantLog, b.Log())
+			})
 		})
-
-		resp, err, took := call(svc, context.Background())
-
-		require.NoError(t, err)
-		assert.Equal(t, "req#1", resp)
-		assert.Equal(t, 20*ms, took, "the call waits for the loser")
-		assert.Zero(t, b.inflight.Load())
-		assert.Equal(t, []string{"req#0"}, discarded.got(), "the loser's late success is discarded, not lost")
-		assert.Equal(t, []string{"0s start 0", "10ms start 1", "15ms answer 1", "20ms answer 0"}, b.Log())
-	})
+	}
 }
 
 func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
@@ -345,5 +352,50 @@ func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
 		assert.Equal(t, 15*ms, time.Since(start))
 		assert.Zero(t, hedges.inflight.Load(), "the hedge was awaited before the panic went on")
 		assert.Equal(t, []string{"10ms start 0", "15ms cancelled 0"}, hedges.Log())
+	})
+}
+
+func TestHedge_ContextDoneBeforeCall_NoHedge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms}, step{latency: ms})
+		budget := &tokens{left: 10}
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+
+		_, err, took := call(svc, ctx)
+		time.Sleep(time.Second)
+
+		assert.Same(t, context.Canceled, err, "the only attempt's error, unchanged")
+		assert.Zero(t, took)
+		assert.Equal(t, 1, b.Calls())
+		assert.Equal(t, [3]int{1, 0, 0}, budget.counts())
+	})
+}
+
+// Two services wrapped by one layer learn their own percentiles and share
+// the layer's budget.
+func TestHedge_EachWrappedServiceLearnsItsOwnDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		budget := &tokens{left: 10}
+		layer, err := hedge.NewLayer(hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget, Delay: time.Second,
+			Percentile: 1, Window: 1, MinSamples: 1,
+		})
+		require.NoError(t, err)
+		fast := newBackend(step{latency: 2 * ms}, step{latency: time.Second}, step{latency: ms})
+		slow := newBackend(step{latency: 7 * ms}, step{latency: time.Second}, step{latency: ms})
+		fastSvc, slowSvc := layer.Wrap(fast), layer.Wrap(slow)
+
+		_, _, _ = call(fastSvc, context.Background())
+		_, _, _ = call(slowSvc, context.Background())
+		_, err, tookFast := call(fastSvc, context.Background())
+		require.NoError(t, err)
+		_, err, tookSlow := call(slowSvc, context.Background())
+		require.NoError(t, err)
+
+		assert.Equal(t, 3*ms, tookFast, "hedged at its own 2ms")
+		assert.Equal(t, 8*ms, tookSlow, "hedged at its own 7ms")
+		assert.Equal(t, [3]int{4, 2, 0}, budget.counts())
 	})
 }
