@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,8 +23,9 @@ import (
 // at most once per millisecond of cool-down (see [Breaker.TryAcquire]).
 // Transitions, failures and everything in HalfOpen take a mutex.
 type Breaker struct {
-	// word is the state and the epoch, packed as epoch<<stateBits | state,
-	// so that one atomic load tells a caller both. It is written only with
+	// word is the state and the epoch, packed as
+	// epoch<<epochShift | flags | state, so that one atomic load tells a
+	// caller both. It is written only with
 	// mu held, after period (see below), and read without mu everywhere.
 	// The epoch grows by one on every state change (and on Reset), so a
 	// permit that remembers the word it was issued under can tell whether
@@ -40,8 +42,11 @@ type Breaker struct {
 	period atomic.Pointer[period]
 
 	tracker Tracker
-	timing  Timing
-	set     settings
+	// run is the Consecutive tracker's failure run when that is the
+	// policy, read by quiet without an interface call; else wanting.
+	run    *atomic.Int64
+	timing Timing
+	set    settings
 	// base is the origin of the monotonic clock readings (mono): the
 	// cool-down deadline is a number of nanoseconds since base.
 	base time.Time
@@ -69,10 +74,16 @@ type Breaker struct {
 	delivering bool
 }
 
-// The state word: the low stateBits bits are the State, the rest the epoch.
+// The state word: the low three bits are the State, the next bit is
+// flagTimed, the rest the epoch.
 const (
-	stateBits = 3
-	stateMask = 1<<stateBits - 1
+	stateMask  = 7
+	epochShift = 4
+	// flagTimed is set in every word of a breaker whose policy measures
+	// latency, so that a single comparison (w&fastMask == 0) tells the
+	// fast paths both "Closed" and "no clock read needed".
+	flagTimed = 8
+	fastMask  = stateMask | flagTimed
 )
 
 func stateOf(w uint64) State { return State(w & stateMask) }
@@ -116,6 +127,12 @@ func New(cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tracker == nil {
+		return nil, fmt.Errorf("circuitbreaker: Policy %T returned a nil Tracker", policy)
+	}
+	if tm := tracker.Timing(); tm > TimingLatency {
+		return nil, fmt.Errorf("circuitbreaker: Policy %T: Tracker.Timing must be TimingNone, TimingNow or TimingLatency, got %d", policy, tm)
+	}
 	b := &Breaker{
 		tracker:  tracker,
 		timing:   tracker.Timing(),
@@ -123,6 +140,13 @@ func New(cfg Config) (*Breaker, error) {
 		base:     time.Now(),
 		cooldown: set.cooldown,
 		probes:   make([]probe, 0, set.maxProbes),
+	}
+	b.run = wanting
+	if c, ok := tracker.(*consecutive); ok {
+		b.run = &c.run
+	}
+	if b.timing == TimingLatency {
+		b.word.Store(flagTimed)
 	}
 	b.period.Store(&period{})
 	if cfg.Switch != nil {
@@ -154,6 +178,15 @@ func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
 // millisecond of the same period (this keeps rejection free of allocation):
 // treat it as read-only.
 func (b *Breaker) TryAcquire() (Permit, error) {
+	// The Closed fast path, small enough to be inlined: one atomic load.
+	if w := b.word.Load(); w&fastMask == 0 {
+		return Permit{b: b, word: w}, nil
+	}
+	return b.tryAcquire()
+}
+
+// tryAcquire is TryAcquire after the Closed fast path.
+func (b *Breaker) tryAcquire() (Permit, error) {
 	for {
 		w := b.word.Load()
 		switch stateOf(w) {
@@ -239,9 +272,9 @@ func (b *Breaker) acquireSlow() (Permit, error) {
 // permit returns a permit for state word w and probe ticket t, reading the
 // clock only if the policy measures latency.
 func (b *Breaker) permit(w, t uint64) Permit {
-	var start time.Time
+	var start int64
 	if b.timing == TimingLatency {
-		start = time.Now()
+		start = b.mono()
 	}
 	return Permit{b: b, word: w, ticket: t, start: start}
 }
@@ -268,24 +301,42 @@ func addSat(t int64, d time.Duration) int64 {
 
 // record finishes permit p with outcome o and reports whether the outcome
 // counted. It is the one place outcomes enter the state machine.
-//
-// The fast path handles a success in Closed that the tracker does not need
-// (with Consecutive: no failures pending): it checks that the permit is
-// current and writes nothing. Were the epoch to change right after the
-// load, the success is ordered before that change, which it preceded.
+// ForcedClosed permits and stale permits never count.
 func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
-	if o == Success && stateOf(p.word) == Closed && b.word.Load() == p.word && !b.tracker.WantsSuccess() {
+	if o == Success && b.quiet(p.word) {
 		return true
 	}
 	return b.recordSlow(p, o, err)
 }
 
+// quiet reports whether a success on a permit issued under state word w
+// can be counted without the lock: the permit is from the current Closed
+// epoch and the tracker does not need the success (with Consecutive: no
+// failures pending). It writes nothing. Were the epoch to change right
+// after the load, the success is ordered before that change, which it
+// preceded. The default policy's run counter is read directly, saving an
+// interface call on the hottest path.
+func (b *Breaker) quiet(w uint64) bool {
+	return w&fastMask == 0 && b.word.Load() == w && b.run.Load() == 0
+}
+
+// wanting is the run b.quiet reads when the policy is not Consecutive: never
+// zero, so every success takes the slow path, which asks the tracker.
+var wanting = func() *atomic.Int64 {
+	var one atomic.Int64
+	one.Store(1)
+	return &one
+}()
+
 // recordSlow is record for everything but the fast path.
 func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 	switch stateOf(p.word) {
 	case Closed:
-		if o == Ignored {
+		switch {
+		case o == Ignored:
 			return false
+		case o == Success && b.word.Load() == p.word && !b.tracker.WantsSuccess():
+			return true // quiet, but the policy is not Consecutive
 		}
 		call := b.call(p, o, err)
 		b.mu.Lock()
@@ -344,8 +395,9 @@ func (b *Breaker) call(p *Permit, o Outcome, err error) Call {
 	c := Call{Outcome: o, Err: err}
 	if b.timing != TimingNone {
 		c.Now = time.Now()
-		if b.timing == TimingLatency && !p.start.IsZero() {
-			c.Latency = c.Now.Sub(p.start)
+		if b.timing == TimingLatency {
+			// One clock read: Now carries the monotonic reading.
+			c.Latency = c.Now.Sub(b.base) - time.Duration(p.start)
 		}
 	}
 	return c
@@ -383,7 +435,7 @@ func (b *Breaker) trip(from State, cause error) {
 // transition's wall-clock time. Called with mu held.
 func (b *Breaker) enter(to State, cause error, at time.Time) {
 	old := b.word.Load()
-	w := (old>>stateBits+1)<<stateBits | uint64(to)
+	w := (old>>epochShift+1)<<epochShift | old&flagTimed | uint64(to)
 	per := &period{word: w, cause: cause}
 	switch to {
 	case Open:

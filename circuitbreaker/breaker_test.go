@@ -264,17 +264,24 @@ func TestBreaker_CB5_IgnoredProbeFreesSlot(t *testing.T) {
 	})
 }
 
+// leasedProbe returns a HalfOpen breaker with a probe lease of 5s and the
+// permit of its only probe, just admitted.
+func leasedProbe(t *testing.T) (*circuitbreaker.Breaker, *circuitbreaker.Permit) {
+	b := newBreaker(t, circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: 1},
+		ResetTimeout: time.Second,
+		ProbeLease:   5 * time.Second,
+	})
+	fail(t, b, 1, errBoom)
+	time.Sleep(time.Second)
+	p, err := b.TryAcquire()
+	require.NoError(t, err)
+	return b, &p
+}
+
 func TestBreaker_CB6_ProbeLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout: time.Second,
-			ProbeLease:   5 * time.Second,
-		})
-		fail(t, b, 1, errBoom)
-		time.Sleep(time.Second)
-		lost, err := b.TryAcquire() // never finished in time
-		require.NoError(t, err)
+		b, lost := leasedProbe(t) // never finished in time
 
 		time.Sleep(5*time.Second - time.Nanosecond)
 		openErr(t, b)
@@ -293,15 +300,7 @@ func TestBreaker_CB6_ProbeLease(t *testing.T) {
 
 func TestBreaker_CB6_ExpiredProbeDiscardedBeforeReclaim(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout: time.Second,
-			ProbeLease:   5 * time.Second,
-		})
-		fail(t, b, 1, errBoom)
-		time.Sleep(time.Second)
-		late, err := b.TryAcquire()
-		require.NoError(t, err)
+		b, late := leasedProbe(t)
 		time.Sleep(5 * time.Second)
 		// No acquire has reclaimed the slot, yet the lease is over.
 		assert.False(t, late.Failure(errNotFound))
@@ -485,4 +484,20 @@ func cooldowns(t *testing.T, b *circuitbreaker.Breaker, n int) []time.Duration {
 		fail(t, b, 1, errBoom) // the probe fails: a consecutive re-open
 	}
 	return got
+}
+
+// brokenPolicy returns the tracker it holds, possibly nil.
+type brokenPolicy struct{ t circuitbreaker.Tracker }
+
+func (p brokenPolicy) NewTracker() (circuitbreaker.Tracker, error) { return p.t, nil }
+
+type badTimingTracker struct{ circuitbreaker.Tracker }
+
+func (badTimingTracker) Timing() circuitbreaker.Timing { return 7 }
+
+func TestBreaker_CB13_BrokenPolicy(t *testing.T) {
+	_, err := circuitbreaker.New(circuitbreaker.Config{Policy: brokenPolicy{}})
+	require.EqualError(t, err, "circuitbreaker: Policy circuitbreaker_test.brokenPolicy returned a nil Tracker")
+	_, err = circuitbreaker.New(circuitbreaker.Config{Policy: brokenPolicy{t: badTimingTracker{}}})
+	require.EqualError(t, err, "circuitbreaker: Policy circuitbreaker_test.brokenPolicy: Tracker.Timing must be TimingNone, TimingNow or TimingLatency, got 7")
 }

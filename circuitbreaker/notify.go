@@ -51,6 +51,16 @@ func (b *Breaker) unlock() {
 		return
 	}
 	b.delivering = true
+	finished := false
+	defer func() {
+		if !finished {
+			// A listener called runtime.Goexit (t.FailNow in a test):
+			// let the next transition's goroutine deliver the rest.
+			b.mu.Lock()
+			b.delivering = false
+			b.mu.Unlock()
+		}
+	}()
 	for len(b.queue) > 0 {
 		t := b.queue[0]
 		b.queue = b.queue[1:]
@@ -63,6 +73,7 @@ func (b *Breaker) unlock() {
 	}
 	b.queue = nil
 	b.delivering = false
+	finished = true
 	b.mu.Unlock()
 }
 

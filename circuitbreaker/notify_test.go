@@ -1,6 +1,7 @@
 package circuitbreaker_test
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,4 +113,21 @@ func TestSubscribe_CB10_InOrderNeverConcurrent(t *testing.T) {
 		}
 		assert.Equal(t, last, b.State().State)
 	})
+}
+
+func TestSubscribe_CB10_ListenerGoexit(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	var once sync.Once
+	b.Subscribe(func(circuitbreaker.Transition) { once.Do(runtime.Goexit) })
+	rec := record(b)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p, _ := b.TryAcquire()
+		p.Failure(errBoom) // trips; the listener ends this goroutine
+	}()
+	<-done
+	assert.Equal(t, circuitbreaker.Open, b.State().State)
+	b.Reset()
+	assert.Equal(t, []string{"open>closed"}, rec.edges(), "delivery goes on after a Goexit")
 }
