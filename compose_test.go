@@ -995,3 +995,65 @@ func TestCompose_CB8_CallerCancelDuringBackoffCountsTheSameOutsideRetry(t *testi
 		})
 	}
 }
+
+// Many callers share one stack, one breaker and one budget. Whatever the
+// interleaving, the accounting across the layers adds up: every attempt is
+// the first of a request or a granted retry; every attempt either reached
+// the service or was refused by the breaker, and a refusal ends its request
+// as a raw rejection; the budget never grants more than Ratio of the
+// requests (RT6, CB4, RT3).
+func TestCompose_Hammer_LayersAccountForEveryAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const callers, requests = 8, 50
+		shared, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.5})
+		require.NoError(t, err)
+		var n atomic.Int64
+		flaky := func(ctx context.Context) (string, error) {
+			if n.Add(1)%3 == 0 {
+				return "ok", nil
+			}
+			time.Sleep(ms)
+			return "", errBoom
+		}
+		s := stackA(t, stackConfig{
+			total: time.Second, perAttempt: 50 * ms,
+			maxAttempts: 4, backoff: ms,
+			failures: 3, reset: 5 * ms,
+			budget: shared,
+		}, newTap(flaky))
+
+		var ok, refused, exhausted atomic.Int64
+		var wg sync.WaitGroup
+		for range callers {
+			wg.Go(func() {
+				for range requests {
+					_, err := s.svc.Call(t.Context(), "req")
+					var open *circuitbreaker.OpenError
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case errors.As(err, &open):
+						assert.Same(t, open, err, "a refusal is never wrapped")
+						refused.Add(1)
+					case errors.Is(err, retry.ErrExhausted):
+						exhausted.Add(1)
+					default:
+						t.Errorf("unexpected error: %v", err)
+					}
+					time.Sleep(ms)
+				}
+			})
+		}
+		wg.Wait()
+
+		total := int64(callers * requests)
+		granted := s.budget.granted.Load()
+		assert.Equal(t, total, ok.Load()+refused.Load()+exhausted.Load(), "no request lost")
+		assert.Equal(t, total, s.budget.deposits.Load())
+		assert.Equal(t, total+granted, int64(s.attempts.calls()), "attempts = requests + granted retries")
+		assert.Equal(t, int64(s.attempts.calls()), int64(s.backend.calls())+refused.Load(), "attempts = service calls + refusals")
+		assert.LessOrEqual(t, granted, total/2, "the budget grants at most Ratio of the requests")
+		assert.Positive(t, refused.Load(), "the breaker tripped at some point")
+		assert.Positive(t, granted, "some retries happened")
+	})
+}
