@@ -161,8 +161,11 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 //     RT6), the next attempt could not start before the deadline
 //     ([ErrDeadline], RT4, RT7), or the context ended during the wait
 //     (its error and cause);
-//   - when the caller's context is done after an attempt, the attempt's
-//     error as is if it is that context's error, or else as above.
+//   - when the caller's context ends during an attempt and the attempt
+//     returns the context's error: that error as is if it was the first
+//     attempt, or else an [*ExhaustedError] wrapping the last earlier
+//     failure with the context's error as the reason, so a real failure
+//     is never replaced by the caller's cancellation.
 //
 // # Time
 //
@@ -255,12 +258,18 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		}
 	}()
 	var prev time.Duration
+	var lastErr error // the last failure that was not the caller's own cancellation
 	for attempt := 1; ; attempt++ {
 		// Here attempt calls have been made and (resp, err), the last
 		// outcome, wants a retry.
 		if ctx.Err() != nil { // the caller gave up: never retry (RT2)
 			if err != nil && errors.Is(err, ctx.Err()) {
-				return resp, err
+				// The attempt only reports the cancellation: return the
+				// failure before it, if any, rather than hide it.
+				if lastErr == nil {
+					return resp, err
+				}
+				return resp, &ExhaustedError{Attempts: attempt, Err: lastErr, Reason: contextReason(ctx)}
 			}
 			return stop(resp, err, attempt, contextReason(ctx))
 		}
@@ -286,14 +295,22 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			}
 			select {
 			case <-ctx.Done():
-				return stop(resp, err, attempt, contextReason(ctx))
 			case <-timer.C:
 			}
+		}
+		if ctx.Err() != nil { // cancelled during the wait, or as it ended
+			return stop(resp, err, attempt, contextReason(ctx))
 		}
 		if p.discard != nil {
 			p.discard(resp)
 		}
+		if err != nil {
+			lastErr = err
+		}
 		resp, err = s.inner.Call(ctx, req)
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			continue // the caller gave up during the attempt; reported above
+		}
 		if !p.wantsRetry(resp, err) {
 			return resp, err
 		}

@@ -294,6 +294,57 @@ func TestRetry_RT2_CancelDuringBackoffStopsAtOnce(t *testing.T) {
 	})
 }
 
+func TestRetry_RT2_CancelDuringALaterAttemptKeepsTheLastFailure(t *testing.T) {
+	notContext := func(_ string, err error) bool {
+		return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
+	tests := []struct {
+		name      string
+		timeout   bool // the caller's deadline rather than cancel ends the call
+		retryable func(string, error) bool
+		want      error
+	}{
+		{name: "cancel", want: context.Canceled},
+		{name: "cancel, predicate rejects context errors", retryable: notContext, want: context.Canceled},
+		{name: "caller deadline", timeout: true, want: context.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				if tt.timeout {
+					ctx, cancel = context.WithTimeout(ctx, ms(50))
+					defer cancel()
+				} else {
+					time.AfterFunc(ms(50), cancel)
+				}
+				boom := errors.New("boom")
+				calls := 0
+				svc := wrap(t, rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+					calls++
+					if calls == 1 {
+						return "", boom
+					}
+					<-ctx.Done() // the second attempt hangs until the caller gives up
+					return "", ctx.Err()
+				}), retry.Config[string, string]{Backoff: constant(t, ms(10)), Retryable: tt.retryable})
+				start := time.Now()
+
+				_, err := svc.Call(ctx, "req")
+
+				assert.Equal(t, ms(50), time.Since(start))
+				assert.Equal(t, 2, calls)
+				var ex *retry.ExhaustedError
+				require.ErrorAs(t, err, &ex)
+				assert.Equal(t, 2, ex.Attempts)
+				assert.Same(t, boom, ex.Err, "the real failure, not the cancellation")
+				assert.ErrorIs(t, err, tt.want)
+			})
+		})
+	}
+}
+
 func TestRetry_RT2_CancelCauseIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(t.Context())
