@@ -130,12 +130,13 @@ func New(cfg Config) (*Breaker, error) {
 	if tracker == nil {
 		return nil, fmt.Errorf("circuitbreaker: Policy %T returned a nil Tracker", policy)
 	}
-	if tm := tracker.Timing(); tm > TimingLatency {
-		return nil, fmt.Errorf("circuitbreaker: Policy %T: Tracker.Timing must be TimingNone, TimingNow or TimingLatency, got %d", policy, tm)
+	timing := tracker.Timing()
+	if timing > TimingLatency {
+		return nil, fmt.Errorf("circuitbreaker: Policy %T: Tracker.Timing must be TimingNone, TimingNow or TimingLatency, got %d", policy, timing)
 	}
 	b := &Breaker{
 		tracker:  tracker,
-		timing:   tracker.Timing(),
+		timing:   timing,
 		set:      set,
 		base:     time.Now(),
 		cooldown: set.cooldown,
@@ -178,7 +179,8 @@ func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
 // millisecond of the same period (this keeps rejection free of allocation):
 // treat it as read-only.
 func (b *Breaker) TryAcquire() (Permit, error) {
-	// The Closed fast path, small enough to be inlined: one atomic load.
+	// The Closed fast path: one atomic load and one comparison, which also
+	// rules out a policy that needs the clock (flagTimed).
 	if w := b.word.Load(); w&fastMask == 0 {
 		return Permit{b: b, word: w}, nil
 	}
