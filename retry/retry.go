@@ -14,9 +14,9 @@ import (
 // Deposit once per request, before the first attempt, and Withdraw once
 // before each retry; a false Withdraw stops the loop with
 // [ErrBudgetExhausted]. Both must be safe for concurrent use and cheap:
-// Deposit runs on every call. [*budget.Budget] (package
-// github.com/rampart-go/rampart/budget) implements it, as do budget.Always
-// and budget.Never.
+// Deposit runs on every call.
+// [*github.com/rampart-go/rampart/budget.Budget] implements it, as do
+// budget.Always and budget.Never.
 type Budget interface {
 	Deposit()
 	Withdraw() bool
@@ -148,9 +148,11 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 //
 // A call through the layer returns:
 //   - the first outcome that is not retried, as the inner service returned
-//     it: a success, a response Retryable accepts, an error Retryable
-//     rejects, a [Permanent] error, or an error matching
-//     [circuitbreaker.ErrOpen], which is never wrapped (RT3);
+//     it: a success, a response or error for which Retryable returns
+//     false, a [Permanent] error, or an error matching
+//     [circuitbreaker.ErrOpen], which is never wrapped, even after earlier
+//     failures (RT3): its [circuitbreaker.OpenError.Cause] carries the
+//     failure that tripped the breaker;
 //   - when the loop stops on a response Retryable wanted retried (nil
 //     error), that last response and a nil error: the caller sees the real
 //     result, such as the last 503;
@@ -178,7 +180,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 // A call that succeeds at once allocates nothing and creates no timer: it
 // costs a budget deposit and the Retryable call. Measured with
 // BenchmarkRetrySuccess (AMD EPYC, 2 CPUs, Go 1.26): 7ns over the bare
-// service, 11.5ns with a [*budget.Budget], 24ns for retry, budget and a
+// service, 11.5ns with a *budget.Budget, 24ns for retry, budget and a
 // Closed circuit breaker together. A retry allocates: one timer per call on
 // its first wait (reused for later waits and stopped on return), the
 // hint lookup, and the [*ExhaustedError] if the loop gives up.
