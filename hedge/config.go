@@ -58,8 +58,9 @@ type Config[Req, Resp any] struct {
 	// goes to the inner service once, unchanged, and neither deposits into
 	// nor withdraws from the Budget. Required: there is no safe default,
 	// so a nil Hedgeable is an error. To hedge every request, pass a
-	// function that returns true. It is called once per Call, on the
-	// caller's goroutine, and must be safe for concurrent use.
+	// function that returns true. It is called at most once per Call (not
+	// at all when MaxAttempts is 1), on the caller's goroutine, and must be
+	// safe for concurrent use.
 	Hedgeable func(req Req) bool
 
 	// Budget bounds the hedges: every hedgeable request deposits, every

@@ -132,6 +132,9 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 }
 
 // call is the state of one hedged call, shared by its attempts and timer.
+// It lives no longer than the Call that made it, so holding the call's
+// context in it does not outlive the request, as a context in a struct
+// usually would; the timer's callback has no other way to reach it.
 type call[Req, Resp any] struct {
 	s      *service[Req, Resp]
 	req    Req

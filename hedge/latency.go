@@ -57,8 +57,9 @@ func (l *latencies) record(d time.Duration) {
 	}
 	defer l.mu.Unlock()
 	// A slot claimed by a concurrent recorder but not yet stored holds its
-	// previous value (or zero before the ring is full); one stale sample
-	// in a window moves the percentile by at most one rank.
+	// previous value (or zero before the ring is full); each such stale
+	// sample moves the percentile by at most one rank, until the next
+	// recompute.
 	s := l.scratch[:min(n, uint64(len(l.ring)))]
 	for i := range s {
 		s[i] = l.ring[i].Load()

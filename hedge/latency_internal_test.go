@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -63,4 +64,34 @@ func TestLatencies_RecordDoesNotAllocate(t *testing.T) {
 	l := newLatencies(0.95, 256, 32, time.Second)
 	allocs := testing.AllocsPerRun(1000, func() { l.record(time.Millisecond) })
 	assert.Zero(t, allocs)
+}
+
+// FuzzLatencies checks the ring against a plain model: after every
+// recording, the delay is the nearest-rank percentile of the last Window
+// latencies as of the latest recompute boundary, or the fallback before
+// MinSamples.
+func FuzzLatencies(f *testing.F) {
+	f.Add([]byte{5, 1, 9, 200, 3, 3, 7, 0, 255, 12, 40, 41, 42}, uint8(4), uint8(2), uint8(95))
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}, uint8(40), uint8(20), uint8(50))
+	f.Fuzz(func(t *testing.T, data []byte, window, minSamples, percent uint8) {
+		w := int(window%64) + 1
+		m := int(minSamples)%w + 1
+		p := float64(percent%100+1) / 100
+		l := newLatencies(p, w, m, time.Hour)
+		var all []time.Duration
+		want := time.Hour
+		for i, b := range data {
+			d := time.Duration(b) * time.Millisecond
+			l.record(d)
+			all = append(all, d)
+			if n := i + 1; n >= m && (n-m)%max(1, w/16) == 0 {
+				win := slices.Clone(all[max(0, n-w):])
+				slices.Sort(win)
+				want = win[nearestRank(p, len(win))-1]
+			}
+			if got := l.current(); got != want {
+				t.Fatalf("after %d recordings (window %d, min %d, p %v): delay %v, want %v", i+1, w, m, p, got, want)
+			}
+		}
+	})
 }
