@@ -532,7 +532,8 @@ func TestCompose_RT4_AttemptsAndDelaysNeverExceedTheOuterDeadline(t *testing.T) 
 		{
 			// Per-attempt timeouts of 300ms: 0-300, wait to 450, 450-750,
 			// wait to 900, then the third attempt is cut by the total
-			// timeout at exactly 1s.
+			// timeout at exactly 1s. The retry loop keeps the second
+			// attempt's timeout, with the total deadline as its reason.
 			name:       "last attempt cut by the outer timeout",
 			perAttempt: 300 * ms,
 			backoff:    150 * ms,
@@ -545,7 +546,13 @@ func TestCompose_RT4_AttemptsAndDelaysNeverExceedTheOuterDeadline(t *testing.T) 
 				assert.Equal(t, time.Second, te.Timeout, "the total timeout")
 				assert.ErrorIs(t, err, timeout.ErrTimeout)
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
-				assert.Equal(t, context.DeadlineExceeded, te.Err, "wraps the last attempt's error")
+				var ex *retry.ExhaustedError
+				require.ErrorAs(t, te.Err, &ex)
+				assert.Equal(t, 3, ex.Attempts)
+				assert.ErrorIs(t, ex.Reason, context.DeadlineExceeded)
+				var last *timeout.Error
+				require.ErrorAs(t, ex.Err, &last, "the last real failure: the second attempt's timeout")
+				assert.Equal(t, 300*ms, last.Timeout)
 			},
 		},
 	} {
@@ -807,28 +814,68 @@ func TestCompose_CB8_DoneContextMakesNoAttempt(t *testing.T) {
 }
 
 // The caller's own deadline ending an attempt is reported as the caller's
-// (context.DeadlineExceeded, not timeout.ErrTimeout, TO1), counts as a
+// (context.DeadlineExceeded, never timeout.ErrTimeout, TO1), counts as a
 // breaker failure (the dependency did not answer in the time it had, CB8)
-// and is not retried (RT2). Here the second attempt's 100ms deadline would
-// coincide with the caller's at 250ms: the caller's wins.
+// and is not retried (RT2). When an earlier attempt failed for real, that
+// failure is kept, with the caller's deadline as the reason the loop
+// stopped (RT5: no error is swallowed).
 func TestCompose_TO1_CallerDeadlineIsReportedAsTheCallers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := stackA(t, stackConfig{
-			total: 10 * time.Second, perAttempt: 100 * ms,
-			maxAttempts: 5, backoff: 50 * ms,
-			failures: 5, reset: time.Minute,
-		}, newTap(hang))
-		ctx, cancel := context.WithTimeout(t.Context(), 250*ms)
-		defer cancel()
+	for _, tt := range []struct {
+		name     string
+		deadline time.Duration
+		script   []step
+		calls    []time.Duration
+		check    func(t *testing.T, err error)
+	}{
+		{
+			// The per-attempt deadline (100ms) is later than the caller's:
+			// the timeout layer adds nothing and the caller's deadline ends
+			// the attempt.
+			name:     "first attempt",
+			deadline: 80 * ms,
+			script:   []step{hang},
+			calls:    []time.Duration{0},
+			check: func(t *testing.T, err error) {
+				assert.Equal(t, context.DeadlineExceeded, err, "the caller's own error, unwrapped")
+			},
+		},
+		{
+			// 0-60 fails, wait to 110, then the second attempt (its own
+			// deadline at 210ms) is ended by the caller's at 200ms.
+			name:     "after a real failure",
+			deadline: 200 * ms,
+			script:   []step{failAfter(60*ms, errBoom), hang},
+			calls:    []time.Duration{0, 110 * ms},
+			check: func(t *testing.T, err error) {
+				var ex *retry.ExhaustedError
+				require.ErrorAs(t, err, &ex)
+				assert.Equal(t, 2, ex.Attempts)
+				assert.Same(t, errBoom, ex.Err, "the real failure, not the deadline")
+				assert.Equal(t, context.DeadlineExceeded, ex.Reason)
+				assert.ErrorIs(t, err, context.DeadlineExceeded)
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := stackA(t, stackConfig{
+					total: 10 * time.Second, perAttempt: 100 * ms,
+					maxAttempts: 5, backoff: 50 * ms,
+					failures: 5, reset: time.Minute,
+				}, newTap(tt.script...))
+				ctx, cancel := context.WithTimeout(t.Context(), tt.deadline)
+				defer cancel()
 
-		_, err, took := s.call(ctx)
+				_, err, took := s.call(ctx)
 
-		assert.Equal(t, context.DeadlineExceeded, err)
-		assert.NotErrorIs(t, err, timeout.ErrTimeout)
-		assert.Equal(t, 250*ms, took)
-		assert.Equal(t, []time.Duration{0, 150 * ms}, s.backend.times())
-		assert.Equal(t, 2, s.consecutiveFailures(), "the timeout and the caller's deadline are both failures")
-	})
+				tt.check(t, err)
+				assert.NotErrorIs(t, err, timeout.ErrTimeout)
+				assert.Equal(t, tt.deadline, took)
+				assert.Equal(t, tt.calls, s.backend.times())
+				assert.Equal(t, len(tt.calls), s.consecutiveFailures(), "the caller's deadline during an attempt is a failure")
+			})
+		})
+	}
 }
 
 // An attempt that straddles a trip cannot count (CB5): a slow attempt that
