@@ -16,6 +16,12 @@ import (
 	"github.com/rampart-go/rampart/retry"
 )
 
+// The budget package's budgets satisfy the interface retry declares.
+var (
+	_ retry.Budget = (*budget.Budget)(nil)
+	_ retry.Budget = budget.Always
+)
+
 func TestRetry_RT6_SharedBudgetBoundsRetriesAcrossRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
