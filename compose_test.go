@@ -244,6 +244,36 @@ func (s stack) consecutiveFailures() int {
 	return s.breaker.State().Counters.ConsecutiveFailures
 }
 
+// trip opens s's breaker at once by recording failures directly, so that a
+// test starts from a known Open state without spending backend calls.
+func (s stack) trip(t *testing.T, failures int) {
+	t.Helper()
+	for range failures {
+		p, err := s.breaker.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errBoom)
+	}
+	require.Equal(t, circuitbreaker.Open, s.breaker.State().State)
+}
+
+// result is what a call made on another goroutine returned.
+type result struct {
+	resp string
+	err  error
+	took time.Duration
+}
+
+// callAsync calls s on a new goroutine and returns where its result will
+// arrive.
+func (s stack) callAsync(ctx context.Context) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		resp, err, took := s.call(ctx)
+		done <- result{resp, err, took}
+	}()
+	return done
+}
+
 // requireOpenError asserts that err is a breaker rejection returned as it
 // is: not wrapped in a retry exhaustion (RT3, seed 000).
 func requireOpenError(t *testing.T, err error) *circuitbreaker.OpenError {
@@ -468,15 +498,7 @@ func TestCompose_CB8_CallerCancellationIsNeitherFailureNorRetry(t *testing.T) {
 				require.Equal(t, 1, s.consecutiveFailures())
 
 				ctx, cancel := context.WithCancel(t.Context())
-				type result struct {
-					err  error
-					took time.Duration
-				}
-				done := make(chan result, 1)
-				go func() {
-					_, err, took := s.call(ctx)
-					done <- result{err, took}
-				}()
+				done := s.callAsync(ctx)
 				time.Sleep(30 * ms)
 				cancel()
 				r := <-done
@@ -660,36 +682,6 @@ func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 		assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
 		assert.Equal(t, 0, s.consecutiveFailures())
 	})
-}
-
-// trip opens s's breaker at once by recording failures directly, so that a
-// test starts from a known Open state without spending backend calls.
-func (s stack) trip(t *testing.T, failures int) {
-	t.Helper()
-	for range failures {
-		p, err := s.breaker.TryAcquire()
-		require.NoError(t, err)
-		p.Failure(errBoom)
-	}
-	require.Equal(t, circuitbreaker.Open, s.breaker.State().State)
-}
-
-// result is what a call made on another goroutine returned.
-type result struct {
-	resp string
-	err  error
-	took time.Duration
-}
-
-// callAsync calls s on a new goroutine and returns where its result will
-// arrive.
-func (s stack) callAsync(ctx context.Context) <-chan result {
-	done := make(chan result, 1)
-	go func() {
-		resp, err, took := s.call(ctx)
-		done <- result{resp, err, took}
-	}()
-	return done
 }
 
 // While the one probe slot is taken, another retrying caller is refused at
