@@ -1,0 +1,416 @@
+// Command overload shows server-side load shedding with ramparthttp.
+//
+// It runs the same backend twice on 127.0.0.1 and sends it the same
+// traffic each time, more than it can serve: first bare, then behind a
+// ramparthttp.Handler with a rate limit, load shedding and a concurrency
+// limit. The backend works on -capacity requests at once, each taking
+// -work; any more wait in line for a slot, as requests wait for a worker
+// pool, a connection pool or the CPU. Requests arrive at -offered per
+// second, whether or not earlier ones have been answered, and are sent by
+// a bounded pool of -concurrency clients; a request that arrives while
+// every client is waiting for an answer is not sent.
+//
+// Bare, the server accepts everything, so a queue builds up until every
+// client is stuck in it: each request takes about (clients / capacity) x
+// work, and the traffic beyond capacity is lost on the client side, where
+// nobody is told anything. Behind rampart, the server takes only what it
+// can serve soon (-limit requests, a short line included) and answers the
+// rest at once, 429 above the rate limit and 503 when every slot is taken,
+// with a Retry-After header; the requests it serves take about
+// (limit / capacity) x work, at the same throughput. At the end it prints
+// a side-by-side table, or with -json one JSON object
+// {"bare": {...}, "rampart": {...}}. The machine's load shows in the
+// numbers: on a busy machine both servers serve less.
+//
+//	go run ./examples/overload
+//	go run ./examples/overload -duration 2s -offered 500 -concurrency 200 -rate 0 -json
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/ratelimit"
+)
+
+type options struct {
+	duration    time.Duration
+	concurrency int
+	capacity    int
+	limit       int
+	work        time.Duration
+	offered     float64
+	rate        float64
+	retryAfter  time.Duration
+	timeout     time.Duration
+	jsonOut     bool
+}
+
+func main() {
+	var o options
+	flag.DurationVar(&o.duration, "duration", 4*time.Second, "how long the clients send requests to each server")
+	flag.Float64Var(&o.offered, "offered", 300, "requests arriving per second")
+	flag.IntVar(&o.concurrency, "concurrency", 100, "clients, each with one request in flight at most")
+	flag.IntVar(&o.capacity, "capacity", 4, "requests the backend works on at once")
+	flag.IntVar(&o.limit, "limit", 0, "rampart's concurrency limit (0: twice -capacity, so at most -capacity requests wait in line)")
+	flag.DurationVar(&o.work, "work", 20*time.Millisecond, "time the backend spends on one request")
+	flag.Float64Var(&o.rate, "rate", 250, "rampart's rate limit in requests per second (0: none)")
+	flag.DurationVar(&o.retryAfter, "retry-after", time.Second, "Retry-After for refusals that carry no delay of their own (shedding)")
+	flag.DurationVar(&o.timeout, "timeout", 2*time.Second, "client timeout per request")
+	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object")
+	flag.Parse()
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "overload:", err)
+		os.Exit(2)
+	}
+	if o.limit == 0 {
+		o.limit = 2 * o.capacity
+	}
+	if err := run(o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "overload:", err)
+		os.Exit(1)
+	}
+}
+
+func (o options) validate() error {
+	switch {
+	case o.duration <= 0:
+		return fmt.Errorf("-duration must be > 0, got %v", o.duration)
+	case o.concurrency < 1 || o.concurrency > 10_000:
+		return fmt.Errorf("-concurrency must be between 1 and 10000, got %d", o.concurrency)
+	case o.capacity < 1:
+		return fmt.Errorf("-capacity must be >= 1, got %d", o.capacity)
+	case o.limit < 0:
+		return fmt.Errorf("-limit must be >= 0, got %d", o.limit)
+	case o.work <= 0:
+		return fmt.Errorf("-work must be > 0, got %v", o.work)
+	case !(o.offered > 0) || o.offered > 100_000:
+		return fmt.Errorf("-offered must be > 0 and at most 100000, got %v", o.offered)
+	case !(o.rate >= 0) || o.rate > 1_000_000:
+		return fmt.Errorf("-rate must be between 0 and 1000000, got %v", o.rate)
+	case o.retryAfter < 0:
+		return fmt.Errorf("-retry-after must be >= 0, got %v", o.retryAfter)
+	case o.timeout <= 0:
+		return fmt.Errorf("-timeout must be > 0, got %v", o.timeout)
+	}
+	return nil
+}
+
+func run(o options, out io.Writer) error {
+	var results [2]summary
+	for i, protect := range []bool{false, true} {
+		be := &backend{slots: make(chan struct{}, o.capacity), work: o.work}
+		h, err := handler(be, o, protect)
+		if err != nil {
+			return err
+		}
+		res, err := load(h, o)
+		if err != nil {
+			return err
+		}
+		res.PeakInside = be.peak.Load()
+		results[i] = res
+	}
+	if o.jsonOut {
+		return json.NewEncoder(out).Encode(map[string]summary{"bare": results[0], "rampart": results[1]})
+	}
+	printTable(out, o, results[0], results[1])
+	return nil
+}
+
+// handler returns the backend bare, or behind rampart's overload stack:
+// rate limit, then shedding when every slot is taken, then the slots. The
+// limit is a little above the backend's capacity, so a short burst waits in
+// a queue of bounded length instead of being refused.
+func handler(be *backend, o options, protect bool) (http.Handler, error) {
+	if !protect {
+		return be, nil
+	}
+	var layers []ramparthttp.ServerLayer
+	if o.rate > 0 {
+		// A bucket of a tenth of a second's tokens absorbs the jitter of
+		// arrivals without letting a real surge through.
+		burst := max(1, int(o.rate/10))
+		rl, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Limit(o.rate), burst), ratelimit.Reject)
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, rl)
+	}
+	lim, err := limit.New(o.limit)
+	if err != nil {
+		return nil, err
+	}
+	shed, err := ramparthttp.ServerShedLayer(lim)
+	if err != nil {
+		return nil, err
+	}
+	slots, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+	if err != nil {
+		return nil, err
+	}
+	layers = append(layers, shed, slots)
+	return ramparthttp.NewHandler(be, ramparthttp.HandlerConfig{Layers: layers, RetryAfter: o.retryAfter})
+}
+
+// backend works on at most cap(slots) requests at once, for work each; the
+// others wait in line, as requests wait for a worker pool, a database
+// connection pool or the CPU.
+type backend struct {
+	slots  chan struct{}
+	work   time.Duration
+	inside atomic.Int64 // requests working or waiting for a slot
+	peak   atomic.Int64 // most requests ever inside
+}
+
+func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := b.inside.Add(1)
+	defer b.inside.Add(-1)
+	for p := b.peak.Load(); n > p && !b.peak.CompareAndSwap(p, n); p = b.peak.Load() {
+	}
+	select {
+	case b.slots <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	defer func() { <-b.slots }()
+	t := time.NewTimer(b.work)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		_, _ = io.WriteString(w, "done\n")
+	case <-r.Context().Done():
+	}
+}
+
+// load serves h on 127.0.0.1 and sends it o.offered requests per second
+// for o.duration, through o.concurrency clients. It returns when every
+// request has been answered and the server has shut down.
+func load(h http.Handler, o options) (summary, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return summary{}, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: o.timeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	tr := &http.Transport{MaxIdleConnsPerHost: o.concurrency, IdleConnTimeout: o.timeout}
+	hc := &http.Client{Transport: tr, Timeout: o.timeout}
+	url := "http://" + ln.Addr().String() + "/"
+
+	// Each client takes one request at a time from jobs. A request that
+	// arrives while every client is busy is not sent: the clients are
+	// bounded, as a real caller's connection pool or worker pool is.
+	jobs := make(chan time.Time)
+	tallies := make([]tally, o.concurrency)
+	var wg sync.WaitGroup
+	for i := range tallies {
+		wg.Go(func() {
+			for arrived := range jobs {
+				tallies[i].send(hc, url, arrived)
+			}
+		})
+	}
+	var all tally
+	start := time.Now()
+	interval := time.Duration(float64(time.Second) / o.offered)
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if at.Sub(start) >= o.duration {
+			break
+		}
+		time.Sleep(time.Until(at))
+		select {
+		case jobs <- at:
+		default:
+			all.busy++
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		return summary{}, fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return summary{}, err
+	}
+	for _, t := range tallies {
+		all.add(t)
+	}
+	return all.summarise(elapsed), nil
+}
+
+// tally is what one client saw; each client has its own, merged at the end.
+type tally struct {
+	busy, sent, ok, unavailable, tooMany, withRetryAfter, other int
+	served, refused                                             []time.Duration // latencies
+}
+
+// send sends one request that arrived at arrived and records the answer.
+// Latency is measured from the arrival, so time spent waiting for a free
+// client would count; the dispatcher never makes a request wait for one.
+func (t *tally) send(hc *http.Client, url string, arrived time.Time) {
+	status, retryAfter, err := get(hc, url)
+	latency := time.Since(arrived)
+	t.sent++
+	switch {
+	case err != nil:
+		t.other++
+	case status == http.StatusOK:
+		t.ok++
+		t.served = append(t.served, latency)
+	case status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests:
+		if status == http.StatusServiceUnavailable {
+			t.unavailable++
+		} else {
+			t.tooMany++
+		}
+		t.refused = append(t.refused, latency)
+		if retryAfter > 0 {
+			t.withRetryAfter++
+		}
+	default:
+		t.other++
+	}
+}
+
+// get sends one GET and reads the body; it returns the status and the
+// Retry-After header in whole seconds (0 when absent).
+func get(hc *http.Client, url string) (status int, retryAfter time.Duration, err error) {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, 0, err
+	}
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		retryAfter = time.Duration(secs) * time.Second
+	}
+	return resp.StatusCode, retryAfter, nil
+}
+
+func (t *tally) add(u tally) {
+	t.busy += u.busy
+	t.sent += u.sent
+	t.ok += u.ok
+	t.unavailable += u.unavailable
+	t.tooMany += u.tooMany
+	t.withRetryAfter += u.withRetryAfter
+	t.other += u.other
+	t.served = append(t.served, u.served...)
+	t.refused = append(t.refused, u.refused...)
+}
+
+// summary is one server's result; its JSON form is the -json output.
+type summary struct {
+	NotSent        int     `json:"not_sent"` // arrived while every client was busy
+	Sent           int     `json:"sent"`
+	OK             int     `json:"ok"`
+	Unavailable    int     `json:"status_503"`
+	TooMany        int     `json:"status_429"`
+	WithRetryAfter int     `json:"refused_with_retry_after"`
+	Other          int     `json:"other"` // other statuses and transport errors
+	ServedP50ms    float64 `json:"served_p50_ms"`
+	ServedP99ms    float64 `json:"served_p99_ms"`
+	ServedMaxms    float64 `json:"served_max_ms"`
+	RefusedP50ms   float64 `json:"refused_p50_ms"`
+	Throughput     float64 `json:"ok_per_second"`
+	PeakInside     int64   `json:"peak_inside"` // most requests working or waiting in the backend at once
+}
+
+func (t *tally) summarise(elapsed time.Duration) summary {
+	slices.Sort(t.served)
+	slices.Sort(t.refused)
+	return summary{
+		NotSent:        t.busy,
+		Sent:           t.sent,
+		OK:             t.ok,
+		Unavailable:    t.unavailable,
+		TooMany:        t.tooMany,
+		WithRetryAfter: t.withRetryAfter,
+		Other:          t.other,
+		ServedP50ms:    ms(percentile(t.served, 0.50)),
+		ServedP99ms:    ms(percentile(t.served, 0.99)),
+		ServedMaxms:    ms(percentile(t.served, 1)),
+		RefusedP50ms:   ms(percentile(t.refused, 0.50)),
+		Throughput:     float64(t.ok) / elapsed.Seconds(),
+	}
+}
+
+// percentile returns the nearest-rank q-quantile of sorted latencies, or
+// -1 when there are none.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return -1
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+func ms(d time.Duration) float64 {
+	if d < 0 {
+		return -1
+	}
+	return math.Round(float64(d)/float64(time.Microsecond)) / 1000
+}
+
+func printTable(out io.Writer, o options, bare, ramp summary) {
+	fmt.Fprintf(out, "backend: %d at once x %v each (at most %.0f req/s); offered %g req/s by %d clients for %v per server\n",
+		o.capacity, o.work, float64(o.capacity)/o.work.Seconds(), o.offered, o.concurrency, o.duration)
+	stack := "shed + concurrency limit " + strconv.Itoa(o.limit)
+	if o.rate > 0 {
+		stack = fmt.Sprintf("rate limit %g/s + ", o.rate) + stack
+	}
+	fmt.Fprintf(out, "rampart: %s, Retry-After %v for shed requests\n\n", stack, o.retryAfter)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, a, b any) { fmt.Fprintf(tw, "%s\t%v\t%v\t\n", name, a, b) }
+	row("", "bare", "rampart")
+	row("not sent: every client busy", bare.NotSent, ramp.NotSent)
+	row("requests sent", bare.Sent, ramp.Sent)
+	row("200 OK", bare.OK, ramp.OK)
+	row("503 Service Unavailable", bare.Unavailable, ramp.Unavailable)
+	row("429 Too Many Requests", bare.TooMany, ramp.TooMany)
+	row("  refusals with Retry-After", bare.WithRetryAfter, ramp.WithRetryAfter)
+	row("other statuses, errors", bare.Other, ramp.Other)
+	row("served p50", msText(bare.ServedP50ms), msText(ramp.ServedP50ms))
+	row("served p99", msText(bare.ServedP99ms), msText(ramp.ServedP99ms))
+	row("served max", msText(bare.ServedMaxms), msText(ramp.ServedMaxms))
+	row("refused p50", msText(bare.RefusedP50ms), msText(ramp.RefusedP50ms))
+	row("200s per second", fmt.Sprintf("%.0f", bare.Throughput), fmt.Sprintf("%.0f", ramp.Throughput))
+	row("peak requests in backend", bare.PeakInside, ramp.PeakInside)
+	_ = tw.Flush()
+}
+
+func msText(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fms", v)
+}

@@ -1,0 +1,749 @@
+package ramparthttp_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/filter"
+	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/loadshed"
+	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/ratelimit"
+	"github.com/rampart-go/rampart/timeout"
+)
+
+// okHandler answers 200 "ok".
+var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	_, _ = io.WriteString(w, "ok")
+})
+
+// failLayer is a layer whose service fails with err without calling the
+// inner service.
+func failLayer(err error) ramparthttp.ServerLayer {
+	return rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(ramparthttp.ServerService) ramparthttp.ServerService {
+		return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(context.Context, ramparthttp.Exchange) (struct{}, error) {
+			return struct{}{}, err
+		})
+	})
+}
+
+// lateFailLayer is a layer whose service calls the inner service and then
+// fails with err anyway.
+func lateFailLayer(err error) ramparthttp.ServerLayer {
+	return rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(inner ramparthttp.ServerService) ramparthttp.ServerService {
+		return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(ctx context.Context, x ramparthttp.Exchange) (struct{}, error) {
+			_, _ = inner.Call(ctx, x)
+			return struct{}{}, err
+		})
+	})
+}
+
+func newServerHandler(t testing.TB, next http.Handler, cfg ramparthttp.HandlerConfig) *ramparthttp.Handler {
+	t.Helper()
+	h, err := ramparthttp.NewHandler(next, cfg)
+	require.NoError(t, err)
+	return h
+}
+
+func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+func get() *http.Request { return httptest.NewRequest(http.MethodGet, "/", nil) }
+
+// countingWriter records every status written, informational ones
+// included, and the Retry-After header at the moment of the first final
+// status, so a test can assert that exactly one response was written.
+type countingWriter struct {
+	header     http.Header
+	codes      []int
+	retryAfter string
+	body       bytes.Buffer
+}
+
+func newCountingWriter() *countingWriter { return &countingWriter{header: make(http.Header)} }
+
+func (w *countingWriter) Header() http.Header { return w.header }
+
+func (w *countingWriter) WriteHeader(code int) {
+	if code >= 200 && w.finals() == 0 {
+		w.retryAfter = w.header.Get("Retry-After")
+	}
+	w.codes = append(w.codes, code)
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	if w.finals() == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.body.Write(p)
+}
+
+// finals counts final (non-1xx) statuses written.
+func (w *countingWriter) finals() int {
+	n := 0
+	for _, c := range w.codes {
+		if c >= 200 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestHandler_RateLimitAnswers429WithExactRetryAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// One token every 2.5s, bucket of one.
+		rl, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Every(2500*time.Millisecond), 1), ratelimit.Reject)
+		require.NoError(t, err)
+		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{rl}})
+
+		rec := serve(h, get())
+		assert.Equal(t, http.StatusOK, rec.Code)
+		assert.Empty(t, rec.Header().Get("Retry-After"))
+
+		rec = serve(h, get())
+		assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+		assert.Equal(t, "3", rec.Header().Get("Retry-After"), "2.5s rounds up to 3")
+		assert.Equal(t, "Too Many Requests\n", rec.Body.String())
+
+		time.Sleep(2 * time.Second)
+		rec = serve(h, get())
+		assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"), "0.5s left rounds up to 1")
+
+		time.Sleep(500 * time.Millisecond)
+		rec = serve(h, get())
+		assert.Equal(t, http.StatusOK, rec.Code)
+		assert.Equal(t, "ok", rec.Body.String())
+	})
+}
+
+func TestHandler_KeyedRateLimitPerClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1, Burst: 1})
+		require.NoError(t, err)
+		rl, err := ramparthttp.ServerKeyedRateLimitLayer(k, func(r *http.Request) string { return r.Header.Get("X-Client") }, ratelimit.Reject)
+		require.NoError(t, err)
+		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{rl}})
+		from := func(client string) *http.Request {
+			r := get()
+			r.Header.Set("X-Client", client)
+			return r
+		}
+
+		assert.Equal(t, http.StatusOK, serve(h, from("a")).Code)
+		rec := serve(h, from("a"))
+		assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+		assert.Equal(t, http.StatusOK, serve(h, from("b")).Code, "b has its own bucket")
+		time.Sleep(time.Second)
+		assert.Equal(t, http.StatusOK, serve(h, from("a")).Code)
+	})
+}
+
+// delayError is an error unknown to ramparthttp that asks to wait.
+type delayError struct{ d time.Duration }
+
+func (e delayError) Error() string             { return fmt.Sprintf("wait %v", e.d) }
+func (e delayError) RetryDelay() time.Duration { return e.d }
+
+func TestHandler_RetryAfterWholeSecondsRoundedUp(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		fallback time.Duration
+		code     int
+		want     string // "" means no header
+	}{
+		{name: "1ns", err: delayError{time.Nanosecond}, code: 503, want: "1"},
+		{name: "999ms", err: delayError{999 * time.Millisecond}, code: 503, want: "1"},
+		{name: "1s", err: delayError{time.Second}, code: 503, want: "1"},
+		{name: "1.001s", err: delayError{1001 * time.Millisecond}, code: 503, want: "2"},
+		{name: "ratelimit 2.5s", err: &ratelimit.LimitedError{RetryAfter: 2500 * time.Millisecond}, code: 429, want: "3"},
+		{name: "error's delay beats fallback", err: &ratelimit.LimitedError{RetryAfter: 2500 * time.Millisecond}, fallback: 10 * time.Second, code: 429, want: "3"},
+		{name: "ratelimit never", err: &ratelimit.LimitedError{RetryAfter: rate.InfDuration}, fallback: time.Second, code: 429, want: ""},
+		{name: "ratelimit zero, no fallback", err: &ratelimit.LimitedError{}, code: 429, want: ""},
+		{name: "ratelimit zero, fallback", err: &ratelimit.LimitedError{}, fallback: 1500 * time.Millisecond, code: 429, want: "2"},
+		{name: "breaker cool-down", err: &circuitbreaker.OpenError{RetryAfter: 4 * time.Second}, fallback: time.Second, code: 503, want: "4"},
+		{name: "breaker probes busy, fallback", err: &circuitbreaker.OpenError{}, fallback: 2 * time.Second, code: 503, want: "2"},
+		{name: "breaker probes busy, no fallback", err: &circuitbreaker.OpenError{}, code: 503, want: ""},
+		{name: "negative delay is none", err: delayError{-time.Second}, fallback: 0, code: 500, want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+				Layers:     []ramparthttp.ServerLayer{failLayer(tt.err)},
+				RetryAfter: tt.fallback,
+			})
+			rec := serve(h, get())
+			assert.Equal(t, tt.code, rec.Code)
+			got, ok := rec.Header()["Retry-After"]
+			if tt.want == "" {
+				assert.False(t, ok, "Retry-After = %q, want none", got)
+			} else {
+				assert.Equal(t, []string{tt.want}, got)
+			}
+		})
+	}
+}
+
+func TestHandler_StatusForEachError(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		code       int
+		retryAfter string // with HandlerConfig.RetryAfter = 1s
+	}{
+		{name: "rate limited", err: fmt.Errorf("wrapped: %w", &ratelimit.LimitedError{RetryAfter: 3 * time.Second}), code: 429, retryAfter: "3"},
+		{name: "concurrency limit", err: &limit.LimitedError{Max: 4}, code: 503, retryAfter: "1"},
+		{name: "shed", err: loadshed.ErrOverloaded, code: 503, retryAfter: "1"},
+		{name: "breaker open", err: &circuitbreaker.OpenError{RetryAfter: 5 * time.Second}, code: 503, retryAfter: "5"},
+		{name: "timeout", err: &timeout.Error{Timeout: time.Second}, code: 503, retryAfter: "1"},
+		{name: "deadline", err: fmt.Errorf("db: %w", context.DeadlineExceeded), code: 503, retryAfter: "1"},
+		{name: "filter", err: filter.ErrRejected, code: 403, retryAfter: ""},
+		{name: "unknown", err: errors.New("boom"), code: 500, retryAfter: ""},
+		{name: "unknown caller cancellation seen by a layer", err: context.Canceled, code: 500, retryAfter: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var next atomic.Int32
+			h := newServerHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { next.Add(1) }), ramparthttp.HandlerConfig{
+				Layers:     []ramparthttp.ServerLayer{failLayer(tt.err)},
+				RetryAfter: time.Second,
+			})
+			rec := serve(h, get())
+			assert.Equal(t, tt.code, rec.Code)
+			assert.Equal(t, http.StatusText(tt.code)+"\n", rec.Body.String(), "the body is the status text, never the error")
+			assert.Equal(t, tt.retryAfter, rec.Header().Get("Retry-After"))
+			assert.Equal(t, "text/plain; charset=utf-8", rec.Header().Get("Content-Type"))
+			assert.Zero(t, next.Load())
+		})
+	}
+}
+
+func TestHandler_OnError(t *testing.T) {
+	boom := errors.New("boom")
+	t.Run("handled", func(t *testing.T) {
+		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+			Layers: []ramparthttp.ServerLayer{failLayer(boom)},
+			OnError: func(w http.ResponseWriter, _ *http.Request, err error) bool {
+				if !errors.Is(err, boom) {
+					return false
+				}
+				http.Error(w, "teapot", http.StatusTeapot)
+				return true
+			},
+		})
+		rec := serve(h, get())
+		assert.Equal(t, http.StatusTeapot, rec.Code)
+		assert.Equal(t, "teapot\n", rec.Body.String())
+	})
+	t.Run("declined falls back to the default", func(t *testing.T) {
+		var seen []error
+		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+			Layers:     []ramparthttp.ServerLayer{failLayer(loadshed.ErrOverloaded)},
+			RetryAfter: 3 * time.Second,
+			OnError: func(_ http.ResponseWriter, _ *http.Request, err error) bool {
+				seen = append(seen, err)
+				return false
+			},
+		})
+		rec := serve(h, get())
+		assert.Equal(t, []error{loadshed.ErrOverloaded}, seen)
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "3", rec.Header().Get("Retry-After"))
+	})
+}
+
+func TestHandler_NeverWritesSecondResponse(t *testing.T) {
+	late := errors.New("late failure")
+	var seen []error
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, "made")
+	}), ramparthttp.HandlerConfig{
+		Layers: []ramparthttp.ServerLayer{lateFailLayer(late)},
+		OnError: func(w http.ResponseWriter, _ *http.Request, err error) bool {
+			seen = append(seen, err)
+			// Too late: both writes are discarded.
+			w.WriteHeader(http.StatusInternalServerError)
+			n, werr := io.WriteString(w, "oops")
+			assert.Zero(t, n)
+			assert.Error(t, werr)
+			return false
+		},
+	})
+	w := newCountingWriter()
+	h.ServeHTTP(w, get())
+	assert.Equal(t, []int{http.StatusCreated}, w.codes)
+	assert.Equal(t, "made", w.body.String())
+	assert.Equal(t, []error{late}, seen, "the error still reaches OnError")
+}
+
+func TestHandler_WriteHeaderAloneStartsTheResponse(t *testing.T) {
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
+	w := newCountingWriter()
+	h.ServeHTTP(w, get())
+	assert.Equal(t, []int{http.StatusNoContent}, w.codes)
+}
+
+func TestHandler_InformationalStatusDoesNotStartTheResponse(t *testing.T) {
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+	}), ramparthttp.HandlerConfig{
+		Layers:     []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)},
+		RetryAfter: time.Second,
+	})
+	w := newCountingWriter()
+	h.ServeHTTP(w, get())
+	assert.Equal(t, []int{http.StatusEarlyHints, http.StatusServiceUnavailable}, w.codes)
+	assert.Equal(t, "1", w.retryAfter)
+}
+
+func TestHandler_TO1_TimeoutWithoutAnswerIs503(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		require.NoError(t, err)
+		var waited time.Duration
+		h := newServerHandler(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			<-r.Context().Done() // gives up without answering
+			waited = time.Since(start)
+		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}, RetryAfter: 2 * time.Second})
+
+		rec := serve(h, get())
+		assert.Equal(t, time.Second, waited)
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "2", rec.Header().Get("Retry-After"))
+		assert.Equal(t, "Service Unavailable\n", rec.Body.String())
+	})
+}
+
+func TestHandler_TO1_TimeoutErrorReachesOnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		require.NoError(t, err)
+		var seen error
+		h := newServerHandler(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}), ramparthttp.HandlerConfig{
+			Layers:  []ramparthttp.ServerLayer{to},
+			OnError: func(_ http.ResponseWriter, _ *http.Request, err error) bool { seen = err; return false },
+		})
+		rec := serve(h, get())
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.ErrorIs(t, seen, timeout.ErrTimeout)
+		assert.ErrorIs(t, seen, context.DeadlineExceeded)
+		assert.Empty(t, rec.Header().Get("Retry-After"), "no fallback configured")
+	})
+}
+
+func TestHandler_TO1_LateAnswerIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		require.NoError(t, err)
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			time.Sleep(2 * time.Second) // ignores its context, then answers
+			_, _ = io.WriteString(w, "late but fine")
+		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}})
+		w := newCountingWriter()
+		h.ServeHTTP(w, get())
+		assert.Equal(t, []int{http.StatusOK}, w.codes)
+		assert.Equal(t, "late but fine", w.body.String())
+	})
+}
+
+func TestHandler_TimeoutContextReachesHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := ramparthttp.ServerTimeoutLayer(3 * time.Second)
+		require.NoError(t, err)
+		var left time.Duration
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			deadline, ok := r.Context().Deadline()
+			require.True(t, ok)
+			left = time.Until(deadline)
+		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}})
+		rec := serve(h, get())
+		assert.Equal(t, http.StatusOK, rec.Code)
+		assert.Equal(t, 3*time.Second, left)
+	})
+}
+
+func TestHandler_ClientGoneGetsBareStatus(t *testing.T) {
+	t.Run("refused by a layer", func(t *testing.T) {
+		lim, err := limit.New(1)
+		require.NoError(t, err)
+		ll, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+		require.NoError(t, err)
+		var seen error
+		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+			Layers:     []ramparthttp.ServerLayer{ll},
+			RetryAfter: time.Second,
+			OnError:    func(_ http.ResponseWriter, _ *http.Request, err error) bool { seen = err; return false },
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		w := newCountingWriter()
+		h.ServeHTTP(w, get().WithContext(ctx))
+		assert.ErrorIs(t, seen, context.Canceled)
+		assert.Equal(t, []int{http.StatusServiceUnavailable}, w.codes)
+		assert.Empty(t, w.body.String())
+		assert.Empty(t, w.retryAfter)
+	})
+	t.Run("handler gave up", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		h := newServerHandler(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			cancel() // the client hangs up mid-request
+			<-r.Context().Done()
+		}), ramparthttp.HandlerConfig{RetryAfter: time.Second})
+		w := newCountingWriter()
+		h.ServeHTTP(w, get().WithContext(ctx))
+		assert.Equal(t, []int{http.StatusServiceUnavailable}, w.codes)
+		assert.Empty(t, w.body.String())
+		assert.Empty(t, w.retryAfter)
+	})
+}
+
+func TestHandler_NoLayersPassesThrough(t *testing.T) {
+	h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{nil}})
+	rec := serve(h, get())
+	assert.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "ok", rec.Body.String())
+}
+
+func TestHandler_LayerMayReplaceRequestAndWriter(t *testing.T) {
+	type key struct{}
+	// A layer that adds a context value and upper-cases the body.
+	upper := rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(inner ramparthttp.ServerService) ramparthttp.ServerService {
+		return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(ctx context.Context, x ramparthttp.Exchange) (struct{}, error) {
+			ctx = context.WithValue(ctx, key{}, "v")
+			x.Request = x.Request.WithContext(ctx)
+			x.Writer = upperWriter{x.Writer}
+			return inner.Call(ctx, x)
+		})
+	})
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = fmt.Fprintf(w, "value %v", r.Context().Value(key{}))
+	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{upper, lateFailLayer(loadshed.ErrOverloaded)}})
+	w := newCountingWriter()
+	h.ServeHTTP(w, get())
+	assert.Equal(t, []int{http.StatusOK}, w.codes, "the wrapped writer's output still counts as begun")
+	assert.Equal(t, "VALUE V", w.body.String())
+}
+
+type upperWriter struct{ http.ResponseWriter }
+
+func (w upperWriter) Write(p []byte) (int, error) {
+	return w.ResponseWriter.Write(bytes.ToUpper(p))
+}
+
+func TestHandler_WriterKeepsOptionalInterfaces(t *testing.T) {
+	t.Run("flush", func(t *testing.T) {
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			f, ok := w.(http.Flusher)
+			require.True(t, ok)
+			f.Flush()
+			require.NoError(t, http.NewResponseController(w).Flush())
+		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
+		rec := serve(h, get())
+		assert.True(t, rec.Flushed)
+		assert.Equal(t, http.StatusOK, rec.Code, "a flush starts the response; no 503 after it")
+		assert.Empty(t, rec.Body.String())
+	})
+	t.Run("flush unsupported", func(t *testing.T) {
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			assert.ErrorIs(t, http.NewResponseController(w).Flush(), http.ErrNotSupported)
+			_, _, err := http.NewResponseController(w).Hijack()
+			assert.ErrorIs(t, err, http.ErrNotSupported)
+			assert.ErrorIs(t, http.NewResponseController(w).SetWriteDeadline(time.Time{}), http.ErrNotSupported)
+		}), ramparthttp.HandlerConfig{
+			Layers:     []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)},
+			RetryAfter: time.Second,
+		})
+		w := newCountingWriter() // supports none of them
+		h.ServeHTTP(w, get())
+		assert.Equal(t, []int{http.StatusServiceUnavailable}, w.codes, "failed flush and hijack start nothing")
+	})
+	t.Run("read from", func(t *testing.T) {
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			rf, ok := w.(io.ReaderFrom)
+			require.True(t, ok)
+			n, err := rf.ReadFrom(strings.NewReader("copied"))
+			assert.NoError(t, err)
+			assert.Equal(t, int64(6), n)
+		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
+		w := newCountingWriter()
+		h.ServeHTTP(w, get())
+		assert.Equal(t, []int{http.StatusOK}, w.codes)
+		assert.Equal(t, "copied", w.body.String())
+	})
+}
+
+func TestHandler_HijackOverLoopback(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var seen atomic.Value
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hj, ok := w.(http.Hijacker)
+		require.True(t, ok)
+		conn, brw, err := hj.Hijack()
+		require.NoError(t, err)
+		defer conn.Close()
+		_, _ = brw.WriteString("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+		_ = brw.Flush()
+	}), ramparthttp.HandlerConfig{
+		Layers:  []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)},
+		OnError: func(_ http.ResponseWriter, _ *http.Request, err error) bool { seen.Store(err); return false },
+	})
+	returned := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(returned)
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	<-returned // a hijacked connection is not tracked by srv.Close
+	assert.Equal(t, loadshed.ErrOverloaded, seen.Load())
+	srv.Client().CloseIdleConnections()
+}
+
+func TestHandler_EndToEndOverLoopback(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	lim, err := limit.New(1)
+	require.NoError(t, err)
+	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Reject)
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		close(entered)
+		<-release
+		_, _ = io.WriteString(w, "done")
+	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: time.Second})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	client := srv.Client()
+	defer client.CloseIdleConnections()
+
+	first := make(chan string)
+	go func() {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			first <- err.Error()
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		first <- fmt.Sprint(resp.StatusCode, " ", string(body))
+	}()
+	<-entered
+
+	resp, err := client.Get(srv.URL)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Equal(t, "Service Unavailable\n", string(body))
+
+	close(release)
+	assert.Equal(t, "200 done", <-first)
+}
+
+// TestHandler_ConcurrencyLimitExact holds K requests in the handler until
+// every other request has been refused, so the counts are exact.
+func TestHandler_ConcurrencyLimitExact(t *testing.T) {
+	const n, k = 40, 4
+	lim, err := limit.New(k)
+	require.NoError(t, err)
+	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Reject)
+	require.NoError(t, err)
+	var inFlight, most atomic.Int32
+	entered, gate := make(chan struct{}, n), make(chan struct{})
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		raise(&most, inFlight.Add(1))
+		entered <- struct{}{}
+		<-gate
+		inFlight.Add(-1)
+		_, _ = io.WriteString(w, "ok")
+	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: time.Second})
+
+	writers := make([]*countingWriter, n)
+	refused := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i := range writers {
+		writers[i] = newCountingWriter()
+		wg.Go(func() {
+			h.ServeHTTP(writers[i], get())
+			if writers[i].finals() == 1 && writers[i].codes[0] == http.StatusServiceUnavailable {
+				refused <- struct{}{}
+			}
+		})
+	}
+	for range k {
+		<-entered
+	}
+	for range n - k {
+		<-refused
+	}
+	close(gate)
+	wg.Wait()
+
+	codes := map[int]int{}
+	for _, w := range writers {
+		require.Equal(t, 1, w.finals(), "exactly one response per request: %v", w.codes)
+		codes[w.codes[0]]++
+		if w.codes[0] == http.StatusServiceUnavailable {
+			assert.Equal(t, "1", w.retryAfter)
+		}
+	}
+	assert.Equal(t, map[int]int{http.StatusOK: k, http.StatusServiceUnavailable: n - k}, codes)
+	assert.Equal(t, int32(k), most.Load())
+}
+
+// TestHandler_HammerShedAndLimit runs many concurrent requests through the
+// overload stack (shed outside a waiting limit) under -race.
+func TestHandler_HammerShedAndLimit(t *testing.T) {
+	const goroutines, perG, k = 32, 50, 3
+	lim, layers := shedAndLimit(t, k)
+	var inFlight, most, served atomic.Int32
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		raise(&most, inFlight.Add(1))
+		for range 10 {
+			runtime.Gosched()
+		}
+		inFlight.Add(-1)
+		served.Add(1)
+		_, _ = io.WriteString(w, "ok")
+	}), ramparthttp.HandlerConfig{Layers: layers, RetryAfter: time.Second})
+
+	var ok, unavailable, other atomic.Int32
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range perG {
+				w := newCountingWriter()
+				h.ServeHTTP(w, get())
+				switch {
+				case w.finals() != 1 || len(w.codes) != 1:
+					other.Add(1)
+				case w.codes[0] == http.StatusOK && w.body.String() == "ok":
+					ok.Add(1)
+				case w.codes[0] == http.StatusServiceUnavailable && w.retryAfter == "1":
+					unavailable.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, other.Load(), "every request gets exactly one 200 or one 503 with Retry-After")
+	assert.Equal(t, int32(goroutines*perG), ok.Load()+unavailable.Load())
+	assert.Equal(t, served.Load(), ok.Load(), "every handler run answered 200, and only those")
+	assert.LessOrEqual(t, most.Load(), int32(k))
+	assert.Positive(t, ok.Load())
+	assert.Zero(t, lim.InFlight())
+	t.Logf("200: %d, 503: %d, most in flight: %d", ok.Load(), unavailable.Load(), most.Load())
+}
+
+// raise sets most to v if v is larger.
+func raise(most *atomic.Int32, v int32) {
+	for {
+		m := most.Load()
+		if v <= m || most.CompareAndSwap(m, v) {
+			return
+		}
+	}
+}
+
+func TestNewHandler_BadConfigNamesField(t *testing.T) {
+	_, err := ramparthttp.NewHandler(nil, ramparthttp.HandlerConfig{})
+	assert.EqualError(t, err, "ramparthttp: next handler must not be nil")
+	_, err = ramparthttp.NewHandler(okHandler, ramparthttp.HandlerConfig{RetryAfter: -time.Second})
+	assert.EqualError(t, err, "ramparthttp: HandlerConfig.RetryAfter must be >= 0, got -1s")
+
+	_, err = ramparthttp.ServerLimitLayer(nil, limit.Reject)
+	assert.Error(t, err)
+	_, err = ramparthttp.ServerShedLayer(nil)
+	assert.Error(t, err)
+	_, err = ramparthttp.ServerRateLimitLayer(nil, ratelimit.Reject)
+	assert.Error(t, err)
+	k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1})
+	require.NoError(t, err)
+	_, err = ramparthttp.ServerKeyedRateLimitLayer(k, nil, ratelimit.Reject)
+	assert.EqualError(t, err, "ramparthttp: key must not be nil")
+	_, err = ramparthttp.ServerKeyedRateLimitLayer(nil, func(*http.Request) string { return "" }, ratelimit.Reject)
+	assert.Error(t, err)
+	_, err = ramparthttp.ServerTimeoutLayer(0)
+	assert.EqualError(t, err, "timeout: Timeout must be > 0, got 0s")
+}
+
+// shedAndLimit returns a limiter with k slots and the overload stack
+// around it: shedding outside a waiting concurrency limit.
+func shedAndLimit(t testing.TB, k int) (*limit.Limiter, []ramparthttp.ServerLayer) {
+	t.Helper()
+	lim, err := limit.New(k)
+	require.NoError(t, err)
+	shed, err := ramparthttp.ServerShedLayer(lim)
+	require.NoError(t, err)
+	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+	require.NoError(t, err)
+	return lim, []ramparthttp.ServerLayer{shed, ll}
+}
+
+func TestHandler_AllocsPerServedRequest(t *testing.T) {
+	_, layers := shedAndLimit(t, 4)
+	h := newServerHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		ramparthttp.HandlerConfig{Layers: layers})
+	w, r := discardWriter{h: make(http.Header)}, get()
+	allocs := testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) })
+	assert.Equal(t, 1.0, allocs, "only the writer wrapper")
+}
+
+type discardWriter struct{ h http.Header }
+
+func (w discardWriter) Header() http.Header         { return w.h }
+func (w discardWriter) WriteHeader(int)             {}
+func (w discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+func BenchmarkHandler(b *testing.B) {
+	_, layers := shedAndLimit(b, 1<<20)
+	h := newServerHandler(b, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
+		ramparthttp.HandlerConfig{Layers: layers})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		w, r := discardWriter{h: make(http.Header)}, get()
+		for pb.Next() {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
