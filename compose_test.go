@@ -165,15 +165,22 @@ type stackConfig struct {
 	// abandon, when set, makes the per-attempt timeout abandon attempts
 	// that ignore their context, handing their late results to it.
 	abandon func(resp string, err error)
+	// breaker, when set, is used instead of a new breaker (failures and
+	// reset are then ignored).
+	breaker *circuitbreaker.Breaker
 }
 
 func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer[string, string], *countingBudget) {
 	t.Helper()
-	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: c.failures},
-		ResetTimeout: c.reset,
-	})
-	require.NoError(t, err)
+	br := c.breaker
+	if br == nil {
+		var err error
+		br, err = circuitbreaker.New(circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: c.failures},
+			ResetTimeout: c.reset,
+		})
+		require.NoError(t, err)
+	}
 	inner := c.budget
 	if inner == nil {
 		inner = budget.Always
@@ -1094,5 +1101,46 @@ func TestCompose_Hammer_LayersAccountForEveryAttempt(t *testing.T) {
 		assert.LessOrEqual(t, granted, total/2, "the budget grants at most Ratio of the requests")
 		assert.Positive(t, refused.Load(), "the breaker tripped at some point")
 		assert.Positive(t, granted, "some retries happened")
+	})
+}
+
+// One breaker guarding two stacks (two endpoints of one dependency, say)
+// protects both (CB4): failures through the first trip it, and a retrying
+// caller of the second is refused at once, its service never called; after
+// the cool-down, the second stack's call is the probe that closes it for
+// both.
+func TestCompose_CB4_BreakerSharedByTwoStacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared, err := circuitbreaker.New(circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 2},
+			ResetTimeout: time.Second,
+		})
+		require.NoError(t, err)
+		cfg := stackConfig{
+			total: 10 * time.Second, perAttempt: time.Second,
+			maxAttempts: 5, backoff: 100 * ms,
+			breaker: shared,
+		}
+		failing := stackA(t, cfg, newTap(fail(errBoom)))
+		healthy := stackA(t, cfg, newTap(succeed("ok")))
+
+		_, err, _ = failing.call(t.Context())
+		requireOpenError(t, err)
+		assert.Equal(t, 2, failing.backend.calls())
+
+		_, err, took := healthy.call(t.Context())
+		open := requireOpenError(t, err)
+		assert.Equal(t, errBoom, open.Cause, "tripped through the other stack")
+		assert.Equal(t, time.Duration(0), took)
+		assert.Equal(t, 0, healthy.backend.calls())
+
+		time.Sleep(open.RetryAfter)
+		resp, err, _ := healthy.call(t.Context())
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp)
+		assert.Equal(t, circuitbreaker.Closed, shared.State().State)
+		_, err, _ = failing.call(t.Context())
+		requireOpenError(t, err)
+		assert.Equal(t, 4, failing.backend.calls(), "closed again for the first stack too, until it trips it again")
 	})
 }
