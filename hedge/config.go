@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -122,6 +123,22 @@ type Config[Req, Resp any] struct {
 	// produced the response, possibly concurrently with other calls, and
 	// always before Call returns. Nil means losing responses are dropped.
 	Discard func(resp Resp)
+
+	// Detach, if not nil, hands the winning attempt's context over to its
+	// response instead of cancelling it when Call returns: the layer
+	// passes the winner's cancel func to Detach and returns the response
+	// Detach returns. Detach must make sure cancel is eventually called
+	// (cancel is idempotent and safe from any goroutine); until then the
+	// context stays alive. This is for responses still being read after
+	// Call returns: an HTTP response body reads through its request's
+	// context, so ramparthttp wraps the body to call cancel at Body.Close,
+	// as it does for timeout.Config.Detach. The losers' contexts are
+	// cancelled either way. Without Detach, every attempt's context is
+	// cancelled before Call returns. Detach is called on the caller's
+	// goroutine, once per call that succeeds, and never for calls the
+	// layer passes through (not hedgeable, or MaxAttempts 1), which get no
+	// context from it; it must be safe for concurrent use.
+	Detach func(resp Resp, cancel context.CancelFunc) Resp
 }
 
 // settings is a validated Config with its defaults filled in.
@@ -129,6 +146,7 @@ type settings[Req, Resp any] struct {
 	hedgeable   func(Req) bool
 	budget      Budget
 	discard     func(Resp)
+	detach      func(Resp, context.CancelFunc) Resp
 	maxAttempts int
 	delay       time.Duration
 	percentile  float64
@@ -142,6 +160,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		hedgeable:   c.Hedgeable,
 		budget:      c.Budget,
 		discard:     c.Discard,
+		detach:      c.Detach,
 		maxAttempts: c.MaxAttempts,
 		delay:       c.Delay,
 		percentile:  c.Percentile,

@@ -27,12 +27,11 @@ import (
 // every attempt sent so far has failed: a failure does not trigger a hedge
 // (retrying failures is the retry layer's job).
 //
-// The first attempt to succeed is the answer. All attempts share one
-// context derived from the caller's; it is cancelled as soon as an attempt
-// succeeds, which cancels every other attempt (the winner has returned and,
-// by the [rampart.Service] contract, no longer uses its context; one shared
-// context costs less than one per attempt). Responses that lose go to
-// cfg.Discard. Call returns only after every attempt it started has
+// The first attempt to succeed is the answer. Each attempt gets its own
+// cancelable context derived from the caller's; when an attempt succeeds,
+// every other attempt's context is cancelled at once, and their responses
+// go to cfg.Discard. The winner's context is cancelled before Call returns,
+// or handed to its response by cfg.Detach. Call returns only after every attempt it started has
 // returned (TO3), so an inner service that ignores its context delays the
 // answer until it returns. When no attempt succeeds, Call returns the
 // original attempt's response and error unchanged if it was the only
@@ -88,12 +87,12 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}
 	s.budget.Deposit()
 
-	c := &call[Req, Resp]{s: s, req: req, started: 1, inflight: 1, delay: s.delay}
+	c := &call[Req, Resp]{s: s, parent: ctx, req: req, started: 1, inflight: 1, delay: s.delay}
 	if s.lat != nil {
 		c.delay = s.lat.current()
 	}
-	c.ctx, c.cancel = context.WithCancel(ctx)
-	defer c.cancel()
+	actx, cancel := context.WithCancel(ctx)
+	c.cancels[0] = cancel
 	// The timer holds a slot in wg until it decides not to send another
 	// hedge or is stopped; c.mu keeps it from reading c.timer before the
 	// assignment.
@@ -113,7 +112,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		}
 	}()
 	start := time.Now()
-	resp, err := s.inner.Call(c.ctx, req)
+	resp, err := s.inner.Call(actx, req)
 	normal = true
 	c.finish(0, start, resp, err)
 
@@ -122,49 +121,58 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	c.wg.Wait()
 	var zero Resp
 	switch {
+	case c.won && s.detach != nil:
+		c.cancelAllBut(c.winner)
+		return s.detach(c.resp, c.cancels[c.winner]), nil
 	case c.won:
+		c.cancelAllBut(-1)
 		return c.resp, nil
 	case c.started == 1:
+		c.cancelAllBut(-1)
 		return c.resp, c.errs[0]
 	default:
+		c.cancelAllBut(-1)
 		return zero, &AllFailedError{Errs: c.errs[:c.started:c.started]}
 	}
 }
 
 // call is the state of one hedged call, shared by its attempts and timer.
-// It lives no longer than the Call that made it, so holding the call's
+// It lives no longer than the Call that made it, so holding the caller's
 // context in it does not outlive the request, as a context in a struct
 // usually would; the timer's callback has no other way to reach it.
 type call[Req, Resp any] struct {
 	s      *service[Req, Resp]
+	parent context.Context // the caller's; every attempt's context derives from it
 	req    Req
 	delay  time.Duration
-	ctx    context.Context // shared by every attempt; cancelled by the winner
-	cancel context.CancelFunc
 	wg     sync.WaitGroup // one slot per hedge goroutine, one for the timer
 
 	mu       sync.Mutex
-	timer    *time.Timer // guarded by mu
-	stopped  bool        // guarded by mu; no more hedges will be sent
-	started  int         // guarded by mu; attempts sent
-	inflight int         // guarded by mu; attempts not yet returned
-	won      bool        // guarded by mu; an attempt succeeded and resp is its
-	aborted  bool        // guarded by mu; the original attempt panicked
-	resp     Resp        // guarded by mu; the answer, or the only attempt's
-	errs     []error     // guarded by mu; by attempt, allocated on the first failure
+	timer    *time.Timer                        // guarded by mu
+	cancels  [MaxMaxAttempts]context.CancelFunc // guarded by mu; by attempt, fixed once stopped
+	stopped  bool                               // guarded by mu; no more hedges will be sent
+	started  int                                // guarded by mu; attempts sent
+	inflight int                                // guarded by mu; attempts not yet returned
+	won      bool                               // guarded by mu; an attempt succeeded
+	winner   int                                // guarded by mu; which, when won
+	aborted  bool                               // guarded by mu; the original attempt panicked
+	resp     Resp                               // guarded by mu; the winner's, or the only attempt's
+	errs     []error                            // guarded by mu; by attempt, allocated on the first failure
 }
 
-// hedge runs on the timer's goroutine and sends the next attempt unless the
-// call no longer wants one.
+// hedge runs on the timer's goroutine and sends the next attempt, with a
+// context of its own, unless the call no longer wants one.
 func (c *call[Req, Resp]) hedge() {
 	c.mu.Lock()
-	if c.stopped || c.ctx.Err() != nil || !c.s.budget.Withdraw() {
+	if c.stopped || c.parent.Err() != nil || !c.s.budget.Withdraw() {
 		c.stopped = true
 		c.mu.Unlock()
 		c.wg.Done()
 		return
 	}
 	i := c.started
+	actx, cancel := context.WithCancel(c.parent)
+	c.cancels[i] = cancel
 	c.started++
 	c.inflight++
 	c.wg.Add(1)
@@ -175,28 +183,30 @@ func (c *call[Req, Resp]) hedge() {
 		c.wg.Done()
 	}
 	c.mu.Unlock()
-	go c.run(i)
+	go c.run(i, actx)
 }
 
 // run is hedge number i on its own goroutine.
-func (c *call[Req, Resp]) run(i int) {
+func (c *call[Req, Resp]) run(i int, ctx context.Context) {
 	defer c.wg.Done()
 	start := time.Now()
-	resp, err := c.s.inner.Call(c.ctx, c.req)
+	resp, err := c.s.inner.Call(ctx, c.req)
 	c.finish(i, start, resp, err)
 }
 
-// finish records the outcome of attempt i, which started at start.
+// finish records the outcome of attempt i, which started at start. The
+// first success cancels every other attempt at once.
 func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 	if err == nil && c.s.lat != nil {
 		c.s.lat.record(time.Since(start))
 	}
-	keep := false
+	keep, won := false, false
 	c.mu.Lock()
 	c.inflight--
 	switch {
 	case err == nil && !c.won && !c.aborted:
-		c.won, c.resp, keep = true, resp, true
+		c.won, c.winner, c.resp = true, i, resp
+		keep, won = true, true
 		c.stopLocked()
 	case err != nil:
 		if c.errs == nil {
@@ -213,11 +223,26 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 		}
 	}
 	c.mu.Unlock()
-	if keep && err == nil {
-		c.cancel() // the losers
+	if won {
+		// Hedging has stopped, so c.cancels no longer changes.
+		c.cancelAllBut(i)
 	}
 	if !keep && c.s.discard != nil {
 		c.s.discard(resp)
+	}
+}
+
+// cancelAllBut cancels the context of every attempt started except
+// attempt keep (-1 for none). Hedging must have stopped, so that started
+// and cancels no longer change; cancelling twice is harmless.
+func (c *call[Req, Resp]) cancelAllBut(keep int) {
+	c.mu.Lock()
+	cancels := c.cancels[:c.started]
+	c.mu.Unlock()
+	for i, cancel := range cancels {
+		if i != keep {
+			cancel()
+		}
 	}
 }
 
@@ -241,7 +266,7 @@ func (c *call[Req, Resp]) abort() {
 	c.aborted = true
 	c.stopLocked()
 	c.mu.Unlock()
-	c.cancel()
+	c.cancelAllBut(-1)
 	c.wg.Wait()
 	if c.won && c.s.discard != nil {
 		c.s.discard(c.resp)

@@ -3,6 +3,8 @@ package hedge_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -397,5 +399,77 @@ func TestHedge_EachWrappedServiceLearnsItsOwnDelay(t *testing.T) {
 		assert.Equal(t, 3*ms, tookFast, "hedged at its own 2ms")
 		assert.Equal(t, 8*ms, tookSlow, "hedged at its own 7ms")
 		assert.Equal(t, [3]int{4, 2, 0}, budget.counts())
+	})
+}
+
+// contexts is an inner service that records each attempt's context. The
+// original waits to be cancelled; every hedge answers at once.
+type contexts struct {
+	mu   sync.Mutex
+	ctxs []context.Context // guarded by mu
+}
+
+func (c *contexts) Call(ctx context.Context, req string) (string, error) {
+	c.mu.Lock()
+	c.ctxs = append(c.ctxs, ctx)
+	n := len(c.ctxs)
+	c.mu.Unlock()
+	if n == 1 {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	return req, nil
+}
+
+func (c *contexts) get() []context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ctxs)
+}
+
+func TestHedge_EachAttemptHasItsOwnContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := &contexts{}
+		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+		})
+		require.NoError(t, err)
+
+		resp, err := svc.Call(context.Background(), "req")
+
+		require.NoError(t, err)
+		assert.Equal(t, "req", resp)
+		ctxs := inner.get()
+		require.Len(t, ctxs, 2)
+		assert.NotEqual(t, ctxs[0], ctxs[1])
+		assert.ErrorIs(t, ctxs[0].Err(), context.Canceled, "the loser is cancelled")
+		assert.ErrorIs(t, ctxs[1].Err(), context.Canceled, "without Detach the winner's context ends with Call")
+	})
+}
+
+func TestHedge_DetachHandsTheWinnersContextToItsResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := &contexts{}
+		var release context.CancelFunc
+		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Detach: func(resp string, cancel context.CancelFunc) string {
+				release = cancel
+				return resp + " (detached)"
+			},
+		})
+		require.NoError(t, err)
+
+		resp, err := svc.Call(context.Background(), "req")
+
+		require.NoError(t, err)
+		assert.Equal(t, "req (detached)", resp)
+		ctxs := inner.get()
+		require.Len(t, ctxs, 2)
+		assert.ErrorIs(t, ctxs[0].Err(), context.Canceled, "the loser is cancelled")
+		assert.NoError(t, ctxs[1].Err(), "the winner's context lives on with its response")
+		require.NotNil(t, release)
+		release()
+		assert.ErrorIs(t, ctxs[1].Err(), context.Canceled)
 	})
 }
