@@ -44,6 +44,10 @@
 //		Layer(breaker). // circuitbreaker: consulted by every attempt
 //		Service(backend)
 //
+// A loser that the hedge layer cancels ends with [context.Canceled], which
+// the breaker's default classification ignores (CB8): hedging never trips a
+// breaker by itself.
+//
 // # Goroutines and cost
 //
 // The first attempt runs on the caller's goroutine; each hedge runs on a
