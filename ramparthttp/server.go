@@ -63,8 +63,11 @@ type ServerService = rampart.Service[Exchange, struct{}]
 //
 //	f, err := filter.NewAllowLayer[ramparthttp.Exchange, struct{}](allow)
 //
-// Layers that call the inner service more than once (retry, hedge) make no
-// sense here: the handler would answer twice on the same writer.
+// Layers must call the inner service at most once per request and wait
+// for it to return: the writer is valid only until ServeHTTP returns. So retry and hedge (the handler would answer
+// twice on one writer), coalesce (the followers' writers would never be
+// written) and timeout's Abandon mode (the handler would outlive
+// ServeHTTP) do not belong in a server stack.
 type ServerLayer = rampart.Layer[Exchange, struct{}]
 
 // HandlerConfig configures [NewHandler]. The zero HandlerConfig is valid:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -673,6 +674,87 @@ func TestHandler_HammerShedAndLimit(t *testing.T) {
 	assert.Positive(t, ok.Load())
 	assert.Zero(t, lim.InFlight())
 	t.Logf("200: %d, 503: %d, most in flight: %d", ok.Load(), unavailable.Load(), most.Load())
+}
+
+// TestHandler_HammerOverLoopback drives a real server past a concurrency
+// limit: every request gets one 200 or one 503 with Retry-After, and
+// net/http never logs a superfluous write.
+func TestHandler_HammerOverLoopback(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const clients, perClient, k = 16, 25, 2
+	lim, err := limit.New(k)
+	require.NoError(t, err)
+	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Reject)
+	require.NoError(t, err)
+	var inFlight, most atomic.Int32
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		raise(&most, inFlight.Add(1))
+		defer inFlight.Add(-1)
+		runtime.Gosched()
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "ok")
+		http.NewResponseController(w).Flush()
+	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: 1500 * time.Millisecond})
+	var logged lockedBuffer
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(&logged, "", 0)
+	srv.Start()
+	defer srv.Close()
+	client := srv.Client()
+	defer client.CloseIdleConnections()
+
+	var ok, unavailable, other atomic.Int32
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range perClient {
+				resp, err := client.Get(srv.URL)
+				if err != nil {
+					other.Add(1)
+					continue
+				}
+				body, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				switch {
+				case err != nil:
+					other.Add(1)
+				case resp.StatusCode == http.StatusOK && string(body) == "ok":
+					ok.Add(1)
+				case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "2" &&
+					string(body) == "Service Unavailable\n":
+					unavailable.Add(1)
+				default:
+					other.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	srv.Close()
+	assert.Zero(t, other.Load())
+	assert.Equal(t, int32(clients*perClient), ok.Load()+unavailable.Load())
+	assert.Positive(t, ok.Load())
+	assert.LessOrEqual(t, most.Load(), int32(k))
+	assert.Empty(t, logged.String(), "net/http logged a problem, such as a superfluous WriteHeader")
+	t.Logf("200: %d, 503: %d, most in flight: %d", ok.Load(), unavailable.Load(), most.Load())
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer // guarded by mu
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // raise sets most to v if v is larger.
