@@ -30,9 +30,9 @@ import (
 // loadshed, ratelimit, timeout, filter.
 //
 // A layer that wants to change the writer or the request (to wrap the
-// writer, or to add a value to the request's context) copies the Exchange
-// and sets the field, so that the [Handler] can still tell whether the
-// response has begun:
+// writer, or to add a value to the request's context) sets the field in its
+// copy of the Exchange, rather than building a new one, so that the
+// [Handler] can still tell whether the response has begun:
 //
 //	x.Request = x.Request.WithContext(ctx)
 //	return inner.Call(ctx, x)
@@ -64,10 +64,11 @@ type ServerService = rampart.Service[Exchange, struct{}]
 //	f, err := filter.NewAllowLayer[ramparthttp.Exchange, struct{}](allow)
 //
 // Layers must call the inner service at most once per request and wait
-// for it to return: the writer is valid only until ServeHTTP returns. So retry and hedge (the handler would answer
-// twice on one writer), coalesce (the followers' writers would never be
-// written) and timeout's Abandon mode (the handler would outlive
-// ServeHTTP) do not belong in a server stack.
+// for it to return: the writer is valid only until ServeHTTP returns. So
+// retry and hedge (the handler would answer twice on one writer), coalesce
+// (the followers' writers would never be written) and timeout's Abandon
+// mode (the handler would outlive ServeHTTP) do not belong in a server
+// stack.
 type ServerLayer = rampart.Layer[Exchange, struct{}]
 
 // HandlerConfig configures [NewHandler]. The zero HandlerConfig is valid:
@@ -105,9 +106,10 @@ type HandlerConfig struct {
 //
 // # Answers
 //
-// When the stack returns an error and nothing has been written to the
-// response yet, the Handler first calls HandlerConfig.OnError, if set, and
-// unless it handled the error, answers with the status text as body and:
+// When the stack returns an error, the Handler calls HandlerConfig.OnError,
+// if set. Unless OnError handled the error, and provided nothing has been
+// written to the response yet, the Handler answers with the status text as
+// body and:
 //
 //   - 429 Too Many Requests for a rate-limit refusal
 //     ([ratelimit.ErrLimited]);
@@ -209,6 +211,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	code, delay := status(err)
+	// Drop a Retry-After the handler may have set for an answer it never
+	// wrote.
+	w.Header().Del("Retry-After")
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 		if delay == 0 {
 			delay = h.retryAfter

@@ -349,7 +349,8 @@ func TestHandler_TO1_TimeoutErrorReachesOnError(t *testing.T) {
 		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
 		require.NoError(t, err)
 		var seen error
-		h := newServerHandler(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "99") // for an answer it never writes
 			<-r.Context().Done()
 		}), ramparthttp.HandlerConfig{
 			Layers:  []ramparthttp.ServerLayer{to},
