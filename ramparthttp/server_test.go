@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -395,6 +397,41 @@ func TestHandler_TimeoutContextReachesHandler(t *testing.T) {
 	})
 }
 
+// TestHandler_TO1_WaitForSlotBoundedByTimeout: a request queued behind a
+// busy concurrency limit waits until the timeout layer's deadline, then is
+// answered 503.
+func TestHandler_TO1_WaitForSlotBoundedByTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := ramparthttp.ServerTimeoutLayer(2 * time.Second)
+		require.NoError(t, err)
+		lim, err := limit.New(1)
+		require.NoError(t, err)
+		ll, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+		require.NoError(t, err)
+		release := make(chan struct{})
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/hold" {
+				<-release
+			}
+			_, _ = io.WriteString(w, "ok")
+		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to, ll}, RetryAfter: time.Second})
+
+		held := make(chan *httptest.ResponseRecorder)
+		go func() { held <- serve(h, httptest.NewRequest(http.MethodGet, "/hold", nil)) }()
+		synctest.Wait()
+		require.Equal(t, 1, lim.InFlight())
+
+		start := time.Now()
+		rec := serve(h, get())
+		assert.Equal(t, 2*time.Second, time.Since(start))
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "1", rec.Header().Get("Retry-After"))
+
+		close(release)
+		assert.Equal(t, http.StatusOK, (<-held).Code, "the held request answered late keeps its answer")
+	})
+}
+
 func TestHandler_ClientGoneGetsBareStatus(t *testing.T) {
 	t.Run("refused by a layer", func(t *testing.T) {
 		lim, err := limit.New(1)
@@ -766,6 +803,38 @@ func raise(most *atomic.Int32, v int32) {
 			return
 		}
 	}
+}
+
+// FuzzRetryAfter checks the Retry-After arithmetic for any delay: whole
+// seconds s with (s-1)s < d <= s*1s for a positive finite delay, and no
+// header otherwise.
+func FuzzRetryAfter(f *testing.F) {
+	for _, d := range []int64{0, 1, int64(time.Second) - 1, int64(time.Second), int64(time.Second) + 1, -1, math.MaxInt64, math.MaxInt64 - 1, math.MinInt64} {
+		f.Add(d)
+	}
+	f.Fuzz(func(t *testing.T, n int64) {
+		d := time.Duration(n)
+		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+			Layers: []ramparthttp.ServerLayer{failLayer(&ratelimit.LimitedError{RetryAfter: d})},
+		})
+		rec := serve(h, get())
+		require.Equal(t, http.StatusTooManyRequests, rec.Code)
+		v, ok := rec.Header()["Retry-After"]
+		if d <= 0 || d == rate.InfDuration {
+			require.False(t, ok, "Retry-After %q for %v", v, d)
+			return
+		}
+		require.Len(t, v, 1)
+		secs, err := strconv.ParseInt(v[0], 10, 64)
+		require.NoError(t, err)
+		require.Positive(t, secs)
+		whole, rest := n/int64(time.Second), n%int64(time.Second)
+		want := whole
+		if rest != 0 {
+			want++
+		}
+		require.Equal(t, want, secs, "delay %v", d)
+	})
 }
 
 func TestNewHandler_BadConfigNamesField(t *testing.T) {
