@@ -42,8 +42,8 @@ type Breaker struct {
 	period atomic.Pointer[period]
 
 	tracker Tracker
-	// run is the Consecutive tracker's failure run when that is the
-	// policy, read by quiet without an interface call; else wanting.
+	// run is the tracker's failure run when it is a runner (Consecutive),
+	// read by quiet without an interface call; else wanting.
 	run    *atomic.Int64
 	timing Timing
 	set    settings
@@ -143,8 +143,8 @@ func New(cfg Config) (*Breaker, error) {
 		probes:   make([]probe, 0, set.maxProbes),
 	}
 	b.run = wanting
-	if c, ok := tracker.(*consecutive); ok {
-		b.run = &c.run
+	if r, ok := tracker.(runner); ok && r.failureRun() != nil {
+		b.run = r.failureRun()
 	}
 	if b.timing == TimingLatency {
 		b.word.Store(flagTimed)
@@ -321,6 +321,11 @@ func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
 func (b *Breaker) quiet(w uint64) bool {
 	return w&fastMask == 0 && b.word.Load() == w && b.run.Load() == 0
 }
+
+// runner is implemented by built-in trackers whose only need for a success
+// in Closed is to reset a run of failures kept in an atomic counter: while
+// that counter is zero, a success changes nothing (WantsSuccess is false).
+type runner interface{ failureRun() *atomic.Int64 }
 
 // wanting is the run b.quiet reads when the policy is not Consecutive: never
 // zero, so every success takes the slow path, which asks the tracker.

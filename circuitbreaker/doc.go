@@ -46,5 +46,10 @@
 // A call through a Closed breaker with the default policy takes no lock,
 // reads no clock, writes no shared memory and allocates nothing; parallel
 // callers do not contend. Locks are taken only for transitions, failures
-// and in HalfOpen; listeners are called after the lock is released.
+// and in HalfOpen; listeners are called after the lock is released. An Open
+// breaker rejects with one monotonic clock read and without allocating:
+// callers rejected within the same millisecond share one [*OpenError],
+// whose RetryAfter is therefore rounded up to a whole millisecond (never
+// early). Rate policies take the lock for every outcome, as their window
+// must see successes too.
 package circuitbreaker

@@ -24,8 +24,11 @@ type listener struct {
 // may still reach f once.
 //
 // Subscribe is safe for concurrent use; f is not called for transitions
-// that happened before Subscribe.
+// that happened before Subscribe. A nil f is ignored.
 func (b *Breaker) Subscribe(f func(Transition)) (unsubscribe func()) {
+	if f == nil {
+		return func() {}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextID++

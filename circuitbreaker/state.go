@@ -51,7 +51,9 @@ type Snapshot struct {
 	// State is the state. Once an Open breaker's cool-down has passed it is
 	// HalfOpen, even before a call has started a probe (CB1).
 	State State
-	// Counters are the policy's counters (Closed and ForcedClosed).
+	// Counters are the policy's counters (Closed, and ForcedClosed, where
+	// they stay as they were when the switch was flipped: nothing is
+	// recorded while forced).
 	Counters Counters
 	// RetryAfter is the rest of the cool-down (Open), or [Forever] for
 	// ForcedOpen and for an Open breaker whose cool-down is Forever. It is

@@ -1,5 +1,7 @@
 package circuitbreaker
 
+import "sync/atomic"
+
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
 // zero.
 const DefaultProbeRatio = 0.8
@@ -63,4 +65,13 @@ func (s *successRate) Probe(_ Call, p Probes) Verdict {
 		return VerdictReopen
 	}
 	return VerdictPending
+}
+
+// failureRun forwards the Trip tracker's run, so that SuccessRate over
+// Consecutive keeps the free success path.
+func (s *successRate) failureRun() *atomic.Int64 {
+	if r, ok := s.Tracker.(runner); ok {
+		return r.failureRun()
+	}
+	return nil
 }
