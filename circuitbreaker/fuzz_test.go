@@ -180,13 +180,7 @@ func FuzzBreaker(f *testing.F) {
 	f.Add([]byte{2, 1, 1, 0, 0, 0, 0x12, 0x22, 0, 0x34, 0, 0x11, 0x07})
 	f.Add([]byte{0, 0, 2, 3, 0, 0, 0, 0x22, 0, 0x40, 0, 0, 0, 0x10, 0x21, 0x32, 0x05, 0x06})
 	f.Add([]byte{1, 2, 0, 1, 0, 0x26, 0, 0x08, 0, 0x09, 0, 0x13, 0x0a, 0, 0x10})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) < 4 {
-			return
-		}
-		data = data[:min(len(data), 512)] // long inputs add time, not coverage
-		synctest.Test(t, func(t *testing.T) { runModel(t, data) })
-	})
+	fuzzBubble(f, 4, runModel)
 }
 
 func runModel(t *testing.T, data []byte) {
@@ -286,4 +280,16 @@ func nonNil(s []string) []string {
 		return nil
 	}
 	return s
+}
+
+// fuzzBubble fuzzes run with inputs of at least minLen bytes, cut to 512
+// (longer inputs add time, not coverage), each in its own synctest bubble.
+func fuzzBubble(f *testing.F, minLen int, run func(*testing.T, []byte)) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < minLen {
+			return
+		}
+		data = data[:min(len(data), 512)]
+		synctest.Test(t, func(t *testing.T) { run(t, data) })
+	})
 }

@@ -2,7 +2,6 @@ package circuitbreaker_test
 
 import (
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -47,13 +46,7 @@ func (m *windowModel) counters(now time.Duration) circuitbreaker.Counters {
 func FuzzWindow(f *testing.F) {
 	f.Add([]byte{0x03, 0x21, 1, 1, 0, 0x12, 1, 0x26, 1, 1, 0, 3, 1})
 	f.Add([]byte{0x85, 0x32, 0, 1, 0x0a, 1, 0x1a, 0, 1, 0x3e, 1, 1, 0, 1})
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) < 2 {
-			return
-		}
-		data = data[:min(len(data), 512)] // long inputs add time, not coverage
-		synctest.Test(t, func(t *testing.T) { runWindow(t, data) })
-	})
+	fuzzBubble(f, 2, runWindow)
 }
 
 func runWindow(t *testing.T, data []byte) {
