@@ -45,12 +45,13 @@ type KeyedConfig struct {
 // it if full, repeating until it finds one that is not, so dropping costs
 // O(1) per lookup on average and needs no background goroutine.
 //
-// If a new key arrives while MaxKeys keys are held (and the least recently
-// used is not yet full), that key is dropped anyway, and its next call gets
-// a full bucket: a flood of distinct keys can let a key through early, but
-// memory stays bounded. A caller holding a limiter from [Keyed.Limiter]
-// while it is dropped can take at most one token more than the limit
-// allows; the layers take their token right after the lookup.
+// If a new key arrives while MaxKeys keys are held, the least recently used
+// key is dropped even if its bucket is not full, and its next call gets a
+// full bucket: a flood of distinct keys can let a key through early, but
+// memory stays bounded. A limiter dropped between a caller's lookup and its
+// use still hands out tokens to that caller, which the new limiter for the
+// key does not know about; the layers take their token right after the
+// lookup, which makes this window small.
 type Keyed struct {
 	limit   rate.Limit
 	burst   int
