@@ -3,6 +3,7 @@ package circuitbreaker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -500,4 +501,14 @@ func TestBreaker_CB13_BrokenPolicy(t *testing.T) {
 	require.EqualError(t, err, "circuitbreaker: Policy circuitbreaker_test.brokenPolicy returned a nil Tracker")
 	_, err = circuitbreaker.New(circuitbreaker.Config{Policy: brokenPolicy{t: badTimingTracker{}}})
 	require.EqualError(t, err, "circuitbreaker: Policy circuitbreaker_test.brokenPolicy: Tracker.Timing must be TimingNone, TimingNow or TimingLatency, got 7")
+}
+
+func TestStrings(t *testing.T) {
+	assert.Equal(t, "closed open half-open forced-open forced-closed State(9)", fmt.Sprint(
+		circuitbreaker.Closed, circuitbreaker.Open, circuitbreaker.HalfOpen,
+		circuitbreaker.ForcedOpen, circuitbreaker.ForcedClosed, circuitbreaker.State(9)))
+	assert.Equal(t, "pending close reopen Verdict(7)", fmt.Sprint(
+		circuitbreaker.VerdictPending, circuitbreaker.VerdictClose, circuitbreaker.VerdictReopen, circuitbreaker.Verdict(7)))
+	assert.Equal(t, "circuitbreaker: open (retry after 0s)", (&circuitbreaker.OpenError{}).Error())
+	assert.Equal(t, "circuitbreaker: open (until reset or released)", (&circuitbreaker.OpenError{RetryAfter: circuitbreaker.Forever}).Error())
 }

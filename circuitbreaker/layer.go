@@ -33,7 +33,9 @@ type Classifier[Resp any] func(resp Resp, err error) Outcome
 // If the inner call panics, the layer records the failure [ErrPanicked] and
 // the panic continues with its original stack (the layer notices the panic
 // with a "finished normally" flag, as x/sync/singleflight does, and never
-// recovers it) (CB7). A call through a Closed breaker allocates nothing.
+// recovers it) (CB7). Without recovering, a panic cannot be told apart from
+// runtime.Goexit, so an inner call that exits its goroutine is recorded as
+// a failure too. A call through a Closed breaker allocates nothing.
 func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b}
 }
