@@ -50,19 +50,22 @@ type Tracker interface {
 	// Record records one counted outcome of a call admitted in Closed
 	// (c.Outcome is Success or Failure, never Ignored) and reports whether
 	// the breaker must trip to Open. Outcomes from an earlier epoch never
-	// reach Record.
+	// reach Record. The cause of the trip is c.Err for a failure, and the
+	// last failure recorded in this Closed period when a success trips.
 	Record(c Call) (trip bool)
 
 	// Probe judges the probes of the current HalfOpen period after each
 	// probe outcome c. p already includes c. Returning VerdictPending
 	// waits for more probes; VerdictClose closes the breaker; VerdictReopen
-	// opens it again with a fresh cool-down. Ignored probes never reach
-	// Probe.
+	// opens it again with a fresh cool-down (grown, if Config says so). Any
+	// other value counts as VerdictPending. Ignored probes, and probes
+	// whose lease expired, never reach Probe.
 	Probe(c Call, p Probes) Verdict
 
 	// Reset clears the tracker's history. The breaker calls it when it
 	// enters Closed (after a probe verdict, [Breaker.Reset] or a manual
-	// release) and when it enters HalfOpen, with the state being entered.
+	// release, and [Breaker.Reset] while a Switch forces the breaker) and
+	// when it enters HalfOpen, with the state being entered.
 	Reset(entering State)
 
 	// Counters returns the tracker's counters for [Breaker.State]. Fields
