@@ -984,9 +984,6 @@ func TestCompose_TO3_AbandonedAttemptsEndAndReportLate(t *testing.T) {
 // two layers disagree and the retries hammer a dependency the breaker
 // never learns about.
 func TestCompose_CB8_DependencyCancellationIsAFailure(t *testing.T) {
-	t.Skip("BUG: circuitbreaker.Classify (permit.go), used by the layer through Permit.Done, ignores every context.Canceled " +
-		"in the error chain, even while the caller's context is live; CB8 ignores only the caller's cancellation. " +
-		"Expected: 2 calls, breaker Open, raw *OpenError; actual: 5 calls, *retry.ExhaustedError, breaker Closed with 0 failures")
 	synctest.Test(t, func(t *testing.T) {
 		s := stackA(t, stackConfig{
 			total: 10 * time.Second, perAttempt: time.Second,
@@ -1009,10 +1006,6 @@ func TestCompose_CB8_DependencyCancellationIsAFailure(t *testing.T) {
 // same way whatever the failed attempts were: it is the caller's
 // cancellation (CB8: ignored).
 func TestCompose_CB8_CallerCancelDuringBackoffCountsTheSameOutsideRetry(t *testing.T) {
-	t.Skip("BUG: circuitbreaker.Classify (permit.go) tests context.DeadlineExceeded before context.Canceled in the error chain, " +
-		"so in stack B a request cancelled by its caller during a backoff is ignored when the last attempt failed with a plain error " +
-		"but counted as a failure when it timed out (the *retry.ExhaustedError matches both); " +
-		"expected: ignored in both cases (run of failures 0), actual: 0 and 1")
 	for _, tt := range []struct {
 		name    string
 		attempt step

@@ -163,8 +163,8 @@ func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
 // TryAcquire asks to make one call. It never blocks.
 //
 // On success the returned [Permit] must be finished with exactly one of
-// [Permit.Success], [Permit.Failure], [Permit.Ignore] or [Permit.Done]
-// (CB5). A probe permit that is never finished gives up its slot after the
+// [Permit.Success], [Permit.Failure], [Permit.Ignore], [Permit.Done] or
+// [Permit.DoneContext] (CB5). A probe permit that is never finished gives up its slot after the
 // configured ProbeLease (CB6).
 //
 // When the breaker rejects the call the error is an [*OpenError] that

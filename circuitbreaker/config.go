@@ -77,9 +77,10 @@ type Config struct {
 	// [DefaultProbeLease] (one minute). Negative values are an error.
 	ProbeLease time.Duration
 
-	// IsFailure, when set, is asked about every error that [Classify]
-	// counts as a failure when a permit is finished with [Permit.Done]
-	// (and so by the layer from [NewLayer]). Returning false makes the
+	// IsFailure, when set, is asked about every error that the default
+	// classification counts as a failure when a permit is finished with
+	// [Permit.Done] ([Classify]) or [Permit.DoneContext] ([ClassifyContext],
+	// and so by the layer from [NewLayer]). Returning false makes the
 	// error count as a success: it still reaches the caller, but it does
 	// not indicate an unhealthy dependency, and it counts toward closing
 	// from HalfOpen (CB8). It is called concurrently and must be safe for

@@ -15,20 +15,30 @@ var ErrPanicked = errors.New("circuitbreaker: protected call panicked")
 // Classifier judges a finished call from its response and error, for
 // dependencies whose failures are responses rather than errors (an HTTP 503,
 // a gRPC UNAVAILABLE in a reply) (CB8). It must be safe for concurrent use.
-// [Classify] is the default for the error alone.
+//
+// The layer from [NewClassifiedLayer] does not call it for an error
+// returned after the caller cancelled the call's context: that call is
+// Ignored first (see [ClassifyContext]). So a context.Canceled that reaches
+// a Classifier came from the dependency, and CB8 counts it as a Failure;
+// [Classify], which cannot tell whose cancellation it is, would ignore it.
+// A Classifier that keeps the default for errors therefore returns Failure
+// for every non-nil error it does not judge otherwise.
 type Classifier[Resp any] func(resp Resp, err error) Outcome
 
 // NewLayer returns a layer that guards a service with b, classifying each
-// call's error with [Permit.Done] (so with [Classify] and
+// call with [Permit.DoneContext] (so with [ClassifyContext] and
 // [Config.IsFailure]). Layers from the same b share its state: a trip seen
-// through one protects every service it wraps (CB4).
+// through one protects every service it wraps (CB4). Safe for concurrent
+// use.
 //
 // A call through the layer:
 //   - is not made, and not counted, when ctx is already done: it returns
 //     ctx.Err();
 //   - is not made when b rejects it: it returns the [*OpenError] (CB2);
 //   - otherwise calls the inner service and records the outcome; the
-//     response and error are returned unchanged.
+//     response and error are returned unchanged. An error counts as a
+//     failure unless the caller cancelled ctx while the call ran (then it
+//     is ignored, CB8) or IsFailure says it does not.
 //
 // If the inner call panics, the layer records the failure [ErrPanicked] and
 // the panic continues with its original stack (the layer notices the panic
@@ -41,9 +51,15 @@ func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
 }
 
 // NewClassifiedLayer is [NewLayer] with classify judging each finished call
-// instead of [Permit.Done]; [Config.IsFailure] is not consulted. Use it
-// when a response can mean the dependency is unhealthy, for example to count
-// an HTTP 503 as a failure.
+// instead of [Permit.DoneContext]; [Config.IsFailure] is not consulted. Use
+// it when a response can mean the dependency is unhealthy, for example to
+// count an HTTP 503 as a failure.
+//
+// The caller's cancellation comes before classify: an error returned after
+// the caller cancelled ctx is ignored without calling classify (the caller
+// gave up; the response or error says nothing about the dependency). A call
+// that returned a nil error is always given to classify, cancelled or not:
+// its response is a real answer.
 func NewClassifiedLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b, classify: classify}
 }
@@ -79,9 +95,12 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	}()
 	resp, err = s.inner.Call(ctx, req)
 	normal = true
-	if s.classify == nil {
-		p.Done(err)
-	} else {
+	switch {
+	case s.classify == nil:
+		p.DoneContext(ctx, err)
+	case ClassifyContext(ctx, err) == Ignored:
+		p.Ignore() // the caller gave up: classify is not asked
+	default:
 		p.finish(s.classify(resp, err), err)
 	}
 	return resp, err

@@ -185,3 +185,233 @@ func TestLayer_ResultsPassThrough(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ok:x", resp)
 }
+
+// errAttemptTimedOut matches both context errors, as a retry exhaustion
+// does whose last attempt timed out and whose caller then cancelled.
+var errAttemptTimedOut = errors.Join(fmt.Errorf("attempt: %w", context.DeadlineExceeded), context.Canceled)
+
+func TestClassifyContext_CB8_Defaults(t *testing.T) {
+	live := context.Background()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
+	depCanceled := fmt.Errorf("stream reset: %w", context.Canceled)
+	tests := []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want circuitbreaker.Outcome
+	}{
+		{name: "live nil", ctx: live, err: nil, want: circuitbreaker.Success},
+		{name: "live dependency canceled", ctx: live, err: depCanceled, want: circuitbreaker.Failure},
+		{name: "live deadline", ctx: live, err: context.DeadlineExceeded, want: circuitbreaker.Failure},
+		{name: "live other", ctx: live, err: errBoom, want: circuitbreaker.Failure},
+		{name: "cancelled nil", ctx: cancelled, err: nil, want: circuitbreaker.Success},
+		{name: "cancelled canceled", ctx: cancelled, err: context.Canceled, want: circuitbreaker.Ignored},
+		{name: "cancelled timed-out attempt", ctx: cancelled, err: errAttemptTimedOut, want: circuitbreaker.Ignored},
+		{name: "cancelled other", ctx: cancelled, err: errBoom, want: circuitbreaker.Ignored},
+		{name: "expired nil", ctx: expired, err: nil, want: circuitbreaker.Success},
+		{name: "expired deadline", ctx: expired, err: context.DeadlineExceeded, want: circuitbreaker.Failure},
+		{name: "expired canceled", ctx: expired, err: depCanceled, want: circuitbreaker.Failure},
+		{name: "expired other", ctx: expired, err: errBoom, want: circuitbreaker.Failure},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, circuitbreaker.ClassifyContext(tt.ctx, tt.err))
+		})
+	}
+	// Without the context, the same errors are judged from their chain.
+	assert.Equal(t, circuitbreaker.Ignored, circuitbreaker.Classify(depCanceled))
+	assert.Equal(t, circuitbreaker.Failure, circuitbreaker.Classify(errAttemptTimedOut))
+}
+
+// returning is a backend that returns err; when cancel is set, it first
+// cancels the caller's context, as a caller who gives up while the call
+// runs.
+func returning(cancel context.CancelFunc, err error) rampart.Service[string, string] {
+	return rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+		if cancel != nil {
+			cancel()
+		}
+		return "", err
+	})
+}
+
+func TestLayer_CB8_DependencyCancellationIsAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
+		reset := fmt.Errorf("stream reset: %w", context.Canceled)
+		svc := guard(b, returning(nil, reset))
+
+		_, err := svc.Call(t.Context(), "x")
+		assert.Same(t, reset, err, "the error reaches the caller unchanged")
+		assert.Equal(t, 1, b.State().Counters.ConsecutiveFailures, "the caller's context is live: the dependency failed")
+		_, err = svc.Call(t.Context(), "x")
+		assert.Same(t, reset, err)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: reset}, b.State())
+	})
+}
+
+func TestLayer_CB8_DependencyCancellationFailsAProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		reset := fmt.Errorf("stream reset: %w", context.Canceled)
+		_, err := guard(b, returning(nil, reset)).Call(t.Context(), "x")
+		assert.Same(t, reset, err)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Second, Cause: reset}, b.State(),
+			"the probe failed and re-opened the breaker")
+	})
+}
+
+func TestLayer_CB8_CallerCancellationIsIgnoredWhateverTheError(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+	}{
+		{name: "canceled", err: context.Canceled},
+		{name: "plain error", err: errBoom},
+		{name: "timed-out attempt", err: errAttemptTimedOut},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+			fail(t, b, 1, errBoom)
+			ctx, cancel := context.WithCancel(t.Context())
+			_, err := guard(b, returning(cancel, tt.err)).Call(ctx, "x")
+			assert.Same(t, tt.err, err)
+			assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{ConsecutiveFailures: 1}}, b.State(),
+				"the caller gave up: not counted")
+		})
+	}
+}
+
+func TestLayer_CB8_CallerCancellationFreesAProbeSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := guard(b, returning(cancel, errAttemptTimedOut)).Call(ctx, "x")
+		assert.Same(t, errAttemptTimedOut, err)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State(),
+			"no verdict, and the slot is free")
+	})
+}
+
+func TestLayer_CB8_SuccessAfterCallerCancellationCounts(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+	fail(t, b, 1, errBoom)
+	ctx, cancel := context.WithCancel(t.Context())
+	_, err := guard(b, returning(cancel, nil)).Call(ctx, "x")
+	require.NoError(t, err)
+	assert.Equal(t, 0, b.State().Counters.ConsecutiveFailures, "the dependency answered: a success resets the run")
+}
+
+func TestLayer_CB8_ExpiredDeadlineIsAFailureWhateverTheError(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// call runs the backend under ctx and returns its error.
+		call func(ctx context.Context) error
+	}{
+		{
+			// The caller's deadline passes while the dependency works; the
+			// dependency's client reports it as a cancellation of its own.
+			name: "caller's deadline",
+			call: func(ctx context.Context) error {
+				<-ctx.Done()
+				return fmt.Errorf("request aborted: %w", context.Canceled)
+			},
+		},
+		{
+			// A timeout layer inside the breaker: its deadline, not the
+			// caller's, expires.
+			name: "inner timeout",
+			call: func(ctx context.Context) error {
+				ctx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				<-ctx.Done()
+				return ctx.Err()
+			},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+				fail(t, b, 1, errBoom)
+				svc := guard(b, rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+					return "", tt.call(ctx)
+				}))
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+				defer cancel()
+				start := time.Now()
+				_, err := svc.Call(ctx, "x")
+				require.Error(t, err)
+				assert.LessOrEqual(t, time.Since(start), 2*time.Second)
+				assert.Equal(t, circuitbreaker.Open, b.State().State, "the dependency did not answer in time: a failure")
+			})
+		})
+	}
+}
+
+func TestPermit_CB8_DoneContext(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{
+		Policy:    circuitbreaker.Consecutive{Failures: 5},
+		IsFailure: func(err error) bool { return !errors.Is(err, errNotFound) },
+	})
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	done := func(ctx context.Context, err error) bool {
+		p, aerr := b.TryAcquire()
+		require.NoError(t, aerr)
+		return p.DoneContext(ctx, err)
+	}
+	assert.True(t, done(t.Context(), context.Canceled), "the dependency's cancellation counts")
+	assert.True(t, done(t.Context(), errBoom))
+	assert.Equal(t, 2, b.State().Counters.ConsecutiveFailures)
+	assert.False(t, done(cancelled, errBoom), "the caller's cancellation is ignored")
+	assert.Equal(t, 2, b.State().Counters.ConsecutiveFailures)
+	assert.True(t, done(t.Context(), errNotFound), "IsFailure turns it into a success")
+	assert.Equal(t, 0, b.State().Counters.ConsecutiveFailures)
+
+	var zero circuitbreaker.Permit
+	assert.False(t, zero.DoneContext(t.Context(), errBoom), "the zero Permit is finished already")
+}
+
+func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Second)
+		asked := 0
+		classify := func(r httpResp, err error) circuitbreaker.Outcome {
+			asked++
+			if err != nil || r.status >= 500 {
+				return circuitbreaker.Failure
+			}
+			return circuitbreaker.Success
+		}
+		stack := func(status int, err error, cancel context.CancelFunc) rampart.Service[string, httpResp] {
+			return rampart.NewBuilder[string, httpResp]().
+				Layer(circuitbreaker.NewClassifiedLayer[string, httpResp](b, classify)).
+				Service(rampart.ServiceFunc[string, httpResp](func(context.Context, string) (httpResp, error) {
+					cancel()
+					return httpResp{status: status}, err
+				}))
+		}
+
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := stack(0, errBoom, cancel).Call(ctx, "x")
+		assert.Same(t, errBoom, err)
+		assert.Equal(t, 0, asked, "the caller gave up: the classifier is not asked")
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State(), "the probe slot is free")
+
+		ctx, cancel = context.WithCancel(t.Context())
+		resp, err := stack(200, nil, cancel).Call(ctx, "x")
+		require.NoError(t, err)
+		assert.Equal(t, 200, resp.status)
+		assert.Equal(t, 1, asked, "a response is judged even though the caller cancelled")
+		assert.Equal(t, circuitbreaker.Closed, b.State().State, "the probe succeeded")
+	})
+}

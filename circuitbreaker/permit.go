@@ -8,8 +8,8 @@ import (
 
 // Permit is the right to make one call, issued by [Breaker.TryAcquire]
 // (CB5). Finish it with exactly one of [Permit.Success], [Permit.Failure],
-// [Permit.Ignore] or [Permit.Done]; finishing it again is a no-op that
-// returns false.
+// [Permit.Ignore], [Permit.Done] or [Permit.DoneContext]; finishing it
+// again is a no-op that returns false.
 //
 // A Permit is a value: issuing one allocates nothing. Keep it in a variable
 // and call its methods on that variable; do not copy a Permit (go vet
@@ -53,18 +53,41 @@ func (p *Permit) Failure(err error) bool { return p.finish(Failure, err) }
 func (p *Permit) Ignore() { p.finish(Ignored, nil) }
 
 // Done classifies err with [Classify] and [Config.IsFailure] (CB8) and
-// records the result: a nil error is a success, context.Canceled is
-// ignored, any other error is a failure unless IsFailure says it is not, in
-// which case it is a success. It reports whether the outcome counted (an
-// ignored outcome never counts).
+// records the result: a nil error is a success, an error matching
+// context.Canceled is ignored, any other error is a failure unless
+// IsFailure says it is not, in which case it is a success. It reports
+// whether the outcome counted (an ignored outcome never counts).
+//
+// Done sees only the error, so it cannot tell the caller's cancellation
+// from a dependency's: it ignores both. Prefer [Permit.DoneContext] when the
+// call's context is at hand.
 func (p *Permit) Done(err error) bool {
 	if err == nil {
 		return p.Success()
 	}
+	return p.classified(Classify(err), err)
+}
+
+// DoneContext is [Permit.Done] for a call made with ctx: it classifies err
+// with [ClassifyContext], so only the caller's own cancellation of ctx is
+// ignored, and a context.Canceled that came from the dependency is a
+// failure (CB8). [Config.IsFailure] is asked about failures as in Done. It
+// reports whether the outcome counted. A nil err is a success and ctx is
+// then not consulted. The layer from [NewLayer] finishes its permits with
+// DoneContext.
+func (p *Permit) DoneContext(ctx context.Context, err error) bool {
+	if err == nil {
+		return p.Success()
+	}
+	return p.classified(ClassifyContext(ctx, err), err)
+}
+
+// classified records the default outcome o of err, asking IsFailure about
+// a failure.
+func (p *Permit) classified(o Outcome, err error) bool {
 	if p.b == nil {
 		return false
 	}
-	o := Classify(err)
 	if o == Failure && p.b.set.isFailure != nil && !p.b.set.isFailure(err) {
 		o = Success
 	}
@@ -119,13 +142,18 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }
 
-// Classify is the default classification of a call's error (CB8): nil is a
-// Success; an error matching [context.Canceled] is Ignored (the caller gave
-// up, the dependency did nothing wrong); an error matching
-// [context.DeadlineExceeded] is a Failure (the dependency did not answer in
-// the time it had, whether the deadline was the caller's or a timeout
-// layer's); any other error is a Failure. A call whose context was done
-// before it started is not made by the layer and never reaches Classify.
+// Classify is the default classification of a call's error when the call's
+// context is not known (CB8), used by [Permit.Done]: nil is a Success; an
+// error matching [context.DeadlineExceeded] is a Failure (the dependency did
+// not answer in the time it had, whether the deadline was the caller's or a
+// timeout layer's); an error matching [context.Canceled] (and not
+// DeadlineExceeded) is Ignored, on the presumption that the caller gave up;
+// any other error is a Failure.
+//
+// From the error alone the caller's cancellation cannot be told apart from
+// a dependency's (a reset stream, a cancelled sub-request), nor a caller
+// who cancelled after an attempt timed out from a deadline: [ClassifyContext]
+// decides both from the context, and is what the layer uses.
 func Classify(err error) Outcome {
 	switch {
 	case err == nil:
@@ -133,6 +161,32 @@ func Classify(err error) Outcome {
 	case errors.Is(err, context.DeadlineExceeded):
 		return Failure
 	case errors.Is(err, context.Canceled):
+		return Ignored
+	}
+	return Failure
+}
+
+// ClassifyContext is the default classification of a call made with ctx
+// (CB8), used by the layer from [NewLayer] and by [Permit.DoneContext]. It
+// is to be called when the call has returned:
+//   - a nil err is a Success, whatever ctx says: the dependency answered;
+//   - an error while the caller has cancelled ctx (ctx.Err() matches
+//     [context.Canceled]) is Ignored, whatever the error's chain holds (a
+//     retry exhaustion that wraps an earlier timeout, say): the caller gave
+//     up, the dependency did nothing wrong;
+//   - any other error is a Failure: an expired deadline, the caller's or a
+//     timeout layer's (the dependency did not answer in the time it had),
+//     and a context.Canceled that did not come from ctx, which is the
+//     dependency's own failure.
+//
+// A call whose context was done before it started is not made by the layer
+// and never classified. Safe for concurrent use; it reads ctx.Err() only
+// for a non-nil err.
+func ClassifyContext(ctx context.Context, err error) Outcome {
+	switch {
+	case err == nil:
+		return Success
+	case errors.Is(ctx.Err(), context.Canceled):
 		return Ignored
 	}
 	return Failure
