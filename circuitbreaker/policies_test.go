@@ -139,6 +139,44 @@ func TestPolicy_CB12_SlowCalls(t *testing.T) {
 	})
 }
 
+// Judged on latency alone, a probe that failed fast would close a breaker
+// with only a slow-call policy: a failed probe counts as a bad one.
+func TestPolicy_CB12_SlowCallsFailedProbeDoesNotClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
+			ResetTimeout: time.Minute,
+		})
+		timed(t, b, time.Second)
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+
+		time.Sleep(time.Minute)
+		fail(t, b, 1, errBoom) // fast, but failed
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: errBoom}, b.State(),
+			"the failed probe re-opened the breaker")
+
+		time.Sleep(time.Minute)
+		timed(t, b, 10*time.Millisecond)
+		assert.Equal(t, circuitbreaker.Closed, b.State().State, "a fast success closes")
+	})
+}
+
+func TestPolicy_CB12_SlowCallsFailedProbesCountAsBad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}, Ratio: 0.5},
+			ResetTimeout: time.Minute,
+			MaxProbes:    4,
+		})
+		timed(t, b, time.Second)
+		time.Sleep(time.Minute)
+		outcomes(t, b, "SSF") // 1 bad of 4 so far
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		fail(t, b, 1, errBoom) // 2 bad of 4: the ratio is reached
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+	})
+}
+
 func TestPolicy_CB12_SuccessRateProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{

@@ -112,11 +112,15 @@ const DefaultSlowCallThreshold = time.Minute
 // monotonic clock from the permit being issued to its outcome, whether it
 // succeeded or failed. It is resilience4j's slow-call rate threshold: a
 // dependency that answers, but too slowly, is unhealthy too. Failures alone
-// never trip it; combine it with [FailureRate] through [Any] for both.
+// never trip it from Closed (they count only in HalfOpen, see below);
+// combine it with [FailureRate] through [Any] for both.
 //
 // In HalfOpen it judges the first MaxProbes probes: the breaker re-opens if
-// their slow ratio reaches Ratio and closes otherwise, deciding as soon as
-// the outcome is certain.
+// the ratio of bad probes among them reaches Ratio and closes otherwise,
+// deciding as soon as the outcome is certain. A probe is bad when it was
+// slow or when it failed, however fast: a probe that failed has not shown
+// the dependency healthy, so a fast failure cannot close the breaker (with
+// MaxProbes 1, a failed probe re-opens it).
 //
 // It reads the clock twice per call (when the permit is issued and when its
 // outcome is recorded) and every outcome takes the breaker's lock.
@@ -155,7 +159,7 @@ type slowCalls struct {
 	w          *window
 	ratio      float64
 	threshold  time.Duration
-	slow, fast int // probes of the current HalfOpen period
+	bad, good  int // probes of the current HalfOpen period
 }
 
 func (s *slowCalls) Timing() Timing     { return TimingLatency }
@@ -174,18 +178,20 @@ func (s *slowCalls) Record(c Call) bool {
 	return t.Calls >= s.w.minCalls && reached(t.SlowCalls, t.Calls, s.ratio)
 }
 
+// Probe counts a failed probe as bad whatever its latency: judged on
+// latency alone, a probe that failed fast would close the breaker.
 func (s *slowCalls) Probe(c Call, p Probes) Verdict {
-	if c.Latency >= s.threshold {
-		s.slow++
+	if c.Outcome == Failure || c.Latency >= s.threshold {
+		s.bad++
 	} else {
-		s.fast++
+		s.good++
 	}
-	return ratioVerdict(s.slow, s.fast, p.Max, s.ratio)
+	return ratioVerdict(s.bad, s.good, p.Max, s.ratio)
 }
 
 func (s *slowCalls) Reset(State) {
 	s.w.reset()
-	s.slow, s.fast = 0, 0
+	s.bad, s.good = 0, 0
 }
 
 func (s *slowCalls) Counters() Counters { return s.w.totals(nowIf(s.w)) }
