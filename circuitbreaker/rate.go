@@ -156,10 +156,10 @@ func (s SlowCalls) NewTracker() (Tracker, error) {
 }
 
 type slowCalls struct {
-	w          *window
-	ratio      float64
-	threshold  time.Duration
-	bad, good  int // probes of the current HalfOpen period
+	w         *window
+	ratio     float64
+	threshold time.Duration
+	bad, good int // probes of the current HalfOpen period
 }
 
 func (s *slowCalls) Timing() Timing     { return TimingLatency }
