@@ -162,12 +162,36 @@ func (r *results) columns(scenario string) []column {
 
 func (r *results) write(w io.Writer) {
 	cpu := cmp.Or(r.config["cpumodel"], r.config["cpu"])
-	fmt.Fprintf(w, "Machine: %s, %s/%s, nproc %s; %s.\n\n",
-		cpu, r.config["goos"], r.config["goarch"], r.config["nproc"], r.config["go"])
-	for _, s := range r.order {
+	fmt.Fprintf(w, "rampart commit %s. Machine: %s, %s/%s, nproc %s; %s.\n\n",
+		r.config["commit"], cpu, r.config["goos"], r.config["goarch"], r.config["nproc"], r.config["go"])
+	for _, s := range r.scenarios() {
 		r.writeScenario(w, s)
 	}
 	r.writeTargets(w)
+}
+
+// order is the order of the scenarios in the README: the breaker, its
+// policies, retry, timeout, budget, then the reference rows. Scenarios not
+// listed follow in the order they were run.
+var order = []string{
+	"ClosedSuccess", "ClosedFail10", "OpenReject", "CountWindow", "TimeWindow", "SlowCalls",
+	"RetrySuccess", "RetryStack", "Timeout", "TimeoutStack", "BudgetDeposit", "BudgetWithdraw", "Clock",
+}
+
+// scenarios returns the scenarios of r in README order.
+func (r *results) scenarios() []string {
+	var s []string
+	for _, name := range order {
+		if slices.Contains(r.order, name) {
+			s = append(s, name)
+		}
+	}
+	for _, name := range r.order {
+		if !slices.Contains(order, name) {
+			s = append(s, name)
+		}
+	}
+	return s
 }
 
 // writeScenario writes one scenario's table: for each column (serial,
@@ -197,7 +221,11 @@ func (r *results) writeScenario(w io.Writer, scenario string) {
 		}
 		c := cell{scenario, name, base.parallel, base.procs}
 		ns := r.ns(c)
-		fmt.Fprintf(w, " %s | %s | %s | %s |\n", ratio(ns, floor), ratio(ns, ours),
+		faster := "–" // rampart against itself or the floor says nothing
+		if name != "floor" && !strings.HasPrefix(name, "rampart") {
+			faster = ratio(ns, ours)
+		}
+		fmt.Fprintf(w, " %s | %s | %s | %s |\n", ratio(ns, floor), faster,
 			count(r.medians[c]["B/op"]), count(r.medians[c]["allocs/op"]))
 	}
 	fmt.Fprintln(w)

@@ -114,6 +114,10 @@ func (r *results) writeTargets(w io.Writer) {
 		if t.unit == "allocs" {
 			format = count
 		}
-		fmt.Fprintf(w, "| %s | %s %s | %s %s | %s |\n", t.what, format(m), t.unit, format(l), t.unit, verdict)
+		unit := " " + t.unit
+		if t.unit == "×" {
+			unit = t.unit
+		}
+		fmt.Fprintf(w, "| %s | %s%s | %s%s | %s |\n", t.what, format(m), unit, format(l), unit, verdict)
 	}
 }
