@@ -23,7 +23,9 @@ func BenchmarkClosedFail10(b *testing.B)          { closedFail10().run(b, false)
 func BenchmarkClosedFail10Parallel(b *testing.B)  { closedFail10().run(b, true) }
 
 func closedSuccess() scenario {
-	return scenario{want: allSucceed, contenders: closedContenders(5)}
+	// The other built-in policies' success path, for comparison; their
+	// 10%-failure costs are in CountWindow, TimeWindow and SlowCalls.
+	return scenario{want: allSucceed, contenders: append(closedContenders(5), rampartPolicies()...)}
 }
 
 func closedFail10() scenario {

@@ -23,11 +23,18 @@ func BenchmarkTimeWindowParallel(b *testing.B)  { timeWindow().run(b, true) }
 func BenchmarkSlowCalls(b *testing.B)           { slowCalls().run(b, false) }
 func BenchmarkSlowCallsParallel(b *testing.B)   { slowCalls().run(b, true) }
 
+// rampart's policies in these scenarios (and in ClosedSuccess).
+var (
+	countWindowPolicy = circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 100}, Ratio: 0.5}
+	timeWindowPolicy  = circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: window, Buckets: 10, MinCalls: 20}, Ratio: 0.5}
+	slowCallsPolicy   = circuitbreaker.SlowCalls{Threshold: time.Second}
+)
+
 // countWindow: trip when half of the last 100 calls failed.
 func countWindow() scenario {
 	return scenario{failEvery: 10, want: tenthFails, contenders: []contender{
 		floor,
-		rampartPolicy(circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 100}, Ratio: 0.5}),
+		rampartPolicy("rampart", countWindowPolicy),
 		{name: "failsafe", newLayer: func(*testing.B) rampart.Layer[Req, Resp] {
 			cb := fscircuitbreaker.NewBuilder[Resp]().WithFailureThresholdRatio(50, 100).WithDelay(time.Minute).Build()
 			return failsafeLayer(failsafe.With[Resp](cb))
@@ -40,7 +47,7 @@ func countWindow() scenario {
 func timeWindow() scenario {
 	return scenario{failEvery: 10, want: tenthFails, contenders: []contender{
 		floor,
-		rampartPolicy(circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: window, Buckets: 10, MinCalls: 20}, Ratio: 0.5}),
+		rampartPolicy("rampart", timeWindowPolicy),
 		{name: "gobreaker", newLayer: func(*testing.B) rampart.Layer[Req, Resp] {
 			return gobreakerLayer(gobreaker.NewCircuitBreaker[Resp](gobreaker.Settings{
 				Name:         "bench",
@@ -63,6 +70,6 @@ func timeWindow() scenario {
 func slowCalls() scenario {
 	return scenario{failEvery: 10, want: tenthFails, contenders: []contender{
 		floor,
-		rampartPolicy(circuitbreaker.SlowCalls{Threshold: time.Second}),
+		rampartPolicy("rampart", slowCallsPolicy),
 	}}
 }

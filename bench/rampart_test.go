@@ -29,6 +29,17 @@ func rampartClosed() []contender {
 	}
 }
 
+// rampartPolicies returns rampart's layer with each of the other built-in
+// policies, configured as in CountWindow, TimeWindow and SlowCalls, named
+// rampart-count, rampart-time and rampart-slow.
+func rampartPolicies() []contender {
+	return []contender{
+		rampartPolicy("rampart-count", countWindowPolicy),
+		rampartPolicy("rampart-time", timeWindowPolicy),
+		rampartPolicy("rampart-slow", slowCallsPolicy),
+	}
+}
+
 func rampartOpen() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
 		layer := circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{ResetTimeout: coolDown}))
@@ -68,9 +79,10 @@ func rampartTimeoutStack() []contender {
 	}}}
 }
 
-// rampartPolicy returns rampart's layer guarding with a breaker of policy p.
-func rampartPolicy(p circuitbreaker.Policy) contender {
-	return contender{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
+// rampartPolicy returns the contender name: rampart's layer guarding with
+// a breaker of policy p.
+func rampartPolicy(name string, p circuitbreaker.Policy) contender {
+	return contender{name: name, newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
 		return circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{Policy: p}))
 	}}
 }
