@@ -51,5 +51,7 @@
 // callers rejected within the same millisecond share one [*OpenError],
 // whose RetryAfter is therefore rounded up to a whole millisecond (never
 // early). Rate policies take the lock for every outcome, as their window
-// must see successes too.
+// must see successes too, with one exception: a success into a full count
+// window of [FailureRate] that holds no failure changes nothing, and costs
+// one atomic load.
 package circuitbreaker

@@ -45,6 +45,55 @@ func TestPolicy_CB12_FailureRateCountWindow(t *testing.T) {
 	})
 }
 
+// A success into a full count window with no failure is counted without
+// the lock (WantsSuccess is false) and changes nothing: the counters, and
+// the order in which later calls leave the window, stay exact.
+func TestPolicy_CB12_FailureRateCleanCountWindow(t *testing.T) {
+	tr, err := circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4, MinCalls: 1}, Ratio: 0.5}.NewTracker()
+	require.NoError(t, err)
+	for range 3 {
+		tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+		assert.True(t, tr.WantsSuccess(), "the window is not full")
+	}
+	tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+	assert.False(t, tr.WantsSuccess(), "full of successes")
+	tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Failure})
+	assert.True(t, tr.WantsSuccess(), "a failure is in the window")
+	for range 3 {
+		tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+		assert.True(t, tr.WantsSuccess(), "the failure is still in the window")
+	}
+	tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+	assert.False(t, tr.WantsSuccess(), "the failure left the window")
+	tr.Reset(circuitbreaker.Closed)
+	assert.True(t, tr.WantsSuccess(), "an empty window is not full")
+
+	timed, err := circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: time.Second}}.NewTracker()
+	require.NoError(t, err)
+	assert.True(t, timed.WantsSuccess(), "a time window counts every success")
+
+	b := newBreaker(t, circuitbreaker.Config{
+		Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4, MinCalls: 1}, Ratio: 0.5},
+	})
+	outcomes(t, b, "SSSSSSS") // the last three are counted without the lock
+	assert.Equal(t, circuitbreaker.Counters{Calls: 4}, b.State().Counters)
+	outcomes(t, b, "F")
+	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters)
+	outcomes(t, b, "SSS")
+	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters, "window: F S S S")
+	outcomes(t, b, "S")
+	assert.Equal(t, circuitbreaker.Counters{Calls: 4}, b.State().Counters, "the failure left after exactly four calls")
+	outcomes(t, b, "SF")
+	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters)
+	outcomes(t, b, "F")
+	assert.Equal(t, circuitbreaker.Open, b.State().State, "2 of 4 failed")
+	// Any asks every policy: a clean count window and a zero run skip the lock.
+	anyT, err := circuitbreaker.Any(circuitbreaker.Consecutive{}, circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 1}}).NewTracker()
+	require.NoError(t, err)
+	anyT.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+	assert.False(t, anyT.WantsSuccess())
+}
+
 func TestPolicy_CB12_FailureRateMinCallsAndSliding(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{
 		Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4}, Ratio: 0.5},

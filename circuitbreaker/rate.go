@@ -2,6 +2,7 @@ package circuitbreaker
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,9 +22,11 @@ const DefaultRatio = 0.5
 // failure ratio reaches Ratio and closes otherwise, deciding as soon as the
 // outcome is certain.
 //
-// Every outcome takes the breaker's lock (the window must see successes
-// too); a count window reads no clock, a time window reads it once per
-// outcome.
+// A failure takes the breaker's lock. A success takes it too, as the window
+// must see successes, except in a full count window that holds no failure:
+// there a success would only replace a success, so the breaker counts it
+// with one atomic load and no lock. A count window reads no clock, a time
+// window reads it once per outcome.
 type FailureRate struct {
 	// Window is the stretch of calls judged; the zero Window is the last
 	// 100 calls.
@@ -51,10 +54,19 @@ func (f FailureRate) NewTracker() (Tracker, error) {
 type failureRate struct {
 	w     *window
 	ratio float64
+	// clean is w.clean(), kept for WantsSuccess, which runs without the
+	// breaker's lock. It is written only under the lock, after every
+	// change to w.
+	clean atomic.Bool
 }
 
-func (f *failureRate) Timing() Timing     { return timingOf(f.w) }
-func (f *failureRate) WantsSuccess() bool { return true }
+func (f *failureRate) Timing() Timing { return timingOf(f.w) }
+
+// WantsSuccess is false while the count window is full and holds no
+// failure: a success would evict a success and change nothing, not even
+// the order of the window, whose calls are all alike. A failure racing with
+// this load is ordered after the success, which is a valid linearization.
+func (f *failureRate) WantsSuccess() bool { return !f.clean.Load() }
 
 func (f *failureRate) Record(c Call) bool {
 	var flags uint8
@@ -62,6 +74,7 @@ func (f *failureRate) Record(c Call) bool {
 		flags = flagFailure
 	}
 	f.w.add(c.Now, flags)
+	f.clean.Store(f.w.clean())
 	t := f.w.totals(c.Now)
 	return t.Calls >= f.w.minCalls && reached(t.Failures, t.Calls, f.ratio)
 }
@@ -70,7 +83,10 @@ func (f *failureRate) Probe(_ Call, p Probes) Verdict {
 	return ratioVerdict(p.Failed, p.Succeeded, p.Max, f.ratio)
 }
 
-func (f *failureRate) Reset(State) { f.w.reset() }
+func (f *failureRate) Reset(State) {
+	f.w.reset()
+	f.clean.Store(false)
+}
 
 func (f *failureRate) Counters() Counters { return f.w.totals(nowIf(f.w)) }
 

@@ -143,6 +143,12 @@ func (w *window) add(now time.Time, flags uint8) {
 	b.slow += slow
 }
 
+// clean reports whether w is a full count window of calls that neither
+// failed nor were slow: adding such a call to it changes nothing.
+func (w *window) clean() bool {
+	return !w.timed() && w.n == len(w.ring) && w.failures == 0 && w.slow == 0
+}
+
 // index returns the number of the bucket interval that holds now.
 func (w *window) index(now time.Time) int64 {
 	return max(0, int64(now.Sub(w.base))) / w.width
