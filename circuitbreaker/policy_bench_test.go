@@ -18,6 +18,7 @@ var benchPolicies = []struct {
 	{name: "Consecutive", policy: circuitbreaker.Consecutive{}},
 	{name: "FailureRateCount", policy: circuitbreaker.FailureRate{}},
 	{name: "FailureRateTime", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 10 * time.Second}}},
+	{name: "FailureRateTime1000Buckets", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 1000}}},
 	{name: "SlowCalls", policy: circuitbreaker.SlowCalls{Threshold: time.Hour}},
 	{name: "SuccessRate", policy: circuitbreaker.SuccessRate{}},
 	{name: "Any", policy: circuitbreaker.Any(

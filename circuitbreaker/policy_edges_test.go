@@ -237,3 +237,38 @@ func TestPolicies_CB11_AnyCounters(t *testing.T) {
 		}}, b.State())
 	})
 }
+
+// The time window keeps running totals. Outcomes may reach it out of
+// order (the clock is read before the breaker's lock is taken): a late
+// outcome still in the window counts in its own bucket, one whose bucket
+// has already left does not count, and no bucket leaves twice.
+func TestPolicies_CB12_TimeWindowOutOfOrderOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr, err := circuitbreaker.FailureRate{
+			Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 10, MinCalls: 100},
+		}.NewTracker()
+		require.NoError(t, err)
+		base := time.Now()
+		record := func(o circuitbreaker.Outcome, at time.Duration) circuitbreaker.Counters {
+			t.Helper()
+			require.False(t, tr.Record(circuitbreaker.Call{Outcome: o, Now: base.Add(at)}), "never trips below MinCalls")
+			return tr.Counters()
+		}
+		s, f := circuitbreaker.Success, circuitbreaker.Failure
+		assert.Equal(t, circuitbreaker.Counters{Calls: 1, Failures: 1}, record(f, 0))
+		assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, record(s, 5*time.Second))
+		assert.Equal(t, circuitbreaker.Counters{Calls: 3, Failures: 1}, record(s, 2*time.Second), "late, in the window")
+		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 2}, record(f, 9999*time.Millisecond))
+		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, record(s, 10500*time.Millisecond),
+			"bucket 0 left: its failure with it")
+		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, record(f, 500*time.Millisecond),
+			"late, and its bucket has left: not counted")
+		assert.Equal(t, circuitbreaker.Counters{Calls: 3, Failures: 1}, record(s, 15500*time.Millisecond),
+			"buckets 2 and 5 left")
+		assert.Equal(t, circuitbreaker.Counters{Calls: 1}, record(s, 100*time.Second), "a gap: every bucket left")
+		time.Sleep(111 * time.Second)
+		assert.Equal(t, circuitbreaker.Counters{}, tr.Counters(), "reading the counters moves the window on")
+		tr.Reset(circuitbreaker.Closed)
+		assert.Equal(t, circuitbreaker.Counters{Calls: 1, Failures: 1}, record(f, 112*time.Second))
+	})
+}

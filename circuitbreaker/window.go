@@ -55,19 +55,29 @@ const (
 type window struct {
 	minCalls int
 
-	// Count window: a ring of the last len(ring) calls' flags, with totals.
-	ring                  []uint8
-	next, n               int
+	// calls, failures and slow are the totals of the window: of the ring,
+	// or of the buckets numbered head-len(buckets)+1 to head. They are kept
+	// up to date as calls enter and leave, so that judging the window costs
+	// nothing.
 	calls, failures, slow int
 
-	// Time window: rolling buckets of width nanoseconds.
+	// Count window: a ring of the last len(ring) calls' flags.
+	ring    []uint8
+	next, n int
+
+	// Time window: rolling buckets of width nanoseconds. The bucket
+	// numbered k (the k-th width-long interval since base) lives at
+	// buckets[k%len(buckets)]; a slot whose idx is not in the window holds
+	// nothing that the totals count. head is the newest bucket number the
+	// window has reached.
 	buckets []bucket
 	width   int64
 	base    time.Time
+	head    int64
 }
 
 type bucket struct {
-	idx                   int64 // which width-long interval since base
+	idx                   int64 // the bucket number, math.MinInt64 when empty
 	calls, failures, slow int
 }
 
@@ -114,10 +124,27 @@ func newWindow(field string, w Window) (*window, error) {
 // timed reports whether this is a time window, which needs Call.Now.
 func (w *window) timed() bool { return w.buckets != nil }
 
-// add records one call with flags at now (ignored by a count window).
+// add records one call with flags at now (ignored by a count window). In a
+// time window it costs O(1), amortised over the buckets the window moves
+// through; a call whose bucket has already left the window (its clock was
+// read before a concurrent call moved the window on by a whole Period) is
+// not counted.
 func (w *window) add(now time.Time, flags uint8) {
-	calls, failures, slow := 1, int(flags&flagFailure), int(flags&flagSlow)>>1
-	if !w.timed() {
+	failures, slow := int(flags&flagFailure), int(flags&flagSlow)>>1
+	if w.timed() {
+		idx := w.index(now)
+		w.advance(idx)
+		if idx <= w.head-int64(len(w.buckets)) {
+			return
+		}
+		b := &w.buckets[idx%int64(len(w.buckets))]
+		if b.idx != idx {
+			*b = bucket{idx: idx} // not in the window: nothing counted
+		}
+		b.calls++
+		b.failures += failures
+		b.slow += slow
+	} else {
 		if w.n == len(w.ring) {
 			old := w.ring[w.next]
 			w.calls--
@@ -128,19 +155,31 @@ func (w *window) add(now time.Time, flags uint8) {
 		}
 		w.ring[w.next] = flags
 		w.next = (w.next + 1) % len(w.ring)
-		w.calls += calls
-		w.failures += failures
-		w.slow += slow
+	}
+	w.calls++
+	w.failures += failures
+	w.slow += slow
+}
+
+// advance moves a time window on to bucket number idx, if it is newer than
+// head: the buckets that leave the window leave the totals, and each slot
+// passed over is emptied for its new bucket. It touches at most
+// len(buckets) slots, each once per Period of time.
+func (w *window) advance(idx int64) {
+	if idx <= w.head {
 		return
 	}
-	idx := w.index(now)
-	b := &w.buckets[idx%int64(len(w.buckets))]
-	if b.idx != idx {
-		*b = bucket{idx: idx}
+	n := int64(len(w.buckets))
+	for k := max(w.head+1, idx-n+1); k <= idx; k++ {
+		b := &w.buckets[k%n]
+		if b.idx > w.head-n { // in the window until now
+			w.calls -= b.calls
+			w.failures -= b.failures
+			w.slow -= b.slow
+		}
+		*b = bucket{idx: k}
 	}
-	b.calls += calls
-	b.failures += failures
-	b.slow += slow
+	w.head = idx
 }
 
 // clean reports whether w is a full count window of calls that neither
@@ -154,24 +193,17 @@ func (w *window) index(now time.Time) int64 {
 	return max(0, int64(now.Sub(w.base))) / w.width
 }
 
-// totals returns the counts in the window at now.
+// totals returns the counts in the window at now, first moving a time
+// window on to now.
 func (w *window) totals(now time.Time) Counters {
-	if !w.timed() {
-		return Counters{Calls: w.calls, Failures: w.failures, SlowCalls: w.slow}
+	if w.timed() {
+		w.advance(w.index(now))
 	}
-	cur := w.index(now)
-	var c Counters
-	for _, b := range w.buckets {
-		if b.idx > cur-int64(len(w.buckets)) && b.idx <= cur {
-			c.Calls += b.calls
-			c.Failures += b.failures
-			c.SlowCalls += b.slow
-		}
-	}
-	return c
+	return Counters{Calls: w.calls, Failures: w.failures, SlowCalls: w.slow}
 }
 
-// reset forgets every call.
+// reset forgets every call. A time window keeps its head: every slot is
+// emptied, so none is counted when it leaves.
 func (w *window) reset() {
 	clear(w.ring)
 	w.next, w.n, w.calls, w.failures, w.slow = 0, 0, 0, 0, 0
