@@ -41,6 +41,9 @@ func (a anyPolicy) NewTracker() (Tracker, error) {
 type anyTracker struct {
 	ts     []Tracker
 	timing Timing
+	// decider is the first tracker whose judgement made the last trip or
+	// re-open, asked for its reason by successCause.
+	decider Tracker
 }
 
 func (a *anyTracker) Timing() Timing { return a.timing }
@@ -55,19 +58,25 @@ func (a *anyTracker) WantsSuccess() bool {
 }
 
 func (a *anyTracker) Record(c Call) bool {
-	trip := false
+	a.decider = nil
 	for _, t := range a.ts {
-		trip = t.Record(c) || trip // every policy sees every outcome
+		if t.Record(c) && a.decider == nil { // every policy sees every outcome
+			a.decider = t
+		}
 	}
-	return trip
+	return a.decider != nil
 }
 
 func (a *anyTracker) Probe(c Call, p Probes) Verdict {
 	all := VerdictClose
+	a.decider = nil
 	for _, t := range a.ts {
 		switch t.Probe(c, p) {
 		case VerdictReopen:
 			all = VerdictReopen
+			if a.decider == nil {
+				a.decider = t
+			}
 		case VerdictPending:
 			if all == VerdictClose {
 				all = VerdictPending
@@ -75,6 +84,15 @@ func (a *anyTracker) Probe(c Call, p Probes) Verdict {
 		}
 	}
 	return all
+}
+
+// successCause is the reason of the policy that decided the last trip or
+// re-open, if it gives one.
+func (a *anyTracker) successCause() error {
+	if sc, ok := a.decider.(successCauser); ok {
+		return sc.successCause()
+	}
+	return nil
 }
 
 func (a *anyTracker) Reset(s State) {

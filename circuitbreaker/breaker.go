@@ -356,8 +356,13 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		}
 		if b.tracker.Record(call) {
 			// A rate policy may trip on a success (the call that brings
-			// the window to MinCalls): the cause is then the last failure.
-			b.trip(Closed, b.lastFailure)
+			// the window to MinCalls): the cause is then the policy's
+			// reason, or the last failure.
+			cause := b.successCause(o)
+			if cause == nil {
+				cause = b.lastFailure
+			}
+			b.trip(Closed, cause)
 		}
 		return true
 	case HalfOpen:
@@ -386,7 +391,10 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		case VerdictClose:
 			b.enter(Closed, nil, time.Now())
 		case VerdictReopen:
-			cause := b.lastFailure
+			cause := b.successCause(o)
+			if cause == nil {
+				cause = b.lastFailure
+			}
 			if cause == nil {
 				cause = b.period.Load().cause
 			}
@@ -395,6 +403,20 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		return true
 	}
 	return false // ForcedClosed: nothing is recorded
+}
+
+// successCauser is implemented by built-in trackers that can trip or
+// re-open on a success for a reason of their own: successCause returns that
+// reason for the decision just made, or nil.
+type successCauser interface{ successCause() error }
+
+// successCause returns the tracker's reason for a trip or re-open decided
+// on an outcome o, if o is a success and the tracker gives one.
+func (b *Breaker) successCause(o Outcome) error {
+	if sc, ok := b.tracker.(successCauser); ok && o == Success {
+		return sc.successCause()
+	}
+	return nil
 }
 
 // call builds the Call for a tracker, reading the clock only if asked to.

@@ -12,6 +12,13 @@ import (
 // [*OpenError], which carries the details.
 var ErrOpen = errors.New("circuitbreaker: open")
 
+// ErrSlowCalls is the cause of a trip or a re-open that [SlowCalls]
+// decided on a call that succeeded, too slowly: there is no failing error
+// to report, so [OpenError.Cause] and [Transition.Cause] are ErrSlowCalls
+// (match it with [errors.Is]). A slow call that failed is reported with its
+// own error.
+var ErrSlowCalls = errors.New("circuitbreaker: slow calls")
+
 // OpenError is the error a [Breaker] returns when it rejects a call (CB2).
 // It matches [ErrOpen] with [errors.Is] and unwraps to nothing, so that
 // errors.Is(err, Cause) does not mistake a rejection for the failure itself.
@@ -28,8 +35,10 @@ type OpenError struct {
 	// (forced open by a [Switch], or a Forever cool-down), and negative
 	// never.
 	RetryAfter time.Duration
-	// Cause is the failure that tripped the breaker, or, for a manual force
-	// open, the reason given (nil if none).
+	// Cause is the failure that tripped the breaker ([ErrSlowCalls] for a
+	// trip on slow calls that succeeded, nil for a failure judged from a
+	// response without an error), or, for a manual force open, the reason
+	// given (nil if none).
 	Cause error
 }
 

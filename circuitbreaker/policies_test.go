@@ -1,6 +1,7 @@
 package circuitbreaker_test
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"testing/synctest"
@@ -223,6 +224,77 @@ func TestPolicy_CB12_SlowCallsFailedProbesCountAsBad(t *testing.T) {
 		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
 		fail(t, b, 1, errBoom) // 2 bad of 4: the ratio is reached
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
+	})
+}
+
+// A trip or re-open decided on a slow success has ErrSlowCalls as its
+// cause, even when an earlier failure is in the window; one decided on a
+// slow failure has its error.
+func TestPolicy_CB2_SlowCallsCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}, Ratio: 0.5},
+			ResetTimeout: time.Minute,
+		})
+		rec := record(b)
+		fail(t, b, 1, errBoom) // fast: not slow
+		timed(t, b, time.Second)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: circuitbreaker.ErrSlowCalls}, b.State())
+		assert.Same(t, circuitbreaker.ErrSlowCalls, openErr(t, b).Cause)
+		assert.Equal(t, "circuitbreaker: open (retry after 1m0s): tripped by: circuitbreaker: slow calls", openErr(t, b).Error())
+
+		time.Sleep(time.Minute)
+		timed(t, b, 2*time.Second) // a slow probe that succeeded
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: circuitbreaker.ErrSlowCalls}, b.State())
+
+		slowErr := errors.New("slow and failed")
+		b.Reset()
+		timed(t, b, 0)
+		p, err := b.TryAcquire()
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		p.Failure(slowErr) // 1 of 2 slow: trips
+		assert.Same(t, slowErr, b.State().Cause, "a slow failure is reported with its error")
+
+		var causes []error
+		for _, tr := range rec.all() {
+			causes = append(causes, tr.Cause)
+		}
+		assert.Equal(t, []error{circuitbreaker.ErrSlowCalls, nil, circuitbreaker.ErrSlowCalls, nil, slowErr}, causes)
+	})
+}
+
+func TestPolicy_CB2_SlowCallsCauseThroughCombinators(t *testing.T) {
+	slow := circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}}
+	anySlow := circuitbreaker.Any(circuitbreaker.Consecutive{Failures: 1}, slow)
+	for _, tt := range []struct {
+		name   string
+		policy circuitbreaker.Policy
+	}{
+		{name: "Any", policy: anySlow},
+		{name: "SuccessRate", policy: circuitbreaker.SuccessRate{Trip: slow}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy, ResetTimeout: time.Minute})
+				timed(t, b, time.Second)
+				assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: circuitbreaker.ErrSlowCalls}, b.State())
+				b.Reset()
+				p, err := b.TryAcquire()
+				require.NoError(t, err)
+				time.Sleep(time.Second)
+				p.Failure(errBoom)
+				assert.Same(t, errBoom, b.State().Cause, "a slow failure trips with its error")
+			})
+		})
+	}
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: anySlow, ResetTimeout: time.Minute})
+		fail(t, b, 1, errBoom)
+		time.Sleep(time.Minute)
+		timed(t, b, time.Second) // Consecutive would close; SlowCalls re-opens
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: circuitbreaker.ErrSlowCalls}, b.State(),
+			"the slow probe re-opened the breaker, not the old failure")
 	})
 }
 

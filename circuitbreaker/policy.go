@@ -51,7 +51,9 @@ type Tracker interface {
 	// (c.Outcome is Success or Failure, never Ignored) and reports whether
 	// the breaker must trip to Open. Outcomes from an earlier epoch never
 	// reach Record. The cause of the trip is c.Err for a failure, and the
-	// last failure recorded in this Closed period when a success trips.
+	// last failure recorded in this Closed period when a success trips
+	// (except for the built-in [SlowCalls], whose cause is then
+	// [ErrSlowCalls]).
 	Record(c Call) (trip bool)
 
 	// Probe judges the probes of the current HalfOpen period after each

@@ -138,6 +138,9 @@ const DefaultSlowCallThreshold = time.Minute
 // the dependency healthy, so a fast failure cannot close the breaker (with
 // MaxProbes 1, a failed probe re-opens it).
 //
+// A trip or re-open decided on a slow call that succeeded has the cause
+// [ErrSlowCalls]; one decided on a call that failed has its error.
+//
 // It reads the clock twice per call (when the permit is issued and when its
 // outcome is recorded) and every outcome takes the breaker's lock.
 type SlowCalls struct {
@@ -204,6 +207,10 @@ func (s *slowCalls) Probe(c Call, p Probes) Verdict {
 	}
 	return ratioVerdict(s.bad, s.good, p.Max, s.ratio)
 }
+
+// successCause: failures never trip a SlowCalls, so a trip or re-open on a
+// success is due to the slow calls.
+func (s *slowCalls) successCause() error { return ErrSlowCalls }
 
 func (s *slowCalls) Reset(State) {
 	s.w.reset()

@@ -80,7 +80,8 @@ type Transition struct {
 	// may be earlier than the call that performed the transition.
 	Time time.Time
 	// Cause is the failure that caused a transition to Open, the last
-	// failure seen in HalfOpen for HalfOpen → Open, the reason for a
+	// failure seen in HalfOpen for HalfOpen → Open ([ErrSlowCalls] when
+	// [SlowCalls] decided either on a slow success), the reason for a
 	// transition to ForcedOpen, and nil otherwise.
 	Cause error
 }

@@ -75,3 +75,12 @@ func (s *successRate) failureRun() *atomic.Int64 {
 	}
 	return nil
 }
+
+// successCause forwards the Trip tracker's reason for a trip on a success.
+// The probe rule of SuccessRate re-opens only on a failure.
+func (s *successRate) successCause() error {
+	if sc, ok := s.Tracker.(successCauser); ok {
+		return sc.successCause()
+	}
+	return nil
+}
