@@ -23,11 +23,17 @@ func fuzzRatio(ppm uint32) uint32 { return ppm%1_000_000 + 1 }
 // FuzzPolicies_CB12_FailureRateCountWindow checks a count-window
 // FailureRate against a model that keeps the last Size outcomes in a slice
 // and judges them exactly: the breaker must trip at the same outcome, and
-// report the same counters in between, for any size, minimum and ratio.
+// report the same counters in between, for any size, minimum and ratio,
+// with resets at any point (CB9). Each outcome byte is a success (o&3 is 0
+// or 2), a failure (1) or a Reset (3).
 func FuzzPolicies_CB12_FailureRateCountWindow(f *testing.F) {
 	f.Add(uint16(10), uint16(5), uint32(299_999), []byte{0, 0, 0, 0, 1, 0, 0, 0, 1, 1})
 	f.Add(uint16(4), uint16(0), uint32(499_999), []byte{1, 0, 0, 0, 0, 1, 1})
 	f.Add(uint16(3), uint16(1), uint32(333_332), []byte{0, 0, 1, 0, 0, 1})
+	f.Add(uint16(3), uint16(3), uint32(499_999), []byte{1, 1, 0, 1, 1, 1, 0, 3, 1})
+	// A window of one call; resets on an empty window and between outcomes.
+	f.Add(uint16(0), uint16(1), uint32(249_999), []byte{1, 0, 0, 1, 0, 1, 1, 0})
+	f.Add(uint16(0), uint16(1), uint32(249_999), []byte{3, 3, 0, 3, 1, 0, 0, 1, 1, 0, 3, 1, 0, 3, 0, 3, 0, 0})
 	f.Fuzz(func(t *testing.T, size, min uint16, ppm uint32, outcomes []byte) {
 		n := int(size%300) + 1
 		m := int(min) % (n + 1)
@@ -42,7 +48,13 @@ func FuzzPolicies_CB12_FailureRateCountWindow(f *testing.F) {
 		}
 		var window []bool
 		for i, o := range outcomes {
-			failed := o&1 == 1
+			if o&3 == 3 {
+				b.Reset()
+				window = nil
+				require.Equal(t, circuitbreaker.Snapshot{}, b.State(), "outcome %d: reset", i)
+				continue
+			}
+			failed := o&3 == 1
 			if failed {
 				fail(t, b, 1, errBoom)
 			} else {
@@ -74,11 +86,18 @@ func FuzzPolicies_CB12_FailureRateCountWindow(f *testing.F) {
 // FuzzPolicies_CB12_FailureRateTimeWindow checks a time-window FailureRate
 // against a model that keeps every outcome with its time and counts those
 // whose bucket is among the newest Buckets: same trips, same counters,
-// including after idle gaps of any length.
+// including after idle gaps of any length and resets at any point (CB9).
+// Each step waits s>>2 half buckets, then records a success (s&3 == 0), a
+// failure (1), nothing (2) or resets the breaker (3).
 func FuzzPolicies_CB12_FailureRateTimeWindow(f *testing.F) {
-	f.Add(uint8(10), uint16(1000), uint16(3), uint32(499_999), []byte{0, 3, 200, 1, 255, 255, 2, 1, 0, 9})
+	f.Add(uint8(10), uint16(1000), uint16(3), uint32(499_999), []byte{0, 1, 200, 1, 253, 253, 0, 1, 0, 9})
 	f.Add(uint8(1), uint16(10), uint16(2), uint32(999_999), []byte{1, 40, 1, 0})
-	f.Add(uint8(3), uint16(7), uint16(0), uint32(0), []byte{4, 5, 6, 7, 8, 1})
+	f.Add(uint8(3), uint16(7), uint16(0), uint32(0), []byte{4, 5, 4, 3, 5, 8, 1, 254, 2, 3, 0})
+	// Six buckets of 1ms: gaps of 1, 3 and 7.5 buckets.
+	f.Add(uint8(5), uint16(0), uint16(4), uint32(749_999), []byte{0, 1, 9, 24, 1, 61, 1, 0, 1})
+	// One bucket: many calls in the same instant; failures that trip at once.
+	f.Add(uint8(0), uint16(2), uint16(4), uint32(249_999), []byte{0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint8(5), uint16(0), uint16(1), uint32(249_999), []byte{1, 1, 1, 1})
 	f.Fuzz(func(t *testing.T, buckets uint8, periodMs, min uint16, ppm uint32, steps []byte) {
 		nb := int(buckets%20) + 1
 		period := time.Duration(int(periodMs)%5000+nb) * time.Millisecond
@@ -114,11 +133,20 @@ func FuzzPolicies_CB12_FailureRateTimeWindow(f *testing.F) {
 				return calls, failures
 			}
 			for i, s := range steps {
-				// The high bits wait 0 to 127 steps of a quarter bucket.
-				time.Sleep(time.Duration(s>>1) * width / 4)
+				// The high bits wait 0 to 63 half buckets.
+				time.Sleep(time.Duration(s>>2) * width / 2)
 				calls, failures := live()
 				require.Equal(t, circuitbreaker.Counters{Calls: calls, Failures: failures}, b.State().Counters, "step %d, before", i)
-				failed := s&1 == 1
+				switch s & 3 {
+				case 2:
+					continue
+				case 3:
+					b.Reset()
+					events = nil
+					require.Equal(t, circuitbreaker.Snapshot{}, b.State(), "step %d: reset", i)
+					continue
+				}
+				failed := s&3 == 1
 				if failed {
 					fail(t, b, 1, errBoom)
 				} else {
