@@ -36,7 +36,9 @@ const (
 
 // Config configures a [Breaker]. Every zero field selects a documented
 // default, so Config{} is a working breaker: five consecutive failures trip
-// it, it cools down for 30 seconds, then admits one probe.
+// it, it cools down for 30 seconds, then admits one probe. [New] validates
+// it (a bad field is an error naming it) and keeps a copy: changing a Config
+// afterwards does not change the breaker.
 type Config struct {
 	// Policy decides when the breaker trips and when probes close it.
 	// nil means [Consecutive]{} (5 consecutive failures trip; one probe

@@ -24,22 +24,43 @@
 // [Policy] decides when to trip and when probes close; [Consecutive] is the
 // default. A [Switch] can force breakers open or closed by hand.
 //
-// # Use
+// # Order
 //
-// Share one *Breaker among every caller of one dependency, and put its layer
-// inside the retry layer, so that the breaker is consulted before each
-// attempt and an open breaker ends the retry loop at once:
+// Share one *Breaker among every caller of one dependency. Put its layer
+// inside the retry layer, so that every attempt asks the breaker first and
+// an open breaker ends the retry loop at once with its [*OpenError], and
+// put a per-attempt timeout inside the breaker, so that an attempt the
+// dependency leaves hanging counts as a failure:
 //
 //	br, err := circuitbreaker.New(circuitbreaker.Config{ResetTimeout: 10 * time.Second})
-//	...
+//	// ... and, checking each error: total and perAttempt from
+//	// timeout.NewLayer[Req, Resp](2*time.Second) and (500*time.Millisecond),
+//	// retrying from retry.NewLayer[Req, Resp](retryCfg).
 //	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(timeout.NewLayer[Req, Resp](2 * time.Second)).
-//		Layer(retry.NewLayer[Req, Resp](retryCfg)).
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).
+//		Layer(total).                                  // 1. bounds the whole call
+//		Layer(retrying).                               // 2. retries failed attempts
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br)). // 3. one permit per attempt
+//		Layer(perAttempt).                             // 4. a timeout is a failure
 //		Service(backend)
+//
+// With the breaker outside the retry loop instead, it sees one outcome per
+// request whatever its attempts were, and once it has let a request in it
+// cannot stop that request's retries, however the dependency fares.
 //
 // Code that is not a [rampart.Service] drives the breaker by hand with
 // [Breaker.TryAcquire] and the returned [Permit].
+//
+// # What counts as a failure
+//
+// By default (CB8) a nil error is a success and any other error a failure,
+// with one exception: an error returned after the caller cancelled the
+// call's context is ignored, because the caller gave up and the dependency
+// did nothing wrong. An expired deadline, the caller's or a timeout
+// layer's, is a failure: the dependency did not answer in the time it had.
+// A context.Canceled that the dependency itself returns, while the caller's
+// context is live, is a failure too. [Config.IsFailure] marks errors that
+// do not mean the dependency is unhealthy (a "not found"), and
+// [NewClassifiedLayer] judges responses (an HTTP 503). See [ClassifyContext].
 //
 // # Cost
 //

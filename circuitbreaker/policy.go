@@ -8,8 +8,10 @@ import (
 // Policy decides when a [Breaker] trips and when its probes close it again
 // (CB12). A Policy is a description, usually a small struct literal such as
 // [Consecutive]{Failures: 5}: it holds configuration, not state, so one Policy
-// value can configure many breakers. [New] calls NewTracker once per Breaker
-// to validate the configuration and obtain the mutable state.
+// value can configure many breakers, from any goroutine (the built-in
+// policies are values that NewTracker only reads). [New] calls NewTracker
+// once per Breaker to validate the configuration and obtain the mutable
+// state.
 //
 // A user policy plugs in by implementing Policy and [Tracker]; the breaker,
 // the permits and the layer do not change. The idea of a pluggable policy

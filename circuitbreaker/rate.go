@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// DefaultRatio is the failure ratio used when FailureRate.Ratio is zero.
+// DefaultRatio is the failure ratio used when FailureRate.Ratio is zero:
+// one half, resilience4j's default failureRateThreshold of 50%.
 const DefaultRatio = 0.5
 
 // FailureRate is a [Policy] that trips when the ratio of failures among the

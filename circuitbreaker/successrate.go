@@ -3,7 +3,8 @@ package circuitbreaker
 import "sync/atomic"
 
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
-// zero.
+// zero: 0.8, the example of the Tower circuit-breaker pull request ("close
+// when 80% of probes succeed").
 const DefaultProbeRatio = 0.8
 
 // SuccessRate is a [Policy] that closes a HalfOpen breaker when at least
