@@ -126,7 +126,9 @@ type Budget struct {
 	// from the depositors' caches.
 
 	// stripes count deposits not yet folded into balance, striped so that
-	// parallel deposits do not share a cache line.
+	// parallel deposits do not share a cache line. There are 8 stripes per
+	// P (up to maxStripes), so two goroutines running at once land on the
+	// same stripe with probability about 1/(8·GOMAXPROCS), not 1/GOMAXPROCS.
 	stripes []stripe
 	mask    uint32 // len(stripes)-1, a power of two minus one
 	// ticking is true while the timer is armed; a Deposit that sees it
@@ -186,7 +188,7 @@ func New(cfg Config) (*Budget, error) {
 		return nil, fmt.Errorf("budget: Ratio must be between %v and %v, got %v", MinRatio, MaxRatio, ratio)
 	}
 	n := uint32(1)
-	for n < maxStripes && n < uint32(runtime.GOMAXPROCS(0)) {
+	for n < maxStripes && n < 8*uint32(runtime.GOMAXPROCS(0)) {
 		n *= 2
 	}
 	b := &Budget{
