@@ -42,9 +42,10 @@ type Breaker struct {
 	period atomic.Pointer[period]
 
 	tracker Tracker
-	// run is the tracker's failure run when it is a runner (Consecutive),
-	// read by quiet without an interface call; else wanting.
-	run    *atomic.Int64
+	// busy is the tracker's quiet counter when it is a quieter
+	// (Consecutive, FailureRate over a count window), read by quiet without
+	// an interface call; else wanting.
+	busy   *atomic.Int64
 	timing Timing
 	set    settings
 	// base is the origin of the monotonic clock readings (mono): the
@@ -142,9 +143,9 @@ func New(cfg Config) (*Breaker, error) {
 		cooldown: set.cooldown,
 		probes:   make([]probe, 0, set.maxProbes),
 	}
-	b.run = wanting
-	if r, ok := tracker.(runner); ok && r.failureRun() != nil {
-		b.run = r.failureRun()
+	b.busy = wanting
+	if q, ok := tracker.(quieter); ok && q.quietCounter() != nil {
+		b.busy = q.quietCounter()
 	}
 	if b.timing == TimingLatency {
 		b.word.Store(flagTimed)
@@ -316,19 +317,20 @@ func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
 // epoch and the tracker does not need the success (with Consecutive: no
 // failures pending). It writes nothing. Were the epoch to change right
 // after the load, the success is ordered before that change, which it
-// preceded. The default policy's run counter is read directly, saving an
+// preceded. A built-in policy's quiet counter is read directly, saving an
 // interface call on the hottest path.
 func (b *Breaker) quiet(w uint64) bool {
-	return w&fastMask == 0 && b.word.Load() == w && b.run.Load() == 0
+	return w&fastMask == 0 && b.word.Load() == w && b.busy.Load() == 0
 }
 
-// runner is implemented by built-in trackers whose only need for a success
-// in Closed is to reset a run of failures kept in an atomic counter: while
-// that counter is zero, a success changes nothing (WantsSuccess is false).
-type runner interface{ failureRun() *atomic.Int64 }
+// quieter is implemented by built-in trackers that keep in an atomic
+// counter whether a success in Closed would change anything: while the
+// counter is zero it would not (WantsSuccess is false). For Consecutive the
+// counter is the run of failures. A nil counter means the tracker has none.
+type quieter interface{ quietCounter() *atomic.Int64 }
 
-// wanting is the run b.quiet reads when the policy is not Consecutive: never
-// zero, so every success takes the slow path, which asks the tracker.
+// wanting is the counter b.quiet reads when the tracker is not a quieter:
+// never zero, so every success takes the slow path, which asks the tracker.
 var wanting = func() *atomic.Int64 {
 	var one atomic.Int64
 	one.Store(1)

@@ -84,8 +84,8 @@ func consecutiveProbes(call Call, p Probes, successes int) Verdict {
 
 func (c *consecutive) Reset(State) { c.run.Store(0) }
 
-// failureRun exposes the run to the breaker's fast path (see runner).
-func (c *consecutive) failureRun() *atomic.Int64 { return &c.run }
+// quietCounter exposes the run to the breaker's fast path (see quieter).
+func (c *consecutive) quietCounter() *atomic.Int64 { return &c.run }
 
 func (c *consecutive) Counters() Counters {
 	return Counters{ConsecutiveFailures: int(c.run.Load())}

@@ -49,16 +49,18 @@ func (f FailureRate) NewTracker() (Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &failureRate{w: w, ratio: ratio}, nil
+	t := &failureRate{w: w, ratio: ratio}
+	t.setBusy() // an empty window is not clean
+	return t, nil
 }
 
 type failureRate struct {
 	w     *window
 	ratio float64
-	// clean is w.clean(), kept for WantsSuccess, which runs without the
-	// breaker's lock. It is written only under the lock, after every
-	// change to w.
-	clean atomic.Bool
+	// busy is 0 while w.clean() and 1 otherwise, kept for WantsSuccess and
+	// the breaker's fast path, which read it without the breaker's lock. It
+	// is written only under the lock, after every change to w.
+	busy atomic.Int64
 }
 
 func (f *failureRate) Timing() Timing { return timingOf(f.w) }
@@ -67,7 +69,25 @@ func (f *failureRate) Timing() Timing { return timingOf(f.w) }
 // failure: a success would evict a success and change nothing, not even
 // the order of the window, whose calls are all alike. A failure racing with
 // this load is ordered after the success, which is a valid linearization.
-func (f *failureRate) WantsSuccess() bool { return !f.clean.Load() }
+func (f *failureRate) WantsSuccess() bool { return f.busy.Load() != 0 }
+
+// quietCounter exposes busy to the breaker's fast path (see quieter); a
+// time window is never clean, and has none.
+func (f *failureRate) quietCounter() *atomic.Int64 {
+	if f.w.timed() {
+		return nil
+	}
+	return &f.busy
+}
+
+// setBusy updates busy after a change to w.
+func (f *failureRate) setBusy() {
+	var busy int64
+	if !f.w.clean() {
+		busy = 1
+	}
+	f.busy.Store(busy)
+}
 
 func (f *failureRate) Record(c Call) bool {
 	var flags uint8
@@ -75,7 +95,7 @@ func (f *failureRate) Record(c Call) bool {
 		flags = flagFailure
 	}
 	f.w.add(c.Now, flags)
-	f.clean.Store(f.w.clean())
+	f.setBusy()
 	t := f.w.totals(c.Now)
 	return t.Calls >= f.w.minCalls && reached(t.Failures, t.Calls, f.ratio)
 }
@@ -86,7 +106,7 @@ func (f *failureRate) Probe(_ Call, p Probes) Verdict {
 
 func (f *failureRate) Reset(State) {
 	f.w.reset()
-	f.clean.Store(false)
+	f.setBusy()
 }
 
 func (f *failureRate) Counters() Counters { return f.w.totals(nowIf(f.w)) }

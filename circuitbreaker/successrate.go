@@ -68,11 +68,12 @@ func (s *successRate) Probe(_ Call, p Probes) Verdict {
 	return VerdictPending
 }
 
-// failureRun forwards the Trip tracker's run, so that SuccessRate over
-// Consecutive keeps the free success path.
-func (s *successRate) failureRun() *atomic.Int64 {
-	if r, ok := s.Tracker.(runner); ok {
-		return r.failureRun()
+// quietCounter forwards the Trip tracker's counter, so that SuccessRate
+// over Consecutive or a count-window FailureRate keeps the free success
+// path.
+func (s *successRate) quietCounter() *atomic.Int64 {
+	if q, ok := s.Tracker.(quieter); ok {
+		return q.quietCounter()
 	}
 	return nil
 }
