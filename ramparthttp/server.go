@@ -190,12 +190,19 @@ func NewHandler(next http.Handler, cfg HandlerConfig) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{w: w}
 	_, err := h.svc.Call(r.Context(), Exchange{Writer: rw, Request: r, rw: rw})
-	if err == nil {
-		return
-	}
 	// The stack has returned, so the handler is done with rw: from here on
 	// only this goroutine touches it.
+	if err == nil {
+		if !rw.started {
+			// The handler wrote nothing: net/http answers 200 with the
+			// headers it set.
+			rw.sendHeader()
+		}
+		return
+	}
 	rw.sealed = rw.started
+	// The handler's headers were for an answer it never wrote.
+	rw.h = nil
 	if h.onError != nil && h.onError(rw, r, err) {
 		return
 	}
@@ -211,9 +218,6 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	code, delay := status(err)
-	// Drop a Retry-After the handler may have set for an answer it never
-	// wrote.
-	w.Header().Del("Retry-After")
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 		if delay == 0 {
 			delay = h.retryAfter
@@ -285,8 +289,20 @@ func (s handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) 
 // responseWriter records whether the response has begun, so that a Handler
 // never writes a second one. It is used by one goroutine at a time, as
 // net/http requires of a ResponseWriter.
+//
+// Until the response starts, the handler's headers are kept apart from the
+// server's: Header returns a copy of the server's header map, made on first
+// use, and the copy becomes the server's headers when the handler writes a
+// status, a body byte, a flush or hijacks. So a refusal written after the
+// handler gave up (a timeout) carries none of the headers the handler set
+// for the answer it never wrote (Content-Encoding, Cache-Control,
+// Set-Cookie), as with [http.TimeoutHandler], while headers set outside the
+// Handler (by an outer middleware) stay.
 type responseWriter struct {
 	w http.ResponseWriter
+	// h is the handler's header map before the response starts; nil until
+	// the handler first asks for it, and again once it has been sent.
+	h http.Header
 	// started is set once a final status or body bytes may have reached the
 	// client, or the connection was hijacked.
 	started bool
@@ -298,16 +314,58 @@ type responseWriter struct {
 // errSealed is what writes return after the response was finished.
 var errSealed = errors.New("ramparthttp: response already written")
 
-func (w *responseWriter) Header() http.Header { return w.w.Header() }
+func (w *responseWriter) Header() http.Header {
+	if w.started {
+		return w.w.Header() // trailers are set here after the body
+	}
+	if w.h == nil {
+		w.h = w.w.Header().Clone()
+		if w.h == nil {
+			w.h = http.Header{}
+		}
+	}
+	return w.h
+}
+
+// sendHeader makes the handler's headers the server's, before something is
+// sent with them.
+func (w *responseWriter) sendHeader() {
+	if w.h != nil {
+		replaceHeader(w.w.Header(), w.h)
+	}
+}
+
+// replaceHeader makes dst hold exactly src's fields.
+func replaceHeader(dst, src http.Header) {
+	for k := range dst {
+		if _, ok := src[k]; !ok {
+			delete(dst, k)
+		}
+	}
+	for k, v := range src {
+		dst[k] = v
+	}
+}
+
+// start marks the response as begun, sending the handler's headers.
+func (w *responseWriter) start() {
+	if !w.started {
+		w.sendHeader()
+		w.h = nil
+		w.started = true
+	}
+}
 
 func (w *responseWriter) WriteHeader(code int) {
 	if w.sealed {
 		return
 	}
-	// Informational statuses (103 Early Hints) precede the final one;
-	// 101 Switching Protocols is final.
+	// Informational statuses (103 Early Hints) precede the final one and
+	// carry the headers set so far; 101 Switching Protocols is final.
 	if code >= 200 || code == http.StatusSwitchingProtocols {
-		w.started = true
+		w.start()
+	} else {
+		w.sendHeader()
 	}
 	w.w.WriteHeader(code)
 }
@@ -316,7 +374,7 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.sealed {
 		return 0, errSealed
 	}
-	w.started = true
+	w.start()
 	return w.w.Write(p)
 }
 
@@ -325,7 +383,7 @@ func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
 	if w.sealed {
 		return 0, errSealed
 	}
-	w.started = true
+	w.start()
 	return io.Copy(w.w, src)
 }
 
@@ -334,11 +392,22 @@ func (w *responseWriter) FlushError() error {
 	if w.sealed {
 		return errSealed
 	}
-	err := http.NewResponseController(w.w).Flush()
-	if err == nil {
+	rc := http.NewResponseController(w.w)
+	if w.started || w.h == nil {
+		if err := rc.Flush(); err != nil {
+			return err
+		}
 		w.started = true
+		return nil
 	}
-	return err
+	saved := w.w.Header().Clone()
+	w.sendHeader()
+	if err := rc.Flush(); err != nil {
+		replaceHeader(w.w.Header(), saved) // nothing was sent
+		return err
+	}
+	w.start()
+	return nil
 }
 
 func (w *responseWriter) Flush() { _ = w.FlushError() }
@@ -349,7 +418,7 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	conn, brw, err := http.NewResponseController(w.w).Hijack()
 	if err == nil {
-		w.started = true
+		w.start()
 	}
 	return conn, brw, err
 }
