@@ -224,6 +224,8 @@ func TestClassifyContext_CB8_Defaults(t *testing.T) {
 	// Without the context, the same errors are judged from their chain.
 	assert.Equal(t, circuitbreaker.Ignored, circuitbreaker.Classify(depCanceled))
 	assert.Equal(t, circuitbreaker.Failure, circuitbreaker.Classify(errAttemptTimedOut))
+	//lint:ignore SA1012 a nil context must not panic
+	assert.Equal(t, circuitbreaker.Ignored, circuitbreaker.ClassifyContext(nil, depCanceled), "a nil context: as Classify")
 }
 
 // returning is a backend that returns err; when cancel is set, it first

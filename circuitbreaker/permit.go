@@ -180,12 +180,15 @@ func Classify(err error) Outcome {
 //     dependency's own failure.
 //
 // A call whose context was done before it started is not made by the layer
-// and never classified. Safe for concurrent use; it reads ctx.Err() only
-// for a non-nil err.
+// and never classified. A nil ctx (which no caller should pass) tells
+// nothing: err is then judged by [Classify]. Safe for concurrent use; it
+// reads ctx.Err() only for a non-nil err.
 func ClassifyContext(ctx context.Context, err error) Outcome {
 	switch {
 	case err == nil:
 		return Success
+	case ctx == nil:
+		return Classify(err)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return Ignored
 	}
