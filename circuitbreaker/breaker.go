@@ -165,8 +165,8 @@ func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
 //
 // On success the returned [Permit] must be finished with exactly one of
 // [Permit.Success], [Permit.Failure], [Permit.Ignore], [Permit.Done] or
-// [Permit.DoneContext] (CB5). A probe permit that is never finished gives up its slot after the
-// configured ProbeLease (CB6).
+// [Permit.DoneContext] (CB5). A probe permit that is never finished gives
+// up its slot after the configured ProbeLease (CB6).
 //
 // When the breaker rejects the call the error is an [*OpenError] that
 // matches [ErrOpen] (CB2): in Open its RetryAfter is the rest of the
