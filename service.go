@@ -24,14 +24,21 @@
 // The first layer added to a [Builder] is the outermost: it sees the request
 // first and the response last.
 //
+//	total, err := timeout.NewLayer[Req, Resp](2 * time.Second)
+//	if err != nil { ... }
+//	retries, err := retry.NewLayer(retry.Config[Req, Resp]{Budget: rb})
+//	if err != nil { ... }
 //	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(timeout.NewLayer[Req, Resp](2*time.Second)). // bounds the whole call
-//		Layer(retry.NewLayer[Req, Resp](retryCfg)).        // retries within the 2s
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).     // consulted before each attempt
+//		Layer(total).                                  // bounds the whole call
+//		Layer(retries).                                // retries within the 2s
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br)). // consulted before each attempt
 //		Service(backend)
 //
 // Here the timeout bounds all attempts together, the retry loop consults the
 // breaker before each attempt, and an open breaker ends the retry loop at once.
+// Constructors that validate a configuration return an error with the layer;
+// a layer over an already built value (circuitbreaker.NewLayer over a
+// *circuitbreaker.Breaker) cannot fail and returns the layer alone.
 package rampart
 
 import "context"

@@ -45,9 +45,13 @@
 // breaker and an open breaker ends the loop, and a per-attempt timeout, if
 // any, inside it:
 //
+//	total, err := timeout.NewLayer[Req, Resp](2 * time.Second)
+//	if err != nil { ... }
+//	retries, err := retry.NewLayer(retry.Config[Req, Resp]{Budget: rb})
+//	if err != nil { ... }
 //	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(timeout.NewLayer[Req, Resp](2*time.Second)). // all attempts together
-//		Layer(retryLayer).                                 // retry.NewLayer[Req, Resp](cfg)
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).     // each attempt
+//		Layer(total).                                  // all attempts together
+//		Layer(retries).                                // retries within the budget rb
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br)). // consulted before each attempt
 //		Service(backend)
 package retry

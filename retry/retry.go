@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/rampart-go/rampart"
@@ -44,7 +45,10 @@ var defaultBackoff, _ = NewExponential(Exponential{})
 type Config[Req, Resp any] struct {
 	// MaxAttempts bounds the number of calls per request, including the
 	// first: 3 means one call and at most two retries (RT1). Zero means
-	// [DefaultMaxAttempts]; 1 disables retries; negative is an error.
+	// [DefaultMaxAttempts]; negative is an error. 1 disables retries: the
+	// layer then only deposits into Budget (so a layer that does not retry
+	// still earns retries for those that share the budget) and returns the
+	// inner outcome unchanged, never an [*ExhaustedError].
 	MaxAttempts int
 
 	// Backoff gives the delay before each retry. Nil means exponential
@@ -64,8 +68,8 @@ type Config[Req, Resp any] struct {
 
 	// Budget, if not nil, bounds retries across all requests that share it
 	// (RT6): see [Budget]. Nil means retries are bounded only by
-	// MaxAttempts and the context. A typed nil pointer is not nil here and
-	// would be called.
+	// MaxAttempts and the context. A typed nil pointer (a nil
+	// *budget.Budget) is an error.
 	Budget Budget
 
 	// Hint, if not nil, extracts a server's retry-after hint from an
@@ -134,7 +138,20 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 	if p.backoff == nil {
 		p.backoff = defaultBackoff
 	}
+	if isNilPointer(p.budget) {
+		return nil, fmt.Errorf("retry: Budget must not be a nil pointer, got %T(nil)", p.budget)
+	}
 	return p, nil
+}
+
+// isNilPointer reports whether v holds a nil pointer: an interface that is
+// not nil but whose method calls would dereference nil.
+func isNilPointer(v any) bool {
+	if v == nil {
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // NewLayer returns a layer that retries failed calls as cfg says (RT1-RT7).
@@ -142,7 +159,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 // cfg's functions and Budget are.
 //
 // It returns an error naming the field if MaxAttempts or MaxHint is
-// negative.
+// negative, or Budget is a nil pointer.
 //
 // # Outcomes
 //
@@ -222,7 +239,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		s.p.budget.Deposit()
 	}
 	resp, err := s.inner.Call(ctx, req)
-	if !s.p.wantsRetry(resp, err) {
+	if s.p.maxAttempts == 1 || !s.p.wantsRetry(resp, err) {
 		return resp, err
 	}
 	return s.loop(ctx, req, resp, err)

@@ -135,14 +135,6 @@ func TestRetry_RT1_DefaultsToThreeAttempts(t *testing.T) {
 	})
 }
 
-func TestRetry_RT1_OneAttemptNeverRetries(t *testing.T) {
-	s := newScript(fail("boom"))
-	svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 1})
-	_, err := svc.Call(t.Context(), "req")
-	assert.ErrorIs(t, err, retry.ErrMaxAttempts)
-	assert.Equal(t, 1, s.calls())
-}
-
 func TestRetry_SuccessIsReturnedAtOnce(t *testing.T) {
 	s := newScript(outcome{resp: "ok"})
 	b := &countingBudget{}
@@ -593,4 +585,25 @@ func TestRetry_SuccessPathDoesNotAllocate(t *testing.T) {
 		_, _ = svc.Call(ctx, "req")
 	})
 	assert.Zero(t, allocs)
+}
+
+func TestRetry_RT1_OneAttemptNeverRetriesNorWraps(t *testing.T) {
+	boom := errors.New("boom")
+	counting := &countingBudget{allow: 1}
+	svc, err := retry.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+		return 7, boom
+	}), retry.Config[int, int]{MaxAttempts: 1, Budget: counting})
+	require.NoError(t, err)
+
+	got, err := svc.Call(context.Background(), 0)
+	assert.Equal(t, 7, got)
+	assert.Same(t, boom, err, "MaxAttempts 1 never wraps the error")
+	assert.Equal(t, int64(1), counting.deposits.Load())
+	assert.Equal(t, int64(0), counting.withdraws.Load())
+}
+
+func TestRetry_RT6_NilPointerBudgetIsAnError(t *testing.T) {
+	var b *countingBudget
+	_, err := retry.NewLayer[int, int](retry.Config[int, int]{Budget: b})
+	assert.EqualError(t, err, "retry: Budget must not be a nil pointer, got *retry_test.countingBudget(nil)")
 }
