@@ -7,7 +7,8 @@ import (
 )
 
 // BreakerLayer returns a layer that guards requests with b, counting a
-// transport error or a 5xx or 429 response as a failure (CB8). Transport
+// transport error or a failing status (429, or 5xx but 501 and 505) as a
+// failure (CB8). Transport
 // errors are classified by [circuitbreaker.Classify]: the caller's
 // cancellation is ignored, a deadline is a failure. A rejected request is
 // not sent, and fails with an [*circuitbreaker.OpenError] that matches

@@ -2,7 +2,7 @@ package ramparthttp
 
 import (
 	"context"
-	"io"
+	"fmt"
 	"net/http"
 
 	"github.com/rampart-go/rampart"
@@ -27,7 +27,10 @@ func NewBuilder() rampart.Builder[*http.Request, *http.Response] {
 // rt means [http.DefaultTransport]. The request is sent with the context the
 // Service is called with (the one a timeout layer derived, say), not the
 // request's own. It is the innermost service of a stack and is safe for
-// concurrent use when rt is.
+// concurrent use when rt is. It holds rt to its contract, so the layers
+// above it can rely on it: a RoundTripper that returns neither a response
+// nor an error gets an error, and one that returns both has the response
+// closed and only the error kept.
 func FromRoundTripper(rt http.RoundTripper) Service {
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -41,7 +44,16 @@ func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http
 	if ctx != req.Context() {
 		req = req.WithContext(ctx)
 	}
-	return s.rt.RoundTrip(req)
+	resp, err := s.rt.RoundTrip(req)
+	switch {
+	case err != nil && resp != nil:
+		// Against the RoundTripper contract; keep the error.
+		discard(resp)
+		return nil, err
+	case err == nil && resp == nil:
+		return nil, fmt.Errorf("ramparthttp: %T returned a nil *http.Response with a nil error", s.rt)
+	}
+	return resp, err
 }
 
 // NewRoundTripper returns an [http.RoundTripper] that sends every request
@@ -79,22 +91,28 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// maxDrain bounds how much of a discarded body is read so its connection can
-// be reused; a longer body is closed unread, which costs the connection.
-const maxDrain = 64 << 10
-
-// discard drains (up to maxDrain bytes) and closes the body of a response
-// nobody will read.
+// discard closes the body of a response nobody will read. It does not read
+// the body first: draining would let the connection be reused, but a server
+// that sends the headers of a 503 and then stalls its body would hold up
+// the retry (or the hedge's answer) for as long as it stalls. net/http
+// closes an HTTP/1 connection whose body was not read to the end, and resets
+// an HTTP/2 stream; both cost little next to a stalled retry, and they
+// happen only on the failure path.
 func discard(resp *http.Response) {
-	if resp == nil || resp.Body == nil {
-		return
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
 	}
-	_, _ = io.CopyN(io.Discard, resp.Body, maxDrain)
-	_ = resp.Body.Close()
 }
 
 // isFailure reports whether a response's status says the server is
-// unhealthy or overloaded: 5xx, or 429 Too Many Requests.
+// unhealthy or overloaded: 429 Too Many Requests, or any 5xx but 501 Not
+// Implemented and 505 HTTP Version Not Supported, which say the request
+// will never succeed, not that the server is in trouble.
 func isFailure(resp *http.Response) bool {
-	return resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+	switch code := resp.StatusCode; {
+	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported:
+		return false
+	default:
+		return code >= 500 || code == http.StatusTooManyRequests
+	}
 }

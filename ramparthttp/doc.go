@@ -27,11 +27,13 @@
 // into a RoundTripper with [NewRoundTripper].
 //
 // What counts as a failure: a transport error, and a response with status
-// 5xx or 429 (Too Many Requests). The breaker records those as failures; the
-// retry layer retries them when the request may be sent again. A response
-// the stack does not return to the caller (one that is retried, or the
-// losing copy of a hedged request) has its body drained and closed, so the
-// connection can be reused. A response the stack does return is returned
+// 429 (Too Many Requests) or 5xx, except 501 (Not Implemented) and 505 (HTTP
+// Version Not Supported), which no retry can cure. The breaker records
+// those as failures; the retry layer retries them when the request may be
+// sent again. A response the stack does not return to the caller (one that
+// is retried, or the losing copy of a hedged request) has its body closed
+// without being read, so a server that stalls mid-body cannot hold up the
+// next attempt. A response the stack does return is returned
 // as-is, even a 503 after the last attempt: the status is the caller's to
 // read, and net/http reports responses, not errors, for HTTP statuses.
 //
@@ -41,7 +43,8 @@
 // only when the body can be sent again (no body, or [http.Request.GetBody]
 // set, as [http.NewRequest] does for in-memory bodies). A Retry-After header
 // on a 429 or 503, in seconds or as an HTTP date, sets the next delay when it
-// is longer than the backoff's.
+// is longer than the backoff's. With Retry.MaxAttempts 1 nothing is retried
+// and errors come back as the transport returned them.
 //
 // # Server side
 //

@@ -33,13 +33,14 @@ type RetryConfig struct {
 }
 
 // RetryLayer returns a layer that retries requests that failed with a
-// transport error or got a 5xx or 429 response, within cfg's attempts and
-// budget, honouring Retry-After (RT7). Only requests that may be sent again
+// transport error or got a failing status (429, or 5xx but 501 and 505),
+// within cfg's attempts and
+// budget, honouring Retry-After on 429 and 503 responses (RT7). Only requests that may be sent again
 // are retried: an idempotent method (RFC 9110: GET, HEAD, OPTIONS, TRACE,
 // PUT, DELETE), an Idempotency-Key header, or cfg.RetryNonIdempotent; and a
 // body that can be replayed (none, or [http.Request.GetBody] set). Every
 // attempt sends a fresh copy of the body from GetBody. A response that is
-// retried has its body drained and closed.
+// retried has its body closed unread.
 //
 // Never retried, as in package retry: an open breaker (returned as it is),
 // the caller's cancellation. When the attempts run out on a failing
@@ -138,8 +139,10 @@ func retryable(resp *http.Response, err error) bool {
 	return err != nil || isFailure(resp)
 }
 
+// hint reads Retry-After on the responses where RFC 9110 gives it a meaning
+// for a retry: 429 and 503.
 func hint(resp *http.Response, _ error) (time.Duration, bool) {
-	if resp == nil {
+	if resp == nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
 		return 0, false
 	}
 	return retryAfter(resp.Header)

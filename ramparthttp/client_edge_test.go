@@ -1,0 +1,128 @@
+package ramparthttp_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/retry"
+)
+
+// stalledBody never yields a byte until it is closed.
+type stalledBody struct {
+	closed chan struct{}
+	once   atomic.Bool
+}
+
+func (b *stalledBody) Read([]byte) (int, error) { <-b.closed; return 0, errors.New("closed") }
+func (b *stalledBody) Close() error {
+	if b.once.CompareAndSwap(false, true) {
+		close(b.closed)
+	}
+	return nil
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestClient_StalledBodyOfRetriedResponseDoesNotDelayRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var at []time.Duration
+		start := time.Now()
+		var bodies []*stalledBody
+		rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			at = append(at, time.Since(start))
+			b := &stalledBody{closed: make(chan struct{})}
+			bodies = append(bodies, b)
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: b}, nil
+		})
+		backoff, _ := retry.NewConstant(10 * time.Millisecond)
+		c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: backoff}})
+
+		resp, err := c.Get("http://backend/x")
+		require.NoError(t, err)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond}, at)
+		require.Len(t, bodies, 3)
+		assert.True(t, bodies[0].once.Load())
+		assert.True(t, bodies[1].once.Load())
+		assert.False(t, bodies[2].once.Load(), "the returned response is the caller's to close")
+		resp.Body.Close()
+	})
+}
+
+func TestClient_NilResponseWithNilErrorIsAnError(t *testing.T) {
+	rt := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
+	c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	resp, err := c.Get("http://backend/x")
+	assert.Nil(t, resp)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ramparthttp: ramparthttp_test.roundTripFunc returned a nil *http.Response with a nil error")
+}
+
+func TestClient_ResponseWithErrorKeepsOnlyTheError(t *testing.T) {
+	boom := errors.New("boom")
+	body := &trackedBody{Reader: strings.NewReader("x")}
+	rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: body}, boom
+	})
+	c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	resp, err := c.Get("http://backend/x")
+	assert.Nil(t, resp)
+	assert.ErrorIs(t, err, boom)
+	assert.True(t, body.closed.Load())
+}
+
+func TestClient_StatusesThatNoRetryCures(t *testing.T) {
+	for _, tc := range []struct {
+		status    int
+		wantCalls int
+	}{
+		{status: 500, wantCalls: 3},
+		{status: 501, wantCalls: 1},
+		{status: 502, wantCalls: 3},
+		{status: 505, wantCalls: 1},
+		{status: 429, wantCalls: 3},
+		{status: 404, wantCalls: 1},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			ft := &fakeTransport{statuses: []int{tc.status}}
+			c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+			resp, err := c.Get("http://backend/x")
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tc.wantCalls, ft.calls)
+		})
+	}
+}
+
+func TestClient_RT7_RetryAfterOnlyOn429And503(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ft := &fakeTransport{statuses: []int{500, 200}, header: http.Header{"Retry-After": {"2"}}}
+		c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+		start := time.Now()
+		resp, err := c.Get("http://backend/x")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, ft.at, 2)
+		assert.Equal(t, time.Duration(0), ft.at[1].Sub(start), "a 500's Retry-After is not a retry hint")
+	})
+}
+
+func TestClient_OneAttemptReturnsTransportErrorUnwrapped(t *testing.T) {
+	ft := &fakeTransport{statuses: []int{0}}
+	c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	_, err := c.Get("http://backend/x")
+	var ex *retry.ExhaustedError
+	assert.False(t, errors.As(err, &ex))
+	assert.ErrorIs(t, err, errTransport)
+}
