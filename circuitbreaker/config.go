@@ -82,7 +82,9 @@ type Config struct {
 	// IsFailure, when set, is asked about every error that the default
 	// classification counts as a failure when a permit is finished with
 	// [Permit.Done] ([Classify]) or [Permit.DoneContext] ([ClassifyContext],
-	// and so by the layer from [NewLayer]). Returning false makes the
+	// and so by the layer from [NewLayer]), and about every non-nil error
+	// that the classifier of [NewClassifiedLayer] counts as a failure.
+	// Returning false makes the
 	// error count as a success: it still reaches the caller, but it does
 	// not indicate an unhealthy dependency, and it counts toward closing
 	// from HalfOpen (CB8). It is called concurrently and must be safe for

@@ -51,9 +51,12 @@ func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
 }
 
 // NewClassifiedLayer is [NewLayer] with classify judging each finished call
-// instead of [Permit.DoneContext]; [Config.IsFailure] is not consulted. Use
-// it when a response can mean the dependency is unhealthy, for example to
-// count an HTTP 503 as a failure.
+// instead of [Permit.DoneContext]. Use it when a response can mean the
+// dependency is unhealthy, for example to count an HTTP 503 as a failure.
+// [Config.IsFailure] still has the last word on errors: when classify counts
+// a non-nil error as a failure and IsFailure returns false for it, the call
+// counts as a success. It is never asked about a nil error (a response that
+// classify judged a failure).
 //
 // The caller's cancellation comes before classify: an error returned after
 // the caller cancelled ctx is ignored without calling classify (the caller
@@ -100,8 +103,10 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 		p.DoneContext(ctx, err)
 	case ClassifyContext(ctx, err) == Ignored:
 		p.Ignore() // the caller gave up: classify is not asked
+	case err != nil:
+		p.classified(s.classify(resp, err), err) // IsFailure may overrule
 	default:
-		p.finish(s.classify(resp, err), err)
+		p.finish(s.classify(resp, err), nil)
 	}
 	return resp, err
 }

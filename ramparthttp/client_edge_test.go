@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -125,4 +126,30 @@ func TestClient_OneAttemptReturnsTransportErrorUnwrapped(t *testing.T) {
 	var ex *retry.ExhaustedError
 	assert.False(t, errors.As(err, &ex))
 	assert.ErrorIs(t, err, errTransport)
+}
+
+func TestClient_CB8_IsFailureOverrulesTransportErrors(t *testing.T) {
+	var asked atomic.Int32
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:    circuitbreaker.Consecutive{Failures: 2},
+		IsFailure: func(error) bool { asked.Add(1); return false },
+	})
+	require.NoError(t, err)
+	ft := &fakeTransport{statuses: []int{0, 0, 0, 503, 503}}
+	c := newClient(t, ramparthttp.Config{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+
+	for range 3 {
+		_, err := c.Get("http://backend/x")
+		require.ErrorIs(t, err, errTransport)
+	}
+	assert.Equal(t, int32(3), asked.Load())
+	assert.Equal(t, circuitbreaker.Closed, br.State().State, "IsFailure said the errors are not failures")
+
+	for range 2 {
+		resp, err := c.Get("http://backend/x")
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	assert.Equal(t, int32(3), asked.Load(), "IsFailure is not asked about statuses")
+	assert.Equal(t, circuitbreaker.Open, br.State().State)
 }

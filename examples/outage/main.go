@@ -53,7 +53,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "outage:", err)
 		os.Exit(2)
 	}
-	if err := run(o, os.Stdout); err != nil {
+	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "outage:", err)
 		os.Exit(1)
 	}
@@ -89,7 +89,9 @@ type client interface {
 	do(ctx context.Context, url string) error
 }
 
-func run(o options, out io.Writer) error {
+// run runs the demo, printing the summary to out and the phases, as they
+// happen, to progress.
+func run(o options, out, progress io.Writer) error {
 	sched := schedule{start: time.Now(), healthy: o.healthy, outage: o.outage, slowLatency: o.slow}
 	clients := []struct {
 		name string
@@ -105,6 +107,20 @@ func run(o options, out io.Writer) error {
 	clients[1].c = rc
 
 	end := sched.recovery().Add(o.after)
+	fmt.Fprintf(progress, "outage demo: %v healthy, %v down, %v healthy again; driving both clients...\n", o.healthy, o.outage, o.after)
+	for _, phase := range []struct {
+		at  time.Time
+		msg string
+	}{
+		{sched.outageStart(), "backend down"},
+		{sched.recovery(), "backend recovered"},
+		{end, "load stopped; waiting for calls in flight"},
+	} {
+		t := time.AfterFunc(time.Until(phase.at), func() {
+			fmt.Fprintf(progress, "  %5.1fs  %s\n", time.Since(sched.start).Seconds(), phase.msg)
+		})
+		defer t.Stop()
+	}
 	results := make([]summary, len(clients))
 	var wg sync.WaitGroup
 	for i, cl := range clients {

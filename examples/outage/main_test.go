@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestOutage(t *testing.T) {
 	}
 	require.NoError(t, o.validate())
 	var out bytes.Buffer
-	require.NoError(t, run(o, &out))
+	require.NoError(t, run(o, &out, io.Discard))
 
 	t.Log(out.String())
 	var got map[string]summary
