@@ -509,6 +509,6 @@ func TestStrings(t *testing.T) {
 		circuitbreaker.ForcedOpen, circuitbreaker.ForcedClosed, circuitbreaker.State(9)))
 	assert.Equal(t, "pending close reopen Verdict(7)", fmt.Sprint(
 		circuitbreaker.VerdictPending, circuitbreaker.VerdictClose, circuitbreaker.VerdictReopen, circuitbreaker.Verdict(7)))
-	assert.Equal(t, "circuitbreaker: open (retry after 0s)", (&circuitbreaker.OpenError{}).Error())
+	assert.Equal(t, "circuitbreaker: open (half-open, every probe slot taken)", (&circuitbreaker.OpenError{}).Error())
 	assert.Equal(t, "circuitbreaker: open (until reset or released)", (&circuitbreaker.OpenError{RetryAfter: circuitbreaker.Forever}).Error())
 }

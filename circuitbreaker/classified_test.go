@@ -54,3 +54,37 @@ func TestClassifiedLayer_CB8_IsFailureOverrulesErrors(t *testing.T) {
 	assert.Len(t, asked, 3, "IsFailure is not asked about a nil error")
 	assert.Equal(t, circuitbreaker.Open, b.State().State)
 }
+
+func TestClassifiedLayer_CB2_BadResponseIsTheCause(t *testing.T) {
+	b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+	require.NoError(t, err)
+	svc := circuitbreaker.NewClassifiedLayer[int, int](b, func(resp int, err error) circuitbreaker.Outcome {
+		if resp == 503 {
+			return circuitbreaker.Failure
+		}
+		return circuitbreaker.Success
+	}).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 503, nil }))
+
+	got, err := svc.Call(context.Background(), 0)
+	require.NoError(t, err)
+	assert.Equal(t, 503, got)
+	_, err = svc.Call(context.Background(), 0)
+	var oe *circuitbreaker.OpenError
+	require.ErrorAs(t, err, &oe)
+	assert.Same(t, circuitbreaker.ErrBadResponse, oe.Cause)
+}
+
+func TestLayer_NilBreakerFailsEachCallWithoutPanic(t *testing.T) {
+	var called bool
+	svc := circuitbreaker.NewLayer[int, int](nil).Wrap(
+		rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { called = true; return 1, nil }))
+	_, err := svc.Call(context.Background(), 0)
+	assert.EqualError(t, err, "circuitbreaker: nil *Breaker (build one with circuitbreaker.New)")
+	assert.False(t, called)
+}
+
+func TestOpenError_MessageSaysWhy(t *testing.T) {
+	assert.Equal(t, "circuitbreaker: open (half-open, every probe slot taken)", (&circuitbreaker.OpenError{}).Error())
+	assert.Equal(t, "circuitbreaker: open (retry after 2s): tripped by: boom",
+		(&circuitbreaker.OpenError{RetryAfter: 2e9, Cause: errors.New("boom")}).Error())
+}

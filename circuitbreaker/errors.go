@@ -12,6 +12,12 @@ import (
 // [*OpenError], which carries the details.
 var ErrOpen = errors.New("circuitbreaker: open")
 
+// ErrBadResponse is the cause of a trip or a re-open on a call that
+// returned no error but whose response the classifier of
+// [NewClassifiedLayer] judged a failure (an HTTP 503): there is no error to
+// report, so [OpenError.Cause] and [Transition.Cause] are ErrBadResponse.
+var ErrBadResponse = errors.New("circuitbreaker: response judged a failure")
+
 // ErrSlowCalls is the cause of a trip or a re-open that [SlowCalls]
 // decided on a call that succeeded, too slowly: there is no failing error
 // to report, so [OpenError.Cause] and [Transition.Cause] are ErrSlowCalls
@@ -36,17 +42,20 @@ type OpenError struct {
 	// never.
 	RetryAfter time.Duration
 	// Cause is the failure that tripped the breaker ([ErrSlowCalls] for a
-	// trip on slow calls that succeeded, nil for a failure judged from a
-	// response without an error), or, for a manual force open, the reason
-	// given (nil if none).
+	// trip on slow calls that succeeded, [ErrBadResponse] for a failure
+	// judged from a response without an error), or, for a manual force
+	// open, the reason given (nil if none).
 	Cause error
 }
 
 // Error describes the rejection, with the remaining cool-down and the cause.
 func (e *OpenError) Error() string {
 	wait := fmt.Sprintf("retry after %v", e.RetryAfter)
-	if e.RetryAfter == Forever {
+	switch e.RetryAfter {
+	case Forever:
 		wait = "until reset or released"
+	case 0:
+		wait = "half-open, every probe slot taken"
 	}
 	if e.Cause == nil {
 		return fmt.Sprintf("circuitbreaker: open (%s)", wait)

@@ -106,7 +106,11 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	case err != nil:
 		p.classified(s.classify(resp, err), err) // IsFailure may overrule
 	default:
-		p.finish(s.classify(resp, err), nil)
+		if o := s.classify(resp, nil); o == Failure {
+			p.finish(o, ErrBadResponse)
+		} else {
+			p.finish(o, nil)
+		}
 	}
 	return resp, err
 }

@@ -176,7 +176,7 @@ func testResponseClassifier(t *testing.T) {
 	_, err := svc.Call(context.Background(), "x")
 	require.ErrorIs(t, err, circuitbreaker.ErrOpen)
 	assert.Equal(t, 2, calls)
-	assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Hour}, b.State(), "a 503 has no error cause")
+	assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Hour, Cause: circuitbreaker.ErrBadResponse}, b.State(), "a 503 has no error: the cause says a response was judged a failure")
 }
 
 func TestLayer_ResultsPassThrough(t *testing.T) {
