@@ -66,15 +66,16 @@ type ThrottleConfig struct {
 // through to see the backend recover, and as accepts rise the probability
 // falls back to zero.
 //
-// That fall is slow, by design: the failures stay in the window until they
-// age out of it. After a long outage at a steady rate, requests still
-// outnumber K times the accepts for up to a whole Window (2 minutes by
-// default), and the client keeps refusing a share of its requests all that
-// time. With K = 2, a window of only failures refuses half the requests;
-// a new Throttle that has seen one failed request refuses half as well
-// (1/(1+1)). Choose a shorter Window for faster recovery at the price of
-// reacting to shorter blips, and combine the Throttle with a circuit
-// breaker, whose probe notices recovery within its reset timeout.
+// That fall can be slow. Refused requests count as requests, so after a
+// window that held only failures nearly every request is refused, accepts
+// come back only through the few that pass, and the probability takes
+// several windows to fall: in a synctest run at 100 requests per second, a
+// 3-minute outage with the default 2-minute window left more than half the
+// requests refused for another 11 minutes. A new Throttle that has seen one
+// failed request refuses half (1/(1+1)). Choose a shorter Window for faster
+// recovery, at the price of reacting to shorter blips, and combine the
+// Throttle with a circuit breaker, whose probe notices recovery within its
+// reset timeout.
 //
 // A Throttle is shared state: every layer built with it, and every caller
 // of [Throttle.Allow] and [Throttle.Record], adds to the same counts, so use
