@@ -375,7 +375,7 @@ func TestCompose_TO2_PerAttemptTimeoutIsBreakerFailure(t *testing.T) {
 		assert.Equal(t, 450*ms, took, "rejected after the third backoff")
 		var te *timeout.Error
 		require.ErrorAs(t, open.Cause, &te, "the breaker was tripped by the timeout")
-		assert.Equal(t, 100*ms, te.Timeout)
+		assert.Equal(t, 100*ms, te.After)
 		assert.ErrorIs(t, open.Cause, timeout.ErrTimeout)
 		assert.ErrorIs(t, open.Cause, context.DeadlineExceeded)
 	})
@@ -402,7 +402,7 @@ func TestCompose_TO1_TimeoutMatchesThroughExhaustion(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		var te *timeout.Error
 		require.ErrorAs(t, err, &te)
-		assert.Equal(t, 100*ms, te.Timeout, "the per-attempt timeout, not the total one")
+		assert.Equal(t, 100*ms, te.After, "the per-attempt timeout, not the total one")
 		assert.Equal(t, 400*ms, took)
 		assert.Equal(t, 3, s.consecutiveFailures(), "every timed-out attempt is a breaker failure")
 		assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
@@ -572,7 +572,7 @@ func TestCompose_RT4_AttemptsAndDelaysNeverExceedTheOuterDeadline(t *testing.T) 
 			check: func(t *testing.T, err error) {
 				var te *timeout.Error
 				require.ErrorAs(t, err, &te)
-				assert.Equal(t, time.Second, te.Timeout, "the total timeout")
+				assert.Equal(t, time.Second, te.After, "the total timeout")
 				assert.ErrorIs(t, err, timeout.ErrTimeout)
 				assert.ErrorIs(t, err, context.DeadlineExceeded)
 				var ex *retry.ExhaustedError
@@ -581,7 +581,7 @@ func TestCompose_RT4_AttemptsAndDelaysNeverExceedTheOuterDeadline(t *testing.T) 
 				assert.ErrorIs(t, ex.Reason, context.DeadlineExceeded)
 				var last *timeout.Error
 				require.ErrorAs(t, ex.Err, &last, "the last real failure: the second attempt's timeout")
-				assert.Equal(t, 300*ms, last.Timeout)
+				assert.Equal(t, 300*ms, last.After)
 			},
 		},
 	} {

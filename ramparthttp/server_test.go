@@ -222,7 +222,7 @@ func TestHandler_StatusForEachError(t *testing.T) {
 		{name: "concurrency limit", err: &limit.LimitedError{Max: 4}, code: 503, retryAfter: "1"},
 		{name: "shed", err: loadshed.ErrOverloaded, code: 503, retryAfter: "1"},
 		{name: "breaker open", err: &circuitbreaker.OpenError{RetryAfter: 5 * time.Second}, code: 503, retryAfter: "5"},
-		{name: "timeout", err: &timeout.Error{Timeout: time.Second}, code: 503, retryAfter: "1"},
+		{name: "timeout", err: &timeout.Error{After: time.Second}, code: 503, retryAfter: "1"},
 		{name: "deadline", err: fmt.Errorf("db: %w", context.DeadlineExceeded), code: 503, retryAfter: "1"},
 		{name: "filter", err: filter.ErrRejected, code: 403, retryAfter: ""},
 		{name: "unknown", err: errors.New("boom"), code: 500, retryAfter: ""},

@@ -48,7 +48,7 @@ func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b boun
 				return zero, callerErr(parent)
 			}
 			// tctx is done and its parent is not: the layer's deadline fired.
-			return zero, &Error{Timeout: b.timeout}
+			return zero, &Error{After: b.timeout}
 		}
 		// The call returned at the same moment and won the race: its
 		// result is the answer, as if it had arrived first.

@@ -23,9 +23,9 @@ var ErrTimeout = errors.New("timeout: deadline exceeded")
 // context the layer gives the inner call once the layer's deadline has
 // passed; treat that value as read-only, it is shared by calls.
 type Error struct {
-	// Timeout is the deadline the layer gave the call, measured from when
+	// After is the deadline the layer gave the call, measured from when
 	// the layer's Call began.
-	Timeout time.Duration
+	After time.Duration
 	// Err is the error the inner call returned after the deadline passed
 	// (usually context.DeadlineExceeded). It is nil when the layer
 	// abandoned the call before it returned.
@@ -35,9 +35,9 @@ type Error struct {
 // Error describes the timeout and, when there is one, the inner error.
 func (e *Error) Error() string {
 	if e.Err == nil {
-		return fmt.Sprintf("timeout: deadline of %v exceeded", e.Timeout)
+		return fmt.Sprintf("timeout: deadline of %v exceeded", e.After)
 	}
-	return fmt.Sprintf("timeout: deadline of %v exceeded: %v", e.Timeout, e.Err)
+	return fmt.Sprintf("timeout: deadline of %v exceeded: %v", e.After, e.Err)
 }
 
 // Is reports whether target is [ErrTimeout] or [context.DeadlineExceeded].
@@ -48,3 +48,13 @@ func (e *Error) Is(target error) bool {
 // Unwrap returns Err, so [errors.Is] and [errors.As] also find the inner
 // error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Timeout reports true: an *Error is a timeout to code that asks the
+// net/http way, [os.IsTimeout], a [net.Error]'s Timeout method, or
+// [net/url.Error.Timeout] around an HTTP client's error, as it is for
+// [http.Client.Timeout] and [context.DeadlineExceeded].
+func (e *Error) Timeout() bool { return true }
+
+// Temporary reports true, as [context.DeadlineExceeded] does, so that an
+// *Error satisfies [net.Error]. The method is deprecated in net.Error.
+func (e *Error) Temporary() bool { return true }

@@ -65,7 +65,7 @@ func ExampleNew() {
 		_, err := svc.Call(context.Background(), req)
 		var te *timeout.Error
 		if errors.As(err, &te) {
-			fmt.Println(req, te.Timeout)
+			fmt.Println(req, te.After)
 		}
 	}
 	// Output:

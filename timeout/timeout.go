@@ -95,7 +95,7 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampa
 //     timeout, so no result is lost.
 //   - The inner call returned an error, the caller's context is not done,
 //     and the layer's deadline has passed: the layer returns
-//     &Error{Timeout, Err: the inner error} (Err is nil when the inner
+//     &Error{After, Err: the inner error} (Err is nil when the inner
 //     error is the context's cause itself), which matches [ErrTimeout],
 //     [context.DeadlineExceeded] and the inner error with [errors.Is]. The
 //     deadline is judged by the clock, so an error returned at the very
@@ -113,7 +113,7 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampa
 // deterministic when the two deadlines coincide.
 //
 // In Abandon mode a call still running at the deadline is abandoned: the
-// layer returns a zero Resp and &Error{Timeout} (Err nil), or, when the
+// layer returns a zero Resp and &Error{After} (Err nil), or, when the
 // caller's context is done, the caller's ctx.Err() (wrapped with its cause
 // when the caller gave one). A result that arrives at the same instant as
 // the deadline is either returned or abandoned (and passed to Late); it is
@@ -137,7 +137,7 @@ func New[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error)
 	case cfg.Late != nil && !cfg.Abandon:
 		return nil, fmt.Errorf("timeout: Late is set but Abandon is false")
 	}
-	return &layer[Req, Resp]{cfg: cfg, cause: &Error{Timeout: cfg.Timeout}}, nil
+	return &layer[Req, Resp]{cfg: cfg, cause: &Error{After: cfg.Timeout}}, nil
 }
 
 // layer is the [rampart.Layer] that New returns.
@@ -177,7 +177,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	b := bounds{timeout: s.l.cfg.Timeout, cause: s.l.cause, first: true}
 	if s.l.cfg.For != nil {
 		if d := s.l.cfg.For(req); d != 0 {
-			b.timeout, b.cause = d, &Error{Timeout: d}
+			b.timeout, b.cause = d, &Error{After: d}
 		}
 	}
 	if b.timeout <= 0 {
@@ -224,5 +224,5 @@ func (b *bounds) judge(parent context.Context, err error) error {
 	if err == error(b.cause) {
 		err = nil
 	}
-	return &Error{Timeout: b.timeout, Err: err}
+	return &Error{After: b.timeout, Err: err}
 }

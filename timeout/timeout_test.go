@@ -3,6 +3,9 @@ package timeout_test
 import (
 	"context"
 	"errors"
+	"net"
+	"net/url"
+	"os"
 	"runtime"
 	"testing"
 	"testing/synctest"
@@ -122,7 +125,7 @@ func TestLayer_TO1_TimesOutAtDeadline(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		var te *timeout.Error
 		require.ErrorAs(t, err, &te)
-		assert.Equal(t, 100*time.Millisecond, te.Timeout)
+		assert.Equal(t, 100*time.Millisecond, te.After)
 		assert.Equal(t, context.DeadlineExceeded, te.Err)
 		assert.EqualError(t, err, "timeout: deadline of 100ms exceeded: context deadline exceeded")
 	})
@@ -317,7 +320,7 @@ func TestLayer_TO1_PerRequestTimeout(t *testing.T) {
 				assert.Equal(t, tc.want, took)
 				var te *timeout.Error
 				require.ErrorAs(t, err, &te)
-				assert.Equal(t, tc.want, te.Timeout)
+				assert.Equal(t, tc.want, te.After)
 			})
 		})
 	}
@@ -693,4 +696,14 @@ func BenchmarkTimeoutLayerAbandon(b *testing.B) {
 	for b.Loop() {
 		_, _ = svc.Call(ctx, "req")
 	}
+}
+
+func TestError_TO1_IsATimeoutTheNetWay(t *testing.T) {
+	var err error = &timeout.Error{After: time.Second}
+	assert.True(t, os.IsTimeout(err))
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout())
+	ue := &url.Error{Op: "Get", URL: "http://x", Err: err}
+	assert.True(t, ue.Timeout())
 }
