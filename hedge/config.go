@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 )
 
@@ -66,8 +67,9 @@ type Config[Req, Resp any] struct {
 
 	// Budget bounds the hedges: every hedgeable request deposits, every
 	// hedge withdraws, and a refused withdrawal stops hedging that call
-	// without cancelling any attempt already sent. Required; a nil Budget
-	// is an error. To hedge without a bound (up to MaxAttempts times the
+	// without cancelling any attempt already sent. Required; a nil Budget,
+	// or a nil pointer of a type that implements Budget (a nil
+	// *budget.Budget), is an error. To hedge without a bound (up to MaxAttempts times the
 	// load when the dependency is slow), pass a Budget whose Withdraw
 	// always returns true.
 	Budget Budget
@@ -88,19 +90,26 @@ type Config[Req, Resp any] struct {
 	Delay time.Duration
 
 	// Percentile, when not zero, makes the delay the Percentile-th
-	// quantile of recent successful attempt latencies instead of Delay:
-	// 0.95 waits for the 95th percentile. It is a fraction in (0, 1], not
-	// a number of percent. Zero means a fixed Delay.
+	// quantile of recent attempt latencies instead of Delay: 0.95 waits
+	// for the 95th percentile. It is a fraction in (0, 1], not a number of
+	// percent. Zero means a fixed Delay.
 	//
 	// The percentile uses the nearest-rank method over the last Window
 	// latencies; it is computed once MinSamples latencies have been
 	// recorded and then again after every Window/16 (at least 1) further
 	// recordings, so recording stays cheap. Latencies are measured on the
-	// monotonic clock from the start of each attempt to its successful
-	// return, whether or not the attempt won. Cancelled losers are not
-	// recorded, so the window leans toward faster answers, and a learned
-	// delay can be as short as the fastest latencies: the Budget, not the
-	// delay, caps the hedges that follow.
+	// monotonic clock from the start of each attempt. An accepted outcome
+	// records its latency, whether or not it won. A loser that the layer
+	// cancels after it ran at least the call's delay records a lower
+	// bound: it ranks above every complete latency in the window (by the
+	// time it ran, among such losers), and if the percentile falls on it,
+	// the delay is the time it ran. This is how right-censored samples are
+	// ranked when the quantile lies below the censoring times, as in the
+	// Kaplan-Meier estimator: without it, hedging would cut the slow tail
+	// out of the window and the delay would drift down (with lognormal
+	// latencies, a learned p95 would hedge 12% of requests instead of 5%). A
+	// loser cancelled before the delay, a failed attempt, and attempts
+	// ended by the caller's context record nothing.
 	Percentile float64
 
 	// Window is how many recent latencies the percentile is taken over.
@@ -114,14 +123,30 @@ type Config[Req, Resp any] struct {
 	// if that is smaller; it must be between 1 and Window.
 	MinSamples int
 
+	// Accept reports whether an attempt's outcome is an answer: the first
+	// accepted outcome wins the call, is returned to the caller as it is
+	// (an accepted error included), and cancels the other attempts. An
+	// outcome it rejects is a failed attempt: it does not win, does not
+	// trigger a hedge, and when every attempt sent has failed the call
+	// ends (see [NewLayer] for what it then returns). Nil means an outcome
+	// is accepted when its error is nil. An HTTP client rejects a 503 so
+	// that a fast 503 from one replica does not beat a slower 200 from
+	// another. Accept is called once for every attempt of a hedged call
+	// (not for calls passed through), on that attempt's goroutine when it
+	// returns, possibly after the call was decided; it must be safe for
+	// concurrent use and must not block.
+	Accept func(resp Resp, err error) bool
+
 	// Discard, if not nil, receives every response that the layer does not
-	// return to the caller: the responses of attempts that succeeded after
-	// another attempt won, and, when several attempts ran, the response
-	// that came with each attempt's error (often the zero Resp; Discard
-	// must accept it). An HTTP adapter uses it to close the bodies of
-	// losing responses. It is called on the goroutine of the attempt that
-	// produced the response, possibly concurrently with other calls, and
-	// always before Call returns. Nil means losing responses are dropped.
+	// return to the caller: the responses of attempts that returned after
+	// another attempt won; a rejected response (one Accept rejected with a
+	// nil error) unless it is the one returned because no attempt was
+	// accepted; and, when several attempts ran, the response that came
+	// with each attempt's error (often the zero Resp; Discard must accept
+	// it). An HTTP adapter uses it to close the bodies of losing
+	// responses. It is called on the goroutine of one of the call's
+	// attempts, possibly concurrently with other calls, and always before
+	// Call returns. Nil means losing responses are dropped.
 	Discard func(resp Resp)
 
 	// Detach, if not nil, hands the winning attempt's context over to its
@@ -135,9 +160,11 @@ type Config[Req, Resp any] struct {
 	// as it does for timeout.Config.Detach. The losers' contexts are
 	// cancelled either way. Without Detach, every attempt's context is
 	// cancelled before Call returns. Detach is called on the caller's
-	// goroutine, once per call that succeeds, and never for calls the
-	// layer passes through (not hedgeable, or MaxAttempts 1), which get no
-	// context from it; it must be safe for concurrent use.
+	// goroutine, once per call that returns a response with a nil error
+	// (the accepted one, or a rejected one when no attempt was accepted),
+	// and never for calls that return an error or that the layer passes
+	// through (not hedgeable, or MaxAttempts 1), which get no context from
+	// it; it must be safe for concurrent use.
 	Detach func(resp Resp, cancel context.CancelFunc) Resp
 }
 
@@ -145,6 +172,7 @@ type Config[Req, Resp any] struct {
 type settings[Req, Resp any] struct {
 	hedgeable   func(Req) bool
 	budget      Budget
+	accept      func(Resp, error) bool // nil: err == nil
 	discard     func(Resp)
 	detach      func(Resp, context.CancelFunc) Resp
 	maxAttempts int
@@ -159,6 +187,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 	s := settings[Req, Resp]{
 		hedgeable:   c.Hedgeable,
 		budget:      c.Budget,
+		accept:      c.Accept,
 		discard:     c.Discard,
 		detach:      c.Detach,
 		maxAttempts: c.MaxAttempts,
@@ -172,6 +201,8 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		return s, fmt.Errorf("hedge: Hedgeable must not be nil (hedge only requests that are safe to repeat; return true to hedge all)")
 	case c.Budget == nil:
 		return s, fmt.Errorf("hedge: Budget must not be nil (every hedge must be bounded; a Budget whose Withdraw returns true removes the bound)")
+	case isNilPointer(c.Budget):
+		return s, fmt.Errorf("hedge: Budget must not be a nil pointer, got %T(nil)", c.Budget)
 	case c.MaxAttempts < 0 || c.MaxAttempts > MaxMaxAttempts:
 		return s, fmt.Errorf("hedge: MaxAttempts must be between 1 and %d, got %d", MaxMaxAttempts, c.MaxAttempts)
 	case c.Delay < 0:
@@ -204,4 +235,15 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		s.minSamples = min(DefaultMinSamples, s.window)
 	}
 	return s, nil
+}
+
+// isNilPointer reports whether v holds a nil pointer, so that a nil
+// *budget.Budget is refused when the layer is built rather than when the
+// first call dereferences it.
+func isNilPointer(v any) bool {
+	if v == nil {
+		return false
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }

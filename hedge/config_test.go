@@ -31,6 +31,11 @@ func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 			want:   "hedge: Budget must not be nil (every hedge must be bounded; a Budget whose Withdraw returns true removes the bound)",
 		},
 		{
+			name:   "nil pointer Budget",
+			change: func(c *hedge.Config[string, string]) { c.Budget = (*tokens)(nil) },
+			want:   "hedge: Budget must not be a nil pointer, got *hedge_test.tokens(nil)",
+		},
+		{
 			name:   "negative MaxAttempts",
 			change: func(c *hedge.Config[string, string]) { c.MaxAttempts = -1 },
 			want:   "hedge: MaxAttempts must be between 1 and 16, got -1",

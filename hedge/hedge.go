@@ -19,26 +19,32 @@ import (
 // A call through a wrapped service behaves as follows. A request that
 // cfg.Hedgeable rejects goes to the inner service once, unchanged. For a
 // hedgeable request the layer deposits into the Budget once and sends the
-// original attempt; then, while no attempt has succeeded, each time the
+// original attempt; then, while no attempt has been accepted, each time the
 // delay (Delay or the learned percentile) has passed since the latest
 // attempt started, it withdraws from the Budget and sends one more, up to
 // MaxAttempts in total. It stops sending when the Budget refuses (and does
 // not ask again in that call), when the caller's context is done, or when
-// every attempt sent so far has failed: a failure does not trigger a hedge
-// (retrying failures is the retry layer's job).
+// every attempt sent so far has failed: a failure (an error, or an outcome
+// cfg.Accept rejects) does not trigger a hedge (retrying failures is the
+// retry layer's job).
 //
-// The first attempt to succeed is the answer. Each attempt gets its own
-// cancelable context derived from the caller's; when an attempt succeeds,
-// every other attempt's context is cancelled at once, and their responses
-// go to cfg.Discard. The winner's context is cancelled before Call returns,
-// or handed to its response by cfg.Detach. Call returns only after every attempt it started has
-// returned (TO3), so an inner service that ignores its context delays the
-// answer until it returns. When no attempt succeeds, Call returns the
-// original attempt's response and error unchanged if it was the only
-// attempt, and otherwise the zero Resp and an [*AllFailedError] holding
-// every attempt's error. When the caller's context ends, every attempt is
-// cancelled and their errors (normally wrapping the context's) are
-// returned the same way.
+// The first accepted outcome (by default, the first with a nil error) is
+// the answer, returned as the attempt returned it. Each attempt gets its
+// own cancelable context derived from the caller's; when an attempt is
+// accepted, every other attempt's context is cancelled at once, and their
+// responses go to cfg.Discard. The winner's context is cancelled before
+// Call returns, or handed to its response by cfg.Detach. Call returns only
+// after every attempt it started has returned (TO3), so an inner service
+// that ignores its context delays the answer until it returns.
+//
+// When no outcome is accepted, no response is lost: if only the original
+// attempt ran, its response and error are returned unchanged; otherwise,
+// if some attempt returned a rejected response with a nil error (an HTTP
+// 503, say), the first such response to arrive is returned with a nil
+// error and the others go to Discard; otherwise every attempt failed with
+// an error, and Call returns the zero Resp and an [*AllFailedError]
+// holding every attempt's error. When the caller's context ends, every
+// attempt is cancelled and their outcomes are returned the same way.
 //
 // The original attempt runs on the caller's goroutine, so a panic in it
 // reaches the caller, after the hedges have been cancelled and awaited.
@@ -87,7 +93,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}
 	s.budget.Deposit()
 
-	c := &call[Req, Resp]{s: s, parent: ctx, req: req, started: 1, inflight: 1, delay: s.delay}
+	c := &call[Req, Resp]{s: s, parent: ctx, req: req, started: 1, inflight: 1, kept: -1, delay: s.delay}
 	if s.lat != nil {
 		c.delay = s.lat.current()
 	}
@@ -119,20 +125,18 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	// Every hedge and the timer hold a slot in wg, so after Wait nothing
 	// touches c again and its fields are read without the lock.
 	c.wg.Wait()
-	var zero Resp
 	switch {
-	case c.won && s.detach != nil:
-		c.cancelAllBut(c.winner)
-		return s.detach(c.resp, c.cancels[c.winner]), nil
-	case c.won:
+	case c.kept < 0:
+		// Several attempts ran and each failed with an error.
 		c.cancelAllBut(-1)
-		return c.resp, nil
-	case c.started == 1:
-		c.cancelAllBut(-1)
-		return c.resp, c.errs[0]
-	default:
-		c.cancelAllBut(-1)
+		var zero Resp
 		return zero, &AllFailedError{Errs: c.errs[:c.started:c.started]}
+	case c.err != nil || s.detach == nil:
+		c.cancelAllBut(-1)
+		return c.resp, c.err
+	default:
+		c.cancelAllBut(c.kept)
+		return s.detach(c.resp, c.cancels[c.kept]), nil
 	}
 }
 
@@ -153,11 +157,13 @@ type call[Req, Resp any] struct {
 	stopped  bool                               // guarded by mu; no more hedges will be sent
 	started  int                                // guarded by mu; attempts sent
 	inflight int                                // guarded by mu; attempts not yet returned
-	won      bool                               // guarded by mu; an attempt succeeded
-	winner   int                                // guarded by mu; which, when won
+	won      bool                               // guarded by mu; an attempt was accepted
+	wonAt    time.Time                          // guarded by mu; when, if won and a delay is learned
 	aborted  bool                               // guarded by mu; the original attempt panicked
-	resp     Resp                               // guarded by mu; the winner's, or the only attempt's
-	errs     []error                            // guarded by mu; by attempt, allocated on the first failure
+	kept     int                                // guarded by mu; the attempt whose outcome is in resp and err, or -1
+	resp     Resp                               // guarded by mu; the outcome Call returns unless every attempt failed
+	err      error                              // guarded by mu
+	errs     []error                            // guarded by mu; by attempt, allocated on the first error
 }
 
 // hedge runs on the timer's goroutine and sends the next attempt, with a
@@ -182,52 +188,103 @@ func (c *call[Req, Resp]) hedge() {
 		c.stopped = true
 		c.wg.Done()
 	}
+	// Taken under the lock, so the attempt starts before any win that
+	// follows: a loser's elapsed time at the win is never negative.
+	start := time.Now()
 	c.mu.Unlock()
-	go c.run(i, actx)
+	go c.run(i, start, actx)
 }
 
 // run is hedge number i on its own goroutine.
-func (c *call[Req, Resp]) run(i int, ctx context.Context) {
+func (c *call[Req, Resp]) run(i int, start time.Time, ctx context.Context) {
 	defer c.wg.Done()
-	start := time.Now()
 	resp, err := c.s.inner.Call(ctx, c.req)
 	c.finish(i, start, resp, err)
 }
 
 // finish records the outcome of attempt i, which started at start. The
-// first success cancels every other attempt at once.
+// first accepted outcome cancels every other attempt at once; the first
+// rejected response with a nil error is kept in case no outcome is
+// accepted.
 func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
-	if err == nil && c.s.lat != nil {
-		c.s.lat.record(time.Since(start))
+	var now time.Time // read only to learn a delay
+	if c.s.lat != nil {
+		now = time.Now()
 	}
-	keep, won := false, false
+	accepted := err == nil
+	if c.s.accept != nil {
+		accepted = c.s.accept(resp, err)
+	}
+	var (
+		keep, won bool
+		dropped   Resp // an earlier rejected response, dropped for the winner
+		drop      bool
+		lost      bool          // cancelled because another attempt won
+		ran       time.Duration // how long it had run by then
+	)
 	c.mu.Lock()
 	c.inflight--
 	switch {
-	case err == nil && !c.won && !c.aborted:
-		c.won, c.winner, c.resp = true, i, resp
+	case c.won || c.aborted:
+		// The call is decided; this attempt lost.
+		if c.won && !accepted {
+			lost, ran = true, c.wonAt.Sub(start)
+			if now.Before(c.wonAt) {
+				ran = now.Sub(start)
+			}
+		}
+	case accepted:
+		if c.kept >= 0 {
+			dropped, drop = c.resp, true
+		}
+		c.won, c.wonAt = true, now
+		c.kept, c.resp, c.err = i, resp, err
 		keep, won = true, true
 		c.stopLocked()
-	case err != nil:
-		if c.errs == nil {
-			c.errs = make([]error, c.s.maxAttempts)
+	default:
+		if err == nil && c.kept < 0 {
+			c.kept, c.resp = i, resp
+			keep = true
 		}
-		c.errs[i] = err
-		if c.inflight == 0 && !c.won {
+		if err != nil {
+			if c.errs == nil {
+				c.errs = make([]error, c.s.maxAttempts)
+			}
+			c.errs[i] = err
+		}
+		if c.inflight == 0 {
 			// Every attempt sent has failed: the call ends now rather than
-			// sending a hedge of a failure.
+			// sending a hedge of a failure. The only attempt's outcome is
+			// returned unchanged.
 			c.stopLocked()
-			if c.started == 1 {
-				c.resp, keep = resp, true
+			if c.started == 1 && err != nil {
+				c.kept, c.resp, c.err = i, resp, err
+				keep = true
 			}
 		}
 	}
 	c.mu.Unlock()
+	if c.s.lat != nil {
+		switch {
+		case accepted:
+			c.s.lat.record(now.Sub(start), false)
+		case lost && ran >= c.delay:
+			// A lower bound of the latency, known to be above the delay
+			// this call used: see Config.Percentile.
+			c.s.lat.record(ran, true)
+		}
+	}
 	if won {
 		// Hedging has stopped, so c.cancels no longer changes.
 		c.cancelAllBut(i)
 	}
-	if !keep && c.s.discard != nil {
+	if c.s.discard == nil {
+		return
+	}
+	if drop {
+		c.s.discard(dropped)
+	}
+	if !keep {
 		c.s.discard(resp)
 	}
 }
@@ -268,7 +325,7 @@ func (c *call[Req, Resp]) abort() {
 	c.mu.Unlock()
 	c.cancelAllBut(-1)
 	c.wg.Wait()
-	if c.won && c.s.discard != nil {
+	if c.kept >= 0 && c.s.discard != nil {
 		c.s.discard(c.resp)
 	}
 }

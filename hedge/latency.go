@@ -42,11 +42,21 @@ func (l *latencies) current() time.Duration {
 	return time.Duration(l.delay.Load())
 }
 
-// record adds one successful latency and, on a recompute boundary, learns a
-// new delay.
-func (l *latencies) record(d time.Duration) {
+// slower marks a sample that is only a lower bound: an attempt cancelled
+// after running d is recorded as d|slower, which sorts above every
+// complete latency (they are below 2^62ns, 146 years) and, among the
+// marked samples, by d.
+const slower = 1 << 62
+
+// record adds one latency and, on a recompute boundary, learns a new
+// delay. A censored latency is a lower bound: see [slower].
+func (l *latencies) record(d time.Duration, censored bool) {
+	v := int64(d)
+	if censored {
+		v |= slower
+	}
 	n := l.n.Add(1)
-	l.ring[(n-1)%uint64(len(l.ring))].Store(int64(d))
+	l.ring[(n-1)%uint64(len(l.ring))].Store(v)
 	if n < l.minSamples || (n-l.minSamples)%l.every != 0 {
 		return
 	}
@@ -65,7 +75,7 @@ func (l *latencies) record(d time.Duration) {
 		s[i] = l.ring[i].Load()
 	}
 	slices.Sort(s)
-	l.delay.Store(s[nearestRank(l.p, len(s))-1])
+	l.delay.Store(s[nearestRank(l.p, len(s))-1] &^ slower)
 }
 
 // nearestRank returns the 1-based rank of the p-quantile of n sorted
