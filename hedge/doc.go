@@ -39,6 +39,11 @@
 // (reads, idempotent writes), so it is opt-in per request: [Config.Hedgeable]
 // is required and decides for each request.
 //
+// For HTTP clients, ramparthttp.HedgeLayer fills in what this package leaves
+// to the caller: which requests may be sent twice, a body of its own for
+// each copy, which statuses are answers, and closing the bodies of the
+// responses that lose.
+//
 // # Order
 //
 // Hedge inside a timeout that bounds the whole call, and outside the

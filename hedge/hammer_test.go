@@ -20,13 +20,14 @@ import (
 	"github.com/rampart-go/rampart/hedge"
 )
 
-// Many goroutines call one hedged service with random latencies and
-// failures. Every call gets exactly one answer, every hedge was paid for by
-// the budget, and every successful attempt is either returned or discarded.
+// Many goroutines call one hedged service with random latencies, failures
+// and rejected answers. Every call gets exactly one answer, every hedge was
+// paid for by the budget, and every response that came with a nil error,
+// accepted or not, is either returned or discarded.
 func TestHedge_Hammer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const workers, perWorker = 32, 100
-		var attempts, successes, discardedOK atomic.Int64
+		var attempts, responses, discarded atomic.Int64
 		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
 			attempts.Add(1)
 			select {
@@ -34,10 +35,14 @@ func TestHedge_Hammer(t *testing.T) {
 			case <-ctx.Done():
 				return "", ctx.Err()
 			}
-			if rand.N(10) == 0 {
+			switch rand.N(10) {
+			case 0:
 				return "", errors.New("failed " + req)
+			case 1:
+				responses.Add(1)
+				return "rejected " + req, nil
 			}
-			successes.Add(1)
+			responses.Add(1)
 			return "ok " + req, nil
 		})
 		budget := &fractionBudget{}
@@ -49,15 +54,18 @@ func TestHedge_Hammer(t *testing.T) {
 			Percentile:  0.8,
 			Window:      64,
 			MinSamples:  16,
+			Accept: func(resp string, err error) bool {
+				return err == nil && strings.HasPrefix(resp, "ok ")
+			},
 			Discard: func(resp string) {
 				if resp != "" {
-					discardedOK.Add(1)
+					discarded.Add(1)
 				}
 			},
 		})
 		require.NoError(t, err)
 
-		var answered, ok, hedgeable, wrong atomic.Int64
+		var answered, returned, hedgeable, wrong atomic.Int64
 		var wg sync.WaitGroup
 		for w := range workers {
 			wg.Go(func() {
@@ -71,8 +79,8 @@ func TestHedge_Hammer(t *testing.T) {
 					resp, err := svc.Call(context.Background(), req)
 					answered.Add(1)
 					switch {
-					case err == nil && resp == "ok "+req:
-						ok.Add(1)
+					case err == nil && (resp == "ok "+req || resp == "rejected "+req):
+						returned.Add(1)
 					case err != nil && resp == "" && strings.Contains(err.Error(), "failed "+req):
 					default:
 						wrong.Add(1) // an answer that is not this call's
@@ -92,7 +100,7 @@ func TestHedge_Hammer(t *testing.T) {
 		assert.Equal(t, calls+int64(granted), attempts.Load(), "one attempt per call plus one per granted withdrawal")
 		assert.LessOrEqual(t, granted, deposits/10+1, "within the budget's tenth plus one")
 		assert.Positive(t, granted, "the test should hedge")
-		assert.Equal(t, successes.Load(), ok.Load()+discardedOK.Load(), "every success returned or discarded")
+		assert.Equal(t, responses.Load(), returned.Load()+discarded.Load(), "every response returned or discarded")
 	})
 }
 

@@ -227,7 +227,7 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 	switch {
 	case c.won || c.aborted:
 		// The call is decided; this attempt lost.
-		if c.won && !accepted {
+		if c.won && !accepted && c.s.lat != nil {
 			lost, ran = true, c.wonAt.Sub(start)
 			if now.Before(c.wonAt) {
 				ran = now.Sub(start)
