@@ -22,9 +22,11 @@
 // breaker failure.
 //
 // For another order or more layers, build the stack from the pre-typed
-// layers ([RetryLayer], [BreakerLayer], [TimeoutLayer], or any
+// layers ([RetryLayer], [HedgeLayer], [BreakerLayer], [TimeoutLayer], or any
 // rampart.Layer[*http.Request, *http.Response]) with [NewBuilder] and turn it
-// into a RoundTripper with [NewRoundTripper].
+// into a RoundTripper with [NewRoundTripper]. With hedging, the order is
+// retry, hedge, breaker, timeout: each hedged copy asks the breaker and gets
+// its own timeout.
 //
 // What counts as a failure: a transport error, and a response with status
 // 429 (Too Many Requests) or 5xx, except 501 (Not Implemented) and 505 (HTTP

@@ -113,7 +113,7 @@ type hedgeService struct {
 }
 
 func (s hedgeService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
-	if !resendable(req) {
+	if !resendable(req, false) {
 		return s.once.Call(ctx, req)
 	}
 	if hasBody(req) {
@@ -122,16 +122,6 @@ func (s hedgeService) Call(ctx context.Context, req *http.Request) (*http.Respon
 		_ = req.Body.Close()
 	}
 	return s.hedged.Call(ctx, req)
-}
-
-// resendable reports whether req may be sent more than once without the
-// caller asking: its method is idempotent or it carries an
-// Idempotency-Key, and its body can be produced again.
-func resendable(req *http.Request) bool {
-	if hasBody(req) && req.GetBody == nil {
-		return false
-	}
-	return idempotent(req.Method) || req.Header.Get("Idempotency-Key") != ""
 }
 
 // answered reports whether an outcome is a good response, one a hedge

@@ -101,11 +101,16 @@ func (s *retryService) Call(ctx context.Context, req *http.Request) (*http.Respo
 }
 
 // mayRetry reports whether req may be sent more than once.
-func (s *retryService) mayRetry(req *http.Request) bool {
+func (s *retryService) mayRetry(req *http.Request) bool { return resendable(req, s.anyMethod) }
+
+// resendable reports whether req may be sent more than once: its body can
+// be produced again (none, or GetBody set), and its method is idempotent,
+// it carries an Idempotency-Key header, or anyMethod allows every method.
+func resendable(req *http.Request, anyMethod bool) bool {
 	if hasBody(req) && req.GetBody == nil {
 		return false
 	}
-	return s.anyMethod || idempotent(req.Method) || req.Header.Get("Idempotency-Key") != ""
+	return anyMethod || idempotent(req.Method) || req.Header.Get("Idempotency-Key") != ""
 }
 
 func idempotent(method string) bool {
