@@ -1,7 +1,6 @@
 package circuitbreaker
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -180,16 +179,12 @@ func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
 // always finds the cool-down over; in HalfOpen with every probe slot taken
 // it is zero; in ForcedOpen, or Open with a Forever cool-down, it is
 // [Forever]. Cause is the failure that tripped the breaker (or the reason
-// given to [Switch.ForceOpen]). A nil *Breaker rejects every call with an
-// error saying so (not an *OpenError) rather than panicking.
+// given to [Switch.ForceOpen]).
 //
 // The rejection error may be shared by every caller rejected in the same
 // millisecond of the same period (this keeps rejection free of allocation):
 // treat it as read-only.
 func (b *Breaker) TryAcquire() (Permit, error) {
-	if b == nil {
-		return Permit{}, errNilBreaker
-	}
 	// The Closed fast path: one atomic load and one comparison, which also
 	// rules out a policy that needs the clock (flagTimed).
 	if w := b.word.Load(); w&fastMask == 0 {
@@ -197,10 +192,6 @@ func (b *Breaker) TryAcquire() (Permit, error) {
 	}
 	return b.tryAcquire()
 }
-
-// errNilBreaker is what a nil *Breaker answers, so a layer built over one by
-// mistake fails each call with a clear error instead of panicking.
-var errNilBreaker = errors.New("circuitbreaker: nil *Breaker (build one with circuitbreaker.New)")
 
 // tryAcquire is TryAcquire after the Closed fast path.
 func (b *Breaker) tryAcquire() (Permit, error) {

@@ -79,7 +79,7 @@ func TestLayer_NilBreakerFailsEachCallWithoutPanic(t *testing.T) {
 	svc := circuitbreaker.NewLayer[int, int](nil).Wrap(
 		rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { called = true; return 1, nil }))
 	_, err := svc.Call(context.Background(), 0)
-	assert.EqualError(t, err, "circuitbreaker: nil *Breaker (build one with circuitbreaker.New)")
+	assert.EqualError(t, err, "circuitbreaker: layer built over a nil *Breaker (build one with circuitbreaker.New)")
 	assert.False(t, called)
 }
 
