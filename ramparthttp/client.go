@@ -62,7 +62,7 @@ func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http
 //
 // The RoundTripper keeps net/http's contract whatever the layers do: it
 // returns a response or an error, never both (a response that arrives
-// alongside an error has its body drained and closed), and it closes the
+// alongside an error has its body closed), and it closes the
 // request body when the stack fails without sending it (a breaker
 // rejection, say). Errors from the stack reach the caller unchanged; an
 // [http.Client] wraps them in a *url.Error, which [errors.Is] and

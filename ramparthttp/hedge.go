@@ -58,14 +58,15 @@ type HedgeConfig struct {
 //     copies share the request's header, which the layers below must not
 //     modify (the [http.RoundTripper] contract).
 //   - A good response is one that is not a failure: a transport error and
-//     a 5xx or 429 status are failures, as for [BreakerLayer] and
-//     [RetryLayer], so a fast 503 from one replica does not beat a slower
-//     200 from another. A failure does not trigger a hedge.
+//     a failing status (429, or 5xx but 501 and 505) are failures, as for
+//     [BreakerLayer] and [RetryLayer], so a fast 503 from one replica does
+//     not beat a slower 200 from another. A failure does not trigger a
+//     hedge.
 //   - The response returned keeps its copy's context until its body is
 //     closed, so it can be read after RoundTrip returns; the caller must
-//     close it, as always. Every other response has its body drained (up
-//     to 64 KiB) and closed, and the other copies are cancelled as soon as
-//     a good response arrives.
+//     close it, as always. Every other response has its body closed
+//     unread (see the package doc), and the other copies are cancelled as
+//     soon as a good response arrives.
 //   - When no copy gets a good response, no response is lost: the first
 //     failing response to arrive is returned, with a nil error, as
 //     [RetryLayer] returns its last one; when every copy failed with a

@@ -170,7 +170,7 @@ func TestHedgeLayer_FastFailureDoesNotBeatSlowSuccess(t *testing.T) {
 		assert.Equal(t, 200, resp.StatusCode)
 		assert.Equal(t, "200 from copy 0", body)
 		assert.Equal(t, 100*milli, took)
-		assert.Equal(t, map[int]bool{0: true, 1: true}, ft.closed(), "the 503 drained and closed; the 200 closed by the caller")
+		assert.Equal(t, map[int]bool{0: true, 1: true}, ft.closed(), "the 503 closed by the layer; the 200 closed by the caller")
 	})
 }
 
