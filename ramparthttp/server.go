@@ -192,17 +192,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, err := h.svc.Call(r.Context(), Exchange{Writer: rw, Request: r, rw: rw})
 	// The stack has returned, so the handler is done with rw: from here on
 	// only this goroutine touches it.
+	if err == nil || rw.started {
+		// The handler's headers: those of the 200 net/http writes for a
+		// handler that wrote nothing, or the trailers of its answer.
+		rw.sendHeader()
+	}
 	if err == nil {
-		if !rw.started {
-			// The handler wrote nothing: net/http answers 200 with the
-			// headers it set.
-			rw.sendHeader()
-		}
 		return
 	}
 	rw.sealed = rw.started
-	// The handler's headers were for an answer it never wrote.
-	rw.h = nil
+	if !rw.started {
+		rw.h = nil // the handler's headers were for an answer it never wrote
+	}
 	if h.onError != nil && h.onError(rw, r, err) {
 		return
 	}
@@ -277,6 +278,9 @@ func (s handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) 
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)
 	}
+	if x.rw != nil {
+		x.rw.private = true // headers set from here on belong to the handler's answer
+	}
 	s.next.ServeHTTP(x.Writer, r)
 	if err := ctx.Err(); err != nil && (x.rw == nil || !x.rw.started) {
 		// The handler gave up without answering because its context is
@@ -290,19 +294,26 @@ func (s handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) 
 // never writes a second one. It is used by one goroutine at a time, as
 // net/http requires of a ResponseWriter.
 //
-// Until the response starts, the handler's headers are kept apart from the
-// server's: Header returns a copy of the server's header map, made on first
-// use, and the copy becomes the server's headers when the handler writes a
-// status, a body byte, a flush or hijacks. So a refusal written after the
-// handler gave up (a timeout) carries none of the headers the handler set
-// for the answer it never wrote (Content-Encoding, Cache-Control,
-// Set-Cookie), as with [http.TimeoutHandler], while headers set outside the
-// Handler (by an outer middleware) stay.
+// From the moment the handler is called until the response starts, the
+// handler's headers are kept apart from the server's: Header returns a copy
+// of the server's header map, made on first use, and the copy is sent as the
+// server's headers when the handler writes a status, a body byte, a flush
+// or hijacks. So a refusal written after the handler gave up (a timeout)
+// carries none of the headers the handler set for the answer it never wrote
+// (Content-Encoding, Cache-Control, Set-Cookie), as with
+// [http.TimeoutHandler], while headers set before the handler ran, by an
+// outer middleware or by a layer of the stack (a request ID, CORS), stay.
+// The handler sees one map throughout, as with net/http: trailers it sets
+// in that map after the body are copied to the server's map when it
+// returns.
 type responseWriter struct {
 	w http.ResponseWriter
-	// h is the handler's header map before the response starts; nil until
-	// the handler first asks for it, and again once it has been sent.
+	// h is the handler's header map; nil until the handler first asks for
+	// it before the response started.
 	h http.Header
+	// private is set when the handler is called: before that, Header is
+	// the server's map.
+	private bool
 	// started is set once a final status or body bytes may have reached the
 	// client, or the connection was hijacked.
 	started bool
@@ -315,8 +326,11 @@ type responseWriter struct {
 var errSealed = errors.New("ramparthttp: response already written")
 
 func (w *responseWriter) Header() http.Header {
-	if w.started {
-		return w.w.Header() // trailers are set here after the body
+	if w.h != nil {
+		return w.h
+	}
+	if !w.private || w.started {
+		return w.w.Header()
 	}
 	if w.h == nil {
 		w.h = w.w.Header().Clone()
@@ -351,7 +365,6 @@ func replaceHeader(dst, src http.Header) {
 func (w *responseWriter) start() {
 	if !w.started {
 		w.sendHeader()
-		w.h = nil
 		w.started = true
 	}
 }

@@ -1,6 +1,8 @@
 package ramparthttp_test
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/ramparthttp"
 )
 
@@ -67,4 +70,51 @@ func TestHandler_HeadersOfWrittenAnswerAreSent(t *testing.T) {
 			assert.Empty(t, rec.Header().Values("X-Outer"), "the handler may delete an outer header")
 		})
 	}
+}
+
+// The handler sees one header map throughout, as with net/http, so trailers
+// set in a map it kept reach the client.
+func TestHandler_TrailersThroughAKeptHeaderMap(t *testing.T) {
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		hdr.Set("Trailer", "X-Sum")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("body"))
+		hdr.Set("X-Sum", "abc")
+		hdr.Set(http.TrailerPrefix+"X-Late", "late")
+	}), ramparthttp.HandlerConfig{})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.Header{"X-Sum": {"abc"}, "X-Late": {"late"}}, resp.Trailer)
+}
+
+// Headers a layer of the stack sets before the handler runs (a request ID,
+// CORS) stay on a refusal; only the handler's own are dropped.
+func TestHandler_LayerHeadersStayOnRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		require.NoError(t, err)
+		cors := ramparthttp.ServerLayer(rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(inner ramparthttp.ServerService) ramparthttp.ServerService {
+			return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(ctx context.Context, x ramparthttp.Exchange) (struct{}, error) {
+				x.Writer.Header().Set("Access-Control-Allow-Origin", "*")
+				return inner.Call(ctx, x)
+			})
+		}))
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			assert.Equal(t, "*", w.Header().Get("Access-Control-Allow-Origin"))
+			w.Header().Set("Cache-Control", "public")
+			<-r.Context().Done()
+		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{cors, to}})
+
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, get())
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "*", rec.Header().Get("Access-Control-Allow-Origin"))
+		assert.Empty(t, rec.Header().Values("Cache-Control"))
+	})
 }
