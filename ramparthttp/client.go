@@ -2,7 +2,9 @@ package ramparthttp
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/rampart-go/rampart"
@@ -68,8 +70,16 @@ func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http
 // [http.Client] wraps them in a *url.Error, which [errors.Is] and
 // [errors.As] see through. It is safe for concurrent use when svc is.
 func NewRoundTripper(svc Service) http.RoundTripper {
+	if svc == nil {
+		svc = rampart.ServiceFunc[*http.Request, *http.Response](func(context.Context, *http.Request) (*http.Response, error) {
+			return nil, errNilService
+		})
+	}
 	return roundTripper{svc: svc}
 }
+
+// errNilService is what a RoundTripper built over a nil Service answers.
+var errNilService = errors.New("ramparthttp: NewRoundTripper was given a nil Service")
 
 type roundTripper struct{ svc Service }
 
@@ -91,17 +101,27 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// discard closes the body of a response nobody will read. It does not read
-// the body first: draining would let the connection be reused, but a server
-// that sends the headers of a 503 and then stalls its body would hold up
-// the retry (or the hedge's answer) for as long as it stalls. net/http
-// closes an HTTP/1 connection whose body was not read to the end, and resets
-// an HTTP/2 stream; both cost little next to a stalled retry, and they
-// happen only on the failure path.
+// maxDrain is the largest declared body that discard reads to the end.
+const maxDrain = 4 << 10
+
+// discard closes the body of a response nobody will read. A body that
+// declares a small length (at most maxDrain bytes, the common short error
+// page) is read to its end first, so its HTTP/1 connection can be reused;
+// it is most likely already buffered, and the attempt's timeout bounds the
+// read if the server stalls. Any other body is closed unread: draining an
+// unknown or large length would let a server that sends a 503's headers
+// and then stalls hold up the retry (or the hedge's answer) for as long as
+// it stalls. net/http closes an HTTP/1 connection whose body was not read
+// to the end, and resets an HTTP/2 stream; both happen only on the failure
+// path.
 func discard(resp *http.Response) {
-	if resp != nil && resp.Body != nil {
-		_ = resp.Body.Close()
+	if resp == nil || resp.Body == nil {
+		return
 	}
+	if n := resp.ContentLength; n > 0 && n <= maxDrain {
+		_, _ = io.CopyN(io.Discard, resp.Body, n+1)
+	}
+	_ = resp.Body.Close()
 }
 
 // isFailure reports whether a response's status says the server is

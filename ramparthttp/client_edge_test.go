@@ -2,7 +2,10 @@ package ramparthttp_test
 
 import (
 	"errors"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -152,4 +155,44 @@ func TestClient_CB8_IsFailureOverrulesTransportErrors(t *testing.T) {
 	}
 	assert.Equal(t, int32(3), asked.Load(), "IsFailure is not asked about statuses")
 	assert.Equal(t, circuitbreaker.Open, br.State().State)
+}
+
+// A short error page is read to its end before the retry, so the retries
+// reuse one keep-alive connection instead of opening one each.
+func TestClient_RetriedShortBodiesKeepTheConnection(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	c := newClient(t, ramparthttp.Config{Base: base, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
+
+	for range 10 {
+		resp, err := c.Get(srv.URL)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	assert.Equal(t, int32(1), conns.Load(), "30 attempts over one connection")
+}
+
+func TestNewTransport_NilPointerBaseIsAnError(t *testing.T) {
+	var base *http.Transport
+	_, err := ramparthttp.NewTransport(ramparthttp.Config{Base: base})
+	assert.EqualError(t, err, "ramparthttp: Config.Base must not be a nil pointer, got *http.Transport(nil)")
+}
+
+func TestNewRoundTripper_NilServiceFailsEachRequest(t *testing.T) {
+	c := &http.Client{Transport: ramparthttp.NewRoundTripper(nil)}
+	_, err := c.Get("http://backend/x")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "ramparthttp: NewRoundTripper was given a nil Service")
 }

@@ -10,7 +10,7 @@
 //
 //	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
 //		Breaker:        br, // a *circuitbreaker.Breaker, shared by every client of the host
-//		Budget:         rb, // a *budget.Budget
+//		Retry:          ramparthttp.RetryConfig{Budget: rb}, // rb: a *budget.Budget
 //		AttemptTimeout: time.Second,
 //	})
 //	client := &http.Client{Transport: tr}
@@ -33,11 +33,13 @@
 // Version Not Supported), which no retry can cure. The breaker records
 // those as failures; the retry layer retries them when the request may be
 // sent again. A response the stack does not return to the caller (one that
-// is retried, or the losing copy of a hedged request) has its body closed
-// without being read, so a server that stalls mid-body cannot hold up the
-// next attempt. A response the stack does return is returned
-// as-is, even a 503 after the last attempt: the status is the caller's to
-// read, and net/http reports responses, not errors, for HTTP statuses.
+// is retried, or the losing copy of a hedged request) has its body closed;
+// it is read to its end first only when it declares at most 4 KiB, so its
+// connection can be reused, and otherwise closed unread, so a server that
+// stalls mid-body cannot hold up the next attempt. A response the stack
+// does return is returned as-is, even a 503 after the last attempt: the
+// status is the caller's to read, and net/http reports responses, not
+// errors, for HTTP statuses.
 //
 // What is retried: requests whose method is idempotent by RFC 9110 (GET,
 // HEAD, OPTIONS, TRACE, PUT, DELETE), requests carrying an Idempotency-Key

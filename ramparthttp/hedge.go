@@ -64,9 +64,9 @@ type HedgeConfig struct {
 //     hedge.
 //   - The response returned keeps its copy's context until its body is
 //     closed, so it can be read after RoundTrip returns; the caller must
-//     close it, as always. Every other response has its body closed
-//     unread (see the package doc), and the other copies are cancelled as
-//     soon as a good response arrives.
+//     close it, as always. Every other response has its body closed (see
+//     the package doc), and the other copies are cancelled as soon as a
+//     good response arrives.
 //   - When no copy gets a good response, no response is lost: the first
 //     failing response to arrive is returned, with a nil error, as
 //     [RetryLayer] returns its last one; when every copy failed with a

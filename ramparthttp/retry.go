@@ -24,7 +24,10 @@ type RetryConfig struct {
 	// request deposits, retried or not.
 	Budget retry.Budget
 	// MaxHint caps the delay a Retry-After header may ask for; zero means
-	// [retry.DefaultMaxHint].
+	// [retry.DefaultMaxHint] (a minute). A longer Retry-After is shortened
+	// to MaxHint, not obeyed: the request is retried after MaxHint, sooner
+	// than the server asked. Give requests a deadline, and a Retry-After
+	// that lands past it ends the retries at once with the response.
 	MaxHint time.Duration
 	// RetryNonIdempotent allows retrying requests whose method is not
 	// idempotent (POST, PATCH) even without an Idempotency-Key header. Only
@@ -40,7 +43,8 @@ type RetryConfig struct {
 // PUT, DELETE), an Idempotency-Key header, or cfg.RetryNonIdempotent; and a
 // body that can be replayed (none, or [http.Request.GetBody] set). Every
 // attempt sends a fresh copy of the body from GetBody. A response that is
-// retried has its body closed unread.
+// retried has its body closed (read to its end first only when it declares
+// at most 4 KiB).
 //
 // Never retried, as in package retry: an open breaker (returned as it is),
 // the caller's cancellation. When the attempts run out on a failing

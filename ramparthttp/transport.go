@@ -3,16 +3,20 @@ package ramparthttp
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// Config configures [NewTransport]. The zero Config is valid: it sends every
-// request once through [http.DefaultTransport] with retry's defaults and no
-// breaker, budget or timeout, which is rarely what you want.
+// Config configures [NewTransport]. The zero Config is valid but rarely what
+// you want: it sends requests through [http.DefaultTransport] with retry's
+// defaults (up to 3 attempts of an idempotent request) and no budget,
+// breaker or timeout, so nothing bounds its retries but MaxAttempts. Set
+// Retry.Budget, or Retry.MaxAttempts to 1.
 type Config struct {
-	// Base sends the requests; nil means [http.DefaultTransport].
+	// Base sends the requests; nil means [http.DefaultTransport]. A nil
+	// pointer (a nil *http.Transport) is an error.
 	Base http.RoundTripper
 	// Retry configures the retry layer. Set Retry.MaxAttempts to 1 to
 	// disable retries. Set Retry.Budget: retries without a budget multiply
@@ -23,7 +27,11 @@ type Config struct {
 	Breaker *circuitbreaker.Breaker
 	// AttemptTimeout, if positive, bounds each attempt, reading its response
 	// body included. Zero means no per-attempt timeout (the caller's context
-	// and http.Client.Timeout still apply); negative is an error.
+	// and http.Client.Timeout still apply); negative is an error. An attempt
+	// whose headers do not arrive in time counts as a breaker failure; the
+	// breaker judges an attempt when its headers arrive, so a body that
+	// stalls after them fails the caller's read with the timeout error but
+	// is not counted by the breaker.
 	AttemptTimeout time.Duration
 }
 
@@ -34,6 +42,11 @@ type Config struct {
 // and a timed-out attempt counts as a breaker failure. A bad field is an
 // error naming it. The RoundTripper is safe for concurrent use.
 func NewTransport(cfg Config) (http.RoundTripper, error) {
+	if cfg.Base != nil {
+		if v := reflect.ValueOf(cfg.Base); v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil, fmt.Errorf("ramparthttp: Config.Base must not be a nil pointer, got %T(nil)", cfg.Base)
+		}
+	}
 	b := NewBuilder()
 	rt, err := RetryLayer(cfg.Retry)
 	if err != nil {
