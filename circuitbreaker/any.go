@@ -28,7 +28,7 @@ func (a anyPolicy) NewTracker() (Tracker, error) {
 		if p == nil {
 			return nil, fmt.Errorf("circuitbreaker: Any policy %d is nil", i)
 		}
-		pt, err := p.NewTracker()
+		pt, err := newTracker(fmt.Sprintf("Any policy %d", i), p)
 		if err != nil {
 			return nil, fmt.Errorf("%w (Any policy %d)", err, i)
 		}

@@ -129,7 +129,7 @@ func New(cfg Config) (*Breaker, error) {
 	if policy == nil {
 		policy = Consecutive{}
 	}
-	tracker, err := policy.NewTracker()
+	tracker, err := newTracker("Config.Policy", policy)
 	if err != nil {
 		return nil, err
 	}

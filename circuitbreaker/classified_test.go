@@ -88,3 +88,23 @@ func TestOpenError_MessageSaysWhy(t *testing.T) {
 	assert.Equal(t, "circuitbreaker: open (retry after 2s): tripped by: boom",
 		(&circuitbreaker.OpenError{RetryAfter: 2e9, Cause: errors.New("boom")}).Error())
 }
+
+func TestNew_CB13_NilPointerPoliciesAreErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy circuitbreaker.Policy
+		want   string
+	}{
+		{name: "Config.Policy", policy: (*circuitbreaker.FailureRate)(nil),
+			want: "circuitbreaker: Config.Policy is a nil *circuitbreaker.FailureRate"},
+		{name: "SuccessRate.Trip", policy: circuitbreaker.SuccessRate{Trip: (*circuitbreaker.Consecutive)(nil)},
+			want: "circuitbreaker: SuccessRate.Trip is a nil *circuitbreaker.Consecutive (SuccessRate.Trip)"},
+		{name: "Any", policy: circuitbreaker.Any(circuitbreaker.Consecutive{}, (*circuitbreaker.SlowCalls)(nil)),
+			want: "circuitbreaker: Any policy 1 is a nil *circuitbreaker.SlowCalls (Any policy 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := circuitbreaker.New(circuitbreaker.Config{Policy: tc.policy})
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}

@@ -386,7 +386,7 @@ func TestPolicy_CB13_Validation(t *testing.T) {
 		{name: "probe ratio zero point", policy: circuitbreaker.SuccessRate{Ratio: 2},
 			want: "circuitbreaker: SuccessRate.Ratio must be in (0, 1], got 2"},
 		{name: "bad trip policy", policy: circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{Failures: -3}},
-			want: "circuitbreaker: Consecutive.Failures must be >= 0, got -3"},
+			want: "circuitbreaker: Consecutive.Failures must be >= 0, got -3 (SuccessRate.Trip)"},
 		{name: "empty any", policy: circuitbreaker.Any(),
 			want: "circuitbreaker: Any needs at least one policy"},
 		{name: "nil in any", policy: circuitbreaker.Any(circuitbreaker.Consecutive{}, nil),

@@ -2,6 +2,7 @@ package circuitbreaker
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -185,4 +186,17 @@ func orDefault[T comparable](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// newTracker is p.NewTracker for a policy held in the named field, with a
+// nil pointer or func inside the interface (a nil *FailureRate, say)
+// reported as an error naming the field instead of a panic.
+func newTracker(field string, p Policy) (Tracker, error) {
+	switch v := reflect.ValueOf(p); v.Kind() {
+	case reflect.Pointer, reflect.Func:
+		if v.IsNil() {
+			return nil, fmt.Errorf("circuitbreaker: %s is a nil %T", field, p)
+		}
+	}
+	return p.NewTracker()
 }

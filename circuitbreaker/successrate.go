@@ -1,6 +1,9 @@
 package circuitbreaker
 
-import "sync/atomic"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
 // zero: 0.8, the example of the Tower circuit-breaker pull request ("close
@@ -44,9 +47,9 @@ func (s SuccessRate) NewTracker() (Tracker, error) {
 	if trip == nil {
 		trip = Consecutive{}
 	}
-	t, err := trip.NewTracker()
+	t, err := newTracker("SuccessRate.Trip", trip)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (SuccessRate.Trip)", err)
 	}
 	return &successRate{Tracker: t, probes: orDefault(s.Probes, 10), ratio: ratio}, nil
 }

@@ -3,6 +3,8 @@ package loadshed
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 
 	"github.com/rampart-go/rampart"
 )
@@ -48,6 +50,9 @@ func (f ReadyFunc) Ready() bool { return f() }
 func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
 	if r == nil {
 		return nil, errors.New("loadshed: readiness must not be nil")
+	}
+	if v := reflect.ValueOf(r); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil() {
+		return nil, fmt.Errorf("loadshed: readiness must not be a nil %T", r)
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		return &shed[Req, Resp]{inner: inner, ready: r}

@@ -98,3 +98,16 @@ func TestWrap(t *testing.T) {
 	_, err = loadshed.Wrap[int, int](nil, nil)
 	assert.EqualError(t, err, "loadshed: readiness must not be nil")
 }
+
+func TestNewLayer_NilPointerReadinessIsAnError(t *testing.T) {
+	var f loadshed.ReadyFunc
+	_, err := loadshed.NewLayer[int, int](f)
+	assert.EqualError(t, err, "loadshed: readiness must not be a nil loadshed.ReadyFunc")
+	var r *nilReady
+	_, err = loadshed.NewLayer[int, int](r)
+	assert.EqualError(t, err, "loadshed: readiness must not be a nil *loadshed_test.nilReady")
+}
+
+type nilReady struct{}
+
+func (*nilReady) Ready() bool { return true }
