@@ -19,9 +19,9 @@
 //
 //	svc := rampart.NewBuilder[Req, Resp]().
 //		Layer(fallbackLayer). // answers breaker-open, exhausted retries and timeouts
-//		Layer(breakerLayer).
-//		Layer(retryLayer).
-//		Layer(timeoutLayer).
+//		Layer(retryLayer).    // retries within a budget
+//		Layer(breakerLayer).  // consulted before each attempt
+//		Layer(timeoutLayer).  // bounds each attempt; a timeout is a breaker failure
 //		Service(backend)
 package fallback
 

@@ -17,9 +17,9 @@
 // further in:
 //
 //	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(filterLayer). // refused here, before any limit or breaker
-//		Layer(breakerLayer).
-//		Layer(retryLayer).
+//		Layer(filterLayer).  // refused here, before any retry, limit or breaker
+//		Layer(retryLayer).   // retries within a budget
+//		Layer(breakerLayer). // consulted before each attempt
 //		Service(backend)
 package filter
 
