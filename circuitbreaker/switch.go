@@ -93,6 +93,12 @@ func (s *Switch) set(to State, reason error) {
 func (s *Switch) attach(b *Breaker) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if n := len(s.breakers); n >= 64 && n&(n-1) == 0 {
+		// Drop breakers collected since: at each power of two, so a switch
+		// that is never flipped does not keep one pointer per breaker ever
+		// attached, at an amortised constant cost per attach.
+		s.breakers = slices.DeleteFunc(s.breakers, func(p weak.Pointer[Breaker]) bool { return p.Value() == nil })
+	}
 	s.breakers = append(s.breakers, weak.Make(b))
 	if s.state != Closed {
 		b.mu.Lock()
