@@ -1,32 +1,115 @@
 package ramparthttp
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// BreakerLayer returns a layer that guards requests with b, counting a
-// transport error or a failing status (429, or 5xx but 501 and 505) as a
-// failure (CB8). The caller's cancellation is ignored; a deadline is a
-// failure; [circuitbreaker.Config.IsFailure] may overrule the failure of an
-// error (not of a status). A rejected request is
-// not sent, and fails with an [*circuitbreaker.OpenError] that matches
-// [circuitbreaker.ErrOpen]. Responses, failures included, are returned
-// unchanged. Layers from the same b share its state.
+// BreakerLayer returns a layer that guards requests with b (CB8):
+//   - a transport error is a failure, unless the caller cancelled (ignored)
+//     or [circuitbreaker.Config.IsFailure] says it is not one;
+//   - a failing status (429, or 5xx but 501 and 505) is a failure, with
+//     [circuitbreaker.ErrBadResponse] as its cause;
+//   - any other response is judged by its body: a body read to its end, or
+//     closed by the caller before its end, is a success; a body whose read
+//     fails (the server stalled past the attempt's timeout, or reset the
+//     connection) is a failure, judged as a transport error is. So a
+//     server that sends good headers and then hangs still trips the
+//     breaker.
+//
+// A rejected request is not sent, and fails with an
+// [*circuitbreaker.OpenError] that matches [circuitbreaker.ErrOpen].
+// Responses, failures included, are returned unchanged but for the body
+// wrapper. While a response's body is open its call holds its permit: in
+// HalfOpen a probe slot is freed when the body is closed (or after the
+// breaker's ProbeLease, if it never is). Layers from the same b share its
+// state. A panic in the call is recorded as a failure and continues.
 func BreakerLayer(b *circuitbreaker.Breaker) Layer {
-	return circuitbreaker.NewClassifiedLayer[*http.Request, *http.Response](b, classify)
+	return breakerLayer{b: b}
 }
 
-// classify is called only for calls the caller did not cancel (the layer
-// ignores those first), so every error, a dependency's context.Canceled
-// included, is a failure.
-func classify(resp *http.Response, err error) circuitbreaker.Outcome {
+type breakerLayer struct{ b *circuitbreaker.Breaker }
+
+func (l breakerLayer) Wrap(inner Service) Service {
+	if l.b == nil {
+		return NewBuilder().Layer(circuitbreaker.NewLayer[*http.Request, *http.Response](nil)).Service(inner)
+	}
+	return breakerService{b: l.b, inner: inner}
+}
+
+type breakerService struct {
+	b     *circuitbreaker.Breaker
+	inner Service
+}
+
+func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The permit lives in the body's judge, which may outlive this call.
+	j := &judgedBody{ctx: ctx}
+	var err error
+	if j.p, err = s.b.TryAcquire(); err != nil {
+		return nil, err
+	}
+	normal := false
+	defer func() {
+		if !normal {
+			j.p.Failure(circuitbreaker.ErrPanicked)
+		}
+	}()
+	resp, err := s.inner.Call(ctx, req)
+	normal = true
+	switch {
+	case err != nil:
+		j.p.DoneContext(ctx, err)
+	case isFailure(resp):
+		j.p.Failure(circuitbreaker.ErrBadResponse)
+	case resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols:
+		j.p.Success()
+	default:
+		j.ReadCloser = resp.Body
+		resp.Body = j
+	}
+	return resp, err
+}
+
+// judgedBody finishes its call's permit when the body is read to its end,
+// fails, or is closed.
+type judgedBody struct {
+	io.ReadCloser
+	ctx  context.Context // the call's context, to tell the caller's cancellation apart
+	p    circuitbreaker.Permit
+	done atomic.Bool // the permit is finished; Read and Close may race
+}
+
+func (j *judgedBody) Read(b []byte) (int, error) {
+	n, err := j.ReadCloser.Read(b)
 	if err != nil {
-		return circuitbreaker.Failure
+		j.judge(err)
 	}
-	if isFailure(resp) {
-		return circuitbreaker.Failure
+	return n, err
+}
+
+func (j *judgedBody) Close() error {
+	// Closed early or after its end: the server did its part. Judged
+	// before closing, so a Read that fails because of this Close cannot
+	// count as the server's failure.
+	j.judge(nil)
+	return j.ReadCloser.Close()
+}
+
+func (j *judgedBody) judge(err error) {
+	if !j.done.CompareAndSwap(false, true) {
+		return
 	}
-	return circuitbreaker.Success
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	j.p.DoneContext(j.ctx, err)
 }

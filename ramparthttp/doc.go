@@ -30,9 +30,10 @@
 //
 // What counts as a failure: a transport error, and a response with status
 // 429 (Too Many Requests) or 5xx, except 501 (Not Implemented) and 505 (HTTP
-// Version Not Supported), which no retry can cure. The breaker records
-// those as failures; the retry layer retries them when the request may be
-// sent again. A response the stack does not return to the caller (one that
+// Version Not Supported), which no retry can cure; and, for the breaker, a
+// response body whose read fails (a server that stalls or resets after good
+// headers). The breaker records those as failures; the retry layer retries
+// the first two when the request may be sent again. A response the stack does not return to the caller (one that
 // is retried, or the losing copy of a hedged request) has its body closed;
 // it is read to its end first only when it declares at most 4 KiB, so its
 // connection can be reused, and otherwise closed unread, so a server that

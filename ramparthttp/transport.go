@@ -28,10 +28,8 @@ type Config struct {
 	// AttemptTimeout, if positive, bounds each attempt, reading its response
 	// body included. Zero means no per-attempt timeout (the caller's context
 	// and http.Client.Timeout still apply); negative is an error. An attempt
-	// whose headers do not arrive in time counts as a breaker failure; the
-	// breaker judges an attempt when its headers arrive, so a body that
-	// stalls after them fails the caller's read with the timeout error but
-	// is not counted by the breaker.
+	// that runs out of time, before its headers or while its body is read,
+	// counts as a breaker failure (see [BreakerLayer]).
 	AttemptTimeout time.Duration
 }
 
