@@ -220,13 +220,18 @@ func load(h http.Handler, o options) (summary, error) {
 	// Each client takes one request at a time from jobs. A request that
 	// arrives while every client is busy is not sent: the clients are
 	// bounded, as a real caller's connection pool or worker pool is.
-	jobs := make(chan time.Time)
+	// idle holds a token per client not busy with a request, so "every
+	// client busy" is exact, not a race with clients starting up.
+	jobs := make(chan time.Time, o.concurrency)
+	idle := make(chan struct{}, o.concurrency)
 	tallies := make([]tally, o.concurrency)
 	var wg sync.WaitGroup
 	for i := range tallies {
+		idle <- struct{}{}
 		wg.Go(func() {
 			for arrived := range jobs {
 				tallies[i].send(hc, url, arrived)
+				idle <- struct{}{}
 			}
 		})
 	}
@@ -240,7 +245,8 @@ func load(h http.Handler, o options) (summary, error) {
 		}
 		time.Sleep(time.Until(at))
 		select {
-		case jobs <- at:
+		case <-idle:
+			jobs <- at // never blocks: a client is free
 		default:
 			all.busy++
 		}
