@@ -58,8 +58,9 @@ func (p *PanicError) Unwrap() error {
 //
 // Panics: if the inner service panics, every caller waiting for that call
 // panics with a [*PanicError] holding the value and stack. A shared call
-// that exits its goroutine with runtime.Goexit (never valid for a Service)
-// delivers nothing; its callers wait until their contexts are done.
+// that exits its goroutine with runtime.Goexit (never valid for a Service:
+// a test double calling t.FailNow, say) fails every caller waiting for it
+// with [ErrGoexit].
 //
 // A coalesced call allocates: singleflight runs each shared call on a new
 // goroutine and answers through a channel per caller.
@@ -99,10 +100,18 @@ type group[Req, Resp any] struct {
 	flights map[string]*flight
 }
 
+// ErrGoexit is the error of every caller of a shared call that ended with
+// runtime.Goexit instead of returning.
+var ErrGoexit = errors.New("coalesce: the shared call exited its goroutine (runtime.Goexit)")
+
+// flight is one shared call and its callers. ctx is the shared call's own
+// context, detached from every caller's cancellation, kept here because
+// the call outlives whichever caller started it.
 type flight struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
-	waiters int // guarded by group.mu
+	exited  chan struct{} // closed if the call ends with runtime.Goexit
+	waiters int           // guarded by group.mu
 }
 
 // outcome is what a shared call passes to its callers through singleflight.
@@ -124,15 +133,18 @@ func (g *group[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	g.mu.Lock()
 	f := g.flights[key]
 	if f == nil {
-		f = &flight{}
+		f = &flight{exited: make(chan struct{})}
 		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 		g.flights[key] = f
 	}
 	f.waiters++
-	ch := g.calls.DoChan(key, func() (any, error) { return g.run(f.ctx, req) })
+	ch := g.calls.DoChan(key, func() (any, error) { return g.run(key, f, req) })
 	g.mu.Unlock()
 
 	select {
+	case <-f.exited:
+		g.leave(key, f)
+		return zero, ErrGoexit
 	case r := <-ch:
 		g.leave(key, f)
 		o := r.Val.(outcome[Resp])
@@ -154,26 +166,39 @@ func (g *group[Req, Resp]) leave(key string, f *flight) {
 	if f.waiters > 0 {
 		return
 	}
-	delete(g.flights, key)
-	g.calls.Forget(key)
+	if g.flights[key] == f { // not replaced after a Goexit
+		delete(g.flights, key)
+		g.calls.Forget(key)
+	}
 	f.cancel()
 }
 
 // run makes the shared call. It recovers a panic into the outcome so that
 // each caller can raise it: singleflight.DoChan would otherwise crash the
 // program from a goroutine nobody can recover in.
-func (g *group[Req, Resp]) run(ctx context.Context, req Req) (v any, err error) {
+//
+// A nil recover means runtime.Goexit, after which singleflight sends
+// nothing: run then tells the flight's callers through f.exited, and
+// retires the flight so that later callers start a new one.
+func (g *group[Req, Resp]) run(key string, f *flight, req Req) (v any, err error) {
 	normal := false
 	defer func() {
 		if normal {
 			return
 		}
-		// A nil recover means runtime.Goexit; singleflight then sends nothing.
 		if r := recover(); r != nil {
 			v, err = outcome[Resp]{panic: &PanicError{Value: r, Stack: debug.Stack()}}, nil
+			return
 		}
+		g.mu.Lock()
+		if g.flights[key] == f {
+			delete(g.flights, key)
+			g.calls.Forget(key) // a caller arriving now starts a new call
+		}
+		g.mu.Unlock()
+		close(f.exited)
 	}()
-	resp, err := g.inner.Call(ctx, req)
+	resp, err := g.inner.Call(f.ctx, req)
 	normal = true
 	return outcome[Resp]{resp: resp}, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -333,4 +334,38 @@ func TestWrap(t *testing.T) {
 	assert.Equal(t, 3, resp)
 	_, err = coalesce.Wrap[string, int](nil, nil)
 	assert.EqualError(t, err, "coalesce: key must not be nil")
+}
+
+// A shared call that ends with runtime.Goexit fails its callers with
+// ErrGoexit instead of leaving them waiting, and the next call starts anew.
+func TestLayer_GoexitFailsEveryWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var calls atomic.Int32
+		svc, err := coalesce.Wrap(rampart.ServiceFunc[string, int](func(ctx context.Context, req string) (int, error) {
+			if calls.Add(1) == 1 {
+				<-release
+				runtime.Goexit()
+			}
+			return 7, nil
+		}), func(req string) string { return req })
+		require.NoError(t, err)
+
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() {
+				_, err := svc.Call(context.Background(), "k")
+				errs <- err
+			}()
+		}
+		synctest.Wait()
+		close(release)
+		for range 3 {
+			assert.ErrorIs(t, <-errs, coalesce.ErrGoexit)
+		}
+		got, err := svc.Call(context.Background(), "k")
+		require.NoError(t, err)
+		assert.Equal(t, 7, got)
+		assert.Equal(t, int32(2), calls.Load())
+	})
 }
