@@ -3,6 +3,7 @@ package timeout
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 )
@@ -28,6 +29,7 @@ type call[Resp any] struct {
 	resp     Resp
 	err      error
 	panicked *panicError
+	goexited bool // the inner call ended with runtime.Goexit
 }
 
 func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b bounds) (Resp, error) {
@@ -59,6 +61,12 @@ func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b boun
 		cancel()
 		panic(c.panicked)
 	}
+	if c.goexited {
+		// As singleflight does: the caller's goroutine exits too, as it
+		// would have had the call run on it (t.FailNow in a test double).
+		cancel()
+		runtime.Goexit()
+	}
 	if c.err != nil {
 		err := b.judge(parent, c.err)
 		cancel()
@@ -80,9 +88,11 @@ func (s *service[Req, Resp]) run(ctx context.Context, req Req, c *call[Resp]) {
 	normal := false
 	defer func() {
 		if !normal {
-			// recover returns nil for runtime.Goexit; that is reported as a
-			// panic too, since the call produced no result.
-			c.panicked = &panicError{value: recover(), stack: debug.Stack()}
+			if r := recover(); r != nil {
+				c.panicked = &panicError{value: r, stack: debug.Stack()}
+			} else {
+				c.goexited = true // recover is nil only for runtime.Goexit
+			}
 		}
 		if c.state.CompareAndSwap(running, returned) {
 			close(c.done)
@@ -91,6 +101,9 @@ func (s *service[Req, Resp]) run(ctx context.Context, req Req, c *call[Resp]) {
 		// The caller has gone.
 		if c.panicked != nil {
 			panic(c.panicked)
+		}
+		if c.goexited {
+			return // no result to hand to Late
 		}
 		if s.l.cfg.Late != nil {
 			s.l.cfg.Late(c.resp, c.err)

@@ -36,9 +36,11 @@ type Config[Req, Resp any] struct {
 	// error value whose message holds the original panic value and the
 	// stack of the goroutine that panicked (which a plain re-panic would
 	// lose) and which unwraps to the original value when that is an error;
-	// it
-	// crashes the program, as any unrecovered goroutine panic does, once
-	// the call has been abandoned. The default, false, runs the inner call
+	// it crashes the program, as any unrecovered goroutine panic does, once
+	// the call has been abandoned. An inner call that ends with
+	// runtime.Goexit (t.FailNow in a test double) makes the waiting caller's
+	// goroutine exit too, as x/sync/singleflight does; after abandonment it
+	// ends only its own goroutine. The default, false, runs the inner call
 	// on the caller's goroutine and starts no goroutine (TO3): a call that
 	// ignores its context then holds the caller until it returns.
 	Abandon bool

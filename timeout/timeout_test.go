@@ -707,3 +707,23 @@ func TestError_TO1_IsATimeoutTheNetWay(t *testing.T) {
 	ue := &url.Error{Op: "Get", URL: "http://x", Err: err}
 	assert.True(t, ue.Timeout())
 }
+
+func TestLayer_TO3_AbandonGoexitEndsTheCallersGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := timeout.New(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
+		require.NoError(t, err)
+		svc := l.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+			runtime.Goexit()
+			return "", nil
+		}))
+		exited := make(chan struct{})
+		var returned bool
+		go func() {
+			defer close(exited)
+			_, _ = svc.Call(context.Background(), "x")
+			returned = true
+		}()
+		<-exited
+		assert.False(t, returned, "the caller's goroutine exits as the call's did, with no fake panic")
+	})
+}
