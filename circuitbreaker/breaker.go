@@ -17,7 +17,8 @@ import (
 // after the cool-down (CB1). It must be created with [New].
 //
 // Cost: a call through a Closed breaker reads one atomic word when it is
-// admitted and, with the default policy, one more when it succeeds; it takes
+// admitted and, with the default policy, two more when it succeeds (the
+// word again, and the policy's failure count); it takes
 // no lock, reads no clock, writes no shared memory and allocates nothing. A
 // rejection by an Open breaker reads the monotonic clock once and allocates
 // at most once per millisecond of cool-down (see [Breaker.TryAcquire]).

@@ -75,8 +75,10 @@ type Config[Req, Resp any] struct {
 	// Hint, if not nil, extracts a server's retry-after hint from an
 	// outcome, such as an HTTP Retry-After header on a 429 or 503 response;
 	// ok reports whether there is one. Independently, any error in the
-	// outcome's chain with a method RetryDelay() time.Duration (such as
-	// [*circuitbreaker.OpenError] from a remote breaker) is a hint too. The
+	// outcome's chain with a method RetryDelay() time.Duration (such as a
+	// rate limiter's *ratelimit.LimitedError from a layer below) is a hint
+	// too; an [*circuitbreaker.OpenError] has one as well, but an open
+	// breaker is never retried (RT3), so its hint ends nothing. The
 	// longest hint replaces the backoff delay when it is longer (RT7).
 	// It must be safe for concurrent use.
 	Hint func(resp Resp, err error) (delay time.Duration, ok bool)
@@ -95,9 +97,10 @@ type Config[Req, Resp any] struct {
 	Discard func(resp Resp)
 }
 
-// retryDelayer is implemented by errors that carry a server's hint, such as
-// *circuitbreaker.OpenError.
+// retryDelayer is implemented by errors that carry a producer's hint, such
+// as *ratelimit.LimitedError.
 type retryDelayer interface {
+	error
 	RetryDelay() time.Duration
 }
 
@@ -198,9 +201,10 @@ func isNilPointer(v any) bool {
 // costs a budget deposit and the Retryable call. Measured with
 // BenchmarkRetrySuccess (AMD EPYC, 2 CPUs, Go 1.26): 7ns over the bare
 // service, 11.5ns with a *budget.Budget, 24ns for retry, budget and a
-// Closed circuit breaker together. A retry allocates: one timer per call on
-// its first wait (reused for later waits and stopped on return), the
-// hint lookup, and the [*ExhaustedError] if the loop gives up.
+// Closed circuit breaker together (about 15ns with the breaker layer's
+// fast path since). A retry allocates: one timer per call on
+// its first wait (reused for later waits and stopped on return) and the
+// [*ExhaustedError] if the loop gives up.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	p, err := newPolicy(cfg)
 	if err != nil {
@@ -341,8 +345,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 func (p *policy[Req, Resp]) serverHint(resp Resp, err error) (time.Duration, bool) {
 	var h time.Duration
 	found := false
-	var rd retryDelayer
-	if err != nil && errors.As(err, &rd) {
+	if rd, ok := errors.AsType[retryDelayer](err); ok {
 		h, found = rd.RetryDelay(), true
 	}
 	if p.hint != nil {
