@@ -130,7 +130,8 @@ type HandlerConfig struct {
 // error's RetryDelay() when it is positive (a rate limiter's time to the
 // next token, a breaker's remaining cool-down), HandlerConfig.RetryAfter
 // otherwise, and no header when both are zero or the delay is
-// [rate.InfDuration] (a limiter that will never grant a token).
+// [rate.InfDuration] (a limiter that will never grant a token) or
+// [circuitbreaker.Forever] (a breaker held open until reset).
 //
 // When the request's own context is done (the client went away, or a
 // server's base context was cancelled), nobody reads the answer: the
@@ -223,7 +224,10 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		if delay == 0 {
 			delay = h.retryAfter
 		}
-		if delay > 0 && delay != rate.InfDuration {
+		// rate.InfDuration (a limiter that never grants) and
+		// circuitbreaker.Forever (held open until reset) say "not by
+		// waiting": no Retry-After.
+		if delay > 0 && delay != rate.InfDuration && delay != circuitbreaker.Forever {
 			w.Header().Set("Retry-After", seconds(delay))
 		}
 	}
@@ -332,11 +336,9 @@ func (w *responseWriter) Header() http.Header {
 	if !w.private || w.started {
 		return w.w.Header()
 	}
+	w.h = w.w.Header().Clone()
 	if w.h == nil {
-		w.h = w.w.Header().Clone()
-		if w.h == nil {
-			w.h = http.Header{}
-		}
+		w.h = http.Header{}
 	}
 	return w.h
 }
