@@ -36,6 +36,12 @@ type Breaker struct {
 	// The epoch grows by one on every state change (and on Reset), so a
 	// permit that remembers the word it was issued under can tell whether
 	// its outcome still belongs to the current period (CB5).
+	// The fields read by every call (word, period, tracker, busy) sit on
+	// cache lines that nothing written per call shares: this padding keeps
+	// the end of whatever object the allocator put before the Breaker off
+	// word's line (objects of this size are not 64-byte aligned).
+	_ [64]byte
+
 	word atomic.Uint64
 
 	// period describes the current Open, HalfOpen or ForcedOpen period:

@@ -41,11 +41,17 @@ func (c Consecutive) NewTracker() (Tracker, error) {
 }
 
 type consecutive struct {
-	failures, successes int
 	// run is the current run of failures. It is written only under the
 	// breaker's lock (Record, Reset) and read without it by WantsSuccess;
-	// an atomic makes that read race-free.
+	// an atomic makes that read race-free. Every Closed success reads it,
+	// so the padding gives it a cache line of its own: a neighbouring
+	// object written per call would otherwise make parallel successes
+	// contend (false sharing).
+	_   [64]byte
 	run atomic.Int64
+	_   [56]byte
+
+	failures, successes int
 }
 
 func (c *consecutive) Timing() Timing { return TimingNone }
