@@ -8,13 +8,13 @@ require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/rampart-go/rampart v0.0.0
 	github.com/sony/gobreaker/v2 v2.4.0
+	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 )
 
 require (
 	github.com/aclements/go-moremath v0.0.0-20210112150236-f10218a38794 // indirect
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/smartystreets/goconvey v1.8.1 // indirect
-	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da // indirect
 )
 
 replace github.com/rampart-go/rampart => ../
