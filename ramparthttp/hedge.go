@@ -1,7 +1,6 @@
 package ramparthttp
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -85,7 +84,7 @@ type HedgeConfig struct {
 // service learns its own Percentile.
 func HedgeLayer(cfg HedgeConfig) (Layer, error) {
 	l, err := hedge.NewLayer(hedge.Config[*http.Request, *http.Response]{
-		Hedgeable:   func(*http.Request) bool { return true }, // decided by hedgeService
+		Hedgeable:   func(*http.Request) bool { return true }, // decided by resendService
 		Budget:      cfg.Budget,
 		MaxAttempts: cfg.MaxAttempts,
 		Delay:       cfg.Delay,
@@ -105,24 +104,9 @@ func HedgeLayer(cfg HedgeConfig) (Layer, error) {
 type hedgeLayer struct{ hedge Layer }
 
 func (l hedgeLayer) Wrap(inner Service) Service {
-	return hedgeService{once: inner, hedged: l.hedge.Wrap(replayBody{inner})}
-}
-
-type hedgeService struct {
-	once   Service // for requests that must not be sent twice
-	hedged Service
-}
-
-func (s hedgeService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
-	if !resendable(req, false) {
-		return s.once.Call(ctx, req)
-	}
-	if hasBody(req) {
-		// Every copy sends its own body from GetBody; two goroutines never
-		// share this one, which is closed here as the transport would have.
-		_ = req.Body.Close()
-	}
-	return s.hedged.Call(ctx, req)
+	// No budget deposit for requests sent once: they never touch the
+	// hedge budget.
+	return &resendService{once: inner, many: l.hedge.Wrap(replayBody{inner})}
 }
 
 // answered reports whether an outcome is a good response, one a hedge

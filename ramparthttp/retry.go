@@ -74,38 +74,40 @@ type retryLayer struct {
 }
 
 func (l retryLayer) Wrap(inner Service) Service {
-	return &retryService{
+	return &resendService{
 		once:      inner,
-		retrying:  l.retry.Wrap(replayBody{inner}),
+		many:      l.retry.Wrap(replayBody{inner}),
 		budget:    l.budget,
 		anyMethod: l.anyMethod,
 	}
 }
 
-type retryService struct {
+// resendService sends a request that may be sent more than once through
+// many (the retry or hedge stack over replayBody), and any other once,
+// depositing into budget, if set, so that a request sent once still earns
+// retries for the others.
+type resendService struct {
 	once      Service // for requests that must not be sent twice
-	retrying  Service
+	many      Service
 	budget    retry.Budget
 	anyMethod bool
 }
 
-func (s *retryService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
-	if !s.mayRetry(req) {
+func (s *resendService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if !resendable(req, s.anyMethod) {
 		if s.budget != nil {
 			s.budget.Deposit()
 		}
 		return s.once.Call(ctx, req)
 	}
 	if hasBody(req) {
-		// Every attempt sends a copy from GetBody; the original is never
-		// read, so it is closed here as the transport would have.
+		// Every attempt or copy sends its own body from GetBody (two
+		// goroutines never share one); the original is never read, so it
+		// is closed here as the transport would have.
 		_ = req.Body.Close()
 	}
-	return s.retrying.Call(ctx, req)
+	return s.many.Call(ctx, req)
 }
-
-// mayRetry reports whether req may be sent more than once.
-func (s *retryService) mayRetry(req *http.Request) bool { return resendable(req, s.anyMethod) }
 
 // resendable reports whether req may be sent more than once: its body can
 // be produced again (none, or GetBody set), and its method is idempotent,
