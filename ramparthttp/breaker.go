@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -35,7 +36,12 @@ func BreakerLayer(b *circuitbreaker.Breaker) Layer {
 
 type breakerLayer struct{ b *circuitbreaker.Breaker }
 
+// Wrap returns inner guarded by the breaker; a nil inner gives a Service
+// whose every call fails with an error matching [rampart.ErrNilService].
 func (l breakerLayer) Wrap(inner Service) Service {
+	if inner == nil {
+		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: BreakerLayer: Wrap")
+	}
 	if l.b == nil {
 		return NewBuilder().Layer(circuitbreaker.NewLayer[*http.Request, *http.Response](nil)).Service(inner)
 	}

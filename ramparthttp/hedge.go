@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
 )
 
@@ -103,7 +104,12 @@ func HedgeLayer(cfg HedgeConfig) (Layer, error) {
 
 type hedgeLayer struct{ hedge Layer }
 
+// Wrap returns inner with hedging; a nil inner gives a Service whose
+// every call fails with an error matching [rampart.ErrNilService].
 func (l hedgeLayer) Wrap(inner Service) Service {
+	if inner == nil {
+		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: HedgeLayer: Wrap")
+	}
 	// No budget deposit for requests sent once: they never touch the
 	// hedge budget.
 	return &resendService{once: inner, many: l.hedge.Wrap(replayBody{inner})}

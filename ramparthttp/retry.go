@@ -74,7 +74,12 @@ type retryLayer struct {
 	anyMethod bool
 }
 
+// Wrap returns inner with retries; a nil inner gives a Service whose
+// every call fails with an error matching [rampart.ErrNilService].
 func (l retryLayer) Wrap(inner Service) Service {
+	if inner == nil {
+		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: RetryLayer: Wrap")
+	}
 	return &resendService{
 		once:      inner,
 		many:      l.retry.Wrap(replayBody{inner}),

@@ -102,7 +102,9 @@ type HandlerConfig struct {
 // Handler is an [http.Handler] that sends each request through a stack of
 // server layers to the handler it wraps, and answers the requests a layer
 // refuses with a proper status instead of a bare 500. Build it with
-// [NewHandler]. It is safe for concurrent use and starts no goroutine.
+// [NewHandler]; the zero Handler (and a nil *Handler), which wraps no
+// handler, answers every request 500 Internal Server Error. It is safe for
+// concurrent use and starts no goroutine.
 //
 // # Answers
 //
@@ -173,7 +175,7 @@ func NewHandler(next http.Handler, cfg HandlerConfig) (*Handler, error) {
 		return nil, errors.New("ramparthttp: next handler must not be nil")
 	}
 	if cfg.RetryAfter < 0 {
-		return nil, fmt.Errorf("ramparthttp: HandlerConfig.RetryAfter must be >= 0, got %v", cfg.RetryAfter)
+		return nil, fmt.Errorf("ramparthttp: HandlerConfig.RetryAfter must be >= 0 (0 means no Retry-After header unless the error carries a delay), got %v", cfg.RetryAfter)
 	}
 	b := rampart.NewBuilder[Exchange, struct{}]()
 	for _, l := range cfg.Layers {
@@ -189,6 +191,10 @@ func NewHandler(next http.Handler, cfg HandlerConfig) (*Handler, error) {
 // ServeHTTP sends the request through the stack; [Handler] documents the
 // answers.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h == nil || h.svc == nil {
+		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+		return
+	}
 	rw := &responseWriter{w: w}
 	_, err := h.svc.Call(r.Context(), Exchange{Writer: rw, Request: r, rw: rw})
 	// The stack has returned, so the handler is done with rw: from here on

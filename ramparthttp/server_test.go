@@ -841,7 +841,7 @@ func TestNewHandler_BadConfigNamesField(t *testing.T) {
 	_, err := ramparthttp.NewHandler(nil, ramparthttp.HandlerConfig{})
 	assert.EqualError(t, err, "ramparthttp: next handler must not be nil")
 	_, err = ramparthttp.NewHandler(okHandler, ramparthttp.HandlerConfig{RetryAfter: -time.Second})
-	assert.EqualError(t, err, "ramparthttp: HandlerConfig.RetryAfter must be >= 0, got -1s")
+	assert.EqualError(t, err, "ramparthttp: HandlerConfig.RetryAfter must be >= 0 (0 means no Retry-After header unless the error carries a delay), got -1s")
 
 	_, err = ramparthttp.ServerLimitLayer(nil, limit.Reject)
 	assert.Error(t, err)

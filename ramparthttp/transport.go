@@ -45,6 +45,9 @@ func NewTransport(cfg Config) (http.RoundTripper, error) {
 			return nil, fmt.Errorf("ramparthttp: Config.Base must not be a nil pointer, got %T(nil)", cfg.Base)
 		}
 	}
+	if cfg.AttemptTimeout < 0 {
+		return nil, fmt.Errorf("ramparthttp: Config.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got %v", cfg.AttemptTimeout)
+	}
 	b := NewBuilder()
 	rt, err := RetryLayer(cfg.Retry)
 	if err != nil {
@@ -54,7 +57,7 @@ func NewTransport(cfg Config) (http.RoundTripper, error) {
 	if cfg.Breaker != nil {
 		b = b.Layer(BreakerLayer(cfg.Breaker))
 	}
-	if cfg.AttemptTimeout != 0 {
+	if cfg.AttemptTimeout > 0 {
 		to, err := TimeoutLayer(cfg.AttemptTimeout)
 		if err != nil {
 			return nil, fmt.Errorf("ramparthttp: Config.AttemptTimeout: %w", err)

@@ -1,0 +1,74 @@
+package ramparthttp_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/ramparthttp"
+)
+
+// The zero Handler, and a nil *Handler, answer every request with a 500
+// naming what is wrong instead of panicking.
+func TestHandler_ZeroValueAnswers500(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{name: "zero Handler", h: &ramparthttp.Handler{}},
+		{name: "nil *Handler", h: (*ramparthttp.Handler)(nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			require.NotPanics(t, func() { tc.h.ServeHTTP(rec, get()) })
+			assert.Equal(t, http.StatusInternalServerError, rec.Code)
+			assert.Equal(t, "Internal Server Error\n", rec.Body.String())
+		})
+	}
+}
+
+// A client layer given a nil inner service fails each call with an error
+// matching rampart.ErrNilService that names the layer, instead of panicking.
+func TestLayers_WrapNilFailsEachCall(t *testing.T) {
+	rl, err := ramparthttp.RetryLayer(ramparthttp.RetryConfig{})
+	require.NoError(t, err)
+	hl, err := ramparthttp.HedgeLayer(ramparthttp.HedgeConfig{Budget: budget.Always})
+	require.NoError(t, err)
+	br, err := circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		layer   ramparthttp.Layer
+		wantErr string
+	}{
+		{name: "retry", layer: rl, wantErr: "ramparthttp: RetryLayer: Wrap: rampart: nil service"},
+		{name: "hedge", layer: hl, wantErr: "ramparthttp: HedgeLayer: Wrap: rampart: nil service"},
+		{name: "breaker", layer: ramparthttp.BreakerLayer(br), wantErr: "ramparthttp: BreakerLayer: Wrap: rampart: nil service"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := tc.layer.Wrap(nil)
+			var resp *http.Response
+			require.NotPanics(t, func() {
+				resp, err = svc.Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://backend/x", nil))
+			})
+			assert.Nil(t, resp)
+			require.ErrorIs(t, err, rampart.ErrNilService)
+			assert.EqualError(t, err, tc.wantErr)
+		})
+	}
+}
+
+// The message states the accepted values, zero (no timeout) included.
+// HandlerConfig's messages are checked in TestNewHandler_BadConfigNamesField.
+func TestNewTransport_AttemptTimeoutMessageStatesAcceptedValues(t *testing.T) {
+	_, err := ramparthttp.NewTransport(ramparthttp.Config{AttemptTimeout: -time.Second})
+	assert.EqualError(t, err, "ramparthttp: Config.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
+}
