@@ -148,7 +148,11 @@ type HandlerConfig struct {
 // written to the client. And when the handler returns without writing
 // anything after the context it was given is done (a timeout layer's
 // deadline passed), the innermost service reports that context's error,
-// so the stack answers 503 rather than an empty 200.
+// so the stack answers 503 rather than an empty 200. Such a refusal carries
+// the headers set outside the handler (by an outer middleware or a layer of
+// the stack) and none of those the handler set for the answer it never
+// wrote (Content-Encoding, Set-Cookie), even when it sent an informational
+// status (103 Early Hints) with them.
 //
 // The writer the handler receives implements [http.Flusher] and
 // [http.Hijacker] by delegating to the server's writer (returning an error
@@ -313,6 +317,9 @@ func (s handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) 
 // (Content-Encoding, Cache-Control, Set-Cookie), as with
 // [http.TimeoutHandler], while headers set before the handler ran, by an
 // outer middleware or by a layer of the stack (a request ID, CORS), stay.
+// An informational status (103 Early Hints) is sent with the handler's
+// headers, which are then taken back from the server's map: it does not
+// start the response, and a refusal after it carries none of them either.
 // The handler sees one map throughout, as with net/http: trailers it sets
 // in that map after the body are copied to the server's map when it
 // returns.
@@ -381,14 +388,24 @@ func (w *responseWriter) WriteHeader(code int) {
 	if w.sealed {
 		return
 	}
-	// Informational statuses (103 Early Hints) precede the final one and
-	// carry the headers set so far; 101 Switching Protocols is final.
+	// 101 Switching Protocols is final; every other 1xx (103 Early Hints)
+	// precedes the final status and carries the headers set so far.
 	if code >= 200 || code == http.StatusSwitchingProtocols {
 		w.start()
-	} else {
-		w.sendHeader()
+		w.w.WriteHeader(code)
+		return
 	}
+	if w.started || w.h == nil {
+		w.w.WriteHeader(code)
+		return
+	}
+	// The server sends its map with the 1xx there and then; lend it the
+	// handler's headers for that, and take them back, so that a refusal
+	// written if the handler never answers does not carry them.
+	saved := w.w.Header().Clone()
+	w.sendHeader()
 	w.w.WriteHeader(code)
+	replaceHeader(w.w.Header(), saved)
 }
 
 func (w *responseWriter) Write(p []byte) (int, error) {
