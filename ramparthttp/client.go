@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/rampart-go/rampart"
 )
@@ -104,24 +105,39 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // maxDrain is the largest declared body that discard reads to the end.
 const maxDrain = 4 << 10
 
+// drainTimeout bounds how long discard reads a body before closing it.
+const drainTimeout = 10 * time.Millisecond
+
 // discard closes the body of a response nobody will read. A body that
 // declares a small length (at most maxDrain bytes, the common short error
-// page) is read to its end first, so its HTTP/1 connection can be reused;
-// it is most likely already buffered, and the attempt's timeout bounds the
-// read if the server stalls. Any other body is closed unread: draining an
-// unknown or large length would let a server that sends a 503's headers
-// and then stalls hold up the retry (or the hedge's answer) for as long as
-// it stalls. net/http closes an HTTP/1 connection whose body was not read
-// to the end, and resets an HTTP/2 stream; both happen only on the failure
-// path.
+// page) is read to its end first, so its HTTP/1 connection can be reused,
+// but for at most drainTimeout: such a body has most likely arrived with
+// the headers, and one that has not by then is closed while the read is
+// in progress, which ends the read (net/http's bodies allow Close during a
+// Read). So a server that declares a short body and stalls cannot hold up
+// the retry (or the hedge's answer), with or without an attempt timeout.
+// Any other body is closed unread. net/http closes an HTTP/1 connection
+// whose body was not read to the end, and resets an HTTP/2 stream; both
+// happen only on the failure path, which is also the only path that pays
+// for the timer.
 func discard(resp *http.Response) {
 	if resp == nil || resp.Body == nil {
 		return
 	}
+	body := resp.Body
 	if n := resp.ContentLength; n > 0 && n <= maxDrain {
-		_, _ = io.CopyN(io.Discard, resp.Body, n+1)
+		closed := make(chan struct{})
+		t := time.AfterFunc(drainTimeout, func() {
+			_ = body.Close()
+			close(closed)
+		})
+		_, _ = io.CopyN(io.Discard, body, n+1)
+		if !t.Stop() {
+			<-closed // the timer closed the body; return once it is closed
+			return
+		}
 	}
-	_ = resp.Body.Close()
+	_ = body.Close()
 }
 
 // isFailure reports whether a response's status says the server is

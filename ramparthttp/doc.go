@@ -33,11 +33,13 @@
 // Version Not Supported), which no retry can cure; and, for the breaker, a
 // response body whose read fails (a server that stalls or resets after good
 // headers). The breaker records those as failures; the retry layer retries
-// the first two when the request may be sent again. A response the stack does not return to the caller (one that
-// is retried, or the losing copy of a hedged request) has its body closed;
-// it is read to its end first only when it declares at most 4 KiB, so its
-// connection can be reused, and otherwise closed unread, so a server that
-// stalls mid-body cannot hold up the next attempt. A response the stack
+// the first two when the request may be sent again. A response the stack
+// does not return to the caller (one that is retried, or the losing copy of
+// a hedged request) has its body closed; it is read to its end first only
+// when it declares at most 4 KiB, and then for at most 10 ms, so its
+// connection can be reused, and otherwise closed unread: a server that
+// stalls mid-body cannot hold up the next attempt, with or without an
+// AttemptTimeout. A response the stack
 // does return is returned as-is, even a 503 after the last attempt: the
 // status is the caller's to read, and net/http reports responses, not
 // errors, for HTTP statuses.

@@ -45,7 +45,7 @@ type RetryConfig struct {
 // body that can be replayed (none, or [http.Request.GetBody] set). Every
 // attempt sends a fresh copy of the body from GetBody. A response that is
 // retried has its body closed (read to its end first only when it declares
-// at most 4 KiB).
+// at most 4 KiB, and for at most 10 ms).
 //
 // Never retried, as in package retry: an open breaker (returned as it is),
 // the caller's cancellation. When the attempts run out on a failing
