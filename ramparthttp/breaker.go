@@ -11,17 +11,32 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// BreakerLayer returns a layer that guards requests with b (CB8):
-//   - a transport error is a failure, unless the caller cancelled (ignored)
-//     or [circuitbreaker.Config.IsFailure] says it is not one;
-//   - a failing status (429, or 5xx but 501 and 505) is a failure, with
-//     [circuitbreaker.ErrBadResponse] as its cause;
-//   - any other response is judged by its body: a body read to its end, or
-//     closed by the caller before its end, is a success; a body whose read
-//     fails (the server stalled past the attempt's timeout, or reset the
-//     connection) is a failure, judged as a transport error is. So a
-//     server that sends good headers and then hangs still trips the
+// BreakerLayer returns a layer that guards requests with b, judging each
+// attempt with [Classify]; it is [ClassifiedBreakerLayer] with a nil
+// classifier.
+func BreakerLayer(b *circuitbreaker.Breaker) Layer {
+	return ClassifiedBreakerLayer(b, nil)
+}
+
+// ClassifiedBreakerLayer returns a layer that guards requests with b, and
+// classify judges each attempt for b; nil means [Classify]:
+//   - an error returned after the caller cancelled the request's context is
+//     ignored without asking classify (the caller gave up);
+//   - any other error is judged by classify; an error it judges a failure
+//     is then given to [circuitbreaker.Config.IsFailure], which may still
+//     count it as a success;
+//   - a response judged a failure counts as one, with
+//     [circuitbreaker.ErrBadResponse] as its cause; one judged
+//     [circuitbreaker.Ignored] counts neither way (a 429 by default);
+//   - a response judged a success is judged again by its body: a body read
+//     to its end, or closed by the caller before its end, is a success; a
+//     body whose read fails (the server stalled past the attempt's timeout,
+//     or reset the connection) is a failure, judged as a transport error is.
+//     So a server that sends good headers and then hangs still trips the
 //     breaker.
+//
+// An outcome classify returns that is none of Success, Failure and Ignored
+// counts as a failure. classify must be safe for concurrent use.
 //
 // A rejected request is not sent, and fails with an
 // [*circuitbreaker.OpenError] that matches [circuitbreaker.ErrOpen].
@@ -29,12 +44,19 @@ import (
 // wrapper. While a response's body is open its call holds its permit: in
 // HalfOpen a probe slot is freed when the body is closed (or after the
 // breaker's ProbeLease, if it never is). Layers from the same b share its
-// state. A panic in the call is recorded as a failure and continues.
-func BreakerLayer(b *circuitbreaker.Breaker) Layer {
-	return breakerLayer{b: b}
+// state. A panic in the call is recorded as a failure and continues. A nil
+// b gives a layer whose every call fails with an error naming it.
+func ClassifiedBreakerLayer(b *circuitbreaker.Breaker, classify circuitbreaker.Classifier[*http.Response]) Layer {
+	if classify == nil {
+		classify = Classify
+	}
+	return breakerLayer{b: b, classify: classify}
 }
 
-type breakerLayer struct{ b *circuitbreaker.Breaker }
+type breakerLayer struct {
+	b        *circuitbreaker.Breaker
+	classify circuitbreaker.Classifier[*http.Response]
+}
 
 // Wrap returns inner guarded by the breaker; a nil inner gives a Service
 // whose every call fails with an error matching [rampart.ErrNilService].
@@ -45,12 +67,13 @@ func (l breakerLayer) Wrap(inner Service) Service {
 	if l.b == nil {
 		return NewBuilder().Layer(circuitbreaker.NewLayer[*http.Request, *http.Response](nil)).Service(inner)
 	}
-	return breakerService{b: l.b, inner: inner}
+	return breakerService{b: l.b, classify: l.classify, inner: inner}
 }
 
 type breakerService struct {
-	b     *circuitbreaker.Breaker
-	inner Service
+	b        *circuitbreaker.Breaker
+	classify circuitbreaker.Classifier[*http.Response]
+	inner    Service
 }
 
 func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
@@ -72,15 +95,26 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 	resp, err := s.inner.Call(ctx, req)
 	normal = true
 	switch {
+	case err != nil && circuitbreaker.ClassifyContext(ctx, err) == circuitbreaker.Ignored:
+		j.p.Ignore() // the caller gave up: classify is not asked
 	case err != nil:
-		j.p.DoneContext(ctx, err)
-	case isFailure(resp):
-		j.p.Failure(circuitbreaker.ErrBadResponse)
-	case resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols:
-		j.p.Success()
+		switch s.classify(resp, err) {
+		case circuitbreaker.Success:
+			j.p.Success()
+		case circuitbreaker.Ignored:
+			j.p.Ignore()
+		default:
+			j.p.DoneContext(ctx, err) // a failure, unless IsFailure says not
+		}
 	default:
-		j.ReadCloser = resp.Body
-		resp.Body = j
+		switch s.classify(resp, nil) {
+		case circuitbreaker.Success:
+			j.judgeBody(resp)
+		case circuitbreaker.Ignored:
+			j.p.Ignore()
+		default:
+			j.p.Failure(circuitbreaker.ErrBadResponse)
+		}
 	}
 	return resp, err
 }
@@ -92,6 +126,17 @@ type judgedBody struct {
 	ctx  context.Context // the call's context, to tell the caller's cancellation apart
 	p    circuitbreaker.Permit
 	done atomic.Bool // the permit is finished; Read and Close may race
+}
+
+// judgeBody finishes j's permit as a success for a response without a body
+// to read, and otherwise puts j in front of resp's body to judge it.
+func (j *judgedBody) judgeBody(resp *http.Response) {
+	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+		j.p.Success()
+		return
+	}
+	j.ReadCloser = resp.Body
+	resp.Body = j
 }
 
 func (j *judgedBody) Read(b []byte) (int, error) {

@@ -139,16 +139,3 @@ func discard(resp *http.Response) {
 	}
 	_ = body.Close()
 }
-
-// isFailure reports whether a response's status says the server is
-// unhealthy or overloaded: 429 Too Many Requests, or any 5xx but 501 Not
-// Implemented and 505 HTTP Version Not Supported, which say the request
-// will never succeed, not that the server is in trouble.
-func isFailure(resp *http.Response) bool {
-	switch code := resp.StatusCode; {
-	case code == http.StatusNotImplemented, code == http.StatusHTTPVersionNotSupported:
-		return false
-	default:
-		return code >= 500 || code == http.StatusTooManyRequests
-	}
-}

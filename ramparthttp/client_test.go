@@ -228,7 +228,7 @@ func TestClient_CB8_FailingStatusesTripBreaker(t *testing.T) {
 		ResetTimeout: time.Minute,
 	})
 	require.NoError(t, err)
-	ft := &fakeTransport{statuses: []int{503, 429, 200}}
+	ft := &fakeTransport{statuses: []int{503, 502, 200}}
 	c := newClient(t, ramparthttp.Config{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 
 	for range 2 {

@@ -28,21 +28,33 @@
 // retry, hedge, breaker, timeout: each hedged copy asks the breaker and gets
 // its own timeout.
 //
-// What counts as a failure: a transport error, and a response with status
-// 429 (Too Many Requests) or 5xx, except 501 (Not Implemented) and 505 (HTTP
-// Version Not Supported), which no retry can cure; and, for the breaker, a
-// response body whose read fails (a server that stalls or resets after good
-// headers). The breaker records those as failures; the retry layer retries
-// the first two when the request may be sent again. A response the stack
-// does not return to the caller (one that is retried, or the losing copy of
-// a hedged request) has its body closed; it is read to its end first only
-// when it declares at most 4 KiB, and then for at most 10 ms, so its
-// connection can be reused, and otherwise closed unread: a server that
-// stalls mid-body cannot hold up the next attempt, with or without an
-// AttemptTimeout. A response the stack
-// does return is returned as-is, even a 503 after the last attempt: the
-// status is the caller's to read, and net/http reports responses, not
-// errors, for HTTP statuses.
+// How each attempt is judged, by default:
+//
+//	attempt                                  breaker   retried
+//	transport error                          failure   yes
+//	5xx but 501 and 505                      failure   yes
+//	429 Too Many Requests                    neither   yes, after its Retry-After
+//	501, 505 (no retry can cure them)        success   no
+//	any other status (2xx, 3xx, 4xx)         success   no
+//	body read fails (stall or reset)         failure   (already returned)
+//	caller cancelled                         neither   no
+//
+// A 429 is the server asking this client to slow down, not evidence that
+// the dependency is down, so the breaker counts it neither way. Change the
+// breaker's column with [Config.Classify] (or [ClassifiedBreakerLayer]),
+// starting from [Classify]; change the retry column with
+// [RetryConfig.Retryable], starting from [Retryable]. A response judged a
+// success by the breaker is judged again by its body: one whose read fails
+// (a server that stalls or resets after good headers) is a failure.
+//
+// A response the stack does not return to the caller (one that is retried,
+// or the losing copy of a hedged request) has its body closed; it is read
+// to its end first only when it declares at most 4 KiB, and then for at
+// most 10 ms, so its connection can be reused, and otherwise closed unread:
+// a server that stalls mid-body cannot hold up the next attempt, with or
+// without an AttemptTimeout. A response the stack does return is returned
+// as-is, even a 503 after the last attempt: the status is the caller's to
+// read, and net/http reports responses, not errors, for HTTP statuses.
 //
 // What is retried: requests whose method is idempotent by RFC 9110 (GET,
 // HEAD, OPTIONS, TRACE, PUT, DELETE), requests carrying an Idempotency-Key

@@ -57,11 +57,10 @@ type HedgeConfig struct {
 //     Body is closed unread, as the transport would have closed it. The
 //     copies share the request's header, which the layers below must not
 //     modify (the [http.RoundTripper] contract).
-//   - A good response is one that is not a failure: a transport error and
-//     a failing status (429, or 5xx but 501 and 505) are failures, as for
-//     [BreakerLayer] and [RetryLayer], so a fast 503 from one replica does
-//     not beat a slower 200 from another. A failure does not trigger a
-//     hedge.
+//   - A good response is one that [Retryable] would not retry: a transport
+//     error, 429, and 5xx but 501 and 505 are not good, so a fast 503 from
+//     one replica does not beat a slower 200 from another. A response that
+//     is not good does not trigger a hedge.
 //   - The response returned keeps its copy's context until its body is
 //     closed, so it can be read after RoundTrip returns; the caller must
 //     close it, as always. Every other response has its body closed (see
@@ -117,4 +116,4 @@ func (l hedgeLayer) Wrap(inner Service) Service {
 
 // answered reports whether an outcome is a good response, one a hedge
 // should stop at.
-func answered(resp *http.Response, err error) bool { return !retryable(resp, err) }
+func answered(resp *http.Response, err error) bool { return !Retryable(resp, err) }

@@ -30,16 +30,24 @@ type RetryConfig struct {
 	// such a longer one, never a malformed header. Give requests a deadline, and a Retry-After
 	// that lands past it ends the retries at once with the response.
 	MaxHint time.Duration
+	// Retryable reports whether an attempt's outcome is worth retrying:
+	// its response, or the error the transport (or a layer below) returned.
+	// Nil means [Retryable]: a transport error, 429, and 5xx but 501 and
+	// 505. Whatever it returns, an open breaker, the caller's cancellation
+	// and a request that may not be sent twice are never retried. It must
+	// be safe for concurrent use.
+	Retryable func(resp *http.Response, err error) bool
 	// RetryNonIdempotent allows retrying requests whose method is not
 	// idempotent (POST, PATCH) even without an Idempotency-Key header. Only
 	// set it when the server deduplicates requests some other way.
 	RetryNonIdempotent bool
 }
 
-// RetryLayer returns a layer that retries requests that failed with a
-// transport error or got a failing status (429, or 5xx but 501 and 505),
-// within cfg's attempts and
-// budget, honouring Retry-After on 429 and 503 responses (RT7). Only requests that may be sent again
+// RetryLayer returns a layer that retries requests whose attempt
+// cfg.Retryable judges worth retrying (by default [Retryable]: a transport
+// error, 429, or 5xx but 501 and 505), within cfg's attempts and budget,
+// honouring Retry-After on 429 and 503 responses. Only requests that may
+// be sent again
 // are retried: an idempotent method (RFC 9110: GET, HEAD, OPTIONS, TRACE,
 // PUT, DELETE), an Idempotency-Key header, or cfg.RetryNonIdempotent; and a
 // body that can be replayed (none, or [http.Request.GetBody] set). Every
@@ -53,10 +61,13 @@ type RetryConfig struct {
 // out on an error, the error is a [*retry.ExhaustedError] that wraps the
 // last attempt's error. A bad cfg is an error naming the field.
 func RetryLayer(cfg RetryConfig) (Layer, error) {
+	if cfg.Retryable == nil {
+		cfg.Retryable = Retryable
+	}
 	l, err := retry.NewLayer(retry.Config[*http.Request, *http.Response]{
 		MaxAttempts: cfg.MaxAttempts,
 		Backoff:     cfg.Backoff,
-		Retryable:   retryable,
+		Retryable:   cfg.Retryable,
 		Budget:      cfg.Budget,
 		Hint:        hint,
 		MaxHint:     cfg.MaxHint,
@@ -150,10 +161,6 @@ func (s replayBody) Call(ctx context.Context, req *http.Request) (*http.Response
 	r := req.WithContext(ctx)
 	r.Body = body
 	return s.inner.Call(ctx, r)
-}
-
-func retryable(resp *http.Response, err error) bool {
-	return err != nil || isFailure(resp)
 }
 
 // hint reads Retry-After on the responses where RFC 9110 gives it a meaning

@@ -10,7 +10,7 @@ import (
 )
 
 // TimeoutLayer returns a layer that gives each request a deadline d after it
-// is sent (TO1). The deadline covers reading the response body too, as
+// is sent. The deadline covers reading the response body too, as
 // [http.Client.Timeout] does: the layer does not cancel the request's
 // context when the response arrives, but when its body is closed (or at the
 // deadline), so a caller can read a successful response to the end. A

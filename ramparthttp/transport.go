@@ -25,6 +25,13 @@ type Config struct {
 	// Breaker, if not nil, guards every attempt. Share one breaker among all
 	// the clients of one dependency.
 	Breaker *circuitbreaker.Breaker
+	// Classify judges each attempt for Breaker: a failure, a success, or
+	// neither ([circuitbreaker.Ignored]); see [ClassifiedBreakerLayer].
+	// Nil means [Classify]: transport errors and 5xx but 501 and 505 are
+	// failures, 429 is neither, anything else a success. It is used only
+	// with a Breaker; what is retried is Retry.Retryable's to say. It must
+	// be safe for concurrent use.
+	Classify circuitbreaker.Classifier[*http.Response]
 	// AttemptTimeout, if positive, bounds each attempt, reading its response
 	// body included. Zero means no per-attempt timeout (the caller's context
 	// and http.Client.Timeout still apply); negative is an error. An attempt
@@ -34,8 +41,8 @@ type Config struct {
 }
 
 // NewTransport returns an [http.RoundTripper] with the recommended client
-// stack around cfg.Base, outermost first: [RetryLayer], [BreakerLayer] (if
-// cfg.Breaker is set), [TimeoutLayer] (if cfg.AttemptTimeout is set). So each
+// stack around cfg.Base, outermost first: [RetryLayer],
+// [ClassifiedBreakerLayer] (if cfg.Breaker is set, with cfg.Classify), [TimeoutLayer] (if cfg.AttemptTimeout is set). So each
 // attempt consults the breaker, an open breaker ends the retries at once,
 // and a timed-out attempt counts as a breaker failure. A bad field is an
 // error naming it. The RoundTripper is safe for concurrent use.
@@ -55,7 +62,7 @@ func NewTransport(cfg Config) (http.RoundTripper, error) {
 	}
 	b = b.Layer(rt)
 	if cfg.Breaker != nil {
-		b = b.Layer(BreakerLayer(cfg.Breaker))
+		b = b.Layer(ClassifiedBreakerLayer(cfg.Breaker, cfg.Classify))
 	}
 	if cfg.AttemptTimeout > 0 {
 		to, err := TimeoutLayer(cfg.AttemptTimeout)
