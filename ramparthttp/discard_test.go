@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 )
 
@@ -83,7 +84,9 @@ func TestClient_HT4_StalledSmallBodyOverLoopbackDoesNotHoldUpRetry(t *testing.T)
 	defer close(release)
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := newClient(t, ramparthttp.Config{Base: base, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
+	br, err := circuitbreaker.New(circuitbreaker.Config{}) // its body wrapper sees the Close during the Read
+	require.NoError(t, err)
+	c := newClient(t, ramparthttp.Config{Base: base, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
 
 	resp, err := c.Get(srv.URL)
 	require.NoError(t, err)
