@@ -66,7 +66,7 @@ type Keyed struct {
 
 type entry struct {
 	key        string
-	lim        *rate.Limiter
+	q          queue  // the key's limiter and the calls waiting for it
 	prev, next *entry // guarded by Keyed.mu
 }
 
@@ -95,6 +95,11 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 // other caller for key until it is dropped (see Eviction on [Keyed]); use
 // it for the decision at hand, not longer.
 func (k *Keyed) Limiter(key string) *rate.Limiter {
+	return k.entry(key).q.lim
+}
+
+// entry returns key's entry, as [Keyed.Limiter] documents.
+func (k *Keyed) entry(key string) *entry {
 	now := time.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -105,7 +110,7 @@ func (k *Keyed) Limiter(key string) *rate.Limiter {
 		if len(k.keys) >= k.maxKeys {
 			k.drop(k.lru.prev)
 		}
-		e = &entry{key: key, lim: rate.NewLimiter(k.limit, k.burst)}
+		e = &entry{key: key, q: queue{lim: rate.NewLimiter(k.limit, k.burst)}}
 		k.keys[key] = e
 	}
 	// Link e as most recently used.
@@ -114,7 +119,7 @@ func (k *Keyed) Limiter(key string) *rate.Limiter {
 	for old := k.lru.prev; old != e && k.full(old, now); old = k.lru.prev {
 		k.drop(old)
 	}
-	return e.lim
+	return e
 }
 
 // Len returns how many keys are held, after dropping every key whose
@@ -134,7 +139,7 @@ func (k *Keyed) Len() int {
 }
 
 func (k *Keyed) full(e *entry, now time.Time) bool {
-	return e.lim.TokensAt(now) >= float64(k.burst)
+	return e.q.n.Load() == 0 && e.q.lim.TokensAt(now) >= float64(k.burst)
 }
 
 func (k *Keyed) unlink(e *entry) {
@@ -148,7 +153,9 @@ func (k *Keyed) drop(e *entry) {
 
 // NewKeyedLayer returns a layer that takes one token, before each call,
 // from the limiter that k holds for key(req). It behaves as [NewLayer]
-// does with that limiter: the same modes, errors and context handling.
+// does with that limiter: the same modes, errors, context handling and
+// line of waiting calls, which here is one line per key, shared by every
+// layer built with k. A key is not dropped while calls wait in its line.
 // key must be safe for concurrent use; calls with equal keys share a bucket.
 //
 // NewKeyedLayer returns an error when k or key is nil or mode is not Wait
@@ -176,7 +183,7 @@ type keyedService[Req, Resp any] struct {
 }
 
 func (s *keyedService[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := take(ctx, s.keyed.Limiter(s.key(req)), s.mode); err != nil {
+	if err := take(ctx, &s.keyed.entry(s.key(req)).q, s.mode); err != nil {
 		var zero Resp
 		return zero, err
 	}
