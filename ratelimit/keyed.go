@@ -52,6 +52,10 @@ type KeyedConfig struct {
 // use still hands out tokens to that caller, which the new limiter for the
 // key does not know about; the layers take their token right after the
 // lookup, which makes this window small.
+//
+// The zero Keyed holds no keys and grants no tokens: its Limiter returns a
+// new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]
+// rejects it. Make a Keyed with [NewKeyed].
 type Keyed struct {
 	limit   rate.Limit
 	burst   int
@@ -77,10 +81,10 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 		return nil, fmt.Errorf("ratelimit: Limit must be > 0 and < rate.Inf, got %v", cfg.Limit)
 	}
 	if cfg.Burst < 0 {
-		return nil, fmt.Errorf("ratelimit: Burst must be >= 0, got %d", cfg.Burst)
+		return nil, fmt.Errorf("ratelimit: Burst must be >= 0 (0 means 1), got %d", cfg.Burst)
 	}
 	if cfg.MaxKeys < 0 {
-		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0, got %d", cfg.MaxKeys)
+		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0 (0 means DefaultMaxKeys, %d), got %d", DefaultMaxKeys, cfg.MaxKeys)
 	}
 	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, keys: make(map[string]*entry)}
 	if k.maxKeys == 0 {
@@ -95,6 +99,9 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 // other caller for key until it is dropped (see Eviction on [Keyed]); use
 // it for the decision at hand, not longer.
 func (k *Keyed) Limiter(key string) *rate.Limiter {
+	if k.keys == nil { // the zero Keyed; keys never changes after NewKeyed
+		return rate.NewLimiter(0, 0)
+	}
 	return k.entry(key).q.lim
 }
 
@@ -125,6 +132,9 @@ func (k *Keyed) entry(key string) *entry {
 // Len returns how many keys are held, after dropping every key whose
 // bucket is full again.
 func (k *Keyed) Len() int {
+	if k.keys == nil { // the zero Keyed
+		return 0
+	}
 	now := time.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -158,11 +168,17 @@ func (k *Keyed) drop(e *entry) {
 // layer built with k. A key is not dropped while calls wait in its line.
 // key must be safe for concurrent use; calls with equal keys share a bucket.
 //
-// NewKeyedLayer returns an error when k or key is nil or mode is not Wait
-// or Reject.
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
+// NewKeyedLayer returns an error when k or key is nil, k is a zero Keyed
+// (not made by [NewKeyed]), or mode is not Wait or Reject.
 func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if k == nil {
 		return nil, errors.New("ratelimit: keyed limiter must not be nil")
+	}
+	if k.keys == nil {
+		return nil, errors.New("ratelimit: keyed limiter must be made by NewKeyed, got a zero Keyed")
 	}
 	if key == nil {
 		return nil, errors.New("ratelimit: key must not be nil")
@@ -171,6 +187,9 @@ func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (ra
 		return nil, err
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
+		}
 		return &keyedService[Req, Resp]{inner: inner, keyed: k, key: key, mode: mode}
 	}), nil
 }

@@ -65,11 +65,16 @@ func checkMode(m Mode) error {
 // In [Reject] mode a call is refused while the line is not empty, with the
 // RetryAfter a call joining the line would wait for.
 //
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
 // A call that finds a token free and nobody waiting allocates nothing; a
 // call that waits or is refused allocates its place in line, reservation
 // and error.
 //
 // NewLayer returns an error when lim is nil or mode is not Wait or Reject.
+// A zero [rate.Limiter] is valid and refuses every call, as x/time/rate
+// documents.
 func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if lim == nil {
 		return nil, errors.New("ratelimit: limiter must not be nil")
@@ -79,13 +84,20 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 	}
 	q := &queue{lim: lim}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
+		}
 		return &service[Req, Resp]{inner: inner, q: q, mode: mode}
 	}), nil
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns.
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
+	if svc == nil {
+		return nil, fmt.Errorf("ratelimit: svc must not be nil: %w", rampart.ErrNilService)
+	}
 	l, err := NewLayer[Req, Resp](lim, mode)
 	if err != nil {
 		return nil, err
