@@ -95,12 +95,12 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 // parameters from svc. It returns the errors [NewLayer] returns, and an
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
-	if svc == nil {
-		return nil, fmt.Errorf("ratelimit: svc must not be nil: %w", rampart.ErrNilService)
-	}
 	l, err := NewLayer[Req, Resp](lim, mode)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("ratelimit: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }
