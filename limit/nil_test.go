@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/limit"
 )
 
@@ -17,51 +18,34 @@ func TestNilAndZeroValues(t *testing.T) {
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) { return req, nil })
 	l, err := limit.New(1)
 	require.NoError(t, err)
-	for _, tc := range []struct {
-		name       string
-		build      func() (rampart.Service[int, int], error)
-		want       string
-		nilService bool
-	}{
+	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
 		{
-			name:  "nil Limiter",
-			build: func() (rampart.Service[int, int], error) { return limit.Wrap(ok, nil, limit.Wait) },
-			want:  "limit: limiter must not be nil",
+			Name:  "nil Limiter",
+			Build: func() (rampart.Service[int, int], error) { return limit.Wrap(ok, nil, limit.Wait) },
+			Want:  "limit: limiter must not be nil",
 		},
 		{
-			name:  "zero Limiter",
-			build: func() (rampart.Service[int, int], error) { return limit.Wrap(ok, &limit.Limiter{}, limit.Wait) },
-			want:  "limit: limiter must be made by New, got a zero Limiter",
+			Name:  "zero Limiter",
+			Build: func() (rampart.Service[int, int], error) { return limit.Wrap(ok, &limit.Limiter{}, limit.Wait) },
+			Want:  "limit: limiter must be made by New, got a zero Limiter",
 		},
 		{
-			name:       "Wrap of nil service",
-			build:      func() (rampart.Service[int, int], error) { return limit.Wrap[int, int](nil, l, limit.Wait) },
-			want:       "limit: svc must not be nil: rampart: nil service",
-			nilService: true,
+			Name:       "Wrap of nil service",
+			Build:      func() (rampart.Service[int, int], error) { return limit.Wrap[int, int](nil, l, limit.Wait) },
+			Want:       "limit: svc must not be nil: rampart: nil service",
+			NilService: true,
 		},
 		{
-			name: "layer wraps nil service",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
 				layer, err := limit.NewLayer[int, int](l, limit.Wait)
 				require.NoError(t, err)
 				return layer.Wrap(nil), nil
 			},
-			want:       "limit: Wrap: rampart: nil service",
-			nilService: true,
+			Want:       "limit: Wrap: rampart: nil service",
+			NilService: true,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			svc, err := tc.build()
-			if err == nil {
-				require.NotNil(t, svc)
-				_, err = svc.Call(t.Context(), 1)
-			}
-			assert.EqualError(t, err, tc.want)
-			if tc.nilService {
-				assert.ErrorIs(t, err, rampart.ErrNilService)
-			}
-		})
-	}
+	})
 	assert.Zero(t, l.InFlight())
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/limit"
 	"github.com/rampart-go/rampart/loadshed"
 )
@@ -19,82 +20,65 @@ func TestNilAndZeroValues(t *testing.T) {
 	ready := loadshed.ReadyFunc(func() bool { return true })
 	th, err := loadshed.NewThrottle(loadshed.ThrottleConfig{})
 	require.NoError(t, err)
-	for _, tc := range []struct {
-		name       string
-		build      func() (rampart.Service[int, int], error)
-		want       string
-		nilService bool
-	}{
+	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
 		{
-			name:  "nil Readiness",
-			build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, nil) },
-			want:  "loadshed: readiness must not be nil",
+			Name:  "nil Readiness",
+			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, nil) },
+			Want:  "loadshed: readiness must not be nil",
 		},
 		{
-			name:  "nil ReadyFunc",
-			build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, loadshed.ReadyFunc(nil)) },
-			want:  "loadshed: readiness must not be a nil loadshed.ReadyFunc",
+			Name:  "nil ReadyFunc",
+			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, loadshed.ReadyFunc(nil)) },
+			Want:  "loadshed: readiness must not be a nil loadshed.ReadyFunc",
 		},
 		{
-			name:  "zero *limit.Limiter is never ready",
-			build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, &limit.Limiter{}) },
-			want:  "loadshed: overloaded",
+			Name:  "zero *limit.Limiter is never ready",
+			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, &limit.Limiter{}) },
+			Want:  "loadshed: overloaded",
 		},
 		{
-			name:       "Wrap of nil service",
-			build:      func() (rampart.Service[int, int], error) { return loadshed.Wrap[int, int](nil, ready) },
-			want:       "loadshed: svc must not be nil: rampart: nil service",
-			nilService: true,
+			Name:       "Wrap of nil service",
+			Build:      func() (rampart.Service[int, int], error) { return loadshed.Wrap[int, int](nil, ready) },
+			Want:       "loadshed: svc must not be nil: rampart: nil service",
+			NilService: true,
 		},
 		{
-			name: "layer wraps nil service",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
 				l, err := loadshed.NewLayer[int, int](ready)
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},
-			want:       "loadshed: Wrap: rampart: nil service",
-			nilService: true,
+			Want:       "loadshed: Wrap: rampart: nil service",
+			NilService: true,
 		},
 		{
-			name: "nil Throttle",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "nil Throttle",
+			Build: func() (rampart.Service[int, int], error) {
 				_, err := loadshed.NewThrottleLayer[int, int](nil, nil)
 				return nil, err
 			},
-			want: "loadshed: throttle must not be nil",
+			Want: "loadshed: throttle must not be nil",
 		},
 		{
-			name: "zero Throttle",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "zero Throttle",
+			Build: func() (rampart.Service[int, int], error) {
 				_, err := loadshed.NewThrottleLayer[int, int](&loadshed.Throttle{}, nil)
 				return nil, err
 			},
-			want: "loadshed: throttle must be made by NewThrottle, got a zero Throttle",
+			Want: "loadshed: throttle must be made by NewThrottle, got a zero Throttle",
 		},
 		{
-			name: "throttle layer wraps nil service",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "throttle layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
 				l, err := loadshed.NewThrottleLayer[int, int](th, nil)
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},
-			want:       "loadshed: Wrap: rampart: nil service",
-			nilService: true,
+			Want:       "loadshed: Wrap: rampart: nil service",
+			NilService: true,
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			svc, err := tc.build()
-			if err == nil {
-				require.NotNil(t, svc)
-				_, err = svc.Call(t.Context(), 1)
-			}
-			assert.EqualError(t, err, tc.want)
-			if tc.nilService {
-				assert.ErrorIs(t, err, rampart.ErrNilService)
-			}
-		})
-	}
+	})
 	requests, _ := th.Counts()
 	assert.Zero(t, requests, "a failing wrap counts nothing")
 }

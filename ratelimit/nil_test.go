@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -22,89 +23,72 @@ func TestNilAndZeroValues(t *testing.T) {
 		return k
 	}
 	key := func(int) string { return "k" }
-	for _, tc := range []struct {
-		name       string
-		build      func() (rampart.Service[int, int], error)
-		want       string
-		nilService bool
-	}{
+	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
 		{
-			name:  "nil limiter",
-			build: func() (rampart.Service[int, int], error) { return ratelimit.Wrap(echo(&calls.n), nil, ratelimit.Wait) },
-			want:  "ratelimit: limiter must not be nil",
+			Name:  "nil limiter",
+			Build: func() (rampart.Service[int, int], error) { return ratelimit.Wrap(echo(&calls.n), nil, ratelimit.Wait) },
+			Want:  "ratelimit: limiter must not be nil",
 		},
 		{
-			name: "zero limiter refuses",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "zero limiter refuses",
+			Build: func() (rampart.Service[int, int], error) {
 				return ratelimit.Wrap(echo(&calls.n), &rate.Limiter{}, ratelimit.Wait)
 			},
-			want: "ratelimit: limited: the limiter can never grant a token",
+			Want: "ratelimit: limited: the limiter can never grant a token",
 		},
 		{
-			name: "Wrap of nil service",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "Wrap of nil service",
+			Build: func() (rampart.Service[int, int], error) {
 				return ratelimit.Wrap[int, int](nil, rate.NewLimiter(1, 1), ratelimit.Wait)
 			},
-			want:       "ratelimit: svc must not be nil: rampart: nil service",
-			nilService: true,
+			Want:       "ratelimit: svc must not be nil: rampart: nil service",
+			NilService: true,
 		},
 		{
-			name: "layer wraps nil service",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
 				l, err := ratelimit.NewLayer[int, int](rate.NewLimiter(1, 1), ratelimit.Wait)
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},
-			want:       "ratelimit: Wrap: rampart: nil service",
-			nilService: true,
+			Want:       "ratelimit: Wrap: rampart: nil service",
+			NilService: true,
 		},
 		{
-			name: "keyed layer wraps nil service",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "keyed layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
 				l, err := ratelimit.NewKeyedLayer[int, int](keyed(), key, ratelimit.Wait)
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},
-			want:       "ratelimit: Wrap: rampart: nil service",
-			nilService: true,
+			Want:       "ratelimit: Wrap: rampart: nil service",
+			NilService: true,
 		},
 		{
-			name: "nil Keyed",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "nil Keyed",
+			Build: func() (rampart.Service[int, int], error) {
 				l, err := ratelimit.NewKeyedLayer[int, int](nil, key, ratelimit.Wait)
 				return wrapIfOK(l, err, echo(&calls.n))
 			},
-			want: "ratelimit: keyed limiter must not be nil",
+			Want: "ratelimit: keyed limiter must not be nil",
 		},
 		{
-			name: "zero Keyed",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "zero Keyed",
+			Build: func() (rampart.Service[int, int], error) {
 				l, err := ratelimit.NewKeyedLayer[int, int](&ratelimit.Keyed{}, key, ratelimit.Wait)
 				return wrapIfOK(l, err, echo(&calls.n))
 			},
-			want: "ratelimit: keyed limiter must be made by NewKeyed, got a zero Keyed",
+			Want: "ratelimit: keyed limiter must be made by NewKeyed, got a zero Keyed",
 		},
 		{
-			name: "nil key",
-			build: func() (rampart.Service[int, int], error) {
+			Name: "nil key",
+			Build: func() (rampart.Service[int, int], error) {
 				l, err := ratelimit.NewKeyedLayer[int, int](keyed(), nil, ratelimit.Wait)
 				return wrapIfOK(l, err, echo(&calls.n))
 			},
-			want: "ratelimit: key must not be nil",
+			Want: "ratelimit: key must not be nil",
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			svc, err := tc.build()
-			if err == nil {
-				require.NotNil(t, svc)
-				_, err = svc.Call(t.Context(), 1)
-			}
-			assert.EqualError(t, err, tc.want)
-			if tc.nilService {
-				assert.ErrorIs(t, err, rampart.ErrNilService)
-			}
-		})
-	}
+	})
 	assert.Zero(t, calls.n.Load())
 }
 
