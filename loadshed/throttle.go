@@ -42,7 +42,7 @@ type ThrottleConfig struct {
 	// Buckets is how many equal periods Window is split into; the oldest
 	// period's counts are dropped whole as time moves on, so the counts
 	// cover between Window*(Buckets-1)/Buckets and Window of history. Zero
-	// means [DefaultBuckets]. It must be between 1 and 1000, and at most
+	// means [DefaultBuckets]. It must be between 0 and 1000, and at most
 	// Window in nanoseconds.
 	Buckets int
 	// Rand returns a number in [0, 1) for each refusal decision. It is

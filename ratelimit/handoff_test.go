@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -162,5 +163,52 @@ func TestKeyedLayer_LM3_RejectCountsTheWaitingLine(t *testing.T) {
 		requireLimited(t, err, 250*time.Millisecond, false)
 		wg.Wait()
 		assert.Equal(t, map[string]time.Duration{"A": 0, "B": 100 * time.Millisecond, "C": 200 * time.Millisecond, "D": 300 * time.Millisecond}, admitted())
+	})
+}
+
+// Many waiters, a third of which give up at various times: every call
+// ends, the waiters that stay are admitted no faster than the limiter
+// allows, and the tokens given back are used, so the last admission comes
+// exactly when the admitted count says it should.
+func TestLayer_LM1_HammerWithCancellations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers = 30
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration
+		svc := rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			return req, nil
+		})
+		layer, err := ratelimit.NewLayer[int, int](rate.NewLimiter(10, 1), ratelimit.Wait)
+		require.NoError(t, err)
+		limited := layer.Wrap(svc)
+
+		var cancelled atomic.Int64
+		var wg sync.WaitGroup
+		for i := range workers {
+			wg.Go(func() {
+				ctx := t.Context()
+				if i%3 == 1 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithCancel(ctx)
+					time.AfterFunc(time.Duration(i)*37*time.Millisecond, cancel)
+				}
+				if _, err := limited.Call(ctx, i); err != nil {
+					assert.ErrorIs(t, err, context.Canceled)
+					cancelled.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+
+		admitted := len(at)
+		assert.Equal(t, workers, admitted+int(cancelled.Load()))
+		for n, d := range at {
+			assert.GreaterOrEqual(t, d, time.Duration(n)*100*time.Millisecond, "admission %d", n)
+		}
+		assert.Equal(t, time.Duration(admitted-1)*100*time.Millisecond, at[admitted-1], "no token given back was lost")
 	})
 }
