@@ -21,7 +21,7 @@ func TestNilAndZeroValues(t *testing.T) {
 				_, err := timeout.New(timeout.Config[string, string]{})
 				return nil, err
 			},
-			Want: "timeout: Timeout must be > 0 when For is nil, got 0s",
+			Want: "timeout: Timeout must be > 0, got 0s",
 		},
 		{
 			Name:       "Wrap of nil service",

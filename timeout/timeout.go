@@ -143,7 +143,7 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampa
 func New[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	switch {
 	case cfg.For == nil && cfg.Timeout <= 0:
-		return nil, fmt.Errorf("timeout: Timeout must be > 0 when For is nil, got %v", cfg.Timeout)
+		return nil, fmt.Errorf("timeout: Timeout must be > 0, got %v", cfg.Timeout)
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("timeout: Timeout must be >= 0 when For is set (0 means no deadline where For returns 0), got %v", cfg.Timeout)
 	case cfg.Late != nil && !cfg.Abandon:

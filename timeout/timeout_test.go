@@ -71,8 +71,8 @@ func TestNewLayer_RejectsNonPositive(t *testing.T) {
 		d    time.Duration
 		want string
 	}{
-		{name: "zero", d: 0, want: "timeout: Timeout must be > 0 when For is nil, got 0s"},
-		{name: "negative", d: -time.Millisecond, want: "timeout: Timeout must be > 0 when For is nil, got -1ms"},
+		{name: "zero", d: 0, want: "timeout: Timeout must be > 0, got 0s"},
+		{name: "negative", d: -time.Millisecond, want: "timeout: Timeout must be > 0, got -1ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := timeout.NewLayer[string, string](tc.d)
