@@ -38,20 +38,21 @@ type KeyedConfig struct {
 //
 // # Eviction
 //
-// A key's limiter is dropped once its bucket is full again. A full bucket
-// is exactly how a new limiter starts, so dropping it changes no decision:
-// the next call for that key gets a new limiter that allows what the old
-// one would have. Each lookup checks the least recently used key and drops
+// A key's limiter is dropped once its bucket is full again and no call
+// waits for it (see [NewKeyedLayer]). A full bucket is exactly how a new
+// limiter starts, so dropping it changes no decision: the next call for
+// that key gets a new limiter that allows what the old one would have. Each lookup checks the least recently used key and drops
 // it if full, repeating until it finds one that is not, so dropping costs
 // O(1) per lookup on average and needs no background goroutine.
 //
 // If a new key arrives while MaxKeys keys are held, the least recently used
 // key is dropped even if its bucket is not full, and its next call gets a
 // full bucket: a flood of distinct keys can let a key through early, but
-// memory stays bounded. A limiter dropped between a caller's lookup and its
-// use still hands out tokens to that caller, which the new limiter for the
-// key does not know about; the layers take their token right after the
-// lookup, which makes this window small.
+// memory stays bounded. Calls already waiting for a dropped key keep their
+// line; calls that arrive later form a new one. A limiter dropped between
+// a caller's lookup and its use still hands out tokens to that caller,
+// which the new limiter for the key does not know about; the layers take
+// their token right after the lookup, which makes this window small.
 //
 // The zero Keyed holds no keys and grants no tokens: its Limiter returns a
 // new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]
@@ -165,7 +166,7 @@ func (k *Keyed) drop(e *entry) {
 // from the limiter that k holds for key(req). It behaves as [NewLayer]
 // does with that limiter: the same modes, errors, context handling and
 // line of waiting calls, which here is one line per key, shared by every
-// layer built with k. A key is not dropped while calls wait in its line.
+// layer built with k.
 // key must be safe for concurrent use; calls with equal keys share a bucket.
 //
 // The layer's Wrap given a nil service returns a service that fails every
