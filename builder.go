@@ -1,5 +1,7 @@
 package rampart
 
+import "fmt"
+
 // Builder collects layers and wraps a [Service] with them, like Tower's
 // ServiceBuilder.
 //
@@ -28,9 +30,10 @@ func NewBuilder[Req, Resp any]() Builder[Req, Resp] {
 }
 
 // Layer returns a new Builder with l added inside every layer added before
-// it. A nil l is skipped, so optional layers can be added unconditionally.
+// it. A nil l, or a nil [LayerFunc], is skipped, so optional layers can be
+// added unconditionally.
 func (b Builder[Req, Resp]) Layer(l Layer[Req, Resp]) Builder[Req, Resp] {
-	if l == nil {
+	if f, ok := l.(LayerFunc[Req, Resp]); l == nil || ok && f == nil {
 		return b
 	}
 	// The full slice expression caps the capacity so append always copies:
@@ -41,9 +44,21 @@ func (b Builder[Req, Resp]) Layer(l Layer[Req, Resp]) Builder[Req, Resp] {
 // Service wraps s with the builder's layers, innermost last, and returns the
 // stack. The layers' Wrap methods run here, once; calling the returned
 // service composes nothing. With no layers, Service returns s itself.
+//
+// Service never returns nil. When s is nil, or a layer's Wrap returns nil,
+// the stack cannot work: Service returns, in place of the whole stack, a
+// [Failing] service whose every call fails with an error matching
+// [ErrNilService] that says which it was (the layer by its index, 0 for
+// the first added, and its type). The layers outside a nil one are not
+// wrapped, and no layer is given a nil s.
 func (b Builder[Req, Resp]) Service(s Service[Req, Resp]) Service[Req, Resp] {
+	if s == nil {
+		return Failing[Req, Resp]("rampart: Builder.Service given a nil service")
+	}
 	for i := len(b.layers) - 1; i >= 0; i-- {
-		s = b.layers[i].Wrap(s)
+		if s = b.layers[i].Wrap(s); s == nil {
+			return Failing[Req, Resp](fmt.Sprintf("rampart: Builder.Service: layer %d (%T) returned a nil service", i, b.layers[i]))
+		}
 	}
 	return s
 }

@@ -65,22 +65,32 @@ func (p *PanicError) Unwrap() error {
 // A coalesced call allocates: singleflight runs each shared call on a new
 // goroutine and answers through a channel per caller.
 //
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
 // NewLayer returns an error when key is nil.
 func NewLayer[Req, Resp any](key func(Req) string) (rampart.Layer[Req, Resp], error) {
 	if key == nil {
 		return nil, errors.New("coalesce: key must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("coalesce: Wrap")
+		}
 		return &group[Req, Resp]{inner: inner, key: key, flights: make(map[string]*flight)}
 	}), nil
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns.
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], key func(Req) string) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](key)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("coalesce: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }

@@ -28,6 +28,7 @@ package fallback
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/rampart-go/rampart"
 )
@@ -60,22 +61,33 @@ type Config[Req, Resp any] struct {
 // unchanged. A panic in the inner service propagates; Fallback is not
 // called.
 //
-// NewLayer returns an error when cfg.Fallback is nil.
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
+// NewLayer returns an error when cfg.Fallback is nil; the zero Config is
+// thus an error.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	if cfg.Fallback == nil {
 		return nil, errors.New("fallback: Fallback must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("fallback: Wrap")
+		}
 		return &service[Req, Resp]{inner: inner, cfg: cfg}
 	}), nil
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns.
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("fallback: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }

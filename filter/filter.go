@@ -26,6 +26,7 @@ package filter
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/rampart-go/rampart"
 )
@@ -42,12 +43,18 @@ var ErrRejected = errors.New("filter: rejected")
 // caller can tell a refusal from a failure of the inner service. check must
 // be safe for concurrent use.
 //
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
 // NewLayer returns an error when check is nil.
 func NewLayer[Req, Resp any](check func(ctx context.Context, req Req) error) (rampart.Layer[Req, Resp], error) {
 	if check == nil {
 		return nil, errors.New("filter: check must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("filter: Wrap")
+		}
 		return rampart.ServiceFunc[Req, Resp](func(ctx context.Context, req Req) (Resp, error) {
 			if err := check(ctx, req); err != nil {
 				var zero Resp
@@ -59,11 +66,15 @@ func NewLayer[Req, Resp any](check func(ctx context.Context, req Req) error) (ra
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns.
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], check func(ctx context.Context, req Req) error) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](check)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("filter: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }
@@ -71,6 +82,9 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], check func(ctx context.
 // NewAllowLayer returns a layer that calls the inner service only for
 // requests that allow accepts, and fails the others with [ErrRejected]. It
 // is [NewLayer] for a yes/no check. allow must be safe for concurrent use.
+//
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
 //
 // NewAllowLayer returns an error when allow is nil.
 func NewAllowLayer[Req, Resp any](allow func(ctx context.Context, req Req) bool) (rampart.Layer[Req, Resp], error) {

@@ -38,10 +38,17 @@ const (
 // briefly each time: under very high parallelism on one Limiter that mutex
 // is the layer's cost (see BenchmarkLayer).
 //
-// NewLayer returns an error when l is nil or mode is not Wait or Reject.
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
+// NewLayer returns an error when l is nil, l is a zero Limiter (not made by
+// [New]), or mode is not Wait or Reject.
 func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if l == nil {
 		return nil, errors.New("limit: limiter must not be nil")
+	}
+	if l.sem == nil {
+		return nil, errors.New("limit: limiter must be made by New, got a zero Limiter")
 	}
 	if mode != Wait && mode != Reject {
 		return nil, fmt.Errorf("limit: mode must be Wait or Reject, got %d", mode)
@@ -50,11 +57,15 @@ func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], e
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns.
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("limit: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }
@@ -65,6 +76,9 @@ type layer[Req, Resp any] struct {
 }
 
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	if inner == nil {
+		return rampart.Failing[Req, Resp]("limit: Wrap")
+	}
 	return &service[Req, Resp]{inner: inner, lim: l.lim, mode: l.mode}
 }
 

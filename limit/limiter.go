@@ -35,7 +35,10 @@ func (e *LimitedError) Is(target error) bool { return target == ErrLimited }
 
 // Limiter bounds how many calls run at once. It is shared state: every layer
 // built with the same Limiter draws from the same Max slots. A Limiter is
-// safe for concurrent use; New is the only way to make one.
+// safe for concurrent use; New is the only way to make a usable one. The
+// zero Limiter has no slots: Max and InFlight are 0, Ready is false (so a
+// loadshed layer watching it refuses every call), and [NewLayer] rejects
+// it.
 type Limiter struct {
 	sem *semaphore.Weighted
 	max int

@@ -46,7 +46,10 @@ func (f ReadyFunc) Ready() bool { return f() }
 // takes the last slot first. Shedding is thus best effort, and the
 // resource's own limit stays exact.
 //
-// NewLayer returns an error when r is nil.
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
+// NewLayer returns an error when r is nil or a nil pointer or func.
 func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
 	if r == nil {
 		return nil, errors.New("loadshed: readiness must not be nil")
@@ -55,16 +58,23 @@ func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
 		return nil, fmt.Errorf("loadshed: readiness must not be a nil %T", r)
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("loadshed: Wrap")
+		}
 		return &shed[Req, Resp]{inner: inner, ready: r}
 	}), nil
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns.
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r Readiness) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](r)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("loadshed: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }

@@ -42,7 +42,7 @@ type ThrottleConfig struct {
 	// Buckets is how many equal periods Window is split into; the oldest
 	// period's counts are dropped whole as time moves on, so the counts
 	// cover between Window*(Buckets-1)/Buckets and Window of history. Zero
-	// means [DefaultBuckets]. It must be between 1 and 1000, and at most
+	// means [DefaultBuckets]. It must be between 0 and 1000, and at most
 	// Window in nanoseconds.
 	Buckets int
 	// Rand returns a number in [0, 1) for each refusal decision. It is
@@ -82,6 +82,10 @@ type ThrottleConfig struct {
 // one per backend. It is safe for concurrent use; counting is a few atomic
 // operations, with a mutex taken only when a bucket rotates. A count that
 // races a rotation may land in the neighbouring bucket.
+//
+// The zero Throttle has no window: Allow always returns true, Record counts
+// nothing, Probability and Counts return zeros, and [NewThrottleLayer]
+// rejects it. Make a Throttle with [NewThrottle].
 type Throttle struct {
 	k       float64
 	width   time.Duration // of one bucket
@@ -107,10 +111,10 @@ func NewThrottle(cfg ThrottleConfig) (*Throttle, error) {
 		cfg.K = DefaultK
 	}
 	if !(cfg.K >= 1) || math.IsInf(cfg.K, 1) {
-		return nil, fmt.Errorf("loadshed: K must be >= 1 and finite, got %v", cfg.K)
+		return nil, fmt.Errorf("loadshed: K must be >= 1 and finite (0 means DefaultK, %v), got %v", DefaultK, cfg.K)
 	}
 	if cfg.Window < 0 {
-		return nil, fmt.Errorf("loadshed: Window must be >= 0, got %v", cfg.Window)
+		return nil, fmt.Errorf("loadshed: Window must be >= 0 (0 means DefaultWindow, %v), got %v", DefaultWindow, cfg.Window)
 	}
 	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
@@ -119,7 +123,7 @@ func NewThrottle(cfg ThrottleConfig) (*Throttle, error) {
 		cfg.Buckets = DefaultBuckets
 	}
 	if cfg.Buckets < 1 || cfg.Buckets > maxBuckets {
-		return nil, fmt.Errorf("loadshed: Buckets must be between 1 and %d, got %d", maxBuckets, cfg.Buckets)
+		return nil, fmt.Errorf("loadshed: Buckets must be between 0 and %d (0 means DefaultBuckets, %d), got %d", maxBuckets, DefaultBuckets, cfg.Buckets)
 	}
 	if time.Duration(cfg.Buckets) > cfg.Window {
 		return nil, fmt.Errorf("loadshed: Buckets must be at most Window in nanoseconds (%d), got %d", cfg.Window, cfg.Buckets)
@@ -142,6 +146,9 @@ func NewThrottle(cfg ThrottleConfig) (*Throttle, error) {
 // caller sends the request and reports the outcome with [Throttle.Record]
 // (or reports nothing, if the caller itself gave up).
 func (t *Throttle) Allow() bool {
+	if len(t.buckets) == 0 { // the zero Throttle
+		return true
+	}
 	period := t.period()
 	if p := t.probability(period); p > 0 && t.rand() < p {
 		t.bucket(period).requests.Add(1)
@@ -154,6 +161,9 @@ func (t *Throttle) Allow() bool {
 // accepted is true. Accepted means the backend handled the request rather
 // than refusing it for overload; see [NewThrottleLayer].
 func (t *Throttle) Record(accepted bool) {
+	if len(t.buckets) == 0 { // the zero Throttle
+		return
+	}
 	b := t.bucket(t.period())
 	b.requests.Add(1)
 	if accepted {
@@ -163,10 +173,20 @@ func (t *Throttle) Record(accepted bool) {
 
 // Probability returns the probability with which [Throttle.Allow] would
 // refuse a request now, between 0 and 1.
-func (t *Throttle) Probability() float64 { return t.probability(t.period()) }
+func (t *Throttle) Probability() float64 {
+	if len(t.buckets) == 0 { // the zero Throttle
+		return 0
+	}
+	return t.probability(t.period())
+}
 
 // Counts returns the requests and accepts counted in the window now.
-func (t *Throttle) Counts() (requests, accepts int64) { return t.counts(t.period()) }
+func (t *Throttle) Counts() (requests, accepts int64) {
+	if len(t.buckets) == 0 { // the zero Throttle
+		return 0, 0
+	}
+	return t.counts(t.period())
+}
 
 func (t *Throttle) probability(period int64) float64 {
 	requests, accepts := t.counts(period)
@@ -223,15 +243,25 @@ func (t *Throttle) bucket(period int64) *bucket {
 //
 // A call through the layer allocates nothing, nor does a refusal.
 //
-// NewThrottleLayer returns an error when t is nil.
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
+// NewThrottleLayer returns an error when t is nil or a zero Throttle (not
+// made by [NewThrottle]).
 func NewThrottleLayer[Req, Resp any](t *Throttle, accepted func(Resp, error) bool) (rampart.Layer[Req, Resp], error) {
 	if t == nil {
 		return nil, errors.New("loadshed: throttle must not be nil")
+	}
+	if len(t.buckets) == 0 {
+		return nil, errors.New("loadshed: throttle must be made by NewThrottle, got a zero Throttle")
 	}
 	if accepted == nil {
 		accepted = func(_ Resp, err error) bool { return err == nil }
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("loadshed: Wrap")
+		}
 		return &throttled[Req, Resp]{inner: inner, t: t, accepted: accepted}
 	}), nil
 }

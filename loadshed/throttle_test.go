@@ -44,13 +44,13 @@ func TestNewThrottle_RejectsBadConfig(t *testing.T) {
 		cfg  loadshed.ThrottleConfig
 		want string
 	}{
-		{name: "K below 1", cfg: loadshed.ThrottleConfig{K: 0.5}, want: "loadshed: K must be >= 1 and finite, got 0.5"},
-		{name: "negative K", cfg: loadshed.ThrottleConfig{K: -2}, want: "loadshed: K must be >= 1 and finite, got -2"},
-		{name: "NaN K", cfg: loadshed.ThrottleConfig{K: math.NaN()}, want: "loadshed: K must be >= 1 and finite, got NaN"},
-		{name: "infinite K", cfg: loadshed.ThrottleConfig{K: math.Inf(1)}, want: "loadshed: K must be >= 1 and finite, got +Inf"},
-		{name: "negative window", cfg: loadshed.ThrottleConfig{Window: -time.Second}, want: "loadshed: Window must be >= 0, got -1s"},
-		{name: "negative buckets", cfg: loadshed.ThrottleConfig{Buckets: -1}, want: "loadshed: Buckets must be between 1 and 1000, got -1"},
-		{name: "too many buckets", cfg: loadshed.ThrottleConfig{Buckets: 1001}, want: "loadshed: Buckets must be between 1 and 1000, got 1001"},
+		{name: "K below 1", cfg: loadshed.ThrottleConfig{K: 0.5}, want: "loadshed: K must be >= 1 and finite (0 means DefaultK, 2), got 0.5"},
+		{name: "negative K", cfg: loadshed.ThrottleConfig{K: -2}, want: "loadshed: K must be >= 1 and finite (0 means DefaultK, 2), got -2"},
+		{name: "NaN K", cfg: loadshed.ThrottleConfig{K: math.NaN()}, want: "loadshed: K must be >= 1 and finite (0 means DefaultK, 2), got NaN"},
+		{name: "infinite K", cfg: loadshed.ThrottleConfig{K: math.Inf(1)}, want: "loadshed: K must be >= 1 and finite (0 means DefaultK, 2), got +Inf"},
+		{name: "negative window", cfg: loadshed.ThrottleConfig{Window: -time.Second}, want: "loadshed: Window must be >= 0 (0 means DefaultWindow, 2m0s), got -1s"},
+		{name: "negative buckets", cfg: loadshed.ThrottleConfig{Buckets: -1}, want: "loadshed: Buckets must be between 0 and 1000 (0 means DefaultBuckets, 12), got -1"},
+		{name: "too many buckets", cfg: loadshed.ThrottleConfig{Buckets: 1001}, want: "loadshed: Buckets must be between 0 and 1000 (0 means DefaultBuckets, 12), got 1001"},
 		{name: "buckets finer than 1ns", cfg: loadshed.ThrottleConfig{Window: 5, Buckets: 6}, want: "loadshed: Buckets must be at most Window in nanoseconds (5), got 6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

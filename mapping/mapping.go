@@ -26,19 +26,23 @@ package mapping
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/rampart-go/rampart"
 )
+
+var errNilSvc = fmt.Errorf("mapping: svc must not be nil: %w", rampart.ErrNilService)
 
 // Request returns a service that converts each request with f and calls svc
 // with the result. If f fails, its error is returned as it is and svc is
 // not called. f receives the call's context, for converters that need it
 // (http.NewRequestWithContext), and must be safe for concurrent use.
 //
-// Request returns an error when svc or f is nil.
+// Request returns an error when svc or f is nil; for a nil svc it matches
+// [rampart.ErrNilService].
 func Request[ReqA, ReqB, Resp any](svc rampart.Service[ReqB, Resp], f func(ctx context.Context, req ReqA) (ReqB, error)) (rampart.Service[ReqA, Resp], error) {
 	if svc == nil {
-		return nil, errors.New("mapping: svc must not be nil")
+		return nil, errNilSvc
 	}
 	if f == nil {
 		return nil, errors.New("mapping: f must not be nil")
@@ -60,7 +64,8 @@ func Request[ReqA, ReqB, Resp any](svc rampart.Service[ReqB, Resp], f func(ctx c
 // converts only successes. Use [Result] to convert partial responses too.
 // f must be safe for concurrent use.
 //
-// Response returns an error when svc or f is nil.
+// Response returns an error when svc or f is nil; for a nil svc it matches
+// [rampart.ErrNilService].
 func Response[Req, RespA, RespB any](svc rampart.Service[Req, RespA], f func(resp RespA) (RespB, error)) (rampart.Service[Req, RespB], error) {
 	if f == nil {
 		return nil, errors.New("mapping: f must not be nil")
@@ -79,10 +84,11 @@ func Response[Req, RespA, RespB any](svc rampart.Service[Req, RespA], f func(res
 // that came with an error, turn an error into a response, or a response
 // into an error. f must be safe for concurrent use.
 //
-// Result returns an error when svc or f is nil.
+// Result returns an error when svc or f is nil; for a nil svc it matches
+// [rampart.ErrNilService].
 func Result[Req, RespA, RespB any](svc rampart.Service[Req, RespA], f func(resp RespA, err error) (RespB, error)) (rampart.Service[Req, RespB], error) {
 	if svc == nil {
-		return nil, errors.New("mapping: svc must not be nil")
+		return nil, errNilSvc
 	}
 	if f == nil {
 		return nil, errors.New("mapping: f must not be nil")
@@ -99,12 +105,18 @@ func Result[Req, RespA, RespB any](svc rampart.Service[Req, RespA], f func(resp 
 // the original error matchable, wrap it (fmt.Errorf("...: %w", err)). f
 // must be safe for concurrent use.
 //
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
 // NewErrorLayer returns an error when f is nil.
 func NewErrorLayer[Req, Resp any](f func(err error) error) (rampart.Layer[Req, Resp], error) {
 	if f == nil {
 		return nil, errors.New("mapping: f must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("mapping: Wrap")
+		}
 		return rampart.ServiceFunc[Req, Resp](func(ctx context.Context, req Req) (Resp, error) {
 			resp, err := inner.Call(ctx, req)
 			if err != nil {

@@ -40,11 +40,11 @@ func TestAdapters_RejectNil(t *testing.T) {
 		err  error
 		want string
 	}{
-		{name: "Request svc", err: second(mapping.Request[string, int, int](nil, parse)), want: "mapping: svc must not be nil"},
+		{name: "Request svc", err: second(mapping.Request[string, int, int](nil, parse)), want: "mapping: svc must not be nil: rampart: nil service"},
 		{name: "Request f", err: second(mapping.Request[string, int, int](svc, nil)), want: "mapping: f must not be nil"},
-		{name: "Response svc", err: second(mapping.Response[int, int, string](nil, format)), want: "mapping: svc must not be nil"},
+		{name: "Response svc", err: second(mapping.Response[int, int, string](nil, format)), want: "mapping: svc must not be nil: rampart: nil service"},
 		{name: "Response f", err: second(mapping.Response[int, int, string](svc, nil)), want: "mapping: f must not be nil"},
-		{name: "Result svc", err: second(mapping.Result[int, int, string](nil, result)), want: "mapping: svc must not be nil"},
+		{name: "Result svc", err: second(mapping.Result[int, int, string](nil, result)), want: "mapping: svc must not be nil: rampart: nil service"},
 		{name: "Result f", err: second(mapping.Result[int, int, string](svc, nil)), want: "mapping: f must not be nil"},
 		{name: "NewErrorLayer f", err: second(mapping.NewErrorLayer[int, int](nil)), want: "mapping: f must not be nil"},
 	} {

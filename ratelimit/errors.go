@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // ErrLimited is the sentinel that every refusal by a ratelimit layer
@@ -28,9 +30,12 @@ type LimitedError struct {
 	PastDeadline bool
 }
 
-// Error says how long until a token is free and, in Wait mode, that the
-// wait would pass the deadline.
+// Error says how long until a token is free (or that none ever will be)
+// and, in Wait mode, that the wait would pass the deadline.
 func (e *LimitedError) Error() string {
+	if e.RetryAfter == rate.InfDuration {
+		return "ratelimit: limited: the limiter can never grant a token"
+	}
 	if e.PastDeadline {
 		return fmt.Sprintf("ratelimit: limited: next token in %v, at or past the context deadline", e.RetryAfter)
 	}

@@ -38,20 +38,25 @@ type KeyedConfig struct {
 //
 // # Eviction
 //
-// A key's limiter is dropped once its bucket is full again. A full bucket
-// is exactly how a new limiter starts, so dropping it changes no decision:
-// the next call for that key gets a new limiter that allows what the old
-// one would have. Each lookup checks the least recently used key and drops
+// A key's limiter is dropped once its bucket is full again and no call
+// waits for it (see [NewKeyedLayer]). A full bucket is exactly how a new
+// limiter starts, so dropping it changes no decision: the next call for
+// that key gets a new limiter that allows what the old one would have. Each lookup checks the least recently used key and drops
 // it if full, repeating until it finds one that is not, so dropping costs
 // O(1) per lookup on average and needs no background goroutine.
 //
 // If a new key arrives while MaxKeys keys are held, the least recently used
 // key is dropped even if its bucket is not full, and its next call gets a
 // full bucket: a flood of distinct keys can let a key through early, but
-// memory stays bounded. A limiter dropped between a caller's lookup and its
-// use still hands out tokens to that caller, which the new limiter for the
-// key does not know about; the layers take their token right after the
-// lookup, which makes this window small.
+// memory stays bounded. Calls already waiting for a dropped key keep their
+// line; calls that arrive later form a new one. A limiter dropped between
+// a caller's lookup and its use still hands out tokens to that caller,
+// which the new limiter for the key does not know about; the layers take
+// their token right after the lookup, which makes this window small.
+//
+// The zero Keyed holds no keys and grants no tokens: its Limiter returns a
+// new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]
+// rejects it. Make a Keyed with [NewKeyed].
 type Keyed struct {
 	limit   rate.Limit
 	burst   int
@@ -66,7 +71,7 @@ type Keyed struct {
 
 type entry struct {
 	key        string
-	lim        *rate.Limiter
+	q          queue  // the key's limiter and the calls waiting for it
 	prev, next *entry // guarded by Keyed.mu
 }
 
@@ -77,10 +82,10 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 		return nil, fmt.Errorf("ratelimit: Limit must be > 0 and < rate.Inf, got %v", cfg.Limit)
 	}
 	if cfg.Burst < 0 {
-		return nil, fmt.Errorf("ratelimit: Burst must be >= 0, got %d", cfg.Burst)
+		return nil, fmt.Errorf("ratelimit: Burst must be >= 0 (0 means 1), got %d", cfg.Burst)
 	}
 	if cfg.MaxKeys < 0 {
-		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0, got %d", cfg.MaxKeys)
+		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0 (0 means DefaultMaxKeys, %d), got %d", DefaultMaxKeys, cfg.MaxKeys)
 	}
 	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, keys: make(map[string]*entry)}
 	if k.maxKeys == 0 {
@@ -95,6 +100,14 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 // other caller for key until it is dropped (see Eviction on [Keyed]); use
 // it for the decision at hand, not longer.
 func (k *Keyed) Limiter(key string) *rate.Limiter {
+	if k.keys == nil { // the zero Keyed; keys never changes after NewKeyed
+		return rate.NewLimiter(0, 0)
+	}
+	return k.entry(key).q.lim
+}
+
+// entry returns key's entry, as [Keyed.Limiter] documents.
+func (k *Keyed) entry(key string) *entry {
 	now := time.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -105,7 +118,7 @@ func (k *Keyed) Limiter(key string) *rate.Limiter {
 		if len(k.keys) >= k.maxKeys {
 			k.drop(k.lru.prev)
 		}
-		e = &entry{key: key, lim: rate.NewLimiter(k.limit, k.burst)}
+		e = &entry{key: key, q: queue{lim: rate.NewLimiter(k.limit, k.burst)}}
 		k.keys[key] = e
 	}
 	// Link e as most recently used.
@@ -114,12 +127,15 @@ func (k *Keyed) Limiter(key string) *rate.Limiter {
 	for old := k.lru.prev; old != e && k.full(old, now); old = k.lru.prev {
 		k.drop(old)
 	}
-	return e.lim
+	return e
 }
 
 // Len returns how many keys are held, after dropping every key whose
 // bucket is full again.
 func (k *Keyed) Len() int {
+	if k.keys == nil { // the zero Keyed
+		return 0
+	}
 	now := time.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -134,7 +150,7 @@ func (k *Keyed) Len() int {
 }
 
 func (k *Keyed) full(e *entry, now time.Time) bool {
-	return e.lim.TokensAt(now) >= float64(k.burst)
+	return e.q.n.Load() == 0 && e.q.lim.TokensAt(now) >= float64(k.burst)
 }
 
 func (k *Keyed) unlink(e *entry) {
@@ -148,14 +164,22 @@ func (k *Keyed) drop(e *entry) {
 
 // NewKeyedLayer returns a layer that takes one token, before each call,
 // from the limiter that k holds for key(req). It behaves as [NewLayer]
-// does with that limiter: the same modes, errors and context handling.
+// does with that limiter: the same modes, errors, context handling and
+// line of waiting calls, which here is one line per key, shared by every
+// layer built with k.
 // key must be safe for concurrent use; calls with equal keys share a bucket.
 //
-// NewKeyedLayer returns an error when k or key is nil or mode is not Wait
-// or Reject.
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
+// NewKeyedLayer returns an error when k or key is nil, k is a zero Keyed
+// (not made by [NewKeyed]), or mode is not Wait or Reject.
 func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if k == nil {
 		return nil, errors.New("ratelimit: keyed limiter must not be nil")
+	}
+	if k.keys == nil {
+		return nil, errors.New("ratelimit: keyed limiter must be made by NewKeyed, got a zero Keyed")
 	}
 	if key == nil {
 		return nil, errors.New("ratelimit: key must not be nil")
@@ -164,6 +188,9 @@ func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (ra
 		return nil, err
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
+		}
 		return &keyedService[Req, Resp]{inner: inner, keyed: k, key: key, mode: mode}
 	}), nil
 }
@@ -176,7 +203,7 @@ type keyedService[Req, Resp any] struct {
 }
 
 func (s *keyedService[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := take(ctx, s.keyed.Limiter(s.key(req)), s.mode); err != nil {
+	if err := take(ctx, &s.keyed.entry(s.key(req)).q, s.mode); err != nil {
 		var zero Resp
 		return zero, err
 	}

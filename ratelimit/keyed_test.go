@@ -44,8 +44,8 @@ func TestNewKeyed_RejectsBadConfig(t *testing.T) {
 		{name: "zero limit", cfg: ratelimit.KeyedConfig{}, want: "ratelimit: Limit must be > 0 and < rate.Inf, got 0"},
 		{name: "negative limit", cfg: ratelimit.KeyedConfig{Limit: -1}, want: "ratelimit: Limit must be > 0 and < rate.Inf, got -1"},
 		{name: "infinite limit", cfg: ratelimit.KeyedConfig{Limit: rate.Inf}, want: fmt.Sprintf("ratelimit: Limit must be > 0 and < rate.Inf, got %v", rate.Inf)},
-		{name: "negative burst", cfg: ratelimit.KeyedConfig{Limit: 1, Burst: -1}, want: "ratelimit: Burst must be >= 0, got -1"},
-		{name: "negative max keys", cfg: ratelimit.KeyedConfig{Limit: 1, MaxKeys: -2}, want: "ratelimit: MaxKeys must be >= 0, got -2"},
+		{name: "negative burst", cfg: ratelimit.KeyedConfig{Limit: 1, Burst: -1}, want: "ratelimit: Burst must be >= 0 (0 means 1), got -1"},
+		{name: "negative max keys", cfg: ratelimit.KeyedConfig{Limit: 1, MaxKeys: -2}, want: "ratelimit: MaxKeys must be >= 0 (0 means DefaultMaxKeys, 10000), got -2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, err := ratelimit.NewKeyed(tc.cfg)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"golang.org/x/time/rate"
 
@@ -18,8 +17,7 @@ const (
 	// Wait blocks the call until its token is due, unless the token would
 	// arrive at or after the context's deadline: then the call is refused
 	// at once with a [*LimitedError] whose PastDeadline is true. Waiting
-	// calls are served in the order they reserved their tokens. Wait is
-	// the zero Mode.
+	// calls are served in the order they arrived. Wait is the zero Mode.
 	Wait Mode = iota
 	// Reject refuses the call at once with a [*LimitedError] and takes no
 	// token.
@@ -43,16 +41,40 @@ func checkMode(m Mode) error {
 // [Reject] refuses at once. In either mode a call is refused at once when
 // lim can never grant a token (a burst of 0, or a limit of 0 with the burst
 // spent). A refusal is a [*LimitedError] matching
-// [ErrLimited], and the inner service is not called. If ctx is done while
-// the call waits, the call fails with an error wrapping ctx.Err() and its
-// token is given back. A ctx already done when the call arrives fails with
-// ctx.Err() and takes no token. Errors from the inner service come back
-// unchanged.
+// [ErrLimited], and the inner service is not called. A ctx already done
+// when the call arrives fails with ctx.Err() and takes no token. Errors
+// from the inner service come back unchanged.
 //
-// A call that finds a token free allocates nothing; a call that waits or is
-// refused allocates its reservation and error.
+// # Waiting
+//
+// The calls waiting through one layer form a line, served in the order
+// they arrived. Only the first holds a reservation on lim; the others
+// reserve nothing until it is their turn. If ctx is done while a call
+// waits, the call fails with an error wrapping ctx.Err(), and if it was
+// first in line its token is given back to lim, so the next call in line
+// reserves after it and is due that much earlier. (Letting every waiter
+// reserve at once would not allow this: a [rate.Reservation] cannot give
+// back tokens that later reservations have already counted on.) A call
+// that joins the line is refused at once, PastDeadline true, when the
+// token it would get after every call ahead of it has taken its own is
+// due at or after its deadline; it is checked again when its turn comes.
+// The line is the layer's own: callers that draw from lim elsewhere (other
+// layers, lim.Wait) are not in it, and a token given back while they hold
+// later reservations returns only in part.
+//
+// In [Reject] mode a call is refused while the line is not empty, with the
+// RetryAfter a call joining the line would wait for.
+//
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
+// A call that finds a token free and nobody waiting allocates nothing; a
+// call that waits or is refused allocates its place in line, reservation
+// and error.
 //
 // NewLayer returns an error when lim is nil or mode is not Wait or Reject.
+// A zero [rate.Limiter] is valid and refuses every call, as x/time/rate
+// documents.
 func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if lim == nil {
 		return nil, errors.New("ratelimit: limiter must not be nil")
@@ -60,73 +82,39 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 	if err := checkMode(mode); err != nil {
 		return nil, err
 	}
+	q := &queue{lim: lim}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		return &service[Req, Resp]{inner: inner, lim: lim, mode: mode}
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
+		}
+		return &service[Req, Resp]{inner: inner, q: q, mode: mode}
 	}), nil
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns.
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("ratelimit: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }
 
 type service[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
-	lim   *rate.Limiter
+	q     *queue
 	mode  Mode
 }
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := take(ctx, s.lim, s.mode); err != nil {
+	if err := take(ctx, s.q, s.mode); err != nil {
 		var zero Resp
 		return zero, err
 	}
 	return s.inner.Call(ctx, req)
-}
-
-// take takes one token from lim for a call, as [NewLayer] documents.
-func take(ctx context.Context, lim *rate.Limiter, mode Mode) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// Allow neither allocates nor changes lim when it fails, so it is the
-	// fast path; only a call that must wait or be refused reserves.
-	if lim.Allow() {
-		return nil
-	}
-	now := time.Now()
-	r := lim.ReserveN(now, 1)
-	delay := r.DelayFrom(now) // rate.InfDuration if r is not OK
-	if delay == 0 {
-		return nil // a token came due between Allow and ReserveN
-	}
-	if delay == rate.InfDuration {
-		// No token will ever come (a burst of 0, or a limit of 0 with the
-		// burst spent): refuse in either mode rather than wait forever.
-		r.CancelAt(now)
-		return &LimitedError{RetryAfter: rate.InfDuration}
-	}
-	if mode == Reject {
-		r.CancelAt(now)
-		return &LimitedError{RetryAfter: delay}
-	}
-	if deadline, ok := ctx.Deadline(); ok && delay >= deadline.Sub(now) {
-		r.CancelAt(now)
-		return &LimitedError{RetryAfter: delay, PastDeadline: true}
-	}
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		// Give the token back so the calls queued behind this one move up.
-		r.Cancel()
-		return fmt.Errorf("ratelimit: waiting for a token: %w", ctx.Err())
-	}
 }

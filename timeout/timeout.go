@@ -2,6 +2,7 @@ package timeout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -69,7 +70,7 @@ type Config[Req, Resp any] struct {
 }
 
 // NewLayer returns a layer that gives every call a deadline d after it
-// begins (TO1). It is [New] with only Config.Timeout set. d must be > 0;
+// begins. It is [New] with only Config.Timeout set. d must be > 0;
 // otherwise NewLayer returns an error naming the value. The layer is safe
 // for concurrent use and may wrap any number of services.
 func NewLayer[Req, Resp any](d time.Duration) (rampart.Layer[Req, Resp], error) {
@@ -77,11 +78,16 @@ func NewLayer[Req, Resp any](d time.Duration) (rampart.Layer[Req, Resp], error) 
 }
 
 // Wrap wraps svc in a layer built by [NewLayer] with timeout d. It exists
-// so that Go can infer the type arguments from svc.
+// so that Go can infer the type arguments from svc. It returns the errors
+// [NewLayer] returns, and an error matching [rampart.ErrNilService] when
+// svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](d)
 	if err != nil {
 		return nil, err
+	}
+	if svc == nil {
+		return nil, fmt.Errorf("timeout: svc must not be nil: %w", rampart.ErrNilService)
 	}
 	return l.Wrap(svc), nil
 }
@@ -128,16 +134,20 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampa
 // The layer, and every service it wraps, is safe for concurrent use; one
 // layer may wrap many services.
 //
+// The layer's Wrap given a nil service returns a service that fails every
+// call with an error matching [rampart.ErrNilService].
+//
 // New returns an error naming the field when Timeout is not > 0 without
-// For, when Timeout is negative, or when Late is set without Abandon.
+// For, when Timeout is negative, or when Late is set without Abandon. The
+// zero Config is thus an error: it sets no timeout.
 func New[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	switch {
 	case cfg.For == nil && cfg.Timeout <= 0:
 		return nil, fmt.Errorf("timeout: Timeout must be > 0, got %v", cfg.Timeout)
 	case cfg.Timeout < 0:
-		return nil, fmt.Errorf("timeout: Timeout must be >= 0 when For is set, got %v", cfg.Timeout)
+		return nil, fmt.Errorf("timeout: Timeout must be >= 0 when For is set (0 means no deadline where For returns 0), got %v", cfg.Timeout)
 	case cfg.Late != nil && !cfg.Abandon:
-		return nil, fmt.Errorf("timeout: Late is set but Abandon is false")
+		return nil, errors.New("timeout: Late must be nil unless Abandon is true")
 	}
 	return &layer[Req, Resp]{cfg: cfg, cause: &Error{After: cfg.Timeout}}, nil
 }
@@ -151,8 +161,13 @@ type layer[Req, Resp any] struct {
 	cause *Error
 }
 
-// Wrap returns a service that runs inner with the layer's deadline.
+// Wrap returns a service that runs inner with the layer's deadline, or,
+// when inner is nil, one that fails every call with an error matching
+// [rampart.ErrNilService].
 func (l *layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	if inner == nil {
+		return rampart.Failing[Req, Resp]("timeout: Wrap")
+	}
 	return &service[Req, Resp]{l: l, inner: inner}
 }
 

@@ -95,9 +95,9 @@ func TestNew_Config(t *testing.T) {
 		{name: "timeout only", cfg: timeout.Config[string, string]{Timeout: time.Second}},
 		{name: "for without fallback", cfg: timeout.Config[string, string]{For: forFn}},
 		{name: "negative fallback", cfg: timeout.Config[string, string]{For: forFn, Timeout: -time.Second},
-			want: "timeout: Timeout must be >= 0 when For is set, got -1s"},
+			want: "timeout: Timeout must be >= 0 when For is set (0 means no deadline where For returns 0), got -1s"},
 		{name: "late without abandon", cfg: timeout.Config[string, string]{Timeout: time.Second, Late: func(string, error) {}},
-			want: "timeout: Late is set but Abandon is false"},
+			want: "timeout: Late must be nil unless Abandon is true"},
 		{name: "late with abandon", cfg: timeout.Config[string, string]{Timeout: time.Second, Abandon: true, Late: func(string, error) {}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,44 @@
+// Package nilcheck runs the table tests that check how a package treats
+// nil arguments and zero values: each fails with an error naming what is
+// wrong, at construction or on every call, and none panics.
+package nilcheck
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+)
+
+// Case is one nil argument or zero value.
+type Case[Req, Resp any] struct {
+	Name string
+	// Build constructs the service. A non-nil error is the construction
+	// error checked against Want; otherwise the service is called once and
+	// the call's error is checked.
+	Build func() (rampart.Service[Req, Resp], error)
+	// Want is the exact error message.
+	Want string
+	// NilService means the error must match rampart.ErrNilService.
+	NilService bool
+}
+
+// Run runs each case as a subtest, calling built services with req.
+func Run[Req, Resp any](t *testing.T, req Req, cases []Case[Req, Resp]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			svc, err := tc.Build()
+			if err == nil {
+				require.NotNil(t, svc)
+				_, err = svc.Call(t.Context(), req)
+			}
+			assert.EqualError(t, err, tc.Want)
+			if tc.NilService {
+				assert.ErrorIs(t, err, rampart.ErrNilService)
+			}
+		})
+	}
+}
