@@ -42,7 +42,7 @@ func ExampleNewGroupLayer() {
 		fmt.Println(url, resp, err)
 	}
 	for _, s := range hosts.States() {
-		fmt.Println(s.Key, s.State.State)
+		fmt.Println(s.Key, s.State)
 	}
 	// Output:
 	// a.example/1 200 OK <nil>

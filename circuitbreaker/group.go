@@ -272,11 +272,10 @@ func (g *Group[K]) Len() int {
 }
 
 // KeyState is the state of one key's breaker, as [Group.States] reports
-// it.
+// it: the key and the breaker's [Breaker.State].
 type KeyState[K comparable] struct {
 	Key K
-	// State is the breaker's [Breaker.State].
-	State Snapshot
+	Snapshot
 }
 
 // States returns the state of every breaker the group holds, for a status
@@ -293,7 +292,7 @@ func (g *Group[K]) States() []KeyState[K] {
 	g.mu.Unlock()
 	out := make([]KeyState[K], len(ring))
 	for i, e := range ring {
-		out[i] = KeyState[K]{Key: e.key, State: e.b.State()}
+		out[i] = KeyState[K]{Key: e.key, Snapshot: e.b.State()}
 	}
 	return out
 }

@@ -45,8 +45,8 @@ func TestGroup_CB22_OneBreakerPerKey(t *testing.T) {
 
 		fail(t, a, 1, errBoom)
 		assert.Equal(t, []circuitbreaker.KeyState[string]{
-			{Key: "a", State: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: errBoom}},
-			{Key: "b", State: circuitbreaker.Snapshot{}},
+			{Key: "a", Snapshot: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: errBoom}},
+			{Key: "b", Snapshot: circuitbreaker.Snapshot{}},
 		}, g.States())
 		succeed(t, g.Breaker("b"), 1) // b is not stopped by a
 		assert.Equal(t, 2, g.Len())
@@ -142,7 +142,7 @@ func TestGroup_CB22_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
 		fail(t, g.Breaker("a"), 1, errBoom)
 		time.Sleep(5*time.Minute - 1)
 		assert.Equal(t, []circuitbreaker.KeyState[string]{
-			{Key: "a", State: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1, Cause: errBoom}},
+			{Key: "a", Snapshot: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1, Cause: errBoom}},
 		}, g.States())
 		time.Sleep(1)
 		assert.Equal(t, 0, g.Len(), "cool-down over and idle: dropped")
