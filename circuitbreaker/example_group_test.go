@@ -53,3 +53,32 @@ func ExampleNewGroupLayer() {
 	// a.example closed
 	// b.example open
 }
+
+// A group without a stack: Run calls a plain function through the breaker
+// of its tenant.
+func ExampleGroup() {
+	tenants, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+		Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}},
+		MaxKeys: 1000,
+	})
+	if err != nil {
+		panic(err)
+	}
+	query := func(tenant string) error {
+		_, err := circuitbreaker.Run(context.Background(), tenants.Breaker(tenant), func(ctx context.Context) (int, error) {
+			if tenant == "acme" {
+				return 0, errors.New("shard offline")
+			}
+			return 42, nil
+		})
+		return err
+	}
+
+	fmt.Println(query("acme"))
+	fmt.Println(errors.Is(query("acme"), circuitbreaker.ErrOpen))
+	fmt.Println(query("globex"))
+	// Output:
+	// shard offline
+	// true
+	// <nil>
+}
