@@ -78,8 +78,9 @@ type GroupConfig struct {
 // one that is Closed or forced and that has not been used since the group
 // last looked at it (the CLOCK, or second-chance, approximation of least
 // recently used), even if it is not idle: its partial counts are
-// forgotten. If every held breaker is Open, HalfOpen or in use, the new key
-// is not added: its calls go through the group's one overflow breaker
+// forgotten. If every held breaker is Open or HalfOpen (or all the others
+// are used again while it searches), the new key is not added: its calls go
+// through the group's one overflow breaker
 // ([Group.Overflow]), which every key that does not fit shares, until room
 // is made. Memory stays bounded and no Open state is forgotten; the cost,
 // in that rare state, is that one bad key in the overflow can stop the
