@@ -86,9 +86,9 @@ func TestRun_CB20_ClassifiesAsLayer(t *testing.T) {
 					return "", tt.err
 				}
 			}
-			// via runs one call through b with do and returns its error,
-			// whether the function was called, and b's counters.
-			via := func(do func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error) (error, bool, circuitbreaker.Counters) {
+			// via runs one call through b with do and returns whether the
+			// function was called, b's counters and the call's error.
+			via := func(do func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error) (bool, circuitbreaker.Counters, error) {
 				b := newBreaker(t, cfg)
 				fail(t, b, tt.before, errBoom)
 				ctx, cancel := context.WithCancel(context.Background())
@@ -98,13 +98,13 @@ func TestRun_CB20_ClassifiesAsLayer(t *testing.T) {
 				}
 				called := false
 				err := do(ctx, b, call(&called, cancel))
-				return err, called, b.State().Counters
+				return called, b.State().Counters, err
 			}
-			runErr, runCalled, runCounters := via(func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error {
+			runCalled, runCounters, runErr := via(func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error {
 				_, err := circuitbreaker.Run(ctx, b, fn)
 				return err
 			})
-			layerErr, layerCalled, layerCounters := via(func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error {
+			layerCalled, layerCounters, layerErr := via(func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error {
 				_, err := guard(b, rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
 					return fn(ctx)
 				})).Call(ctx, "x")
