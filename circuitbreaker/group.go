@@ -1,0 +1,353 @@
+package circuitbreaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rampart-go/rampart"
+)
+
+const (
+	// DefaultGroupMaxKeys is the number of breakers a [Group] holds at most
+	// when GroupConfig.MaxKeys is zero.
+	DefaultGroupMaxKeys = 10_000
+	// DefaultGroupIdleTimeout is how long a [Group] keeps an unused Closed
+	// breaker when GroupConfig.IdleTimeout is zero.
+	DefaultGroupIdleTimeout = 10 * time.Minute
+)
+
+// GroupConfig configures a [Group]. Every zero field selects a documented
+// default, so GroupConfig{} is a working group of default breakers.
+type GroupConfig struct {
+	// Breaker configures every breaker of the group, each created by [New]
+	// with it; a bad field is an error from [NewGroup]. Its Policy is a
+	// description that every breaker gets its own state from. Its Switch,
+	// when set, is shared: it forces or releases every breaker of the group
+	// at once, those created later included.
+	Breaker Config
+
+	// MaxKeys bounds how many breakers the group holds at once. Zero
+	// means [DefaultGroupMaxKeys]; negative is an error. What happens when
+	// it is reached is described under Eviction on [Group].
+	MaxKeys int
+
+	// IdleTimeout is how long a breaker may go unused before the group
+	// drops it (see Eviction on [Group]). Zero means
+	// [DefaultGroupIdleTimeout] (10 minutes); [Forever] never drops a
+	// breaker for being idle; other negative values are an error.
+	IdleTimeout time.Duration
+}
+
+// Group holds one [Breaker] per key (a host, a method, a tenant), each
+// created on demand from one [Config], in bounded memory. A group gives
+// every endpoint its own breaker, so that one bad host among many trips
+// only its own breaker and traffic to the others goes on; the models are
+// Envoy's outlier detection and Finagle's per-endpoint failure accrual.
+// [NewGroupLayer] puts a group in a stack, choosing the breaker from the
+// request.
+//
+// A Group is safe for concurrent use. Looking up a key that is held takes
+// no lock, reads no clock and allocates nothing: it is one read of a
+// concurrent map ([sync.Map]) and at most one atomic write, the first time
+// the key is used after the group last looked at it. Adding a key takes
+// the group's mutex and creates a Breaker.
+//
+// # Eviction
+//
+// No goroutine runs in the background: the group looks at its keys when it
+// adds one (at most once every quarter of IdleTimeout, for the idle rule)
+// and whenever [Group.Len] or [Group.States] is called.
+//
+// A breaker that has not been used for IdleTimeout is dropped if nothing
+// would be forgotten that matters: when it is Closed (its partial counts
+// are then stale) or forced by the Switch (a new breaker gets the Switch's
+// state), or when its cool-down is over and no probe is in flight (it was
+// waiting for a probe that nobody sent for IdleTimeout). An Open breaker
+// whose cool-down is still running is never dropped, so a bad key cannot
+// get traffic back by going quiet. The group notices use when it looks, so
+// a breaker is dropped no sooner than IdleTimeout after its last use, and
+// at the first look at least IdleTimeout after the last look that saw it
+// used.
+//
+// When a new key arrives while MaxKeys breakers are held, the group drops
+// one that is Closed or forced and that has not been used since the group
+// last looked at it (the CLOCK, or second-chance, approximation of least
+// recently used), even if it is not idle: its partial counts are
+// forgotten. If every held breaker is Open or HalfOpen (or all the others
+// are used again while it searches), the new key is not added: its calls go
+// through the group's one overflow breaker
+// ([Group.Overflow]), which every key that does not fit shares, until room
+// is made. Memory stays bounded and no Open state is forgotten; the cost,
+// in that rare state, is that one bad key in the overflow can stop the
+// other keys there. Looking for room touches each held key at most twice.
+//
+// A breaker dropped while a caller still holds it (between the lookup and
+// the end of the call) records that call's outcome on the dropped breaker;
+// the next lookup of the key creates a new one.
+type Group[K comparable] struct {
+	cfg      Config
+	maxKeys  int
+	idle     time.Duration
+	base     time.Time
+	overflow *Breaker
+
+	// keys maps each held key to its *groupEntry[K]. It is read without
+	// mu; it is written only with mu held, together with ring.
+	keys sync.Map
+
+	mu sync.Mutex
+	// ring holds the entries of keys, in the order they were added.
+	// Guarded by mu.
+	ring []*groupEntry[K]
+	// hand is the index in ring where the next search for room starts.
+	// Guarded by mu.
+	hand int
+	// looked is when the group last looked at every key for idleness, in
+	// nanoseconds since base. Guarded by mu.
+	looked int64
+}
+
+type groupEntry[K comparable] struct {
+	key K
+	b   *Breaker
+	// used is set by a lookup and cleared when the group looks at the
+	// entry. A lookup stores only when it is clear, so a hot key costs one
+	// write per look, not one per call.
+	used atomic.Bool
+	// seen is when the group last knew the entry used: when it was added,
+	// or the last look that found used set, in nanoseconds since
+	// Group.base. Guarded by Group.mu.
+	seen int64
+}
+
+// NewGroup returns an empty group configured by cfg, or an error naming the
+// first bad field (for cfg.Breaker, the error of [New], marked
+// "(GroupConfig.Breaker)").
+func NewGroup[K comparable](cfg GroupConfig) (*Group[K], error) {
+	switch {
+	case cfg.MaxKeys < 0:
+		return nil, fmt.Errorf("circuitbreaker: GroupConfig.MaxKeys must be >= 0 (0 means %d), got %d", DefaultGroupMaxKeys, cfg.MaxKeys)
+	case cfg.IdleTimeout < 0:
+		return nil, fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %v", DefaultGroupIdleTimeout, cfg.IdleTimeout)
+	}
+	// The overflow breaker is also the check of cfg.Breaker.
+	overflow, err := New(cfg.Breaker)
+	if err != nil {
+		return nil, fmt.Errorf("%w (GroupConfig.Breaker)", err)
+	}
+	return &Group[K]{
+		cfg:      cfg.Breaker,
+		maxKeys:  orDefault(cfg.MaxKeys, DefaultGroupMaxKeys),
+		idle:     orDefault(cfg.IdleTimeout, DefaultGroupIdleTimeout),
+		base:     time.Now(),
+		overflow: overflow,
+	}, nil
+}
+
+// mono returns the monotonic time since g.base in nanoseconds.
+func (g *Group[K]) mono() int64 { return int64(time.Since(g.base)) }
+
+// Breaker returns the breaker for key, creating it if the group does not
+// hold key, and marks key as used. When the group is full and no breaker
+// can be dropped it returns the overflow breaker (see Eviction on
+// [Group]). The breaker is shared with every other caller for key until
+// the group drops it; use it for the call at hand, not longer.
+func (g *Group[K]) Breaker(key K) *Breaker {
+	if v, ok := g.keys.Load(key); ok {
+		e := v.(*groupEntry[K])
+		if !e.used.Load() {
+			e.used.Store(true)
+		}
+		return e.b
+	}
+	return g.add(key)
+}
+
+// add is Breaker for a key that was not held at the lookup.
+func (g *Group[K]) add(key K) *Breaker {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if v, ok := g.keys.Load(key); ok { // added since the lookup
+		e := v.(*groupEntry[K])
+		e.used.Store(true)
+		return e.b
+	}
+	now := g.mono()
+	if now-g.looked >= int64(g.idle/4) {
+		g.look(now)
+	}
+	if len(g.ring) >= g.maxKeys && !g.makeRoom(now) {
+		return g.overflow
+	}
+	b, err := New(g.cfg)
+	if err != nil {
+		// Only a Policy whose NewTracker fails after succeeding once
+		// gets here: the key shares the overflow breaker.
+		return g.overflow
+	}
+	e := &groupEntry[K]{key: key, b: b, seen: now}
+	g.ring = append(g.ring, e)
+	g.keys.Store(key, e)
+	return b
+}
+
+// look drops every entry that has been idle for g.idle and can be dropped,
+// and notes the use of the others. The hand stays on the entry it was on,
+// or moves to the next one kept. Called with mu held.
+func (g *Group[K]) look(now int64) {
+	g.looked = now
+	kept, hand := g.ring[:0], -1
+	for i, e := range g.ring {
+		if i == g.hand {
+			hand = len(kept)
+		}
+		if e.used.Load() {
+			e.used.Store(false)
+			e.seen = now
+		} else if now-e.seen >= int64(g.idle) && idleDroppable(e.b) {
+			g.keys.CompareAndDelete(e.key, e)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(g.ring[len(kept):])
+	g.ring = kept
+	if hand < 0 {
+		hand = len(kept)
+	}
+	g.hand = hand
+}
+
+// idleDroppable reports whether an idle breaker can be dropped: Closed or
+// forced, or past its cool-down with no probe in flight.
+func idleDroppable(b *Breaker) bool {
+	switch s := b.State(); s.State {
+	case Closed, ForcedOpen, ForcedClosed:
+		return true
+	case HalfOpen:
+		return s.ProbesInFlight == 0
+	}
+	return false
+}
+
+// makeRoom drops one entry that is Closed or forced and not used since it
+// was last looked at, searching from the hand as CLOCK does: an entry
+// found used loses its mark and is passed over once. It reports whether
+// it dropped one. Called with mu held.
+func (g *Group[K]) makeRoom(now int64) bool {
+	for range 2 * len(g.ring) {
+		if g.hand >= len(g.ring) {
+			g.hand = 0
+		}
+		e := g.ring[g.hand]
+		if e.used.Load() {
+			e.used.Store(false)
+			e.seen = now
+			g.hand++
+			continue
+		}
+		switch stateOf(e.b.word.Load()) {
+		case Closed, ForcedOpen, ForcedClosed:
+			g.keys.CompareAndDelete(e.key, e)
+			g.ring = slices.Delete(g.ring, g.hand, g.hand+1)
+			return true
+		}
+		g.hand++
+	}
+	return false
+}
+
+// Len returns how many breakers the group holds, after dropping the idle
+// ones it can (see Eviction on [Group]). The overflow breaker is not
+// counted.
+func (g *Group[K]) Len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.look(g.mono())
+	return len(g.ring)
+}
+
+// KeyState is the state of one key's breaker, as [Group.States] reports
+// it: the key and the breaker's [Breaker.State].
+type KeyState[K comparable] struct {
+	Key K
+	Snapshot
+}
+
+// States returns the state of every breaker the group holds, for a status
+// page, after dropping the idle ones it can (see Eviction on [Group]). The
+// keys are in the order they were added, oldest first (a key dropped and
+// added again counts as new); sort them as the page needs. Each breaker's
+// state is read under its own lock, one after another, so the list is not
+// one instant. It does not mark any key as used, and does not include the
+// overflow breaker ([Group.Overflow]).
+func (g *Group[K]) States() []KeyState[K] {
+	g.mu.Lock()
+	g.look(g.mono())
+	ring := slices.Clone(g.ring)
+	g.mu.Unlock()
+	out := make([]KeyState[K], len(ring))
+	for i, e := range ring {
+		out[i] = KeyState[K]{Key: e.key, Snapshot: e.b.State()}
+	}
+	return out
+}
+
+// Overflow returns the breaker shared by the keys that did not fit in the
+// group (see Eviction on [Group]). It is Closed and unused while every key
+// fits.
+func (g *Group[K]) Overflow() *Breaker { return g.overflow }
+
+// NewGroupLayer returns a layer that guards each call with the breaker that
+// g holds for key(req), created on demand: calls with equal keys share a
+// breaker, and a trip for one key does not stop the others. Each call
+// behaves as a call through [NewLayer] over that breaker: the same
+// classification, errors, context and panic handling. A call whose ctx is
+// already done returns ctx.Err() without looking up its key.
+//
+// key must be safe for concurrent use and must not panic. A call through
+// a Closed breaker of a held key takes no lock and allocates nothing
+// beyond what key does. NewGroupLayer returns an error if g or key is nil.
+func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K) (rampart.Layer[Req, Resp], error) {
+	return NewClassifiedGroupLayer[Req, Resp](g, key, nil)
+}
+
+// NewClassifiedGroupLayer is [NewGroupLayer] with classify judging each
+// finished call, as [NewClassifiedLayer] does; a nil classify is
+// NewGroupLayer.
+func NewClassifiedGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Layer[Req, Resp], error) {
+	switch {
+	case g == nil:
+		return nil, errors.New("circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")
+	case key == nil:
+		return nil, errors.New("circuitbreaker: group layer: nil key func")
+	}
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("circuitbreaker: group layer Wrap")
+		}
+		return &groupService[Req, Resp, K]{g: g, key: key, classify: classify, inner: inner}
+	}), nil
+}
+
+type groupService[Req, Resp any, K comparable] struct {
+	g        *Group[K]
+	key      func(Req) K
+	classify Classifier[Resp]
+	inner    rampart.Service[Req, Resp]
+}
+
+func (s *groupService[Req, Resp, K]) Call(ctx context.Context, req Req) (Resp, error) {
+	if err := ctx.Err(); err != nil {
+		var zero Resp
+		return zero, err
+	}
+	// The layer's service for this key's breaker, on the stack.
+	one := service[Req, Resp]{b: s.g.Breaker(s.key(req)), classify: s.classify, inner: s.inner}
+	return one.Call(ctx, req)
+}

@@ -1,0 +1,410 @@
+package circuitbreaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+func newGroup(t testing.TB, cfg circuitbreaker.GroupConfig) *circuitbreaker.Group[string] {
+	t.Helper()
+	g, err := circuitbreaker.NewGroup[string](cfg)
+	require.NoError(t, err)
+	return g
+}
+
+// keysOf returns the keys of g.States(), in order.
+func keysOf(g *circuitbreaker.Group[string]) []string {
+	keys := []string{}
+	for _, s := range g.States() {
+		keys = append(keys, s.Key)
+	}
+	return keys
+}
+
+func TestGroup_CB22_OneBreakerPerKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute,
+		}})
+		a, b := g.Breaker("a"), g.Breaker("b")
+		require.NotSame(t, a, b)
+		assert.Same(t, a, g.Breaker("a"))
+		assert.NotSame(t, g.Overflow(), a)
+
+		fail(t, a, 1, errBoom)
+		assert.Equal(t, []circuitbreaker.KeyState[string]{
+			{Key: "a", Snapshot: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: errBoom}},
+			{Key: "b", Snapshot: circuitbreaker.Snapshot{}},
+		}, g.States())
+		succeed(t, g.Breaker("b"), 1) // b is not stopped by a
+		assert.Equal(t, 2, g.Len())
+	})
+}
+
+func TestGroup_CB22_CB13_ConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  circuitbreaker.GroupConfig
+		want string
+	}{
+		{name: "MaxKeys", cfg: circuitbreaker.GroupConfig{MaxKeys: -1},
+			want: "circuitbreaker: GroupConfig.MaxKeys must be >= 0 (0 means 10000), got -1"},
+		{name: "IdleTimeout", cfg: circuitbreaker.GroupConfig{IdleTimeout: -time.Second},
+			want: "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; Forever never drops), got -1s"},
+		{name: "Breaker", cfg: circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{MaxProbes: -1}},
+			want: "circuitbreaker: MaxProbes must be in [0, 1024], got -1 (GroupConfig.Breaker)"},
+		{name: "Policy", cfg: circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.TripFunc(nil)}},
+			want: "circuitbreaker: Config.Policy is a nil circuitbreaker.TripFunc (GroupConfig.Breaker)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := circuitbreaker.NewGroup[string](tt.cfg)
+			assert.Nil(t, g)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+// A key's Closed breaker is dropped at the first look IdleTimeout after the
+// last look that saw it used (or after it was added); a look is Len or
+// States here.
+func TestGroup_CB22_IdleClosedBreakerIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute})
+		a := g.Breaker("a") // t=0
+		g.Breaker("b")
+		time.Sleep(30 * time.Second)
+		g.Breaker("b") // used at 30s
+
+		time.Sleep(30*time.Second - 1)
+		assert.Equal(t, []string{"a", "b"}, keysOf(g), "59.999999999s: nothing idle for a minute yet")
+		time.Sleep(1)
+		assert.Equal(t, []string{"b"}, keysOf(g), "60s: a was unused since it was added")
+		assert.NotSame(t, a, g.Breaker("a"), "a new breaker for a")
+
+		// The look at 59.999999999s saw b used: b goes a minute after it.
+		time.Sleep(time.Minute - 2)
+		assert.Equal(t, []string{"b", "a"}, keysOf(g))
+		time.Sleep(1)
+		assert.Equal(t, []string{"a"}, keysOf(g))
+	})
+}
+
+// Adding a key also looks for idle keys, at most every quarter of
+// IdleTimeout.
+func TestGroup_CB22_AddingAKeyDropsIdleOnes(t *testing.T) {
+	// run adds keys at the given times (after a first look at 1m that
+	// drops the first breaker of "a") and reports whether the breaker of
+	// "a" created at 1m is still held at the end.
+	run := func(t *testing.T, adds []time.Duration) (held bool) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute})
+			first := g.Breaker("a")
+			time.Sleep(time.Minute)
+			g.Breaker("b") // looks: a was idle for a minute
+			a := g.Breaker("a")
+			require.NotSame(t, first, a)
+			for i, at := range adds {
+				time.Sleep(at - time.Since(start))
+				g.Breaker(strconv.Itoa(i))
+			}
+			held = a == g.Breaker("a")
+		})
+		return held
+	}
+	const quarter = 15 * time.Second
+	lastLook := 2*time.Minute - 1 // a is idle for 59.999999999s: kept
+	assert.True(t, run(t, []time.Duration{lastLook, lastLook + quarter - 1}), "no look within a quarter minute")
+	assert.False(t, run(t, []time.Duration{lastLook, lastLook + quarter - 1, lastLook + quarter}), "a look a quarter minute later")
+}
+
+// An Open breaker is kept while its cool-down runs, however long it is
+// idle; once the cool-down is over and it has been idle for IdleTimeout it
+// is dropped. With a Forever cool-down it is never dropped.
+func TestGroup_CB22_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 5 * time.Minute,
+		}})
+		fail(t, g.Breaker("a"), 1, errBoom)
+		time.Sleep(5*time.Minute - 1)
+		assert.Equal(t, []circuitbreaker.KeyState[string]{
+			{Key: "a", Snapshot: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1, Cause: errBoom}},
+		}, g.States())
+		time.Sleep(1)
+		assert.Equal(t, 0, g.Len(), "cool-down over and idle: dropped")
+
+		forever := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever,
+		}})
+		fail(t, forever.Breaker("a"), 1, errBoom)
+		time.Sleep(24 * time.Hour)
+		assert.Equal(t, 1, forever.Len())
+	})
+}
+
+// A HalfOpen breaker with a probe in flight is kept, however idle.
+func TestGroup_CB22_ProbeInFlightKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second, ProbeLease: time.Hour,
+		}})
+		fail(t, g.Breaker("a"), 1, errBoom)
+		time.Sleep(time.Second)
+		p, err := g.Breaker("a").TryAcquire() // the probe, at 1s
+		require.NoError(t, err)
+		time.Sleep(10 * time.Minute)
+		assert.Equal(t, 1, g.Len(), "10m1s: the look sees a used")
+		time.Sleep(10 * time.Minute)
+		assert.Equal(t, 1, g.Len(), "20m1s: idle for 10 minutes, but the probe is in flight")
+		p.Success()
+		assert.Equal(t, 0, g.Len(), "Closed now, and idle")
+	})
+}
+
+// At MaxKeys a new key takes the place of a Closed breaker not used since
+// the group last looked at it, passing over the used ones once (CLOCK).
+func TestGroup_CB22_SizeBoundDropsAnUnusedClosedBreaker(t *testing.T) {
+	g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: 3})
+	g.Breaker("a")
+	g.Breaker("b")
+	g.Breaker("c")
+	g.Breaker("a") // a is used since it was added; b and c are not
+	g.Breaker("d")
+	assert.Equal(t, []string{"a", "c", "d"}, keysOf(g), "b went: a had been used")
+	g.Breaker("e")
+	assert.Equal(t, []string{"a", "d", "e"}, keysOf(g), "the search goes on from where it stopped")
+}
+
+// When every held breaker is Open, a new key goes through the shared
+// overflow breaker; none of the Open breakers is forgotten.
+func TestGroup_CB22_SizeBoundWithAllOpenUsesOverflow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: 2, Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute,
+		}})
+		fail(t, g.Breaker("a"), 1, errBoom)
+		fail(t, g.Breaker("b"), 1, errBoom)
+		c := g.Breaker("c")
+		assert.Same(t, g.Overflow(), c)
+		assert.Same(t, c, g.Breaker("d"), "every key that does not fit shares it")
+		assert.Equal(t, []string{"a", "b"}, keysOf(g))
+
+		g.Breaker("a").Reset() // Closed: a can make room
+		c = g.Breaker("c")
+		assert.NotSame(t, g.Overflow(), c)
+		assert.Equal(t, []string{"b", "c"}, keysOf(g))
+	})
+}
+
+func TestGroup_CB22_SharedSwitch(t *testing.T) {
+	var sw circuitbreaker.Switch
+	g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Switch: &sw}})
+	a := g.Breaker("a")
+	sw.ForceOpen(errors.New("maintenance"))
+	for _, b := range []*circuitbreaker.Breaker{a, g.Breaker("b"), g.Overflow()} {
+		p, err := b.TryAcquire()
+		p.Ignore()
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+	}
+	sw.Release()
+	succeed(t, a, 1)
+	succeed(t, g.Breaker("c"), 1)
+}
+
+// hostOf is the key of a request "host/path".
+func hostOf(req string) string {
+	for i := range len(req) {
+		if req[i] == '/' {
+			return req[:i]
+		}
+	}
+	return req
+}
+
+func TestGroup_CB22_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute,
+		}})
+		layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf)
+		require.NoError(t, err)
+		calls := map[string]int{}
+		svc := rampart.NewBuilder[string, string]().Layer(layer).Service(
+			rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
+				calls[hostOf(req)]++
+				if hostOf(req) == "bad" {
+					return "", errBoom
+				}
+				return "ok", nil
+			}))
+		for range 3 {
+			_, err := svc.Call(t.Context(), "bad/x")
+			_, gerr := svc.Call(t.Context(), "good/x")
+			assert.NoError(t, gerr)
+			_ = err
+		}
+		_, err = svc.Call(t.Context(), "bad/y")
+		var oe *circuitbreaker.OpenError
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, circuitbreaker.OpenError{RetryAfter: time.Minute, Cause: errBoom}, *oe)
+		assert.Equal(t, map[string]int{"bad": 2, "good": 3}, calls)
+
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err = svc.Call(ctx, "new/x")
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, []string{"bad", "good"}, keysOf(g), "a done context looks up no key")
+	})
+}
+
+func TestGroup_CB22_ClassifiedLayer(t *testing.T) {
+	g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}}})
+	layer, err := circuitbreaker.NewClassifiedGroupLayer[string, int](g, hostOf, func(status int, err error) circuitbreaker.Outcome {
+		if err != nil || status >= 500 {
+			return circuitbreaker.Failure
+		}
+		return circuitbreaker.Success
+	})
+	require.NoError(t, err)
+	svc := layer.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 503, nil }))
+	status, err := svc.Call(t.Context(), "a/x")
+	assert.Equal(t, 503, status)
+	assert.NoError(t, err)
+	_, err = svc.Call(t.Context(), "a/x")
+	var oe *circuitbreaker.OpenError
+	require.ErrorAs(t, err, &oe)
+	assert.Same(t, circuitbreaker.ErrBadResponse, oe.Cause)
+}
+
+func TestGroup_CB22_LayerNilArguments(t *testing.T) {
+	g := newGroup(t, circuitbreaker.GroupConfig{})
+	_, err := circuitbreaker.NewGroupLayer[string, string](nil, hostOf)
+	assert.EqualError(t, err, "circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")
+	_, err = circuitbreaker.NewGroupLayer[string, string, string](g, nil)
+	assert.EqualError(t, err, "circuitbreaker: group layer: nil key func")
+
+	layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf)
+	require.NoError(t, err)
+	_, err = layer.Wrap(nil).Call(t.Context(), "a/x")
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+}
+
+// TestGroup_CB22_Hammer looks up, trips, closes and evicts from many
+// goroutines over more keys than the group holds, with a reader of States
+// alongside; run with -race. The group never holds more than MaxKeys.
+func TestGroup_CB22_Hammer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxKeys = 16
+		g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: maxKeys, IdleTimeout: 4 * time.Millisecond, Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2 * time.Millisecond,
+		}})
+		layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(req int) string { return strconv.Itoa(req % 40) })
+		require.NoError(t, err)
+		svc := layer.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
+			if req%3 == 0 {
+				time.Sleep(time.Millisecond)
+				return 0, errBoom
+			}
+			return req, nil
+		}))
+		var wg sync.WaitGroup
+		for w := range 6 {
+			wg.Go(func() {
+				for i := range 2000 {
+					_, _ = svc.Call(context.Background(), i*7+w)
+				}
+			})
+		}
+		wg.Go(func() {
+			for range 200 {
+				assert.LessOrEqual(t, len(g.States()), maxKeys)
+				time.Sleep(100 * time.Microsecond)
+			}
+		})
+		wg.Wait()
+		assert.LessOrEqual(t, g.Len(), maxKeys)
+	})
+}
+
+func TestAllocs_Group_CB22(t *testing.T) {
+	g := newGroup(t, circuitbreaker.GroupConfig{})
+	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf)
+	require.NoError(t, err)
+	svc := layer.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }))
+	ctx := context.Background()
+	_, _ = svc.Call(ctx, "a/x")
+	allocs := testing.AllocsPerRun(1000, func() {
+		_, _ = svc.Call(ctx, "a/x")
+		p, _ := g.Breaker("a").TryAcquire()
+		p.Success()
+	})
+	assert.Zero(t, allocs)
+}
+
+// BenchmarkGroup_ClosedSuccess calls through a group layer over 64 held
+// keys from every processor; compare with BenchmarkLayerParallel.
+func BenchmarkGroup_ClosedSuccess(b *testing.B) {
+	g := newGroup(b, circuitbreaker.GroupConfig{})
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = "host" + strconv.Itoa(i)
+		g.Breaker(keys[i])
+	}
+	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(i int) string { return keys[i%len(keys)] })
+	require.NoError(b, err)
+	svc := layer.Wrap(ok)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			i++
+			_, _ = svc.Call(ctx, i)
+		}
+	})
+}
+
+// BenchmarkGroup_OneHotKey is BenchmarkGroup_ClosedSuccess with every call
+// on the same key.
+func BenchmarkGroup_OneHotKey(b *testing.B) {
+	g := newGroup(b, circuitbreaker.GroupConfig{})
+	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(int) string { return "host" })
+	require.NoError(b, err)
+	svc := layer.Wrap(ok)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_, _ = svc.Call(ctx, 1)
+		}
+	})
+}
+
+// BenchmarkGroup_NewKeys adds a new key on every call, at the size bound.
+func BenchmarkGroup_NewKeys(b *testing.B) {
+	g := newGroup(b, circuitbreaker.GroupConfig{MaxKeys: 1000})
+	keys := make([]string, 4096)
+	for i := range keys {
+		keys[i] = fmt.Sprint("host", i)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		g.Breaker(keys[i%len(keys)])
+	}
+}
