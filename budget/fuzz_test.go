@@ -109,5 +109,11 @@ func resolve(cfg budget.Config) (window time.Duration, earn, reserve int64) {
 	if ratio == 0 {
 		ratio = budget.DefaultRatio
 	}
-	return window, int64(math.Round(ratio * unit)), int64(perSecond) * int64(window/time.Microsecond)
+	// A deposit earns ratio*unit rounded down; a ratio with at most six
+	// decimals is exact.
+	earn = int64(math.Floor(ratio * unit))
+	if math.Round(ratio*unit)/unit == ratio {
+		earn = int64(math.Round(ratio * unit))
+	}
+	return window, earn, int64(perSecond) * int64(window/time.Microsecond)
 }
