@@ -16,10 +16,12 @@ import (
 	"github.com/rampart-go/rampart/retry"
 )
 
-// The budget package's budgets satisfy the interface retry declares.
+// The budget package's budgets satisfy the interfaces retry declares.
 var (
-	_ retry.Budget = (*budget.Budget)(nil)
-	_ retry.Budget = budget.Always
+	_ retry.Budget   = (*budget.Budget)(nil)
+	_ retry.Budget   = budget.Always
+	_ retry.Refunder = (*budget.Budget)(nil)
+	_ retry.Refunder = budget.Always
 )
 
 func TestRetry_RT6_SharedBudgetBoundsRetriesAcrossRequests(t *testing.T) {
