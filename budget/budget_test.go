@@ -342,3 +342,22 @@ func TestBudget_DepositDoesNotAllocate(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(1000, b.Refund))
 	})
 }
+
+func TestBudget_RT10_ConcurrentRefundsRestoreTheBalanceExactly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 1})
+		deposit(b, 100)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 1000 {
+					if b.Withdraw() {
+						b.Refund()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 100.0, b.Balance())
+	})
+}
