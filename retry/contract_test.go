@@ -273,3 +273,32 @@ func TestRetry_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "retry: Wrap: rampart: nil service")
 }
+
+func TestRetry_ZeroErrorsDoNotPanic(t *testing.T) {
+	assert.Equal(t, "retry: permanent: <nil>", (&retry.PermanentError{}).Error())
+	assert.False(t, (&retry.PermanentError{}).Timeout())
+	assert.Equal(t, "retry: gave up after 0 attempts: <nil>: last error: <nil>", (&retry.ExhaustedError{}).Error())
+	assert.False(t, (&retry.ExhaustedError{}).Timeout())
+}
+
+func TestRetry_NilBackoffIsAnError(t *testing.T) {
+	tests := []struct {
+		name    string
+		backoff retry.Backoff
+		want    string
+	}{
+		{name: "nil BackoffFunc", backoff: retry.BackoffFunc(nil), want: "retry: Backoff must not be a nil func or pointer, got retry.BackoffFunc(nil)"},
+		{name: "nil pointer", backoff: (*nilBackoff)(nil), want: "retry: Backoff must not be a nil func or pointer, got *retry_test.nilBackoff(nil)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := retry.NewLayer(retry.Config[string, string]{Backoff: tt.backoff})
+			assert.Nil(t, l)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+type nilBackoff struct{ d time.Duration }
+
+func (b *nilBackoff) Delay(int, time.Duration) time.Duration { return b.d }

@@ -106,8 +106,14 @@ func Permanent(err error) error {
 	return &PermanentError{Err: err}
 }
 
-// Error returns the marked error's message.
-func (e *PermanentError) Error() string { return e.Err.Error() }
+// Error returns the marked error's message, or "retry: permanent: <nil>"
+// for a PermanentError without one (Permanent never makes such a value).
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return "retry: permanent: <nil>"
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the marked error.
 func (e *PermanentError) Unwrap() error { return e.Err }

@@ -77,8 +77,9 @@ type Config[Req, Resp any] struct {
 
 	// Backoff gives the delay before each retry. Nil means exponential
 	// backoff with full jitter from 100ms, doubling, capped at 10s
-	// ([NewExponential] with a zero [Exponential]). A negative delay from a
-	// custom schedule is treated as zero.
+	// ([NewExponential] with a zero [Exponential]). A nil [BackoffFunc] or
+	// nil pointer is an error. A negative delay from a custom schedule is
+	// treated as zero.
 	Backoff Backoff
 
 	// Retryable reports whether an attempt's outcome is worth retrying
@@ -164,24 +165,27 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 	case p.maxHint == 0:
 		p.maxHint = DefaultMaxHint
 	}
-	if p.backoff == nil {
+	switch {
+	case p.backoff == nil:
 		p.backoff = defaultBackoff
+	case isNilValue(p.backoff):
+		return nil, fmt.Errorf("retry: Backoff must not be a nil func or pointer, got %T(nil)", p.backoff)
 	}
-	if isNilPointer(p.budget) {
+	if isNilValue(p.budget) {
 		return nil, fmt.Errorf("retry: Budget must not be a nil pointer, got %T(nil)", p.budget)
 	}
 	p.refunder, _ = p.budget.(Refunder)
 	return p, nil
 }
 
-// isNilPointer reports whether v holds a nil pointer: an interface that is
-// not nil but whose method calls would dereference nil.
-func isNilPointer(v any) bool {
+// isNilValue reports whether v holds a nil pointer or func: an interface
+// that is not nil but whose method calls would dereference nil.
+func isNilValue(v any) bool {
 	if v == nil {
 		return false
 	}
 	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+	return (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Func) && rv.IsNil()
 }
 
 // NewLayer returns a layer that retries failed calls as cfg says.
@@ -189,7 +193,8 @@ func isNilPointer(v any) bool {
 // cfg's functions and Budget are.
 //
 // It returns an error naming the field if MaxAttempts or MaxHint is
-// negative, or Budget is a nil pointer.
+// negative, Backoff is a nil [BackoffFunc] or nil pointer, or Budget is a
+// nil pointer.
 //
 // # Outcomes
 //
