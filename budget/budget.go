@@ -306,17 +306,23 @@ func (b *Budget) Withdraw() bool {
 // Refund gives back one retry that Withdraw granted but that was not sent
 // (the retry layer calls it when the caller's context ended during the
 // backoff or a circuit breaker refused the retry): the budget pays only
-// for retries that were sent. A refund never raises the balance above the
-// credit still live: if the credit the withdrawal spent has expired since,
-// or the balance is already full, nothing comes back. Calling Refund
+// for retries that were sent. A refund does not raise the balance above
+// the credit still live: if the credit the withdrawal spent has expired
+// since, or the balance is already full, nothing comes back (a refund that
+// races with the turn of a slot may leave one retry above it until the
+// next turn). Calling Refund
 // without a matching successful Withdraw adds unearned credit up to that
 // limit. It never blocks on other calls and does not allocate.
 func (b *Budget) Refund() {
 	b.sync()
 	for {
 		// live is stored before a turn lowers balance, so a refund racing
-		// with a turn reads either the old limit and is then capped by the
-		// turn's compare-and-swap on balance, or the new limit.
+		// with a turn reads the new limit, or reads the old one and its
+		// compare-and-swap fails if the turn lowered balance in between.
+		// Only a turn that left balance unchanged (it was already within
+		// the new live credit) lets a refund computed on the old limit
+		// through: balance then exceeds the live credit by at most one
+		// retry per racing refund, until the next turn trims it.
 		old := b.balance.Load()
 		next := min(old+unit, b.live.Load()+b.fresh.Load())
 		if next <= old || b.balance.CompareAndSwap(old, next) {
