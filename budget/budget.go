@@ -49,8 +49,8 @@ const (
 )
 
 // unit is the fixed-point scale: one retry costs unit, and a deposit earns
-// round(Ratio*unit). Ratios with up to six decimals are therefore exact:
-// Ratio 0.1 earns exactly one retry per ten requests.
+// Ratio*unit rounded down (see earnings). Ratios with up to six decimals
+// are therefore exact: Ratio 0.1 earns exactly one retry per ten requests.
 const unit = 1_000_000
 
 // slots is how many time slots a window is cut into, as in Tower's
@@ -61,7 +61,7 @@ const slots = 10
 const maxStripes = 64
 
 // Config configures a [Budget]. Every zero field takes its documented
-// default.
+// default, so Config{} gives the same budget as a zero [Budget].
 type Config struct {
 	// Window is how long a deposit's credit lasts. Zero means
 	// [DefaultWindow]; otherwise it must be within [MinWindow, MaxWindow]
@@ -75,13 +75,22 @@ type Config struct {
 	MinPerSecond int
 	// Ratio is the retries each request earns: 0.2 allows one retry per
 	// five requests. Zero means [DefaultRatio]; otherwise it must be within
-	// [MinRatio, MaxRatio]. It is kept to six decimal places.
+	// [MinRatio, MaxRatio]. It is rounded down to six decimal places, never
+	// up, so a budget never allows more retries than asked: 0.0000015 earns
+	// what 0.000001 does, and a Ratio written with at most six decimals is
+	// exact.
 	Ratio float64
 }
 
-// Budget bounds retries to a share of recent traffic plus a floor (RT6),
-// after Finagle's RetryBudget and Tower's TpsBudget: every request deposits,
-// every retry withdraws, and credit expires after the window.
+// Budget bounds retries to a share of recent traffic plus a floor, after
+// Finagle's RetryBudget and Tower's TpsBudget: every request deposits,
+// every retry withdraws, a retry that was withdrawn but not sent is
+// refunded, and credit expires after the window.
+//
+// The zero Budget is ready to use and is the default budget, as New(Config{})
+// returns it: its window starts, full of floor credit, at its first use
+// (any method). Use [New] for other settings. A Budget must not be copied
+// after first use.
 //
 // # Accounting
 //
@@ -90,10 +99,12 @@ type Config struct {
 // credit, and each deposit adds Ratio of a retry to its slot. The balance
 // is what may be withdrawn now: it is never negative, and never more than
 // the credit of the live slots (the floor of a full window plus Ratio times
-// the deposits of the last Window). Withdrawals spend the oldest credit
-// first; when a slot leaves the window, whatever is left of its credit goes
-// with it. So over any span of time, retries never exceed the floor earned
-// in it plus one window of floor, plus Ratio times the deposits.
+// the deposits of the last Window; see [Budget.Refund] for the one
+// exception). Withdrawals spend the oldest credit first; when a slot
+// leaves the window, whatever is left of its credit goes with it; a
+// refund puts a withdrawal back. So over any span of time, retries sent
+// (withdrawals not refunded) never exceed the floor earned in it plus one
+// window of floor, plus Ratio times the deposits.
 //
 // # Cost
 //
@@ -106,11 +117,12 @@ type Config struct {
 // credited to the slot they were made in (one made at the very instant a
 // slot turns may count toward the slot that ends, expiring a slot early);
 // after a slot with no deposit the timer stops, and the next deposit
-// re-arms it. [Budget.Withdraw] and [Budget.Balance] read the clock, turn
-// any slots that have ended, fold the counters, and Withdraw takes from the
-// balance in a compare-and-swap loop, so concurrent withdrawals never
-// overdraw. The mutex is taken only when a slot turns or the timer is
-// re-armed.
+// re-arms it. [Budget.Withdraw], [Budget.Refund] and [Budget.Balance]
+// read the clock, turn any slots that have ended, fold the counters, and
+// Withdraw takes from the balance (Refund adds to it) in a
+// compare-and-swap loop, so concurrent withdrawals never overdraw. The
+// mutex is taken only when a slot turns, the timer is re-armed, or a zero
+// Budget is first used.
 //
 // Measured with BenchmarkDeposit and BenchmarkWithdraw (AMD EPYC, 2 CPUs,
 // Go 1.26): Deposit 5.5ns serially and 2.9ns per operation under
@@ -134,6 +146,11 @@ type Budget struct {
 	// ticking is true while the timer is armed; a Deposit that sees it
 	// false arms it (wake).
 	ticking atomic.Bool
+	// ready is true once the fields below it and the stripes are set: by
+	// New, or by the first use of a zero Budget (under mu). Everything that
+	// reads them without mu first loads ready or ticking, both stored
+	// after the fields are written.
+	ready   atomic.Bool
 	earn    int64         // units a deposit earns
 	reserve int64         // floor units per window
 	slotLen time.Duration // Window / slots
@@ -149,6 +166,10 @@ type Budget struct {
 	fresh atomic.Int64
 	// cur is the number of the current slot, written under mu.
 	cur atomic.Int64
+	// live is the credit of the live slots at the last slot turn, written
+	// under mu: balance never exceeds live plus fresh, and Refund keeps
+	// it so.
+	live atomic.Int64
 
 	mu     sync.Mutex
 	credit [slots]int64 // guarded by mu: credit of the live slots, by slot number % slots
@@ -164,14 +185,15 @@ type stripe struct {
 
 // New validates cfg, fills its defaults and returns a Budget holding a
 // full window of floor credit (MinPerSecond*Window retries) and no ratio
-// credit. It returns an error naming the field if a field is out of range.
+// credit. It returns an error naming the field and stating its accepted
+// values if a field is out of range.
 func New(cfg Config) (*Budget, error) {
 	window, perSecond, ratio := cfg.Window, cfg.MinPerSecond, cfg.Ratio
 	switch {
 	case window == 0:
 		window = DefaultWindow
 	case window < MinWindow || window > MaxWindow:
-		return nil, fmt.Errorf("budget: Window must be between %v and %v, got %v", MinWindow, MaxWindow, window)
+		return nil, fmt.Errorf("budget: Window must be 0 (the default, %v) or between %v and %v, got %v", DefaultWindow, MinWindow, MaxWindow, window)
 	}
 	switch {
 	case perSecond == 0:
@@ -179,31 +201,62 @@ func New(cfg Config) (*Budget, error) {
 	case perSecond == NoFloor:
 		perSecond = 0
 	case perSecond < 0 || perSecond > MaxMinPerSecond:
-		return nil, fmt.Errorf("budget: MinPerSecond must be between 0 and %d, or NoFloor, got %d", MaxMinPerSecond, perSecond)
+		return nil, fmt.Errorf("budget: MinPerSecond must be 0 (the default, %d per second), NoFloor (%d, no floor) or between 1 and %d, got %d", DefaultMinPerSecond, NoFloor, MaxMinPerSecond, perSecond)
 	}
 	switch {
 	case ratio == 0:
 		ratio = DefaultRatio
 	case !(ratio >= MinRatio && ratio <= MaxRatio): // also catches NaN
-		return nil, fmt.Errorf("budget: Ratio must be between %v and %v, got %v", MinRatio, MaxRatio, ratio)
+		return nil, fmt.Errorf("budget: Ratio must be 0 (the default, %v) or between %v and %v, got %v", DefaultRatio, MinRatio, MaxRatio, ratio)
 	}
+	b := new(Budget)
+	b.setup(window, perSecond, ratio)
+	return b, nil
+}
+
+// setup sets b's parameters from validated settings, fills its window with
+// floor credit and marks it ready. It runs before b is shared (in New) or
+// with mu held (on a zero Budget's first use).
+func (b *Budget) setup(window time.Duration, perSecond int, ratio float64) {
 	n := uint32(1)
 	for n < maxStripes && n < 8*uint32(runtime.GOMAXPROCS(0)) {
 		n *= 2
 	}
-	b := &Budget{
-		earn:    int64(math.Round(ratio * unit)),
-		reserve: int64(perSecond) * int64(window) / (int64(time.Second) / unit),
-		slotLen: window / slots,
-		start:   time.Now(),
-		mask:    n - 1,
-		stripes: make([]stripe, n),
-	}
+	b.earn = earnings(ratio)
+	b.reserve = int64(perSecond) * int64(window) / (int64(time.Second) / unit)
+	b.slotLen = window / slots
+	b.start = time.Now()
+	b.mask = n - 1
+	b.stripes = make([]stripe, n)
 	for i := range b.credit {
 		b.credit[i] = b.floor(i)
 	}
 	b.balance.Store(b.reserve)
-	return b, nil
+	b.live.Store(b.reserve)
+	b.ready.Store(true) // publishes the fields above
+}
+
+// setupZero makes a zero Budget the default budget on its first use.
+// Called with mu held.
+func (b *Budget) setupZero() {
+	if !b.ready.Load() {
+		b.setup(DefaultWindow, DefaultMinPerSecond, DefaultRatio)
+	}
+}
+
+// earnings returns the units a deposit earns at ratio: ratio*unit rounded
+// down, so that rounding never allows more retries than asked. The product
+// is computed in floating point, so it is first rounded to the nearest
+// integer n; n is kept when n/unit is ratio itself (ratio has at most six
+// decimals: 0.3*unit may come out a hair below 300000) and lowered by one
+// when it was rounded up from a ratio with more decimals.
+func earnings(ratio float64) int64 {
+	r := ratio * unit
+	n := math.Round(r)
+	if n/unit != ratio && n > r {
+		n--
+	}
+	return int64(n)
 }
 
 // floor returns the floor credit of the slot stored at index i: the window's
@@ -239,7 +292,7 @@ func stripeOf(mask uint32) uint32 {
 // Withdraw takes one retry from the balance and reports whether there was
 // one. It never blocks on other withdrawals and never overdraws: after any
 // interleaving of concurrent calls, the successful ones together took no
-// more than the balance held.
+// more than the balance held. It does not allocate.
 func (b *Budget) Withdraw() bool {
 	b.sync()
 	for {
@@ -249,6 +302,34 @@ func (b *Budget) Withdraw() bool {
 		}
 		if b.balance.CompareAndSwap(old, old-unit) {
 			return true
+		}
+	}
+}
+
+// Refund gives back one retry that Withdraw granted but that was not sent
+// (the retry layer calls it when the caller's context ended during the
+// backoff or a circuit breaker refused the retry): the budget pays only
+// for retries that were sent. A refund does not raise the balance above
+// the credit still live: if the credit the withdrawal spent has expired
+// since, or the balance is already full, nothing comes back (a refund that
+// races with the turn of a slot may leave one retry above it until the
+// next turn). Calling Refund
+// without a matching successful Withdraw adds unearned credit up to that
+// limit. It never blocks on other calls and does not allocate.
+func (b *Budget) Refund() {
+	b.sync()
+	for {
+		// live is stored before a turn lowers balance, so a refund racing
+		// with a turn reads the new limit, or reads the old one and its
+		// compare-and-swap fails if the turn lowered balance in between.
+		// Only a turn that left balance unchanged (it was already within
+		// the new live credit) lets a refund computed on the old limit
+		// through: balance then exceeds the live credit by at most one
+		// retry per racing refund, until the next turn trims it.
+		old := b.balance.Load()
+		next := min(old+unit, b.live.Load()+b.fresh.Load())
+		if next <= old || b.balance.CompareAndSwap(old, next) {
+			return
 		}
 	}
 }
@@ -264,6 +345,11 @@ func (b *Budget) Balance() float64 {
 // sync brings the balance up to date: it turns the slots up to now and
 // folds pending deposits.
 func (b *Budget) sync() {
+	if !b.ready.Load() {
+		b.mu.Lock()
+		b.setupZero()
+		b.mu.Unlock()
+	}
 	now := time.Now()
 	if b.slotAt(now) != b.cur.Load() {
 		b.mu.Lock()
@@ -321,6 +407,7 @@ func (b *Budget) advance(now time.Time) (active bool) {
 		live += c
 	}
 	b.cur.Store(n)
+	b.live.Store(live)
 	// Oldest credit is spent first, so what is left of an expired slot is
 	// the part of the balance beyond the live credit: min drops it.
 	for {
@@ -339,6 +426,7 @@ func (b *Budget) wake() {
 	if b.ticking.Load() {
 		return
 	}
+	b.setupZero()
 	now := time.Now()
 	b.advance(now)
 	b.ticking.Store(true)

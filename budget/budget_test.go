@@ -1,6 +1,7 @@
 package budget_test
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -210,14 +211,14 @@ func TestBudget_RT6_ConfigErrorsNameTheField(t *testing.T) {
 		cfg  budget.Config
 		want string
 	}{
-		{name: "short window", cfg: budget.Config{Window: time.Millisecond}, want: "budget: Window must be between 1s and 1m0s, got 1ms"},
-		{name: "long window", cfg: budget.Config{Window: time.Hour}, want: "budget: Window must be between 1s and 1m0s, got 1h0m0s"},
-		{name: "negative window", cfg: budget.Config{Window: -time.Second}, want: "budget: Window must be between 1s and 1m0s, got -1s"},
-		{name: "negative floor", cfg: budget.Config{MinPerSecond: -2}, want: "budget: MinPerSecond must be between 0 and 1000000, or NoFloor, got -2"},
-		{name: "huge floor", cfg: budget.Config{MinPerSecond: 1_000_001}, want: "budget: MinPerSecond must be between 0 and 1000000, or NoFloor, got 1000001"},
-		{name: "negative ratio", cfg: budget.Config{Ratio: -0.1}, want: "budget: Ratio must be between 1e-06 and 100, got -0.1"},
-		{name: "tiny ratio", cfg: budget.Config{Ratio: 1e-7}, want: "budget: Ratio must be between 1e-06 and 100, got 1e-07"},
-		{name: "huge ratio", cfg: budget.Config{Ratio: 101}, want: "budget: Ratio must be between 1e-06 and 100, got 101"},
+		{name: "short window", cfg: budget.Config{Window: time.Millisecond}, want: "budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got 1ms"},
+		{name: "long window", cfg: budget.Config{Window: time.Hour}, want: "budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got 1h0m0s"},
+		{name: "negative window", cfg: budget.Config{Window: -time.Second}, want: "budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got -1s"},
+		{name: "negative floor", cfg: budget.Config{MinPerSecond: -2}, want: "budget: MinPerSecond must be 0 (the default, 10 per second), NoFloor (-1, no floor) or between 1 and 1000000, got -2"},
+		{name: "huge floor", cfg: budget.Config{MinPerSecond: 1_000_001}, want: "budget: MinPerSecond must be 0 (the default, 10 per second), NoFloor (-1, no floor) or between 1 and 1000000, got 1000001"},
+		{name: "negative ratio", cfg: budget.Config{Ratio: -0.1}, want: "budget: Ratio must be 0 (the default, 0.2) or between 1e-06 and 100, got -0.1"},
+		{name: "tiny ratio", cfg: budget.Config{Ratio: 1e-7}, want: "budget: Ratio must be 0 (the default, 0.2) or between 1e-06 and 100, got 1e-07"},
+		{name: "huge ratio", cfg: budget.Config{Ratio: 101}, want: "budget: Ratio must be 0 (the default, 0.2) or between 1e-06 and 100, got 101"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,8 +232,105 @@ func TestBudget_RT6_ConfigErrorsNameTheField(t *testing.T) {
 func TestStatic(t *testing.T) {
 	budget.Always.Deposit()
 	budget.Never.Deposit()
+	budget.Always.Refund()
+	budget.Never.Refund()
 	assert.True(t, budget.Always.Withdraw())
 	assert.False(t, budget.Never.Withdraw())
+	assert.Equal(t, budget.Never, budget.Static{}, "the zero Static is Never")
+}
+
+func TestBudget_RT10_RefundGivesTheWithdrawalBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 1})
+		deposit(b, 2)
+		require.True(t, b.Withdraw())
+		assert.Equal(t, 1.0, b.Balance())
+
+		b.Refund()
+
+		assert.Equal(t, 2.0, b.Balance())
+		assert.Equal(t, 2, withdrawAll(b))
+	})
+}
+
+func TestBudget_RT10_RefundNeverExceedsTheLiveCredit(t *testing.T) {
+	t.Run("expired", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 1, Window: time.Second})
+			b.Deposit()
+			require.True(t, b.Withdraw())
+			time.Sleep(time.Second) // the credit the withdrawal spent has expired
+
+			b.Refund()
+
+			assert.Equal(t, 0.0, b.Balance(), "a refund cannot revive expired credit")
+		})
+	})
+	t.Run("full", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := mustNew(t, budget.Config{})
+			b.Refund()
+			assert.Equal(t, 100.0, b.Balance(), "a full budget stays full")
+		})
+	})
+}
+
+func TestBudget_ZeroValueIsTheDefaultBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b budget.Budget
+		assert.Equal(t, 100.0, b.Balance(), "10 per second for 10 seconds, as New(Config{})")
+		assert.Equal(t, 100, withdrawAll(&b))
+		deposit(&b, 5)
+		assert.Equal(t, 1.0, b.Balance(), "20% of 5 requests")
+		b.Refund()
+		assert.Equal(t, 2.0, b.Balance())
+	})
+	for _, first := range []struct {
+		name string
+		use  func(*budget.Budget)
+		left int // retries left after the first use and one deposit
+	}{
+		{name: "Deposit", use: (*budget.Budget).Deposit, left: 100},
+		{name: "Withdraw", use: func(b *budget.Budget) { b.Withdraw() }, left: 99},
+		{name: "Refund", use: (*budget.Budget).Refund, left: 100},
+		{name: "Balance", use: func(b *budget.Budget) { b.Balance() }, left: 100},
+	} {
+		t.Run("first use is "+first.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := new(budget.Budget)
+				first.use(b)
+				b.Deposit()
+				assert.Equal(t, first.left, withdrawAll(b))
+				time.Sleep(budget.DefaultWindow)
+				assert.Equal(t, 100.0, b.Balance())
+			})
+		})
+	}
+}
+
+func TestBudget_RT6_RatioIsRoundedDownNeverUp(t *testing.T) {
+	tests := []struct {
+		ratio    float64
+		deposits int
+		want     float64
+	}{
+		{ratio: 0.0000015, deposits: 1, want: 0.000001},
+		{ratio: 0.0000019999, deposits: 1, want: 0.000001},
+		{ratio: 0.000002, deposits: 1, want: 0.000002},
+		{ratio: 0.1234567, deposits: 1, want: 0.123456},
+		{ratio: 0.3, deposits: 10, want: 3},
+		{ratio: 0.7, deposits: 10, want: 7},
+		{ratio: 99.9999999, deposits: 1, want: 99.999999},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.ratio), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: tt.ratio})
+				deposit(b, tt.deposits)
+				assert.Equal(t, tt.want, b.Balance())
+			})
+		})
+	}
 }
 
 func TestBudget_DepositDoesNotAllocate(t *testing.T) {
@@ -241,5 +339,25 @@ func TestBudget_DepositDoesNotAllocate(t *testing.T) {
 		b.Deposit() // the first deposit creates the timer
 		assert.Zero(t, testing.AllocsPerRun(1000, b.Deposit))
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { b.Withdraw() }))
+		assert.Zero(t, testing.AllocsPerRun(1000, b.Refund))
+	})
+}
+
+func TestBudget_RT10_ConcurrentRefundsRestoreTheBalanceExactly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 1})
+		deposit(b, 100)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 1000 {
+					if b.Withdraw() {
+						b.Refund()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 100.0, b.Balance())
 	})
 }

@@ -36,5 +36,5 @@ func ExampleNew() {
 	fmt.Println(err)
 	// Output:
 	// 100
-	// budget: Ratio must be between 1e-06 and 100, got 1000
+	// budget: Ratio must be 0 (the default, 0.2) or between 1e-06 and 100, got 1000
 }

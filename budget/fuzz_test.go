@@ -12,13 +12,14 @@ import (
 // unit is the budget's fixed-point scale: the units of one retry.
 const unit = 1 / budget.MinRatio
 
-// FuzzBudget runs a script of deposits, withdrawals and waits against a
-// budget and a model of its bounds, in virtual time. Each op byte's low two
+// FuzzBudget runs a script of deposits, withdrawals, refunds and waits
+// against a budget and a model of its bounds, in virtual time. Each op byte's low two
 // bits choose the operation and the rest its size. Invariants: the balance
 // is never negative; it never exceeds a window of floor plus Ratio times the
 // deposits of the live slots; and the retries withdrawn never exceed the
 // floor credit issued (a full window at the start, then one slot's share
-// per slot) plus Ratio times all deposits.
+// per slot) plus Ratio times all deposits, counting a refunded withdrawal
+// as never made.
 func FuzzBudget(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 1, 1}, uint32(100_000), int16(-1), uint8(10))
 	f.Add([]byte{4, 1, 2, 1, 6, 1, 255, 1, 1}, uint32(200_000), int16(0), uint8(1))
@@ -78,7 +79,11 @@ func FuzzBudget(f *testing.F) {
 					deposits[s%10].n += arg + 1
 					total += arg + 1
 				case 1:
-					if b.Withdraw() {
+					switch {
+					case arg&1 == 1 && withdrawn > 0: // refund a retry not sent
+						b.Refund()
+						withdrawn--
+					case b.Withdraw():
 						withdrawn++
 					}
 				case 2:
@@ -109,5 +114,11 @@ func resolve(cfg budget.Config) (window time.Duration, earn, reserve int64) {
 	if ratio == 0 {
 		ratio = budget.DefaultRatio
 	}
-	return window, int64(math.Round(ratio * unit)), int64(perSecond) * int64(window/time.Microsecond)
+	// A deposit earns ratio*unit rounded down; a ratio with at most six
+	// decimals is exact.
+	earn = int64(math.Floor(ratio * unit))
+	if math.Round(ratio*unit)/unit == ratio {
+		earn = int64(math.Round(ratio * unit))
+	}
+	return window, earn, int64(perSecond) * int64(window/time.Microsecond)
 }

@@ -2,8 +2,8 @@ package budget
 
 // Static is a budget whose answer never changes, for tests and for turning
 // budgeting off explicitly: Deposit does nothing and Withdraw returns the
-// same answer every time. Use [Always] and [Never]. It is safe for
-// concurrent use.
+// same answer every time. Use [Always] and [Never]; the zero Static is
+// Never. It is safe for concurrent use.
 type Static struct {
 	allow bool
 }
@@ -18,6 +18,9 @@ var (
 
 // Deposit does nothing.
 func (Static) Deposit() {}
+
+// Refund does nothing: a Static budget keeps no balance to give back to.
+func (Static) Refund() {}
 
 // Withdraw reports whether s permits retries: true for [Always], false for
 // [Never].

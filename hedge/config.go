@@ -45,9 +45,24 @@ const (
 // for every request that passes through both, so retries and hedges
 // together may spend up to twice its ratio; give the hedge layer a budget
 // of its own to bound hedges separately.
+//
+// The budget pays only for hedges that were sent. The layer withdraws only
+// for a hedge it sends at once; if a circuit breaker below refuses that
+// hedge (it fails with an error matching [circuitbreaker.ErrOpen], as when
+// a HalfOpen breaker's only probe slot is taken by the original request),
+// the hedge never reached the dependency, and a Budget that also has a
+// method Refund() (as *budget.Budget and retry.Refunder budgets do) gets
+// the withdrawal back through it; one without keeps it. Refund must be
+// safe for concurrent use and must not block.
 type Budget interface {
 	Deposit()
 	Withdraw() bool
+}
+
+// refunder is a [Budget] that takes back a withdrawal for a hedge that was
+// not sent.
+type refunder interface {
+	Refund()
 }
 
 // Config configures a hedge layer. Every zero field is a documented default,
@@ -172,6 +187,7 @@ type Config[Req, Resp any] struct {
 type settings[Req, Resp any] struct {
 	hedgeable   func(Req) bool
 	budget      Budget
+	refunder    refunder               // budget, if it takes refunds; else nil
 	accept      func(Resp, error) bool // nil: err == nil
 	discard     func(Resp)
 	detach      func(Resp, context.CancelFunc) Resp
@@ -204,18 +220,19 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 	case isNilPointer(c.Budget):
 		return s, fmt.Errorf("hedge: Budget must not be a nil pointer, got %T(nil)", c.Budget)
 	case c.MaxAttempts < 0 || c.MaxAttempts > MaxMaxAttempts:
-		return s, fmt.Errorf("hedge: MaxAttempts must be between 1 and %d, got %d", MaxMaxAttempts, c.MaxAttempts)
+		return s, fmt.Errorf("hedge: MaxAttempts must be 0 (the default, %d) or between 1 and %d, got %d", DefaultMaxAttempts, MaxMaxAttempts, c.MaxAttempts)
 	case c.Delay < 0:
-		return s, fmt.Errorf("hedge: Delay must not be negative, got %v", c.Delay)
+		return s, fmt.Errorf("hedge: Delay must be 0 (the default, %v) or positive, got %v", DefaultDelay, c.Delay)
 	case math.IsNaN(c.Percentile) || c.Percentile < 0 || c.Percentile > 1:
-		return s, fmt.Errorf("hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got %v", c.Percentile)
+		return s, fmt.Errorf("hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got %v", c.Percentile)
 	case c.Percentile == 0 && c.Window != 0:
 		return s, fmt.Errorf("hedge: Window is only meaningful with a Percentile, got %d with Percentile 0", c.Window)
 	case c.Percentile == 0 && c.MinSamples != 0:
 		return s, fmt.Errorf("hedge: MinSamples is only meaningful with a Percentile, got %d with Percentile 0", c.MinSamples)
 	case c.Window < 0 || c.Window > MaxWindow:
-		return s, fmt.Errorf("hedge: Window must be between 1 and %d, got %d", MaxWindow, c.Window)
+		return s, fmt.Errorf("hedge: Window must be 0 (the default, %d) or between 1 and %d, got %d", DefaultWindow, MaxWindow, c.Window)
 	}
+	s.refunder, _ = s.budget.(refunder)
 	if s.maxAttempts == 0 {
 		s.maxAttempts = DefaultMaxAttempts
 	}
@@ -229,7 +246,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		s.window = DefaultWindow
 	}
 	if c.MinSamples < 0 || c.MinSamples > s.window {
-		return s, fmt.Errorf("hedge: MinSamples must be between 1 and Window (%d), got %d", s.window, c.MinSamples)
+		return s, fmt.Errorf("hedge: MinSamples must be 0 (the default, %d or Window if smaller) or between 1 and Window (%d), got %d", DefaultMinSamples, s.window, c.MinSamples)
 	}
 	if s.minSamples == 0 {
 		s.minSamples = min(DefaultMinSamples, s.window)

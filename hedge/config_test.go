@@ -38,32 +38,32 @@ func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 		{
 			name:   "negative MaxAttempts",
 			change: func(c *hedge.Config[string, string]) { c.MaxAttempts = -1 },
-			want:   "hedge: MaxAttempts must be between 1 and 16, got -1",
+			want:   "hedge: MaxAttempts must be 0 (the default, 2) or between 1 and 16, got -1",
 		},
 		{
 			name:   "absurd MaxAttempts",
 			change: func(c *hedge.Config[string, string]) { c.MaxAttempts = 17 },
-			want:   "hedge: MaxAttempts must be between 1 and 16, got 17",
+			want:   "hedge: MaxAttempts must be 0 (the default, 2) or between 1 and 16, got 17",
 		},
 		{
 			name:   "negative Delay",
 			change: func(c *hedge.Config[string, string]) { c.Delay = -time.Millisecond },
-			want:   "hedge: Delay must not be negative, got -1ms",
+			want:   "hedge: Delay must be 0 (the default, 50ms) or positive, got -1ms",
 		},
 		{
 			name:   "Percentile given in percent",
 			change: func(c *hedge.Config[string, string]) { c.Percentile = 95 },
-			want:   "hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got 95",
+			want:   "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95",
 		},
 		{
 			name:   "negative Percentile",
 			change: func(c *hedge.Config[string, string]) { c.Percentile = -0.5 },
-			want:   "hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got -0.5",
+			want:   "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got -0.5",
 		},
 		{
 			name:   "NaN Percentile",
 			change: func(c *hedge.Config[string, string]) { c.Percentile = math.NaN() },
-			want:   "hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got NaN",
+			want:   "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got NaN",
 		},
 		{
 			name:   "Window without Percentile",
@@ -78,27 +78,27 @@ func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 		{
 			name:   "negative Window",
 			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window = 0.9, -1 },
-			want:   "hedge: Window must be between 1 and 65536, got -1",
+			want:   "hedge: Window must be 0 (the default, 256) or between 1 and 65536, got -1",
 		},
 		{
 			name:   "absurd Window",
 			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window = 0.9, 1<<16+1 },
-			want:   "hedge: Window must be between 1 and 65536, got 65537",
+			want:   "hedge: Window must be 0 (the default, 256) or between 1 and 65536, got 65537",
 		},
 		{
 			name:   "MinSamples above Window",
 			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window, c.MinSamples = 0.9, 10, 11 },
-			want:   "hedge: MinSamples must be between 1 and Window (10), got 11",
+			want:   "hedge: MinSamples must be 0 (the default, 32 or Window if smaller) or between 1 and Window (10), got 11",
 		},
 		{
 			name:   "MinSamples above default Window",
 			change: func(c *hedge.Config[string, string]) { c.Percentile, c.MinSamples = 0.9, 257 },
-			want:   "hedge: MinSamples must be between 1 and Window (256), got 257",
+			want:   "hedge: MinSamples must be 0 (the default, 32 or Window if smaller) or between 1 and Window (256), got 257",
 		},
 		{
 			name:   "negative MinSamples",
 			change: func(c *hedge.Config[string, string]) { c.Percentile, c.MinSamples = 0.9, -1 },
-			want:   "hedge: MinSamples must be between 1 and Window (256), got -1",
+			want:   "hedge: MinSamples must be 0 (the default, 32 or Window if smaller) or between 1 and Window (256), got -1",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -33,3 +34,22 @@ func (e *AllFailedError) Error() string {
 
 // Unwrap returns the attempts' errors, for [errors.Is] and [errors.As].
 func (e *AllFailedError) Unwrap() []error { return e.Errs }
+
+// Timeout reports whether any attempt failed with a timeout, so
+// [os.IsTimeout], and the Timeout method of a *url.Error or [net.Error]
+// that wraps e, see a timeout through the hedges, as [errors.Is] finds
+// context.DeadlineExceeded when any attempt's error matches it. An
+// attempt's error is a timeout when the first error in its chain that has
+// a Timeout() bool method, as net.Error and context.DeadlineExceeded do,
+// returns true.
+func (e *AllFailedError) Timeout() bool {
+	for _, err := range e.Errs {
+		if t, ok := errors.AsType[interface {
+			error
+			Timeout() bool
+		}](err); ok && t.Timeout() {
+			return true
+		}
+	}
+	return false
+}

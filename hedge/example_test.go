@@ -84,5 +84,5 @@ func ExampleNewLayer_badConfig() {
 	})
 	fmt.Println(err)
 	// Output:
-	// hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got 95
+	// hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95
 }

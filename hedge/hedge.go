@@ -2,10 +2,13 @@ package hedge
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
 // NewLayer returns a layer that hedges the hedgeable requests of the
@@ -60,8 +63,12 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 
 // Wrap returns inner wrapped in a hedge layer configured by cfg, inferring
 // the type parameters from inner. It is [NewLayer] followed by Wrap and
-// returns the same errors.
+// returns the same errors, and an error matching [rampart.ErrNilService]
+// if inner is nil.
 func Wrap[Req, Resp any](inner rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
+	if inner == nil {
+		return nil, fmt.Errorf("hedge: Wrap: inner service must not be nil: %w", rampart.ErrNilService)
+	}
 	l, err := NewLayer(cfg)
 	if err != nil {
 		return nil, err
@@ -73,7 +80,12 @@ type layer[Req, Resp any] struct {
 	s settings[Req, Resp]
 }
 
+// Wrap wraps inner; a nil inner gives a service whose every call fails
+// with an error matching [rampart.ErrNilService].
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	if inner == nil {
+		return rampart.Failing[Req, Resp]("hedge: Wrap")
+	}
 	svc := &service[Req, Resp]{settings: l.s, inner: inner}
 	if l.s.percentile > 0 {
 		svc.lat = newLatencies(l.s.percentile, l.s.window, l.s.minSamples, l.s.delay)
@@ -199,6 +211,9 @@ func (c *call[Req, Resp]) hedge() {
 func (c *call[Req, Resp]) run(i int, start time.Time, ctx context.Context) {
 	defer c.wg.Done()
 	resp, err := c.s.inner.Call(ctx, c.req)
+	if err != nil && c.s.refunder != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+		c.s.refunder.Refund() // a breaker refused the hedge: it was not sent
+	}
 	c.finish(i, start, resp, err)
 }
 

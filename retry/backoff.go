@@ -142,23 +142,21 @@ func NewExponential(cfg Exponential) (Backoff, error) {
 	e := exponential{base: cfg.Base, max: cfg.Max, mult: cfg.Multiplier, jitter: cfg.Jitter, rand: cfg.Rand}
 	switch {
 	case e.base < 0:
-		return nil, fmt.Errorf("retry: Exponential.Base must be >= 0, got %v", e.base)
+		return nil, fmt.Errorf("retry: Exponential.Base must be 0 (the default, %v) or positive, got %v", DefaultBase, e.base)
 	case e.base == 0:
 		e.base = DefaultBase
 	}
 	switch {
-	case e.max < 0:
-		return nil, fmt.Errorf("retry: Exponential.Max must be >= 0, got %v", e.max)
 	case e.max == 0:
 		e.max = max(DefaultMax, e.base)
-	case e.max < e.base:
-		return nil, fmt.Errorf("retry: Exponential.Max must be >= Base (%v), got %v", e.base, e.max)
+	case e.max < e.base: // negative included
+		return nil, fmt.Errorf("retry: Exponential.Max must be 0 (the default, %v or Base if larger) or at least Base (%v), got %v", DefaultMax, e.base, e.max)
 	}
 	switch {
 	case e.mult == 0:
 		e.mult = DefaultMultiplier
 	case !(e.mult >= 1) || math.IsInf(e.mult, 1):
-		return nil, fmt.Errorf("retry: Exponential.Multiplier must be a finite number >= 1, got %v", e.mult)
+		return nil, fmt.Errorf("retry: Exponential.Multiplier must be 0 (the default, %v) or a finite number >= 1, got %v", DefaultMultiplier, e.mult)
 	}
 	if e.jitter < FullJitter || e.jitter > NoJitter {
 		return nil, fmt.Errorf("retry: Exponential.Jitter must be one of FullJitter, EqualJitter, DecorrelatedJitter, NoJitter, got %v", e.jitter)

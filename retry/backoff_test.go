@@ -126,12 +126,12 @@ func TestBackoff_RT1_ConfigErrorsNameTheField(t *testing.T) {
 		cfg  retry.Exponential
 		want string
 	}{
-		{name: "negative base", cfg: retry.Exponential{Base: -1}, want: "retry: Exponential.Base must be >= 0, got -1ns"},
-		{name: "negative max", cfg: retry.Exponential{Max: -time.Second}, want: "retry: Exponential.Max must be >= 0, got -1s"},
-		{name: "max below base", cfg: retry.Exponential{Base: time.Second, Max: time.Millisecond}, want: "retry: Exponential.Max must be >= Base (1s), got 1ms"},
-		{name: "multiplier below 1", cfg: retry.Exponential{Multiplier: 0.5}, want: "retry: Exponential.Multiplier must be a finite number >= 1, got 0.5"},
-		{name: "multiplier NaN", cfg: retry.Exponential{Multiplier: math.NaN()}, want: "retry: Exponential.Multiplier must be a finite number >= 1, got NaN"},
-		{name: "multiplier Inf", cfg: retry.Exponential{Multiplier: math.Inf(1)}, want: "retry: Exponential.Multiplier must be a finite number >= 1, got +Inf"},
+		{name: "negative base", cfg: retry.Exponential{Base: -1}, want: "retry: Exponential.Base must be 0 (the default, 100ms) or positive, got -1ns"},
+		{name: "negative max", cfg: retry.Exponential{Max: -time.Second}, want: "retry: Exponential.Max must be 0 (the default, 10s or Base if larger) or at least Base (100ms), got -1s"},
+		{name: "max below base", cfg: retry.Exponential{Base: time.Second, Max: time.Millisecond}, want: "retry: Exponential.Max must be 0 (the default, 10s or Base if larger) or at least Base (1s), got 1ms"},
+		{name: "multiplier below 1", cfg: retry.Exponential{Multiplier: 0.5}, want: "retry: Exponential.Multiplier must be 0 (the default, 2) or a finite number >= 1, got 0.5"},
+		{name: "multiplier NaN", cfg: retry.Exponential{Multiplier: math.NaN()}, want: "retry: Exponential.Multiplier must be 0 (the default, 2) or a finite number >= 1, got NaN"},
+		{name: "multiplier Inf", cfg: retry.Exponential{Multiplier: math.Inf(1)}, want: "retry: Exponential.Multiplier must be 0 (the default, 2) or a finite number >= 1, got +Inf"},
 		{name: "unknown jitter", cfg: retry.Exponential{Jitter: 9}, want: "retry: Exponential.Jitter must be one of FullJitter, EqualJitter, DecorrelatedJitter, NoJitter, got Jitter(9)"},
 	}
 	for _, tt := range tests {

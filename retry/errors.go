@@ -14,20 +14,25 @@ var ErrExhausted = errors.New("retry: exhausted")
 // Reasons an [*ExhaustedError] gives for stopping. Each is matched with
 // [errors.Is] on the ExhaustedError, alongside the last attempt's error.
 var (
-	// ErrMaxAttempts: Config.MaxAttempts attempts ran and all failed (RT5).
+	// ErrMaxAttempts: Config.MaxAttempts attempts ran and all failed.
 	ErrMaxAttempts = errors.New("retry: max attempts reached")
 	// ErrBudgetExhausted: a retry was due but the retry budget refused the
-	// withdrawal (RT6).
+	// withdrawal.
 	ErrBudgetExhausted = errors.New("retry: budget exhausted")
 	// ErrDeadline: the next attempt could not start before the context's
 	// deadline, because the backoff delay or the server's hint would end at
-	// or after it (RT4, RT7). The deadline had not yet passed, so the error
+	// or after it. The deadline had not yet passed, so the error
 	// does not match [context.DeadlineExceeded].
 	ErrDeadline = errors.New("retry: next attempt would start after the deadline")
+	// ErrHintForever: the last attempt carried a server's hint that the
+	// wait never ends, [Forever] (as rate.InfDuration from a rate limiter
+	// that can never grant, or circuitbreaker.Forever), so no later
+	// attempt could succeed.
+	ErrHintForever = errors.New("retry: the server's hint says the wait never ends")
 )
 
 // ExhaustedError is returned when the retry loop stops while the last
-// attempt is still failing (RT5). It reports how many attempts ran, the last
+// attempt is still failing. It reports how many attempts ran, the last
 // attempt's error, and why the loop stopped.
 //
 // errors.Is matches [ErrExhausted], the Reason, and anything the last error
@@ -63,7 +68,27 @@ func (e *ExhaustedError) Unwrap() []error { return []error{e.Err, e.Reason} }
 // Is reports whether target is [ErrExhausted].
 func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 
-// PermanentError marks an error that must not be retried (RT2). Create it
+// Timeout reports whether the loop gave up on a timeout: the last error is
+// one, or the caller's deadline ended the loop (Reason matches
+// [context.DeadlineExceeded]). An error is a timeout when the first error
+// in its chain that has a Timeout() bool method, as [net.Error] and
+// context.DeadlineExceeded do, returns true. So [os.IsTimeout], and the
+// Timeout method of a *url.Error or net.Error that wraps e, see through
+// the retries. [ErrDeadline] alone is not a timeout: the deadline had not
+// yet passed.
+func (e *ExhaustedError) Timeout() bool { return isTimeout(e.Err) || isTimeout(e.Reason) }
+
+// isTimeout reports whether the first error in err's chain with a Timeout
+// method says it is a timeout.
+func isTimeout(err error) bool {
+	t, ok := errors.AsType[interface {
+		error
+		Timeout() bool
+	}](err)
+	return ok && t.Timeout()
+}
+
+// PermanentError marks an error that must not be retried. Create it
 // with [Permanent]. It unwraps to the marked error, and its message is that
 // error's message. The retry layer returns it as the service returned it.
 type PermanentError struct {
@@ -81,8 +106,19 @@ func Permanent(err error) error {
 	return &PermanentError{Err: err}
 }
 
-// Error returns the marked error's message.
-func (e *PermanentError) Error() string { return e.Err.Error() }
+// Error returns the marked error's message, or "retry: permanent: <nil>"
+// for a PermanentError without one (Permanent never makes such a value).
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return "retry: permanent: <nil>"
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the marked error.
 func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Timeout reports whether the marked error is a timeout, as
+// [ExhaustedError.Timeout] decides it, so marking an error permanent does
+// not hide a timeout from [os.IsTimeout] or a *url.Error.
+func (e *PermanentError) Timeout() bool { return isTimeout(e.Err) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 
@@ -11,16 +12,29 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// Budget bounds retries to a share of recent traffic (RT6). The layer calls
-// Deposit once per request, before the first attempt, and Withdraw once
+// Budget bounds retries to a share of recent traffic. The layer calls
+// Deposit once per request that it attempts (not for a request whose
+// context is already done), before the first attempt, and Withdraw once
 // before each retry; a false Withdraw stops the loop with
 // [ErrBudgetExhausted]. Both must be safe for concurrent use and cheap:
 // Deposit runs on every call.
 // [*github.com/rampart-go/rampart/budget.Budget] implements it, as do
-// budget.Always and budget.Never.
+// budget.Always and budget.Never; all three are also [Refunder]s.
 type Budget interface {
 	Deposit()
 	Withdraw() bool
+}
+
+// Refunder is implemented by a [Budget] that can take back a withdrawal.
+// The budget pays only for retries that were sent: when a Budget is also a
+// Refunder, the layer calls Refund once for each successful Withdraw whose
+// retry it did not send, because the caller's context ended during the
+// wait before it, or because a circuit breaker below refused it (the
+// attempt failed with an error matching [circuitbreaker.ErrOpen]). A
+// Budget that is not a Refunder keeps such withdrawals. Refund must be
+// safe for concurrent use and must not block.
+type Refunder interface {
+	Refund()
 }
 
 // Defaults for the zero fields of [Config].
@@ -32,9 +46,18 @@ const (
 	// DefaultMaxHint caps a server's retry-after hint. A hint longer than a
 	// minute is almost certainly not meant for a caller waiting inside one
 	// request; the cap keeps a bogus header from parking a goroutine for
-	// hours. The context's deadline still stops the loop earlier (RT7).
+	// hours. The context's deadline still stops the loop earlier.
 	DefaultMaxHint = time.Minute
 )
+
+// Forever, as a server's hint, says the wait never ends: no later attempt
+// can succeed, so the loop stops at once with the last outcome (an error
+// stops with [ErrHintForever]) rather than waiting MaxHint and trying
+// again. It is the largest [time.Duration], the value of rate.InfDuration
+// (a rate limiter that can never grant) and of circuitbreaker.Forever (a
+// breaker held open until it is reset). Every shorter hint is a finite
+// wait and is capped by Config.MaxHint.
+const Forever time.Duration = math.MaxInt64
 
 // defaultBackoff is the schedule used when Config.Backoff is nil.
 var defaultBackoff, _ = NewExponential(Exponential{})
@@ -44,30 +67,32 @@ var defaultBackoff, _ = NewExponential(Exponential{})
 // has no effect.
 type Config[Req, Resp any] struct {
 	// MaxAttempts bounds the number of calls per request, including the
-	// first: 3 means one call and at most two retries (RT1). Zero means
+	// first: 3 means one call and at most two retries. Zero means
 	// [DefaultMaxAttempts]; negative is an error. 1 disables retries: the
 	// layer then only deposits into Budget (so a layer that does not retry
 	// still earns retries for those that share the budget) and returns the
-	// inner outcome unchanged, never an [*ExhaustedError].
+	// inner outcome unchanged, never an [*ExhaustedError]; a call whose
+	// context is already done is still not made.
 	MaxAttempts int
 
 	// Backoff gives the delay before each retry. Nil means exponential
 	// backoff with full jitter from 100ms, doubling, capped at 10s
-	// ([NewExponential] with a zero [Exponential]). A negative delay from a
-	// custom schedule is treated as zero.
+	// ([NewExponential] with a zero [Exponential]). A nil [BackoffFunc] or
+	// nil pointer is an error. A negative delay from a custom schedule is
+	// treated as zero.
 	Backoff Backoff
 
 	// Retryable reports whether an attempt's outcome is worth retrying
-	// (RT2). It sees every outcome, successes included, so a response can
+	//. It sees every outcome, successes included, so a response can
 	// ask for a retry (an HTTP 503, say) with a nil error. Nil means "retry
 	// every non-nil error". Whatever it returns, the layer never retries an
-	// error matching [circuitbreaker.ErrOpen] (RT3), an error marked with
+	// error matching [circuitbreaker.ErrOpen], an error marked with
 	// [Permanent], or any outcome once the caller's context is done. It
 	// must be safe for concurrent use.
 	Retryable func(resp Resp, err error) bool
 
-	// Budget, if not nil, bounds retries across all requests that share it
-	// (RT6): see [Budget]. Nil means retries are bounded only by
+	// Budget, if not nil, bounds retries across all requests that share it:
+	// see [Budget] and [Refunder]. Nil means retries are bounded only by
 	// MaxAttempts and the context. A typed nil pointer (a nil
 	// *budget.Budget) is an error.
 	Budget Budget
@@ -78,14 +103,15 @@ type Config[Req, Resp any] struct {
 	// outcome's chain with a method RetryDelay() time.Duration (such as a
 	// rate limiter's *ratelimit.LimitedError from a layer below) is a hint
 	// too; an [*circuitbreaker.OpenError] has one as well, but an open
-	// breaker is never retried (RT3), so its hint ends nothing. The
-	// longest hint replaces the backoff delay when it is longer (RT7).
-	// It must be safe for concurrent use.
+	// breaker is never retried, so its hint ends nothing. The longest hint
+	// replaces the backoff delay when it is longer. A hint of [Forever]
+	// ends the loop at once. It must be safe for concurrent use.
 	Hint func(resp Resp, err error) (delay time.Duration, ok bool)
 
-	// MaxHint caps hints: a longer hint is shortened to MaxHint, and a
-	// negative one counts as zero. Zero means [DefaultMaxHint]; negative is
-	// an error. It does not cap the Backoff schedule, which has its own.
+	// MaxHint caps hints: a longer hint is shortened to MaxHint, except
+	// [Forever], which is never waited out; a negative hint counts as zero.
+	// Zero means [DefaultMaxHint]; negative is an error. It does not cap the
+	// Backoff schedule, which has its own.
 	MaxHint time.Duration
 
 	// Discard, if not nil, is called with the response of an attempt that
@@ -111,6 +137,7 @@ type policy[Req, Resp any] struct {
 	backoff     Backoff
 	retryable   func(Resp, error) bool
 	budget      Budget
+	refunder    Refunder // budget as a Refunder, or nil
 	hint        func(Resp, error) (time.Duration, bool)
 	maxHint     time.Duration
 	discard     func(Resp)
@@ -128,50 +155,60 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 	}
 	switch {
 	case p.maxAttempts < 0:
-		return nil, fmt.Errorf("retry: MaxAttempts must be >= 1, got %d", p.maxAttempts)
+		return nil, fmt.Errorf("retry: MaxAttempts must be 0 (the default, %d) or at least 1, got %d", DefaultMaxAttempts, p.maxAttempts)
 	case p.maxAttempts == 0:
 		p.maxAttempts = DefaultMaxAttempts
 	}
 	switch {
 	case p.maxHint < 0:
-		return nil, fmt.Errorf("retry: MaxHint must be >= 0, got %v", p.maxHint)
+		return nil, fmt.Errorf("retry: MaxHint must be 0 (the default, %v) or positive, got %v", DefaultMaxHint, p.maxHint)
 	case p.maxHint == 0:
 		p.maxHint = DefaultMaxHint
 	}
-	if p.backoff == nil {
+	switch {
+	case p.backoff == nil:
 		p.backoff = defaultBackoff
+	case isNilValue(p.backoff):
+		return nil, fmt.Errorf("retry: Backoff must not be a nil func or pointer, got %T(nil)", p.backoff)
 	}
-	if isNilPointer(p.budget) {
+	if isNilValue(p.budget) {
 		return nil, fmt.Errorf("retry: Budget must not be a nil pointer, got %T(nil)", p.budget)
 	}
+	p.refunder, _ = p.budget.(Refunder)
 	return p, nil
 }
 
-// isNilPointer reports whether v holds a nil pointer: an interface that is
-// not nil but whose method calls would dereference nil.
-func isNilPointer(v any) bool {
+// isNilValue reports whether v holds a nil pointer or func: an interface
+// that is not nil but whose method calls would dereference nil.
+func isNilValue(v any) bool {
 	if v == nil {
 		return false
 	}
 	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+	return (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Func) && rv.IsNil()
 }
 
-// NewLayer returns a layer that retries failed calls as cfg says (RT1-RT7).
+// NewLayer returns a layer that retries failed calls as cfg says.
 // The layer and the services it wraps are safe for concurrent use when
 // cfg's functions and Budget are.
 //
 // It returns an error naming the field if MaxAttempts or MaxHint is
-// negative, or Budget is a nil pointer.
+// negative, Backoff is a nil [BackoffFunc] or nil pointer, or Budget is a
+// nil pointer.
 //
 // # Outcomes
 //
 // A call through the layer returns:
+//   - when ctx is already done as the call starts: the zero Resp and the
+//     context's error, wrapped together with its cause when
+//     [context.WithCancelCause] or similar gave a different one; no
+//     attempt is made and the Budget sees neither a deposit nor a
+//     withdrawal;
 //   - the first outcome that is not retried, as the inner service returned
 //     it: a success, a response or error for which Retryable returns
 //     false, a [Permanent] error, or an error matching
 //     [circuitbreaker.ErrOpen], which is never wrapped, even after earlier
-//     failures (RT3): its [circuitbreaker.OpenError.Cause] carries the
+//     failures: its [circuitbreaker.OpenError.Cause] carries the
 //     failure that tripped the breaker;
 //   - when the loop stops on a response Retryable wanted retried (nil
 //     error), that last response and a nil error: the caller sees the real
@@ -179,10 +216,10 @@ func isNilPointer(v any) bool {
 //   - when the loop stops on an error it wanted to retry, the last
 //     response (as the inner service returned it, often the zero value) and
 //     an [*ExhaustedError] wrapping the last error with the reason: attempts
-//     used up ([ErrMaxAttempts], RT5), budget empty ([ErrBudgetExhausted],
-//     RT6), the next attempt could not start before the deadline
-//     ([ErrDeadline], RT4, RT7), or the context ended during the wait
-//     (its error and cause);
+//     used up ([ErrMaxAttempts]), budget empty ([ErrBudgetExhausted]), the
+//     next attempt could not start before the deadline ([ErrDeadline]), a
+//     hint of [Forever] ([ErrHintForever]), or the context ended during
+//     the wait (its error and cause);
 //   - when the caller's context ends during an attempt and the attempt
 //     returns the context's error: that error as is if it was the first
 //     attempt, or else an [*ExhaustedError] wrapping the last earlier
@@ -193,12 +230,12 @@ func isNilPointer(v any) bool {
 //
 // The layer waits with a timer and a select on ctx.Done, so it never sleeps
 // after cancellation. It never starts a wait that would end at or after
-// ctx's deadline (RT4).
+// ctx's deadline.
 //
 // # Cost
 //
 // A call that succeeds at once allocates nothing and creates no timer: it
-// costs a budget deposit and the Retryable call. Measured with
+// costs a context check, a budget deposit and the Retryable call. Measured with
 // BenchmarkRetrySuccess (AMD EPYC, 2 CPUs, Go 1.26): 7ns over the bare
 // service, 11.5ns with a *budget.Budget, 24ns for retry, budget and a
 // Closed circuit breaker together (about 15ns with the breaker layer's
@@ -214,8 +251,12 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 }
 
 // Wrap returns inner wrapped by [NewLayer](cfg); the type parameters are
-// inferred from inner and cfg. It returns the same errors as NewLayer.
+// inferred from inner and cfg. It returns the same errors as NewLayer, and
+// an error matching [rampart.ErrNilService] if inner is nil.
 func Wrap[Req, Resp any](inner rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
+	if inner == nil {
+		return nil, fmt.Errorf("retry: Wrap: inner service must not be nil: %w", rampart.ErrNilService)
+	}
 	l, err := NewLayer(cfg)
 	if err != nil {
 		return nil, err
@@ -227,7 +268,12 @@ type layer[Req, Resp any] struct {
 	p *policy[Req, Resp]
 }
 
+// Wrap wraps inner; a nil inner gives a service whose every call fails
+// with an error matching [rampart.ErrNilService].
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+	if inner == nil {
+		return rampart.Failing[Req, Resp]("retry: Wrap")
+	}
 	return &service[Req, Resp]{p: l.p, inner: inner}
 }
 
@@ -236,9 +282,14 @@ type service[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 }
 
-// Call makes the first attempt inline, so a success costs a budget deposit
-// and a predicate call, and leaves everything else to loop.
+// Call makes the first attempt inline, so a success costs a context check,
+// a budget deposit and a predicate call, and leaves everything else to
+// loop.
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if ctx.Err() != nil { // the caller has given up: no attempt, no deposit
+		var zero Resp
+		return zero, contextReason(ctx)
+	}
 	if s.p.budget != nil {
 		s.p.budget.Deposit()
 	}
@@ -285,7 +336,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 	for attempt := 1; ; attempt++ {
 		// Here attempt calls have been made and (resp, err), the last
 		// outcome, wants a retry.
-		if ctx.Err() != nil { // the caller gave up: never retry (RT2)
+		if ctx.Err() != nil { // the caller gave up: never retry
 			if err != nil && errors.Is(err, ctx.Err()) {
 				// The attempt only reports the cancellation: return the
 				// failure before it, if any, rather than hide it.
@@ -301,8 +352,11 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		}
 		d := max(p.backoff.Delay(attempt, prev), 0)
 		prev = d
-		if h, ok := p.serverHint(resp, err); ok && h > d {
-			d = h
+		if h, ok := p.serverHint(resp, err); ok {
+			if h == Forever {
+				return stop(resp, err, attempt, ErrHintForever)
+			}
+			d = max(d, min(max(h, 0), p.maxHint))
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
 			return stop(resp, err, attempt, ErrDeadline)
@@ -322,6 +376,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			}
 		}
 		if ctx.Err() != nil { // cancelled during the wait, or as it ended
+			p.refund() // the retry is not sent
 			return stop(resp, err, attempt, contextReason(ctx))
 		}
 		if p.discard != nil {
@@ -331,6 +386,9 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			lastErr = err
 		}
 		resp, err = s.inner.Call(ctx, req)
+		if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+			p.refund() // the breaker refused the retry: it was not sent
+		}
 		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			continue // the caller gave up during the attempt; reported above
 		}
@@ -340,8 +398,16 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 	}
 }
 
-// serverHint returns the longest retry-after hint in the outcome, clamped
-// to [0, maxHint], and whether there was one.
+// refund gives back the withdrawal for a retry that was not sent, if the
+// budget takes refunds.
+func (p *policy[Req, Resp]) refund() {
+	if p.refunder != nil {
+		p.refunder.Refund()
+	}
+}
+
+// serverHint returns the longest retry-after hint in the outcome, as it
+// was given (not yet clamped), and whether there was one.
 func (p *policy[Req, Resp]) serverHint(resp Resp, err error) (time.Duration, bool) {
 	var h time.Duration
 	found := false
@@ -353,7 +419,7 @@ func (p *policy[Req, Resp]) serverHint(resp Resp, err error) (time.Duration, boo
 			h, found = x, true
 		}
 	}
-	return min(max(h, 0), p.maxHint), found
+	return h, found
 }
 
 // contextReason returns why ctx is done: its error, wrapped with its cause

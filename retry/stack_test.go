@@ -9,17 +9,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
 )
 
-// The budget package's budgets satisfy the interface retry declares.
+// The budget package's budgets satisfy the interfaces retry declares.
 var (
-	_ retry.Budget = (*budget.Budget)(nil)
-	_ retry.Budget = budget.Always
+	_ retry.Budget   = (*budget.Budget)(nil)
+	_ retry.Budget   = budget.Always
+	_ retry.Refunder = (*budget.Budget)(nil)
+	_ retry.Refunder = budget.Always
 )
 
 func TestRetry_RT6_SharedBudgetBoundsRetriesAcrossRequests(t *testing.T) {
@@ -149,4 +153,56 @@ func BenchmarkRetryFailure(b *testing.B) {
 	for b.Loop() {
 		_, _ = svc.Call(ctx, "req")
 	}
+}
+
+func TestRetry_RT9_RateLimitThatCanNeverGrantIsNotWaitedOut(t *testing.T) {
+	tests := []struct {
+		name  string
+		burst int
+		calls int           // attempts that reach the service
+		took  time.Duration // backoff waits before the refused attempt
+	}{
+		{name: "burst 0", burst: 0, calls: 0, took: 0},
+		{name: "limit 0, burst spent", burst: 1, calls: 1, took: ms(10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(fail("down"))
+				limited, err := ratelimit.Wrap[string, string](s, rate.NewLimiter(0, tt.burst), ratelimit.Reject)
+				require.NoError(t, err)
+				svc := wrap(t, limited, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10))})
+				start := time.Now()
+
+				_, err = svc.Call(t.Context(), "req")
+
+				assert.Equal(t, tt.took, time.Since(start), "no minute-long wait for a token that never comes")
+				assert.Equal(t, tt.calls, s.calls())
+				assert.ErrorIs(t, err, retry.ErrHintForever)
+				assert.ErrorIs(t, err, ratelimit.ErrLimited)
+			})
+		})
+	}
+}
+
+func TestRetry_RT10_RetryRefusedByATrippedBreakerIsRefunded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+		require.NoError(t, err)
+		b, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 1})
+		require.NoError(t, err)
+		rl, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+		require.NoError(t, err)
+		s := newScript(fail("down"))
+		svc := rampart.NewBuilder[string, string]().
+			Layer(rl).
+			Layer(circuitbreaker.NewLayer[string, string](br)).
+			Service(s)
+
+		_, err = svc.Call(t.Context(), "req")
+
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.Equal(t, 1, s.calls(), "the first failure trips the breaker, which refuses the retry")
+		assert.Equal(t, 1.0, b.Balance(), "the request's deposit, with the refused retry's token given back")
+	})
 }

@@ -1,0 +1,117 @@
+package hedge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/hedge"
+)
+
+// netTimeout is a timeout error as the net package reports one.
+type netTimeout struct{}
+
+func (netTimeout) Error() string   { return "i/o timeout" }
+func (netTimeout) Timeout() bool   { return true }
+func (netTimeout) Temporary() bool { return true }
+
+func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) {
+	var _ net.Error = netTimeout{}
+	tests := []struct {
+		name string
+		errs []error
+		want bool
+	}{
+		{name: "every attempt timed out", errs: []error{context.DeadlineExceeded, fmt.Errorf("read: %w", netTimeout{})}, want: true},
+		{name: "one attempt timed out", errs: []error{errors.New("reset"), netTimeout{}}, want: true},
+		{name: "no timeout", errs: []error{errors.New("reset"), context.Canceled}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := &hedge.AllFailedError{Errs: tt.errs}
+			assert.Equal(t, tt.want, os.IsTimeout(err), "os.IsTimeout")
+			uerr := &url.Error{Op: "Get", URL: "http://example.test", Err: err}
+			assert.Equal(t, tt.want, uerr.Timeout(), "url.Error.Timeout")
+			var ne net.Error
+			require.ErrorAs(t, error(uerr), &ne)
+			assert.Equal(t, tt.want, ne.Timeout(), "net.Error.Timeout")
+		})
+	}
+}
+
+func TestHedge_WrapOfANilServiceIsAnError(t *testing.T) {
+	svc, err := hedge.Wrap[string, string](nil, hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}})
+	assert.Nil(t, svc)
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "hedge: Wrap: inner service must not be nil: rampart: nil service")
+}
+
+func TestHedge_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
+	l, err := hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}})
+	require.NoError(t, err)
+	svc := l.Wrap(nil)
+	require.NotNil(t, svc)
+	_, err = svc.Call(t.Context(), "req")
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "hedge: Wrap: rampart: nil service")
+}
+
+// refundingTokens is a tokens budget that also counts refunds.
+type refundingTokens struct {
+	tokens
+	refunds atomic.Int32
+}
+
+func (b *refundingTokens) Refund() { b.refunds.Add(1) }
+
+func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			if calls.Add(1) == 1 {
+				time.Sleep(100 * ms) // the original, a HalfOpen breaker's only probe
+				return "slow", nil
+			}
+			return "", &circuitbreaker.OpenError{} // every probe slot taken
+		})
+		b := &refundingTokens{tokens: tokens{left: 10}}
+		svc, err := hedge.Wrap(inner, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms, MaxAttempts: 2})
+		require.NoError(t, err)
+
+		resp, err := svc.Call(t.Context(), "req")
+
+		require.NoError(t, err)
+		assert.Equal(t, "slow", resp)
+		assert.Equal(t, int32(2), calls.Load())
+		assert.Equal(t, [3]int{1, 1, 0}, b.counts())
+		assert.Equal(t, int32(1), b.refunds.Load(), "the copy the breaker refused gave its token back")
+	})
+}
+
+func TestHedge_RT10_SentCopiesAreNotRefunded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk := newBackend(step{latency: 100 * ms}, step{latency: 5 * ms})
+		b := &refundingTokens{tokens: tokens{left: 10}}
+		svc := newHedged(t, bk, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms})
+
+		resp, err, took := call(svc, t.Context())
+
+		require.NoError(t, err)
+		assert.Equal(t, "req#1", resp)
+		assert.Equal(t, 15*ms, took)
+		assert.Equal(t, [3]int{1, 1, 0}, b.counts())
+		assert.Zero(t, b.refunds.Load())
+	})
+}
