@@ -802,7 +802,7 @@ func TestCompose_CB8_DoneContextMakesNoAttempt(t *testing.T) {
 				assert.Equal(t, tt.want, err, "the caller's own error, not a timeout or an exhaustion")
 				assert.Equal(t, time.Duration(0), took)
 				assert.Equal(t, 0, s.backend.calls())
-				assert.Equal(t, 1, s.attempts.calls(), "one attempt, never retried")
+				assert.Equal(t, 0, s.attempts.calls(), "the retry layer makes no attempt for a caller that already gave up (RT8)")
 				st := s.breaker.State()
 				assert.Equal(t, circuitbreaker.HalfOpen, st.State)
 				assert.Equal(t, 0, st.ProbesInFlight+st.ProbesFailed+st.ProbesSucceeded, "no probe was used")

@@ -375,12 +375,12 @@ func TestHedgeLayer_BadConfigNamesTheField(t *testing.T) {
 		{
 			name: "Percentile in percent",
 			cfg:  ramparthttp.HedgeConfig{Budget: budget.Always, Percentile: 95},
-			want: "hedge: Percentile must be a fraction in (0, 1] (0.95 for p95), got 95",
+			want: "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95",
 		},
 		{
 			name: "negative Delay",
 			cfg:  ramparthttp.HedgeConfig{Budget: budget.Always, Delay: -milli},
-			want: "hedge: Delay must not be negative, got -1ms",
+			want: "hedge: Delay must be 0 (the default, 50ms) or positive, got -1ms",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
