@@ -523,7 +523,7 @@ func (b *Breaker) State() Snapshot {
 	per := b.period.Load()
 	s := Snapshot{State: stateOf(b.word.Load())}
 	switch s.State {
-	case Closed, ForcedClosed:
+	case Closed:
 		s.Counters = b.tracker.Counters()
 	case Open:
 		s.Cause = per.cause
