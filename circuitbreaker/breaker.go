@@ -177,16 +177,17 @@ func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
 //
 // On success the returned [Permit] must be finished with exactly one of
 // [Permit.Success], [Permit.Failure], [Permit.Ignore], [Permit.Done] or
-// [Permit.DoneContext] (CB5). A probe permit that is never finished gives
-// up its slot after the configured ProbeLease (CB6).
+// [Permit.DoneContext]. A probe permit that is never finished gives up its
+// slot after the configured ProbeLease.
 //
 // When the breaker rejects the call the error is an [*OpenError] that
-// matches [ErrOpen] (CB2): in Open its RetryAfter is the rest of the
-// cool-down, rounded up to a whole millisecond so that waiting RetryAfter
-// always finds the cool-down over; in HalfOpen with every probe slot taken
-// it is zero; in ForcedOpen, or Open with a Forever cool-down, it is
-// [Forever]. Cause is the failure that tripped the breaker (or the reason
-// given to [Switch.ForceOpen]).
+// matches [ErrOpen]: in Open its RetryAfter is the rest of the cool-down,
+// rounded up to a whole millisecond so that waiting RetryAfter always finds
+// the cool-down over; in HalfOpen with every probe slot taken it is zero;
+// in ForcedOpen, or Open with a Forever cool-down, it is [Forever]. Cause
+// is the failure that tripped the breaker (or the reason given to
+// [Switch.ForceOpen]), and the error unwraps to it, so [errors.Is] and
+// [errors.As] find it too.
 //
 // The rejection error may be shared by every caller rejected in the same
 // millisecond of the same period (this keeps rejection free of allocation):

@@ -73,7 +73,7 @@ func TestBreaker_CB2_OpenFailsFast(t *testing.T) {
 		time.Sleep(2500 * time.Millisecond)
 		_, err = svc.Call(t.Context(), "b")
 		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
-		assert.NotErrorIs(t, err, errBoom, "a rejection is not the failure itself")
+		assert.ErrorIs(t, err, errBoom, "a rejection carries the failure that tripped the breaker")
 		var oe *circuitbreaker.OpenError
 		require.ErrorAs(t, err, &oe)
 		assert.Equal(t, 7500*time.Millisecond, oe.RetryAfter)
