@@ -8,6 +8,8 @@ package rampart_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,6 +20,8 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/fallback"
+	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
@@ -78,6 +82,89 @@ func TestCompose_CB2_RT3_RetryEndsAtOpenBreakerWithItsCause(t *testing.T) {
 		assert.Equal(t, time.Minute-10*time.Millisecond, oe.RetryAfter)
 		assert.Equal(t, "circuitbreaker: open (retry after 59.99s): tripped by: backend: status 500", err.Error())
 	})
+}
+
+// TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline: a breaker
+// tripped by timeouts rejects an attempt just as the caller's deadline
+// passes. The rejection's chain now matches context.DeadlineExceeded, the
+// caller's ctx.Err(); the retry loop must still return the *OpenError
+// itself (RT3), not mistake the rejection for the caller's own expiry and
+// report the attempt before it inside an *ExhaustedError.
+//
+// Fails until retry's loop asks errors.Is(err, circuitbreaker.ErrOpen)
+// before its "the attempt only reports the caller's cancellation" check.
+func TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		attemptTimedOut := &timeout.Error{After: time.Second, Err: context.DeadlineExceeded}
+		backend := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+			return "", attemptTimedOut
+		})
+		// slow stands for any layer between the loop and the breaker that
+		// returns the rejection at the instant the caller's deadline
+		// passes: it holds a rejection until then.
+		slow := rampart.LayerFunc[string, string](func(inner rampart.Service[string, string]) rampart.Service[string, string] {
+			return rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+				resp, err := inner.Call(ctx, req)
+				if _, isOpen := err.(*circuitbreaker.OpenError); isOpen {
+					<-ctx.Done()
+				}
+				return resp, err
+			})
+		})
+		svc, br := causeStack(t, slow, backend)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+
+		_, err := svc.Call(ctx, "req")
+		require.Equal(t, circuitbreaker.Open, br.State().State)
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		_, isOpen := err.(*circuitbreaker.OpenError)
+		assert.True(t, isOpen, "an open breaker ends the loop as it is, not wrapped: %v", err)
+	})
+}
+
+// TestCompose_CB2_HandlerAnswersOpenBreakerWith503: a server stack with a
+// breaker outside a rate limiter in Reject mode, whose refusals trip the
+// breaker. The breaker's rejection then carries a *ratelimit.LimitedError;
+// the Handler must still answer it as an open breaker (503 with the
+// breaker's Retry-After), not as a rate-limit refusal (429).
+//
+// Fails until ramparthttp's status mapping asks
+// errors.Is(err, circuitbreaker.ErrOpen) before ratelimit.ErrLimited.
+func TestCompose_CB2_HandlerAnswersOpenBreakerWith503(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: 1},
+		ResetTimeout: circuitbreaker.Forever,
+	})
+	require.NoError(t, err)
+	limited := rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(rampart.Service[ramparthttp.Exchange, struct{}]) rampart.Service[ramparthttp.Exchange, struct{}] {
+		return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(context.Context, ramparthttp.Exchange) (struct{}, error) {
+			return struct{}{}, &ratelimit.LimitedError{RetryAfter: 2 * time.Second}
+		})
+	})
+	h, err := ramparthttp.NewHandler(http.NotFoundHandler(), ramparthttp.HandlerConfig{
+		Layers:     []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br), limited},
+		RetryAfter: 7 * time.Second,
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	get := func() (int, string) {
+		t.Helper()
+		resp, err := srv.Client().Get(srv.URL)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	code, after := get()
+	assert.Equal(t, http.StatusTooManyRequests, code, "the limiter's own refusal")
+	assert.Equal(t, "2", after)
+	require.Equal(t, circuitbreaker.Open, br.State().State)
+
+	code, after = get()
+	assert.Equal(t, http.StatusServiceUnavailable, code, "an open breaker, whatever tripped it")
+	assert.Empty(t, after, "a breaker open until reset advertises no Retry-After")
 }
 
 // TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn: a timeout layer
