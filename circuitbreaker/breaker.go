@@ -8,13 +8,17 @@ import (
 )
 
 // Breaker is a circuit breaker: a state machine shared by every caller of
-// one dependency (CB4). Callers ask it for a [Permit] before each call with
+// one dependency. Callers ask it for a [Permit] before each call with
 // [Breaker.TryAcquire] and report the outcome on the permit; the layer from
 // [NewLayer] does both.
 //
 // A Breaker is safe for concurrent use by multiple goroutines. It starts no
 // goroutine: an Open breaker becomes HalfOpen lazily, on the first acquire
-// after the cool-down (CB1). It must be created with [New].
+// after the cool-down. Create one with [New]. The zero Breaker is usable
+// too and behaves as one from New(Config{}) (five consecutive failures
+// trip it, a 30-second cool-down, one probe): it sets itself up on first
+// use, and its clock starts then. A Breaker must not be copied after first
+// use.
 //
 // Cost: a call through a Closed breaker reads one atomic word when it is
 // admitted and, with the default policy, two more when it succeeds (the
@@ -24,15 +28,16 @@ import (
 // at most once per millisecond of cool-down (see [Breaker.TryAcquire]).
 // Transitions, failures and everything in HalfOpen take a mutex.
 //
-// Time is measured on the monotonic clock from the moment New ran. In a
-// testing/synctest bubble, whose clock is its own, create the Breaker inside
-// the bubble that uses it; one created outside reports meaningless
-// durations there.
+// Time is measured on the monotonic clock from the moment New ran (or a
+// zero Breaker was first used). In a testing/synctest bubble, whose clock
+// is its own, create (or first use) the Breaker inside the bubble that uses
+// it; one created outside reports meaningless durations there.
 type Breaker struct {
 	// word is the state and the epoch, packed as
 	// epoch<<epochShift | flags | state, so that one atomic load tells a
 	// caller both. It is written only with
 	// mu held, after period (see below), and read without mu everywhere.
+	// It is zero only in a zero Breaker not yet set up (flagMade clear).
 	// The epoch grows by one on every state change (and on Reset), so a
 	// permit that remembers the word it was issued under can tell whether
 	// its outcome still belongs to the current period (CB5).
@@ -87,16 +92,21 @@ type Breaker struct {
 	delivering bool
 }
 
-// The state word: the low three bits are the State, the next bit is
-// flagTimed, the rest the epoch.
+// The state word: the low three bits are the State, the next two bits are
+// flagTimed and flagMade, the rest the epoch.
 const (
 	stateMask  = 7
-	epochShift = 4
+	epochShift = 5
 	// flagTimed is set in every word of a breaker whose policy measures
-	// latency, so that a single comparison (w&fastMask == 0) tells the
-	// fast paths both "Closed" and "no clock read needed".
+	// latency, and flagMade in every word of a breaker that is set up (by
+	// New, or by the first use of a zero Breaker), so that a single
+	// comparison (w&fastMask == fastWord) tells the fast paths "set up",
+	// "Closed" and "no clock read needed" at once: a zero Breaker's word
+	// fails it and takes the slow path, which sets the breaker up.
 	flagTimed = 8
-	fastMask  = stateMask | flagTimed
+	flagMade  = 16
+	fastMask  = stateMask | flagTimed | flagMade
+	fastWord  = flagMade // Closed, untimed, set up
 )
 
 func stateOf(w uint64) State { return State(w & stateMask) }
@@ -143,30 +153,53 @@ func New(cfg Config) (*Breaker, error) {
 	if tracker == nil {
 		return nil, fmt.Errorf("circuitbreaker: Policy %T returned a nil Tracker", policy)
 	}
-	timing := tracker.Timing()
-	if timing > TimingLatency {
+	if timing := tracker.Timing(); timing > TimingLatency {
 		return nil, fmt.Errorf("circuitbreaker: Policy %T: Tracker.Timing must be TimingNone, TimingNow or TimingLatency, got %d", policy, timing)
 	}
-	b := &Breaker{
-		tracker:  tracker,
-		timing:   timing,
-		set:      set,
-		base:     time.Now(),
-		cooldown: set.cooldown,
-		probes:   make([]probe, 0, set.maxProbes),
-	}
-	b.busy = wanting
-	if q, ok := tracker.(quieter); ok && q.quietCounter() != nil {
-		b.busy = q.quietCounter()
-	}
-	if b.timing == TimingLatency {
-		b.word.Store(flagTimed)
-	}
-	b.period.Store(&period{})
+	b := &Breaker{}
+	b.init(set, tracker)
 	if cfg.Switch != nil {
 		cfg.Switch.attach(b)
 	}
 	return b, nil
+}
+
+// init sets b up, Closed, with validated settings and a tracker, and
+// publishes it by storing a word with flagMade last: a goroutine that loads
+// that word sees every field written here. Called by New on a Breaker
+// nobody else sees yet, or by setUp with mu held.
+func (b *Breaker) init(set settings, tracker Tracker) {
+	b.tracker = tracker
+	b.timing = tracker.Timing()
+	b.set = set
+	b.base = time.Now()
+	b.cooldown = set.cooldown
+	b.probes = make([]probe, 0, set.maxProbes)
+	b.busy = wanting
+	if q, ok := tracker.(quieter); ok && q.quietCounter() != nil {
+		b.busy = q.quietCounter()
+	}
+	w := uint64(flagMade)
+	if b.timing == TimingLatency {
+		w |= flagTimed
+	}
+	b.period.Store(&period{word: w})
+	b.word.Store(w)
+}
+
+// setUp sets up a zero Breaker on its first use as New(Config{}) would,
+// and does nothing to a Breaker already set up. Called with mu held, so
+// goroutines that use a zero Breaker for the first time together set it up
+// once.
+func (b *Breaker) setUp() {
+	if b.word.Load()&flagMade != 0 {
+		return
+	}
+	// Neither can fail: the zero Config and the zero Consecutive are
+	// valid, which the zero-value tests check.
+	set, _ := Config{}.validate()
+	tracker, _ := Consecutive{}.NewTracker()
+	b.init(set, tracker)
 }
 
 // mono returns the monotonic time since b.base in nanoseconds. It reads
@@ -177,24 +210,26 @@ func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
 //
 // On success the returned [Permit] must be finished with exactly one of
 // [Permit.Success], [Permit.Failure], [Permit.Ignore], [Permit.Done] or
-// [Permit.DoneContext] (CB5). A probe permit that is never finished gives
-// up its slot after the configured ProbeLease (CB6).
+// [Permit.DoneContext]. A probe permit that is never finished gives up its
+// slot after the configured ProbeLease.
 //
 // When the breaker rejects the call the error is an [*OpenError] that
-// matches [ErrOpen] (CB2): in Open its RetryAfter is the rest of the
-// cool-down, rounded up to a whole millisecond so that waiting RetryAfter
-// always finds the cool-down over; in HalfOpen with every probe slot taken
-// it is zero; in ForcedOpen, or Open with a Forever cool-down, it is
-// [Forever]. Cause is the failure that tripped the breaker (or the reason
-// given to [Switch.ForceOpen]).
+// matches [ErrOpen]: in Open its RetryAfter is the rest of the cool-down,
+// rounded up to a whole millisecond so that waiting RetryAfter always finds
+// the cool-down over; in HalfOpen with every probe slot taken it is zero;
+// in ForcedOpen, or Open with a Forever cool-down, it is [Forever]. Cause
+// is the failure that tripped the breaker (or the reason given to
+// [Switch.ForceOpen]), and the error unwraps to it, so [errors.Is] and
+// [errors.As] find it too.
 //
 // The rejection error may be shared by every caller rejected in the same
 // millisecond of the same period (this keeps rejection free of allocation):
 // treat it as read-only.
 func (b *Breaker) TryAcquire() (Permit, error) {
 	// The Closed fast path: one atomic load and one comparison, which also
-	// rules out a policy that needs the clock (flagTimed).
-	if w := b.word.Load(); w&fastMask == 0 {
+	// rules out a policy that needs the clock (flagTimed) and a zero
+	// Breaker not yet set up (flagMade).
+	if w := b.word.Load(); w&fastMask == fastWord {
 		return Permit{b: b, word: w}, nil
 	}
 	return b.tryAcquire()
@@ -204,6 +239,12 @@ func (b *Breaker) TryAcquire() (Permit, error) {
 func (b *Breaker) tryAcquire() (Permit, error) {
 	for {
 		w := b.word.Load()
+		if w&flagMade == 0 { // a zero Breaker's first use
+			b.mu.Lock()
+			b.setUp()
+			b.mu.Unlock()
+			continue
+		}
 		switch stateOf(w) {
 		case Closed, ForcedClosed:
 			return b.permit(w, 0), nil
@@ -332,7 +373,7 @@ func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
 // preceded. A built-in policy's quiet counter is read directly, saving an
 // interface call on the hottest path.
 func (b *Breaker) quiet(w uint64) bool {
-	return w&fastMask == 0 && b.word.Load() == w && b.busy.Load() == 0
+	return w&fastMask == fastWord && b.word.Load() == w && b.busy.Load() == 0
 }
 
 // quieter is implemented by built-in trackers that keep in an atomic
@@ -478,7 +519,7 @@ func (b *Breaker) trip(from State, cause error) {
 // transition's wall-clock time. Called with mu held.
 func (b *Breaker) enter(to State, cause error, at time.Time) {
 	old := b.word.Load()
-	w := (old>>epochShift+1)<<epochShift | old&flagTimed | uint64(to)
+	w := (old>>epochShift+1)<<epochShift | old&(flagTimed|flagMade) | uint64(to)
 	per := &period{word: w, cause: cause}
 	switch to {
 	case Open:
@@ -519,11 +560,12 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 func (b *Breaker) State() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.setUp()
 	now := b.mono()
 	per := b.period.Load()
 	s := Snapshot{State: stateOf(b.word.Load())}
 	switch s.State {
-	case Closed, ForcedClosed:
+	case Closed:
 		s.Counters = b.tracker.Counters()
 	case Open:
 		s.Cause = per.cause
@@ -558,6 +600,7 @@ func (b *Breaker) State() Snapshot {
 func (b *Breaker) Reset() {
 	b.mu.Lock()
 	defer b.unlock()
+	b.setUp()
 	switch stateOf(b.word.Load()) {
 	case ForcedOpen, ForcedClosed:
 		b.cooldown = b.set.cooldown

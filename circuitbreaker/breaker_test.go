@@ -73,7 +73,7 @@ func TestBreaker_CB2_OpenFailsFast(t *testing.T) {
 		time.Sleep(2500 * time.Millisecond)
 		_, err = svc.Call(t.Context(), "b")
 		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
-		assert.NotErrorIs(t, err, errBoom, "a rejection is not the failure itself")
+		assert.ErrorIs(t, err, errBoom, "a rejection carries the failure that tripped the breaker")
 		var oe *circuitbreaker.OpenError
 		require.ErrorAs(t, err, &oe)
 		assert.Equal(t, 7500*time.Millisecond, oe.RetryAfter)
@@ -359,8 +359,15 @@ func TestBreaker_CB11_Snapshot(t *testing.T) {
 	})
 }
 
-func TestBreaker_CB13_ZeroAndForeverCooldown(t *testing.T) {
+func TestBreaker_CB13_ZeroImmediateAndForeverCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		z := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 0})
+		fail(t, z, 1, errBoom)
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultResetTimeout, Cause: errBoom,
+		}, z.State(), "a zero ResetTimeout is the default cool-down, not none")
+		assert.Equal(t, 30*time.Second, circuitbreaker.DefaultResetTimeout)
+
 		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
 		fail(t, b, 1, errBoom)
 		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State(), "ready for a probe at once")

@@ -10,8 +10,8 @@
 // paying the timeout and the dependency gets a break. Then it lets a few
 // probe calls through, and closes again only when they succeed. The pattern
 // is from Michael Nygard's "Release It!"; this package follows the behaviour
-// of Hystrix, resilience4j and Polly where they agree, and the contract
-// CB1-CB14 of rampart's DESIGN.md.
+// of Hystrix, resilience4j and Polly where they agree, and the circuit
+// breaker contract of rampart's DESIGN.md.
 //
 // # States
 //
@@ -28,7 +28,9 @@
 //
 // Share one *Breaker among every caller of one dependency. Put its layer
 // inside the retry layer, so that every attempt asks the breaker first and
-// an open breaker ends the retry loop at once with its [*OpenError], and
+// an open breaker ends the retry loop at once with its [*OpenError] (which
+// unwraps to the failure that tripped the breaker, so the caller still
+// sees it), and
 // put a per-attempt timeout inside the breaker, so that an attempt the
 // dependency leaves hanging counts as a failure:
 //
@@ -52,7 +54,7 @@
 //
 // # What counts as a failure
 //
-// By default (CB8) a nil error is a success and any other error a failure,
+// By default a nil error is a success and any other error a failure,
 // with one exception: an error returned after the caller cancelled the
 // call's context is ignored, because the caller gave up and the dependency
 // did nothing wrong. An expired deadline, the caller's or a timeout

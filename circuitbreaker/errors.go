@@ -25,9 +25,19 @@ var ErrBadResponse = errors.New("circuitbreaker: response judged a failure")
 // own error.
 var ErrSlowCalls = errors.New("circuitbreaker: slow calls")
 
-// OpenError is the error a [Breaker] returns when it rejects a call (CB2).
-// It matches [ErrOpen] with [errors.Is] and unwraps to nothing, so that
-// errors.Is(err, Cause) does not mistake a rejection for the failure itself.
+// OpenError is the error a [Breaker] returns when it rejects a call. It
+// matches [ErrOpen] with [errors.Is], and unwraps to Cause, so that
+// [errors.Is] and [errors.As] also find the failure that tripped the
+// breaker: a caller whose last attempt met an open breaker still sees why
+// (an HTTP 500, a timeout), not only that the breaker was open.
+//
+// Since a rejection's chain holds its cause, a rejection also matches what
+// its cause matches: one tripped by timeouts matches
+// [context.DeadlineExceeded], one tripped by a dependency's own
+// cancellation matches [context.Canceled]. Code that decides from an error
+// whether the call was made (to retry it, to count it, to pick a status)
+// should ask errors.Is(err, ErrOpen) first. [Classify] does: it judges a
+// rejection a failure whatever its cause.
 //
 // A Breaker may return the same *OpenError to every caller it rejects within
 // one millisecond of one Open period, so that rejecting allocates nothing:
@@ -70,3 +80,7 @@ func (e *OpenError) RetryDelay() time.Duration { return e.RetryAfter }
 
 // Is reports whether target is [ErrOpen].
 func (e *OpenError) Is(target error) bool { return target == ErrOpen }
+
+// Unwrap returns Cause (nil when there is none), for [errors.Is] and
+// [errors.As].
+func (e *OpenError) Unwrap() error { return e.Cause }

@@ -29,7 +29,7 @@ func (s *seen) policy() circuitbreaker.TripFunc {
 	}
 }
 
-func TestTripFunc_CB21_CountsAfterEachOutcome(t *testing.T) {
+func TestTripFunc_CB17_CountsAfterEachOutcome(t *testing.T) {
 	s := &seen{}
 	b := newBreaker(t, circuitbreaker.Config{
 		Policy:    s.policy(),
@@ -60,7 +60,7 @@ func TestTripFunc_CB21_CountsAfterEachOutcome(t *testing.T) {
 	assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 6, Failures: 3}}, b.State())
 }
 
-func TestTripFunc_CB21_TripsWhenTheFuncSays(t *testing.T) {
+func TestTripFunc_CB17_TripsWhenTheFuncSays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		errAuth := errors.New("auth rejected")
 		s := &seen{trip: func(c circuitbreaker.Counts) bool {
@@ -80,7 +80,7 @@ func TestTripFunc_CB21_TripsWhenTheFuncSays(t *testing.T) {
 
 // A TripFunc may trip on a success (a ratio reached once enough calls were
 // made); the cause is then the period's last failure.
-func TestTripFunc_CB21_TripOnSuccessHasLastErrorAsCause(t *testing.T) {
+func TestTripFunc_CB17_TripOnSuccessHasLastErrorAsCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
 			return c.Requests >= 4 && 2*c.Failures >= c.Requests
@@ -95,7 +95,7 @@ func TestTripFunc_CB21_TripOnSuccessHasLastErrorAsCause(t *testing.T) {
 	})
 }
 
-func TestTripFunc_CB21_CountsStartAtZeroInEachClosedPeriod(t *testing.T) {
+func TestTripFunc_CB17_CountsStartAtZeroInEachClosedPeriod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &seen{trip: func(c circuitbreaker.Counts) bool { return c.Failures >= 2 }}
 		b := newBreaker(t, circuitbreaker.Config{Policy: s.policy(), ResetTimeout: time.Second})
@@ -116,7 +116,7 @@ func TestTripFunc_CB21_CountsStartAtZeroInEachClosedPeriod(t *testing.T) {
 
 // In HalfOpen a TripFunc breaker closes after MaxProbes probe successes and
 // re-opens on any probe failure, as gobreaker does with MaxRequests.
-func TestTripFunc_CB21_HalfOpenFollowsMaxProbes(t *testing.T) {
+func TestTripFunc_CB17_HalfOpenFollowsMaxProbes(t *testing.T) {
 	tests := []struct {
 		name      string
 		maxProbes int
@@ -163,11 +163,11 @@ func TestTripFunc_CB13_NilIsAnError(t *testing.T) {
 	assert.EqualError(t, err, "circuitbreaker: TripFunc is nil")
 }
 
-// TestTripFunc_CB21_Hammer drives a TripFunc breaker from many goroutines,
+// TestTripFunc_CB17_Hammer drives a TripFunc breaker from many goroutines,
 // tripping and closing all the time, and checks inside the func that it is
 // never called concurrently for one breaker and that the counts are
 // consistent. Run it with -race.
-func TestTripFunc_CB21_Hammer(t *testing.T) {
+func TestTripFunc_CB17_Hammer(t *testing.T) {
 	const maxProbes = 2
 	var inside atomic.Int32
 	policy := circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
@@ -221,7 +221,7 @@ func TestTripFunc_CB21_Hammer(t *testing.T) {
 	assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 3, Failures: 2}}, b.State())
 }
 
-func TestAllocs_TripFunc_CB21(t *testing.T) {
+func TestAllocs_TripFunc_CB17(t *testing.T) {
 	policy := circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool { return c.ConsecutiveFailures >= 1000 })
 	b := newBreaker(t, circuitbreaker.Config{Policy: policy})
 	allocs := testing.AllocsPerRun(1000, func() {

@@ -128,7 +128,7 @@ func (m *model) finish(p *modelPermit, o circuitbreaker.Outcome, err error) bool
 func (m *model) snapshot() circuitbreaker.Snapshot {
 	s := circuitbreaker.Snapshot{State: m.state}
 	switch m.state {
-	case circuitbreaker.Closed, circuitbreaker.ForcedClosed:
+	case circuitbreaker.Closed: // ForcedClosed has no counters (CB11)
 		s.Counters.ConsecutiveFailures = m.run
 	case circuitbreaker.Open:
 		s.Cause = m.cause

@@ -33,7 +33,7 @@ func keysOf(g *circuitbreaker.Group[string]) []string {
 	return keys
 }
 
-func TestGroup_CB22_OneBreakerPerKey(t *testing.T) {
+func TestGroup_CB18_OneBreakerPerKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{
 			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute,
@@ -53,7 +53,7 @@ func TestGroup_CB22_OneBreakerPerKey(t *testing.T) {
 	})
 }
 
-func TestGroup_CB22_CB13_ConfigErrors(t *testing.T) {
+func TestGroup_CB18_CB13_ConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  circuitbreaker.GroupConfig
@@ -80,7 +80,7 @@ func TestGroup_CB22_CB13_ConfigErrors(t *testing.T) {
 // A key's Closed breaker is dropped at the first look IdleTimeout after the
 // last look that saw it used (or after it was added); a look is Len or
 // States here.
-func TestGroup_CB22_IdleClosedBreakerIsDropped(t *testing.T) {
+func TestGroup_CB18_IdleClosedBreakerIsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute})
 		a := g.Breaker("a") // t=0
@@ -104,7 +104,7 @@ func TestGroup_CB22_IdleClosedBreakerIsDropped(t *testing.T) {
 
 // Adding a key also looks for idle keys, at most every quarter of
 // IdleTimeout.
-func TestGroup_CB22_AddingAKeyDropsIdleOnes(t *testing.T) {
+func TestGroup_CB18_AddingAKeyDropsIdleOnes(t *testing.T) {
 	// run adds keys at the given times (after a first look at 1m that
 	// drops the first breaker of "a") and reports whether the breaker of
 	// "a" created at 1m is still held at the end.
@@ -134,7 +134,7 @@ func TestGroup_CB22_AddingAKeyDropsIdleOnes(t *testing.T) {
 // An Open breaker is kept while its cool-down runs, however long it is
 // idle; once the cool-down is over and it has been idle for IdleTimeout it
 // is dropped. With a Forever cool-down it is never dropped.
-func TestGroup_CB22_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
+func TestGroup_CB18_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
 			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 5 * time.Minute,
@@ -157,7 +157,7 @@ func TestGroup_CB22_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
 }
 
 // A HalfOpen breaker with a probe in flight is kept, however idle.
-func TestGroup_CB22_ProbeInFlightKept(t *testing.T) {
+func TestGroup_CB18_ProbeInFlightKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
 			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second, ProbeLease: time.Hour,
@@ -177,7 +177,7 @@ func TestGroup_CB22_ProbeInFlightKept(t *testing.T) {
 
 // At MaxKeys a new key takes the place of a Closed breaker not used since
 // the group last looked at it, passing over the used ones once (CLOCK).
-func TestGroup_CB22_SizeBoundDropsAnUnusedClosedBreaker(t *testing.T) {
+func TestGroup_CB18_SizeBoundDropsAnUnusedClosedBreaker(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: 3})
 	g.Breaker("a")
 	g.Breaker("b")
@@ -191,7 +191,7 @@ func TestGroup_CB22_SizeBoundDropsAnUnusedClosedBreaker(t *testing.T) {
 
 // When every held breaker is Open, a new key goes through the shared
 // overflow breaker; none of the Open breakers is forgotten.
-func TestGroup_CB22_SizeBoundWithAllOpenUsesOverflow(t *testing.T) {
+func TestGroup_CB18_SizeBoundWithAllOpenUsesOverflow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: 2, Breaker: circuitbreaker.Config{
 			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute,
@@ -210,7 +210,7 @@ func TestGroup_CB22_SizeBoundWithAllOpenUsesOverflow(t *testing.T) {
 	})
 }
 
-func TestGroup_CB22_SharedSwitch(t *testing.T) {
+func TestGroup_CB18_SharedSwitch(t *testing.T) {
 	var sw circuitbreaker.Switch
 	g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Switch: &sw}})
 	a := g.Breaker("a")
@@ -235,7 +235,7 @@ func hostOf(req string) string {
 	return req
 }
 
-func TestGroup_CB22_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
+func TestGroup_CB18_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{
 			Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute,
@@ -271,7 +271,7 @@ func TestGroup_CB22_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
 	})
 }
 
-func TestGroup_CB22_ClassifiedLayer(t *testing.T) {
+func TestGroup_CB18_ClassifiedLayer(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}}})
 	layer, err := circuitbreaker.NewClassifiedGroupLayer[string, int](g, hostOf, func(status int, err error) circuitbreaker.Outcome {
 		if err != nil || status >= 500 {
@@ -290,7 +290,7 @@ func TestGroup_CB22_ClassifiedLayer(t *testing.T) {
 	assert.Same(t, circuitbreaker.ErrBadResponse, oe.Cause)
 }
 
-func TestGroup_CB22_LayerNilArguments(t *testing.T) {
+func TestGroup_CB18_LayerNilArguments(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{})
 	_, err := circuitbreaker.NewGroupLayer[string, string](nil, hostOf)
 	assert.EqualError(t, err, "circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")
@@ -303,10 +303,10 @@ func TestGroup_CB22_LayerNilArguments(t *testing.T) {
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 }
 
-// TestGroup_CB22_Hammer looks up, trips, closes and evicts from many
+// TestGroup_CB18_Hammer looks up, trips, closes and evicts from many
 // goroutines over more keys than the group holds, with a reader of States
 // alongside; run with -race. The group never holds more than MaxKeys.
-func TestGroup_CB22_Hammer(t *testing.T) {
+func TestGroup_CB18_Hammer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const maxKeys = 16
 		g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: maxKeys, IdleTimeout: 4 * time.Millisecond, Breaker: circuitbreaker.Config{
@@ -340,7 +340,7 @@ func TestGroup_CB22_Hammer(t *testing.T) {
 	})
 }
 
-func TestAllocs_Group_CB22(t *testing.T) {
+func TestAllocs_Group_CB18(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{})
 	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf)
 	require.NoError(t, err)

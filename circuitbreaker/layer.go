@@ -28,24 +28,31 @@ type Classifier[Resp any] func(resp Resp, err error) Outcome
 // NewLayer returns a layer that guards a service with b, classifying each
 // call with [Permit.DoneContext] (so with [ClassifyContext] and
 // [Config.IsFailure]). Layers from the same b share its state: a trip seen
-// through one protects every service it wraps (CB4). Safe for concurrent
+// through one protects every service it wraps. Safe for concurrent
 // use.
 //
 // A call through the layer:
 //   - is not made, and not counted, when ctx is already done: it returns
 //     ctx.Err();
-//   - is not made when b rejects it: it returns the [*OpenError] (CB2);
+//   - is not made when b rejects it: it returns the [*OpenError];
 //   - otherwise calls the inner service and records the outcome; the
 //     response and error are returned unchanged. An error counts as a
 //     failure unless the caller cancelled ctx while the call ran (then it
-//     is ignored, CB8) or IsFailure says it does not.
+//     is ignored) or IsFailure says it does not.
 //
 // If the inner call panics, the layer records the failure [ErrPanicked] and
 // the panic continues with its original stack (the layer notices the panic
 // with a "finished normally" flag, as x/sync/singleflight does, and never
-// recovers it) (CB7). Without recovering, a panic cannot be told apart from
+// recovers it). Without recovering, a panic cannot be told apart from
 // runtime.Goexit, so an inner call that exits its goroutine is recorded as
 // a failure too. A call through a Closed breaker allocates nothing.
+//
+// b may be a zero [Breaker] (it then behaves as New(Config{})). A nil b
+// cannot be reported here: every call through the layer then fails with
+// an error saying the layer was built over a nil *Breaker, and nothing is
+// called. The layer's Wrap of a nil service returns a service whose every
+// call fails with an error matching [rampart.ErrNilService], without
+// asking or counting anything against b.
 func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b}
 }
@@ -63,6 +70,9 @@ func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
 // gave up; the response or error says nothing about the dependency). A call
 // that returned a nil error is always given to classify, cancelled or not:
 // its response is a real answer.
+//
+// A nil classify judges calls as [NewLayer] does. A nil b and a nil
+// service are reported per call, as with NewLayer.
 func NewClassifiedLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b, classify: classify}
 }
@@ -82,6 +92,9 @@ func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service
 			return resp, errNilBreaker
 		})
 	}
+	if inner == nil {
+		return rampart.Failing[Req, Resp]("circuitbreaker: Wrap")
+	}
 	return &service[Req, Resp]{b: l.b, classify: l.classify, inner: inner}
 }
 
@@ -98,7 +111,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	// TryAcquire's Closed fast path, written out because the compiler
 	// does not inline TryAcquire: this is the hottest line of the package.
 	var p Permit
-	if w := s.b.word.Load(); w&fastMask == 0 {
+	if w := s.b.word.Load(); w&fastMask == fastWord {
 		p = Permit{b: s.b, word: w}
 	} else if p, err = s.b.tryAcquire(); err != nil {
 		return resp, err

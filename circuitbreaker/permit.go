@@ -143,10 +143,12 @@ func (o Outcome) String() string {
 }
 
 // Classify is the default classification of a call's error when the call's
-// context is not known (CB8), used by [Permit.Done]: nil is a Success; an
-// error matching [context.DeadlineExceeded] is a Failure (the dependency did
-// not answer in the time it had, whether the deadline was the caller's or a
-// timeout layer's); an error matching [context.Canceled] (and not
+// context is not known, used by [Permit.Done]: nil is a Success; a
+// rejection by a breaker further in (an error matching [ErrOpen]) is a
+// Failure, whatever failure tripped that breaker; an error matching
+// [context.DeadlineExceeded] is a Failure (the dependency did not answer in
+// the time it had, whether the deadline was the caller's or a timeout
+// layer's); an error matching [context.Canceled] (and not
 // DeadlineExceeded) is Ignored, on the presumption that the caller gave up;
 // any other error is a Failure.
 //
@@ -158,7 +160,9 @@ func Classify(err error) Outcome {
 	switch {
 	case err == nil:
 		return Success
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, ErrOpen), errors.Is(err, context.DeadlineExceeded):
+		// A rejection's chain holds its cause, which may be a
+		// cancellation: the rejection itself is what is judged.
 		return Failure
 	case errors.Is(err, context.Canceled):
 		return Ignored

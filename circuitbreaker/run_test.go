@@ -15,7 +15,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-func TestRun_CB20_ResultAndErrorPassThrough(t *testing.T) {
+func TestRun_CB16_ResultAndErrorPassThrough(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{})
 	got, err := circuitbreaker.Run(t.Context(), b, func(context.Context) (string, error) { return "pong", nil })
 	require.NoError(t, err)
@@ -27,7 +27,7 @@ func TestRun_CB20_ResultAndErrorPassThrough(t *testing.T) {
 	assert.Equal(t, circuitbreaker.Counters{ConsecutiveFailures: 1}, b.State().Counters)
 }
 
-func TestRun_CB20_OpenRejectsWithoutCalling(t *testing.T) {
+func TestRun_CB16_OpenRejectsWithoutCalling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
 		calls := 0
@@ -46,11 +46,11 @@ func TestRun_CB20_OpenRejectsWithoutCalling(t *testing.T) {
 	})
 }
 
-// TestRun_CB20_ClassifiesAsLayer runs the same calls through Run and through
+// TestRun_CB16_ClassifiesAsLayer runs the same calls through Run and through
 // the layer of NewLayer, each over its own breaker, and requires the same
 // counters and the same counted/not-counted decisions: Run shares the
 // layer's classification (CB8), IsFailure included.
-func TestRun_CB20_ClassifiesAsLayer(t *testing.T) {
+func TestRun_CB16_ClassifiesAsLayer(t *testing.T) {
 	tests := []struct {
 		name string
 		// before is how many failures are recorded first, so that an
@@ -123,7 +123,7 @@ func TestRun_CB20_ClassifiesAsLayer(t *testing.T) {
 // panickingFn panics; its name must appear in the stack the caller sees.
 func panickingFn(context.Context) (int, error) { panic("fn exploded") }
 
-func TestRun_CB20_CB7_PanicIsFailureAndRepanics(t *testing.T) {
+func TestRun_CB16_CB7_PanicIsFailureAndRepanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
 		var (
@@ -145,7 +145,7 @@ func TestRun_CB20_CB7_PanicIsFailureAndRepanics(t *testing.T) {
 	})
 }
 
-func TestRun_CB20_NilArgumentsAreErrors(t *testing.T) {
+func TestRun_CB16_NilArgumentsAreErrors(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{})
 	fn := func(context.Context) (int, error) { return 1, nil }
 
@@ -164,7 +164,7 @@ func TestRun_CB20_NilArgumentsAreErrors(t *testing.T) {
 	assert.EqualError(t, err, "circuitbreaker: Run: nil context (pass context.Background() or the caller's context)")
 }
 
-func TestAllocs_Run_CB20_ClosedSuccess(t *testing.T) {
+func TestAllocs_Run_CB16_ClosedSuccess(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{})
 	ctx := context.Background()
 	fn := func(context.Context) (int, error) { return 1, nil }

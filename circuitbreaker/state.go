@@ -51,9 +51,11 @@ type Snapshot struct {
 	// State is the state. Once an Open breaker's cool-down has passed it is
 	// HalfOpen, even before a call has started a probe (CB1).
 	State State
-	// Counters are the policy's counters (Closed, and ForcedClosed, where
-	// they stay as they were when the switch was flipped: nothing is
-	// recorded while forced).
+	// Counters are the policy's counters of the current Closed period,
+	// which every transition to Closed (a probe verdict, a reset, a
+	// release) starts afresh. They are zero in every other state: in
+	// ForcedClosed, which records nothing, they are zero however many
+	// failures the period before it counted.
 	Counters Counters
 	// RetryAfter is the rest of the cool-down (Open), or [Forever] for
 	// ForcedOpen and for an Open breaker whose cool-down is Forever. It is

@@ -258,11 +258,14 @@ func status(err error) (code int, delay time.Duration) {
 		delay = max(d.RetryDelay(), 0)
 	}
 	switch {
+	case errors.Is(err, circuitbreaker.ErrOpen):
+		// First: a rejection also matches the failures that tripped the
+		// breaker (429s from a rate limit, say), yet it is a 503.
+		return http.StatusServiceUnavailable, delay
 	case errors.Is(err, ratelimit.ErrLimited):
 		return http.StatusTooManyRequests, delay
 	case errors.Is(err, limit.ErrLimited),
 		errors.Is(err, loadshed.ErrOverloaded),
-		errors.Is(err, circuitbreaker.ErrOpen),
 		errors.Is(err, timeout.ErrTimeout),
 		errors.Is(err, context.DeadlineExceeded),
 		delay > 0:

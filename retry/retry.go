@@ -389,7 +389,10 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
 			p.refund() // the breaker refused the retry: it was not sent
 		}
-		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// A breaker's rejection matches its cause (a timeout, say), which
+		// may match the caller's context error too: it is still a
+		// rejection, returned as it is below.
+		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && !errors.Is(err, circuitbreaker.ErrOpen) {
 			continue // the caller gave up during the attempt; reported above
 		}
 		if !p.wantsRetry(resp, err) {
