@@ -27,6 +27,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/budgettest"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
@@ -121,28 +122,6 @@ func (p *tap) Wrap(inner rampart.Service[string, string]) rampart.Service[string
 	})
 }
 
-// countingBudget wraps a retry budget and counts what the retry layer asks
-// of it.
-type countingBudget struct {
-	inner                 retry.Budget
-	deposits, withdrawals atomic.Int64
-	granted               atomic.Int64
-}
-
-func (b *countingBudget) Deposit() {
-	b.deposits.Add(1)
-	b.inner.Deposit()
-}
-
-func (b *countingBudget) Withdraw() bool {
-	b.withdrawals.Add(1)
-	ok := b.inner.Withdraw()
-	if ok {
-		b.granted.Add(1)
-	}
-	return ok
-}
-
 // stack is a composed service with its parts exposed for assertions.
 type stack struct {
 	svc     rampart.Service[string, string]
@@ -151,7 +130,7 @@ type stack struct {
 	// layer (stack A), or every call into the breaker (stack B).
 	attempts *tap
 	backend  *tap
-	budget   *countingBudget
+	budget   *budgettest.Budget
 }
 
 // stackConfig describes a stack. Zero durations leave a timeout layer out.
@@ -170,7 +149,7 @@ type stackConfig struct {
 	breaker *circuitbreaker.Breaker
 }
 
-func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer[string, string], *countingBudget) {
+func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer[string, string], *budgettest.Budget) {
 	t.Helper()
 	br := c.breaker
 	if br == nil {
@@ -185,7 +164,7 @@ func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer
 	if inner == nil {
 		inner = budget.Always
 	}
-	bud := &countingBudget{inner: inner}
+	bud := budgettest.Over(inner)
 	backoff, err := retry.NewConstant(c.backoff)
 	require.NoError(t, err)
 	rl, err := retry.NewLayer(retry.Config[string, string]{
@@ -318,8 +297,8 @@ func TestCompose_RT3_BreakerConsultedBeforeEachAttempt(t *testing.T) {
 		assert.Equal(t, errBoom, open.Cause)
 		assert.Equal(t, 200*ms, took, "two backoffs, none after the rejection")
 		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State)
-		assert.Equal(t, int64(1), s.budget.deposits.Load())
-		assert.Equal(t, int64(2), s.budget.withdrawals.Load(), "one withdrawal per retry, none after the rejection")
+		assert.Equal(t, int64(1), s.budget.Counts().Deposits)
+		assert.Equal(t, int64(2), s.budget.Withdrawals(), "one withdrawal per retry, none after the rejection")
 	})
 }
 
@@ -336,7 +315,7 @@ func TestCompose_RT3_OpenBreakerShortCircuitsTheRetryLoop(t *testing.T) {
 		requireOpenError(t, err)
 		require.Equal(t, 1, s.backend.calls())
 		time.Sleep(time.Second)
-		attempts, deposits, withdrawals := s.attempts.calls(), s.budget.deposits.Load(), s.budget.withdrawals.Load()
+		attempts, deposits, withdrawals := s.attempts.calls(), s.budget.Counts().Deposits, s.budget.Withdrawals()
 
 		_, err, took := s.call(t.Context())
 
@@ -344,8 +323,8 @@ func TestCompose_RT3_OpenBreakerShortCircuitsTheRetryLoop(t *testing.T) {
 		assert.Equal(t, time.Duration(0), took, "no backoff sleep after the rejection")
 		assert.Equal(t, 1, s.backend.calls(), "the service is not called")
 		assert.Equal(t, attempts+1, s.attempts.calls(), "exactly one attempt, refused by the breaker")
-		assert.Equal(t, deposits+1, s.budget.deposits.Load(), "the request deposits")
-		assert.Equal(t, withdrawals, s.budget.withdrawals.Load(), "no retry is withdrawn")
+		assert.Equal(t, deposits+1, s.budget.Counts().Deposits, "the request deposits")
+		assert.Equal(t, withdrawals, s.budget.Withdrawals(), "no retry is withdrawn")
 		assert.Equal(t, time.Minute-1100*ms, open.RetryAfter)
 	})
 }
@@ -469,8 +448,8 @@ func TestCompose_TO2_BreakerOutsideRetrySeesOneOutcomePerRequest(t *testing.T) {
 		require.ErrorAs(t, open.Cause, &cause, "the breaker was tripped by the exhausted request")
 		assert.Equal(t, 3, cause.Attempts)
 		assert.Equal(t, errBoom, cause.Err)
-		assert.Equal(t, int64(4), s.budget.deposits.Load(), "the refused request never reached the retry layer")
-		assert.Equal(t, int64(8), s.budget.withdrawals.Load(), "two retries in each of the four requests that ran")
+		assert.Equal(t, int64(4), s.budget.Counts().Deposits, "the refused request never reached the retry layer")
+		assert.Equal(t, int64(8), s.budget.Withdrawals(), "two retries in each of the four requests that ran")
 	})
 }
 
@@ -521,7 +500,7 @@ func TestCompose_CB8_CallerCancellationIsNeitherFailureNorRetry(t *testing.T) {
 				}
 				assert.Equal(t, tt.failures, s.consecutiveFailures())
 				assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
-				assert.Equal(t, tt.withdrawals, s.budget.withdrawals.Load())
+				assert.Equal(t, tt.withdrawals, s.budget.Withdrawals())
 			})
 		})
 	}
@@ -637,7 +616,7 @@ func TestCompose_RT6_BudgetSharedByTwoStacks(t *testing.T) {
 		assert.Equal(t, 5, stacks[0].backend.calls())
 		assert.Equal(t, 6, stacks[1].backend.calls(), "the tenth request, on the second stack, retried")
 		assert.Equal(t, 10*ms, took, "only the one retry waited")
-		granted := stacks[0].budget.granted.Load() + stacks[1].budget.granted.Load()
+		granted := stacks[0].budget.Counts().Granted + stacks[1].budget.Counts().Granted
 		assert.Equal(t, int64(1), granted)
 	})
 }
@@ -807,7 +786,7 @@ func TestCompose_CB8_DoneContextMakesNoAttempt(t *testing.T) {
 				st := s.breaker.State()
 				assert.Equal(t, circuitbreaker.HalfOpen, st.State)
 				assert.Equal(t, 0, st.ProbesInFlight+st.ProbesFailed+st.ProbesSucceeded, "no probe was used")
-				assert.Equal(t, int64(0), s.budget.withdrawals.Load())
+				assert.Equal(t, int64(0), s.budget.Withdrawals())
 			})
 		})
 	}
@@ -931,7 +910,7 @@ func TestCompose_CB7_PanicCrossesTheStackOnce(t *testing.T) {
 		assert.Equal(t, "kaboom", recovered)
 		assert.Equal(t, 1, s.backend.calls())
 		assert.Equal(t, 1, s.consecutiveFailures())
-		assert.Equal(t, int64(0), s.budget.withdrawals.Load())
+		assert.Equal(t, int64(0), s.budget.Withdrawals())
 	})
 }
 
@@ -1087,9 +1066,9 @@ func TestCompose_Hammer_LayersAccountForEveryAttempt(t *testing.T) {
 		wg.Wait()
 
 		total := int64(callers * requests)
-		granted := s.budget.granted.Load()
+		granted := s.budget.Counts().Granted
 		assert.Equal(t, total, ok.Load()+refused.Load()+exhausted.Load(), "no request lost")
-		assert.Equal(t, total, s.budget.deposits.Load())
+		assert.Equal(t, total, s.budget.Counts().Deposits)
 		assert.Equal(t, total+granted, int64(s.attempts.calls()), "attempts = requests + granted retries")
 		assert.Equal(t, int64(s.attempts.calls()), int64(s.backend.calls())+refused.Load(), "attempts = service calls + refusals")
 		assert.LessOrEqual(t, granted, total/2, "the budget grants at most Ratio of the requests")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
 // rejecting returns an Accept that rejects the responses of the attempts
@@ -43,7 +44,7 @@ func TestHedge_RejectedFastAnswerDoesNotBeatAcceptedSlowOne(t *testing.T) {
 		var discarded discards
 		var detached detaches
 		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 			Accept: rejecting("1"), Discard: discarded.Discard, Detach: detached.Detach,
 		})
 
@@ -93,7 +94,7 @@ func TestHedge_NothingAccepted_FirstRejectedResponseReturned(t *testing.T) {
 				var discarded discards
 				var detached detaches
 				svc := newHedged(t, b, hedge.Config[string, string]{
-					Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms, MaxAttempts: 3,
+					Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms, MaxAttempts: 3,
 					Accept: tc.accept, Discard: discarded.Discard, Detach: detached.Detach,
 				})
 
@@ -116,7 +117,7 @@ func TestHedge_OnlyAttemptRejected_ReturnedAsItIs(t *testing.T) {
 		var discarded discards
 		var detached detaches
 		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 			Accept: rejecting("0"), Discard: discarded.Discard, Detach: detached.Detach,
 		})
 
@@ -138,7 +139,7 @@ func TestHedge_AcceptedErrorIsTheAnswer(t *testing.T) {
 		b := newBackend(step{latency: 100 * ms}, step{latency: 5 * ms, err: errA})
 		var detached detaches
 		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 			Accept: func(_ string, err error) bool { return err == nil || errors.Is(err, errA) },
 			Detach: detached.Detach,
 		})

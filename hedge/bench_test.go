@@ -2,7 +2,6 @@ package hedge_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,13 +10,8 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 )
-
-// freeBudget grants every withdrawal, with the cost of an atomic budget.
-type freeBudget struct{ n atomic.Int64 }
-
-func (b *freeBudget) Deposit()       { b.n.Add(1) }
-func (b *freeBudget) Withdraw() bool { b.n.Add(-1); return true }
 
 var echo = rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
 	return req, nil
@@ -27,7 +21,7 @@ var echo = rampart.ServiceFunc[string, string](func(_ context.Context, req strin
 func fastPath(tb testing.TB, hedgeable bool, percentile float64) rampart.Service[string, string] {
 	svc, err := hedge.Wrap(rampart.Service[string, string](echo), hedge.Config[string, string]{
 		Hedgeable:  func(string) bool { return hedgeable },
-		Budget:     &freeBudget{},
+		Budget:     budgettest.New(budgettest.Unlimited),
 		Delay:      time.Hour,
 		Percentile: percentile,
 	})

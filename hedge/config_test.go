@@ -9,11 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
 func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 	valid := func() hedge.Config[string, string] {
-		return hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}}
+		return hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -32,8 +33,8 @@ func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 		},
 		{
 			name:   "nil pointer Budget",
-			change: func(c *hedge.Config[string, string]) { c.Budget = (*tokens)(nil) },
-			want:   "hedge: Budget must not be a nil pointer, got *hedge_test.tokens(nil)",
+			change: func(c *hedge.Config[string, string]) { c.Budget = (*budgettest.Budget)(nil) },
+			want:   "hedge: Budget must not be a nil pointer, got *budgettest.Budget(nil)",
 		},
 		{
 			name:   "negative MaxAttempts",
@@ -128,7 +129,7 @@ func TestNewLayer_ValidConfigs(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}}
+			cfg := hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)}
 			tc.change(&cfg)
 			l, err := hedge.NewLayer(cfg)
 			require.NoError(t, err)

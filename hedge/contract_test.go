@@ -18,6 +18,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
 // netTimeout is a timeout error as the net package reports one.
@@ -52,14 +53,14 @@ func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) 
 }
 
 func TestHedge_WrapOfANilServiceIsAnError(t *testing.T) {
-	svc, err := hedge.Wrap[string, string](nil, hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}})
+	svc, err := hedge.Wrap[string, string](nil, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)})
 	assert.Nil(t, svc)
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "hedge: Wrap: inner service must not be nil: rampart: nil service")
 }
 
 func TestHedge_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
-	l, err := hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{}})
+	l, err := hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)})
 	require.NoError(t, err)
 	svc := l.Wrap(nil)
 	require.NotNil(t, svc)
@@ -67,14 +68,6 @@ func TestHedge_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "hedge: Wrap: rampart: nil service")
 }
-
-// refundingTokens is a tokens budget that also counts refunds.
-type refundingTokens struct {
-	tokens
-	refunds atomic.Int32
-}
-
-func (b *refundingTokens) Refund() { b.refunds.Add(1) }
 
 func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -86,7 +79,7 @@ func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
 			}
 			return "", &circuitbreaker.OpenError{} // every probe slot taken
 		})
-		b := &refundingTokens{tokens: tokens{left: 10}}
+		b := budgettest.New(10)
 		svc, err := hedge.Wrap(inner, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms, MaxAttempts: 2})
 		require.NoError(t, err)
 
@@ -95,15 +88,14 @@ func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "slow", resp)
 		assert.Equal(t, int32(2), calls.Load())
-		assert.Equal(t, [3]int{1, 1, 0}, b.counts())
-		assert.Equal(t, int32(1), b.refunds.Load(), "the copy the breaker refused gave its token back")
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1, Refunds: 1}, b.Counts(), "the copy the breaker refused gave its token back")
 	})
 }
 
 func TestHedge_RT10_SentCopiesAreNotRefunded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bk := newBackend(step{latency: 100 * ms}, step{latency: 5 * ms})
-		b := &refundingTokens{tokens: tokens{left: 10}}
+		b := budgettest.New(10)
 		svc := newHedged(t, bk, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms})
 
 		resp, err, took := call(svc, t.Context())
@@ -111,7 +103,6 @@ func TestHedge_RT10_SentCopiesAreNotRefunded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "req#1", resp)
 		assert.Equal(t, 15*ms, took)
-		assert.Equal(t, [3]int{1, 1, 0}, b.counts())
-		assert.Zero(t, b.refunds.Load())
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, b.Counts(), "no refund")
 	})
 }

@@ -4,38 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/hedge"
 )
-
-// fractionBudget is a toy Budget that allows one hedge per ten requests,
-// plus one. A program would use a *budget.Budget (package budget), which
-// also forgets old traffic.
-type fractionBudget struct {
-	mu       sync.Mutex
-	deposits int // guarded by mu
-	hedges   int // guarded by mu
-}
-
-func (b *fractionBudget) Deposit() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.deposits++
-}
-
-func (b *fractionBudget) Withdraw() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.hedges*10 > b.deposits {
-		return false
-	}
-	b.hedges++
-	return true
-}
 
 // A replica that hangs is hedged after 10ms; the hedge answers, and the
 // hanging attempt is cancelled before Call returns.
@@ -50,12 +25,20 @@ func ExampleNewLayer() {
 		return "answer from the hedge", nil
 	})
 
+	// One retry budget bounds the hedges of every call: each request
+	// deposits a fifth of a hedge, and a new budget starts with a floor of
+	// ten hedges a second.
+	hedges, err := budget.New(budget.Config{Ratio: 0.2})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	layer, err := hedge.NewLayer(hedge.Config[*http.Request, string]{
 		// Only GET and HEAD are safe to send twice.
 		Hedgeable: func(req *http.Request) bool {
 			return req.Method == http.MethodGet || req.Method == http.MethodHead
 		},
-		Budget:      &fractionBudget{},
+		Budget:      hedges,
 		MaxAttempts: 2,
 		Delay:       10 * time.Millisecond,
 	})
@@ -79,7 +62,7 @@ func ExampleNewLayer() {
 func ExampleNewLayer_badConfig() {
 	_, err := hedge.NewLayer(hedge.Config[string, string]{
 		Hedgeable:  func(string) bool { return true },
-		Budget:     &fractionBudget{},
+		Budget:     new(budget.Budget),
 		Percentile: 95,
 	})
 	fmt.Println(err)

@@ -17,7 +17,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
 // Many goroutines call one hedged service with random latencies, failures
@@ -45,10 +47,12 @@ func TestHedge_Hammer(t *testing.T) {
 			responses.Add(1)
 			return "ok " + req, nil
 		})
-		budget := &fractionBudget{}
+		shared, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
+		require.NoError(t, err)
+		bud := budgettest.Over(shared)
 		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
 			Hedgeable:   func(req string) bool { return !strings.HasSuffix(req, "w") },
-			Budget:      budget,
+			Budget:      bud,
 			MaxAttempts: 3,
 			Delay:       5 * time.Millisecond,
 			Percentile:  0.8,
@@ -90,15 +94,13 @@ func TestHedge_Hammer(t *testing.T) {
 		}
 		wg.Wait()
 
-		budget.mu.Lock()
-		deposits, granted := budget.deposits, budget.hedges
-		budget.mu.Unlock()
+		deposits, granted := bud.Counts().Deposits, bud.Counts().Granted
 		calls := int64(workers * perWorker)
 		assert.Equal(t, calls, answered.Load(), "every call answered once")
 		assert.Zero(t, wrong.Load())
-		assert.Equal(t, hedgeable.Load(), int64(deposits), "one deposit per hedgeable call")
-		assert.Equal(t, calls+int64(granted), attempts.Load(), "one attempt per call plus one per granted withdrawal")
-		assert.LessOrEqual(t, granted, deposits/10+1, "within the budget's tenth plus one")
+		assert.Equal(t, hedgeable.Load(), deposits, "one deposit per hedgeable call")
+		assert.Equal(t, calls+granted, attempts.Load(), "one attempt per call plus one per granted withdrawal")
+		assert.LessOrEqual(t, granted, deposits/10, "within the budget's Ratio")
 		assert.Positive(t, granted, "the test should hedge")
 		assert.Equal(t, responses.Load(), returned.Load()+discarded.Load(), "every response returned or discarded")
 	})
@@ -112,7 +114,7 @@ func TestHedge_DefaultDelayAndMinSamples(t *testing.T) {
 		}
 		steps = append(steps, step{latency: time.Second}, step{latency: ms}, step{latency: time.Second}, step{latency: ms})
 		b := newBackend(steps...)
-		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: &tokens{left: 10}, Percentile: 0.5})
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(10), Percentile: 0.5})
 
 		for range hedge.DefaultMinSamples - 1 {
 			_, err, _ := call(svc, context.Background())
@@ -140,7 +142,7 @@ func TestHedge_NoGoroutineLeft(t *testing.T) {
 		return "hedge", nil
 	})
 	svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
-		Hedgeable: always, Budget: &freeBudget{}, Delay: time.Millisecond,
+		Hedgeable: always, Budget: budgettest.New(budgettest.Unlimited), Delay: time.Millisecond,
 	})
 	require.NoError(t, err)
 	for range 20 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
 const ms = time.Millisecond
@@ -36,7 +37,7 @@ func call(svc rampart.Service[string, string], ctx context.Context) (string, err
 func TestHedge_FastHedgeWinsAndPrimaryIsCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend(step{latency: 100 * ms}, step{latency: 5 * ms})
-		budget := &tokens{left: 10}
+		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
 
 		resp, err, took := call(svc, context.Background())
@@ -46,14 +47,14 @@ func TestHedge_FastHedgeWinsAndPrimaryIsCancelled(t *testing.T) {
 		assert.Equal(t, 15*ms, took)
 		assert.Zero(t, b.inflight.Load(), "an attempt outlived the call (TO3)")
 		assert.Equal(t, []string{"0s start 0", "10ms start 1", "15ms answer 1", "15ms cancelled 0"}, b.Log())
-		assert.Equal(t, [3]int{1, 1, 0}, budget.counts(), "deposits, granted, refused")
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, budget.Counts())
 	})
 }
 
 func TestHedge_PrimaryAnswersBeforeDelay_NoHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend(step{latency: 5 * ms}, step{latency: 5 * ms})
-		budget := &tokens{left: 10}
+		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
 
 		resp, err, took := call(svc, context.Background())
@@ -64,7 +65,7 @@ func TestHedge_PrimaryAnswersBeforeDelay_NoHedge(t *testing.T) {
 		assert.Equal(t, "req#0", resp)
 		assert.Equal(t, 5*ms, took)
 		assert.Equal(t, 1, b.Calls())
-		assert.Equal(t, [3]int{1, 0, 0}, budget.counts())
+		assert.Equal(t, budgettest.Counts{Deposits: 1}, budget.Counts())
 	})
 }
 
@@ -82,7 +83,7 @@ func TestHedge_MaxAttemptsBoundsHedges(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				slow := step{latency: 100 * ms}
 				b := newBackend(slow, slow, slow, slow, slow)
-				budget := &tokens{left: 10}
+				budget := budgettest.New(10)
 				svc := newHedged(t, b, hedge.Config[string, string]{
 					Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: tc.maxAttempts,
 				})
@@ -113,7 +114,7 @@ func TestHedge_MaxAttemptsBoundsHedges(t *testing.T) {
 func TestHedge_BudgetExhaustionStopsNewHedgesButNotInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend(step{latency: 100 * ms}, step{latency: 50 * ms}, step{latency: ms}, step{latency: ms})
-		budget := &tokens{left: 1}
+		budget := budgettest.New(1)
 		svc := newHedged(t, b, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: 4,
 		})
@@ -124,14 +125,14 @@ func TestHedge_BudgetExhaustionStopsNewHedgesButNotInFlight(t *testing.T) {
 		assert.Equal(t, "req#1", resp, "the hedge sent before the budget ran dry still answers")
 		assert.Equal(t, 60*ms, took)
 		assert.Equal(t, []string{"0s start 0", "10ms start 1", "60ms answer 1", "60ms cancelled 0"}, b.Log())
-		assert.Equal(t, [3]int{1, 1, 1}, budget.counts(), "refused once at 20ms, then never asked again")
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1, Refused: 1}, budget.Counts(), "refused once at 20ms, then never asked again")
 	})
 }
 
 func TestHedge_NotHedgeableRequestIsNeverHedged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend(step{latency: 100 * ms}, step{latency: ms})
-		budget := &tokens{left: 10}
+		budget := budgettest.New(10)
 		var asked []string
 		svc := newHedged(t, b, hedge.Config[string, string]{
 			Hedgeable: func(req string) bool { asked = append(asked, req); return false },
@@ -146,7 +147,7 @@ func TestHedge_NotHedgeableRequestIsNeverHedged(t *testing.T) {
 		assert.Equal(t, 100*ms, took)
 		assert.Equal(t, 1, b.Calls())
 		assert.Equal(t, []string{"req"}, asked)
-		assert.Equal(t, [3]int{0, 0, 0}, budget.counts(), "a request that is not hedged does not touch the budget")
+		assert.Equal(t, budgettest.Counts{}, budget.Counts(), "a request that is not hedged does not touch the budget")
 	})
 }
 
@@ -173,7 +174,7 @@ func TestHedge_LearnedPercentileDelay(t *testing.T) {
 		steps = append(steps, step{latency: time.Second}, step{latency: 2 * ms})
 
 		b := newBackend(steps...)
-		budget := &tokens{left: 10}
+		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: time.Second,
 			Percentile: 0.95, Window: 20, MinSamples: 20,
@@ -199,7 +200,7 @@ func TestHedge_LearnedPercentileDelay(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "req#41", resp)
 		assert.Equal(t, 5*ms, took, "hedged at the new 3ms, answered 2ms later")
-		assert.Equal(t, [3]int{40, 2, 0}, budget.counts())
+		assert.Equal(t, budgettest.Counts{Deposits: 40, Granted: 2}, budget.Counts())
 		assert.Equal(t, 42, b.Calls())
 	})
 }
@@ -214,7 +215,7 @@ func TestHedge_OnlyAttemptFails_ErrorAndResponseUnchanged(t *testing.T) {
 		b := newBackend(step{latency: 5 * ms, err: errA})
 		var discarded discards
 		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 			Discard: discarded.Discard,
 		})
 
@@ -234,7 +235,7 @@ func TestHedge_AllAttemptsFail_EveryErrorKept(t *testing.T) {
 		b := newBackend(step{latency: 15 * ms, err: errA}, step{latency: 8 * ms, err: errB})
 		var discarded discards
 		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms, MaxAttempts: 3,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms, MaxAttempts: 3,
 			Discard: discarded.Discard,
 		})
 
@@ -257,7 +258,7 @@ func TestHedge_CallerCancellation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		slow := step{latency: 100 * ms}
 		b := newBackend(slow, slow, slow)
-		budget := &tokens{left: 10}
+		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: 3,
 		})
@@ -278,7 +279,7 @@ func TestHedge_CallerCancellation(t *testing.T) {
 		require.Len(t, log, 4)
 		assert.Equal(t, []string{"0s start 0", "10ms start 1"}, log[:2])
 		assert.ElementsMatch(t, []string{"15ms cancelled 0", "15ms cancelled 1"}, log[2:])
-		assert.Equal(t, [3]int{1, 1, 0}, budget.counts(), "no hedge after the caller gave up")
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, budget.Counts(), "no hedge after the caller gave up")
 	})
 }
 
@@ -310,7 +311,7 @@ func TestHedge_TO3_FirstSuccessWinsAndLosersAreDiscarded(t *testing.T) {
 				b := newBackend(tc.original, step{latency: 5 * ms})
 				var discarded discards
 				svc := newHedged(t, b, hedge.Config[string, string]{
-					Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+					Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 					Discard: discarded.Discard,
 				})
 
@@ -339,7 +340,7 @@ func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
 			return hedges.Call(ctx, req)
 		})
 		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 		})
 		require.NoError(t, err)
 
@@ -360,7 +361,7 @@ func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
 func TestHedge_ContextDoneBeforeCall_NoHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend(step{latency: 100 * ms}, step{latency: ms})
-		budget := &tokens{left: 10}
+		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -371,7 +372,7 @@ func TestHedge_ContextDoneBeforeCall_NoHedge(t *testing.T) {
 		assert.Same(t, context.Canceled, err, "the only attempt's error, unchanged")
 		assert.Zero(t, took)
 		assert.Equal(t, 1, b.Calls())
-		assert.Equal(t, [3]int{1, 0, 0}, budget.counts())
+		assert.Equal(t, budgettest.Counts{Deposits: 1}, budget.Counts())
 	})
 }
 
@@ -379,7 +380,7 @@ func TestHedge_ContextDoneBeforeCall_NoHedge(t *testing.T) {
 // the layer's budget.
 func TestHedge_EachWrappedServiceLearnsItsOwnDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		budget := &tokens{left: 10}
+		budget := budgettest.New(10)
 		layer, err := hedge.NewLayer(hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: time.Second,
 			Percentile: 1, Window: 1, MinSamples: 1,
@@ -398,7 +399,7 @@ func TestHedge_EachWrappedServiceLearnsItsOwnDelay(t *testing.T) {
 
 		assert.Equal(t, 3*ms, tookFast, "hedged at its own 2ms")
 		assert.Equal(t, 8*ms, tookSlow, "hedged at its own 7ms")
-		assert.Equal(t, [3]int{4, 2, 0}, budget.counts())
+		assert.Equal(t, budgettest.Counts{Deposits: 4, Granted: 2}, budget.Counts())
 	})
 }
 
@@ -431,7 +432,7 @@ func TestHedge_EachAttemptHasItsOwnContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &contexts{}
 		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 		})
 		require.NoError(t, err)
 
@@ -452,7 +453,7 @@ func TestHedge_DetachHandsTheWinnersContextToItsResponse(t *testing.T) {
 		inner := &contexts{}
 		var release context.CancelFunc
 		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: 10 * ms,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 			Detach: func(resp string, cancel context.CancelFunc) string {
 				release = cancel
 				return resp + " (detached)"

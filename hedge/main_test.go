@@ -83,41 +83,6 @@ func (b *backend) Log() []string {
 	return append([]string(nil), b.log...)
 }
 
-// tokens is a Budget that grants a fixed number of withdrawals and counts
-// every deposit and withdrawal.
-type tokens struct {
-	mu       sync.Mutex
-	left     int // guarded by mu
-	deposits int // guarded by mu
-	granted  int // guarded by mu
-	refused  int // guarded by mu
-}
-
-func (b *tokens) Deposit() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.deposits++
-}
-
-func (b *tokens) Withdraw() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.left == 0 {
-		b.refused++
-		return false
-	}
-	b.left--
-	b.granted++
-	return true
-}
-
-// counts returns deposits, granted and refused withdrawals.
-func (b *tokens) counts() [3]int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return [3]int{b.deposits, b.granted, b.refused}
-}
-
 func always(string) bool { return true }
 
 // discards records the responses passed to Config.Discard, which may be

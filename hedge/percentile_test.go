@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
 // A loser the layer cancels after it ran at least the delay is recorded as
@@ -30,7 +30,7 @@ func TestHedge_CancelledLoserCountsAsSlow(t *testing.T) {
 			step{latency: time.Second}, step{latency: ms},
 		)
 		svc := newHedged(t, b, hedge.Config[string, string]{
-			Hedgeable: always, Budget: &tokens{left: 10}, Delay: time.Second,
+			Hedgeable: always, Budget: budgettest.New(10), Delay: time.Second,
 			Percentile: 0.5, Window: 4, MinSamples: 4,
 		})
 		for range 4 {
@@ -50,12 +50,6 @@ func TestHedge_CancelledLoserCountsAsSlow(t *testing.T) {
 		assert.Equal(t, 31*ms, took, "hedged at 30ms")
 	})
 }
-
-// hedgeCount counts deposits and hedges; it grants every withdrawal.
-type hedgeCount struct{ deposits, hedges atomic.Int64 }
-
-func (b *hedgeCount) Deposit()       { b.deposits.Add(1) }
-func (b *hedgeCount) Withdraw() bool { b.hedges.Add(1); return true }
 
 // With a learned 95th percentile and lognormal latencies (median 11ms,
 // sigma 1), about 5% of requests are hedged, as the package doc says: the
@@ -77,7 +71,7 @@ func TestHedge_LearnedP95HedgesAboutFivePercent(t *testing.T) {
 				return 0, ctx.Err()
 			}
 		})
-		budget := &hedgeCount{}
+		budget := budgettest.New(budgettest.Unlimited)
 		svc, err := hedge.Wrap(rampart.Service[int, int](inner), hedge.Config[int, int]{
 			Hedgeable: func(int) bool { return true }, Budget: budget, Percentile: 0.95,
 		})
@@ -85,14 +79,14 @@ func TestHedge_LearnedP95HedgesAboutFivePercent(t *testing.T) {
 
 		for i := range 4000 {
 			if i == 1000 { // the window is warm
-				budget.deposits.Store(0)
-				budget.hedges.Store(0)
+				budget.Reset()
 			}
 			_, err := svc.Call(context.Background(), i)
 			require.NoError(t, err)
 		}
 
-		share := float64(budget.hedges.Load()) / float64(budget.deposits.Load())
+		counts := budget.Counts()
+		share := float64(counts.Granted) / float64(counts.Deposits)
 		assert.InDelta(t, 0.05, share, 0.005, "share of requests hedged")
 	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/budgettest"
 	"github.com/rampart-go/rampart/ramparthttp"
 )
 
@@ -129,12 +130,6 @@ func (b *replyBody) Read(p []byte) (int, error) {
 }
 
 func (b *replyBody) Close() error { b.closed.Store(true); return nil }
-
-// hedgeCounter counts deposits and granted hedges.
-type hedgeCounter struct{ deposits, hedges atomic.Int32 }
-
-func (b *hedgeCounter) Deposit()       { b.deposits.Add(1) }
-func (b *hedgeCounter) Withdraw() bool { b.hedges.Add(1); return true }
 
 // hedgedClient returns a client whose transport hedges after 10ms.
 func hedgedClient(t *testing.T, ft *replicaTransport, b hedge.Budget) *http.Client {
@@ -251,7 +246,7 @@ func TestHedgeLayer_OnlyRequestsThatMayBeSentTwiceAreHedged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ft := &replicaTransport{steps: []copyStep{{latency: 100 * milli, status: 200}, {latency: 5 * milli, status: 200}}}
-				counter := &hedgeCounter{}
+				counter := budgettest.New(budgettest.Unlimited)
 				c := hedgedClient(t, ft, counter)
 				var body io.Reader
 				if tc.body != "" {
@@ -275,11 +270,11 @@ func TestHedgeLayer_OnlyRequestsThatMayBeSentTwiceAreHedged(t *testing.T) {
 				if tc.wantHedged {
 					assert.Equal(t, 15*milli, took)
 					assert.Equal(t, 2, ft.Calls())
-					assert.Equal(t, []int32{1, 1}, []int32{counter.deposits.Load(), counter.hedges.Load()})
+					assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, counter.Counts())
 				} else {
 					assert.Equal(t, 100*milli, took)
 					assert.Equal(t, 1, ft.Calls())
-					assert.Equal(t, []int32{0, 0}, []int32{counter.deposits.Load(), counter.hedges.Load()},
+					assert.Equal(t, budgettest.Counts{}, counter.Counts(),
 						"a request that is not hedged does not touch the budget")
 				}
 				want := []string{tc.body, tc.body}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,16 +18,9 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/budgettest"
 	"github.com/rampart-go/rampart/retry"
 )
-
-// refundingBudget is a countingBudget that also counts refunds.
-type refundingBudget struct {
-	countingBudget
-	refunds atomic.Int64
-}
-
-func (b *refundingBudget) Refund() { b.refunds.Add(1) }
 
 func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
 	cause := errors.New("user left")
@@ -55,7 +47,7 @@ func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &refundingBudget{countingBudget: countingBudget{allow: 10}}
+			b := budgettest.New(10)
 			s := newScript(fail("boom"))
 			svc := wrap(t, s, retry.Config[string, string]{Backoff: constant(t, 0), Budget: b})
 
@@ -66,9 +58,9 @@ func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
 				assert.ErrorIs(t, err, target)
 			}
 			assert.NotErrorIs(t, err, retry.ErrExhausted, "no attempt ran, so nothing was exhausted")
-			assert.Zero(t, b.deposits.Load(), "no deposit")
-			assert.Zero(t, b.withdraws.Load(), "no withdrawal")
-			assert.Zero(t, b.refunds.Load())
+			assert.Zero(t, b.Counts().Deposits, "no deposit")
+			assert.Zero(t, b.Withdrawals(), "no withdrawal")
+			assert.Zero(t, b.Counts().Refunds)
 		})
 	}
 }
@@ -76,7 +68,7 @@ func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
 func TestRetry_RT8_NoAttemptForDoneContextWithOneAttempt(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	b := &countingBudget{}
+	b := budgettest.New(0)
 	s := newScript(outcome{resp: "ok"})
 	svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 1, Budget: b})
 
@@ -84,7 +76,7 @@ func TestRetry_RT8_NoAttemptForDoneContextWithOneAttempt(t *testing.T) {
 
 	assert.Same(t, context.Canceled, err)
 	assert.Zero(t, s.calls())
-	assert.Zero(t, b.deposits.Load())
+	assert.Zero(t, b.Counts().Deposits)
 }
 
 func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
@@ -98,7 +90,7 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name+" in the error", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := &countingBudget{allow: 10}
+				b := budgettest.New(10)
 				last := fmt.Errorf("limited: %w", &hintError{delay: tt.delay})
 				s := newScript(outcome{err: last})
 				svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
@@ -113,7 +105,7 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 				assert.Equal(t, 1, ex.Attempts)
 				assert.Same(t, last, ex.Err)
 				assert.ErrorIs(t, err, retry.ErrHintForever)
-				assert.Zero(t, b.withdraws.Load(), "nothing withdrawn for a retry that is never sent")
+				assert.Zero(t, b.Withdrawals(), "nothing withdrawn for a retry that is never sent")
 			})
 		})
 		t.Run(tt.name+" from Config.Hint on a response", func(t *testing.T) {
@@ -194,31 +186,27 @@ func TestRetry_RT10_RetryCancelledDuringTheBackoffIsRefunded(t *testing.T) {
 
 func TestRetry_RT10_SentRetriesAreNotRefunded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &refundingBudget{countingBudget: countingBudget{allow: 10}}
+		b := budgettest.New(10)
 		s := newScript(fail("one"), fail("two"), fail("three"))
 		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
 
 		_, err := svc.Call(t.Context(), "req")
 
 		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
-		assert.Equal(t, int64(1), b.deposits.Load())
-		assert.Equal(t, int64(2), b.withdraws.Load())
-		assert.Zero(t, b.refunds.Load())
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 2}, b.Counts())
 	})
 }
 
 func TestRetry_RT10_RefundCountsExactly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &refundingBudget{countingBudget: countingBudget{allow: 10}}
+		b := budgettest.New(10)
 		s := newScript(fail("boom"), outcome{err: &circuitbreaker.OpenError{}})
 		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
 
 		_, err := svc.Call(t.Context(), "req")
 
 		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
-		assert.Equal(t, int64(1), b.deposits.Load())
-		assert.Equal(t, int64(1), b.withdraws.Load())
-		assert.Equal(t, int64(1), b.refunds.Load())
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1, Refunds: 1}, b.Counts())
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/budgettest"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -57,18 +57,6 @@ func wrap(t testing.TB, svc rampart.Service[string, string], cfg retry.Config[st
 	s, err := retry.Wrap(svc, cfg)
 	require.NoError(t, err)
 	return s
-}
-
-// countingBudget allows the first allow withdrawals and counts calls.
-type countingBudget struct {
-	allow     int64
-	deposits  atomic.Int64
-	withdraws atomic.Int64
-}
-
-func (b *countingBudget) Deposit() { b.deposits.Add(1) }
-func (b *countingBudget) Withdraw() bool {
-	return b.withdraws.Add(1) <= b.allow
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
@@ -137,14 +125,14 @@ func TestRetry_RT1_DefaultsToThreeAttempts(t *testing.T) {
 
 func TestRetry_SuccessIsReturnedAtOnce(t *testing.T) {
 	s := newScript(outcome{resp: "ok"})
-	b := &countingBudget{}
+	b := budgettest.New(0)
 	svc := wrap(t, s, retry.Config[string, string]{Budget: b})
 	resp, err := svc.Call(t.Context(), "req")
 	require.NoError(t, err)
 	assert.Equal(t, "ok", resp)
 	assert.Equal(t, 1, s.calls())
-	assert.Equal(t, int64(1), b.deposits.Load())
-	assert.Equal(t, int64(0), b.withdraws.Load())
+	assert.Equal(t, int64(1), b.Counts().Deposits)
+	assert.Equal(t, int64(0), b.Withdrawals())
 }
 
 func TestRetry_RecoversAfterFailures(t *testing.T) {
@@ -423,19 +411,19 @@ func TestRetry_RT5_ErrorsAsFindsTypedLastError(t *testing.T) {
 
 func TestRetry_RT6_DepositsOncePerRequestWithdrawsPerRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &countingBudget{allow: 100}
+		b := budgettest.New(100)
 		s := newScript(fail("boom"))
 		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(1)), Budget: b})
 		_, err := svc.Call(t.Context(), "req")
 		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
-		assert.Equal(t, int64(1), b.deposits.Load())
-		assert.Equal(t, int64(2), b.withdraws.Load())
+		assert.Equal(t, int64(1), b.Counts().Deposits)
+		assert.Equal(t, int64(2), b.Withdrawals())
 	})
 }
 
 func TestRetry_RT6_EmptyBudgetStopsWithLastError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := &countingBudget{allow: 1}
+		b := budgettest.New(1)
 		s := newScript(fail("one"), fail("two"), fail("three"))
 		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 5, Backoff: constant(t, ms(100)), Budget: b})
 		start := time.Now()
@@ -572,14 +560,9 @@ func TestRetry_LayerWrapsManyServices(t *testing.T) {
 	assert.Equal(t, 1, b.calls())
 }
 
-type allowAll struct{}
-
-func (allowAll) Deposit()       {}
-func (allowAll) Withdraw() bool { return true }
-
 func TestRetry_SuccessPathDoesNotAllocate(t *testing.T) {
 	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
-	svc := wrap(t, ok, retry.Config[string, string]{Budget: allowAll{}})
+	svc := wrap(t, ok, retry.Config[string, string]{Budget: budgettest.New(budgettest.Unlimited)})
 	ctx := t.Context()
 	allocs := testing.AllocsPerRun(1000, func() {
 		_, _ = svc.Call(ctx, "req")
@@ -589,7 +572,7 @@ func TestRetry_SuccessPathDoesNotAllocate(t *testing.T) {
 
 func TestRetry_RT1_OneAttemptNeverRetriesNorWraps(t *testing.T) {
 	boom := errors.New("boom")
-	counting := &countingBudget{allow: 1}
+	counting := budgettest.New(1)
 	svc, err := retry.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
 		return 7, boom
 	}), retry.Config[int, int]{MaxAttempts: 1, Budget: counting})
@@ -598,12 +581,12 @@ func TestRetry_RT1_OneAttemptNeverRetriesNorWraps(t *testing.T) {
 	got, err := svc.Call(context.Background(), 0)
 	assert.Equal(t, 7, got)
 	assert.Same(t, boom, err, "MaxAttempts 1 never wraps the error")
-	assert.Equal(t, int64(1), counting.deposits.Load())
-	assert.Equal(t, int64(0), counting.withdraws.Load())
+	assert.Equal(t, int64(1), counting.Counts().Deposits)
+	assert.Equal(t, int64(0), counting.Withdrawals())
 }
 
 func TestRetry_RT6_NilPointerBudgetIsAnError(t *testing.T) {
-	var b *countingBudget
+	var b *budgettest.Budget
 	_, err := retry.NewLayer[int, int](retry.Config[int, int]{Budget: b})
-	assert.EqualError(t, err, "retry: Budget must not be a nil pointer, got *retry_test.countingBudget(nil)")
+	assert.EqualError(t, err, "retry: Budget must not be a nil pointer, got *budgettest.Budget(nil)")
 }
