@@ -25,8 +25,11 @@ const (
 
 // Limits on a [Config]; a larger value is an error, not clamped.
 const (
-	// MaxMaxAttempts is the largest MaxAttempts accepted.
-	MaxMaxAttempts = 16
+	// MaxAttemptsLimit is the largest MaxAttempts accepted (the same rule
+	// as retry.MaxAttemptsLimit): every attempt of a call may be in flight
+	// at once, so sixteen copies of one request is already far more load
+	// than hedging should add.
+	MaxAttemptsLimit = 16
 	// MaxWindow is the largest Window accepted.
 	MaxWindow = 1 << 16
 )
@@ -90,10 +93,10 @@ type Config[Req, Resp any] struct {
 	Budget Budget
 
 	// MaxAttempts is how many attempts a call may send in total, counting
-	// the original request: 2 means at most one hedge. It must be between
-	// 1 and MaxMaxAttempts; 1 disables hedging, and the layer then passes
-	// every call through without touching the Budget. Zero means
-	// DefaultMaxAttempts.
+	// the original request: 2 means at most one hedge. Zero means
+	// [DefaultMaxAttempts]; otherwise it must be between 1 and
+	// [MaxAttemptsLimit]. 1 disables hedging: the layer then passes every
+	// call through without touching the Budget.
 	MaxAttempts int
 
 	// Delay is how long the layer waits after starting an attempt before
@@ -219,8 +222,8 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		return s, fmt.Errorf("hedge: Budget must not be nil (every hedge must be bounded; a Budget whose Withdraw returns true removes the bound)")
 	case isNilPointer(c.Budget):
 		return s, fmt.Errorf("hedge: Budget must not be a nil pointer, got %T(nil)", c.Budget)
-	case c.MaxAttempts < 0 || c.MaxAttempts > MaxMaxAttempts:
-		return s, fmt.Errorf("hedge: MaxAttempts must be 0 (the default, %d) or between 1 and %d, got %d", DefaultMaxAttempts, MaxMaxAttempts, c.MaxAttempts)
+	case c.MaxAttempts < 0 || c.MaxAttempts > MaxAttemptsLimit:
+		return s, fmt.Errorf("hedge: MaxAttempts must be 0 (the default, %d) or between 1 and %d, got %d", DefaultMaxAttempts, MaxAttemptsLimit, c.MaxAttempts)
 	case c.Delay < 0:
 		return s, fmt.Errorf("hedge: Delay must be 0 (the default, %v) or positive, got %v", DefaultDelay, c.Delay)
 	case math.IsNaN(c.Percentile) || c.Percentile < 0 || c.Percentile > 1:

@@ -164,18 +164,18 @@ type call[Req, Resp any] struct {
 	wg     sync.WaitGroup // one slot per hedge goroutine, one for the timer
 
 	mu       sync.Mutex
-	timer    *time.Timer                        // guarded by mu
-	cancels  [MaxMaxAttempts]context.CancelFunc // guarded by mu; by attempt, fixed once stopped
-	stopped  bool                               // guarded by mu; no more hedges will be sent
-	started  int                                // guarded by mu; attempts sent
-	inflight int                                // guarded by mu; attempts not yet returned
-	won      bool                               // guarded by mu; an attempt was accepted
-	wonAt    time.Time                          // guarded by mu; when, if won and a delay is learned
-	aborted  bool                               // guarded by mu; the original attempt panicked
-	kept     int                                // guarded by mu; the attempt whose outcome is in resp and err, or -1
-	resp     Resp                               // guarded by mu; the outcome Call returns unless every attempt failed
-	err      error                              // guarded by mu
-	errs     []error                            // guarded by mu; by attempt, allocated on the first error
+	timer    *time.Timer                          // guarded by mu
+	cancels  [MaxAttemptsLimit]context.CancelFunc // guarded by mu; by attempt, fixed once stopped
+	stopped  bool                                 // guarded by mu; no more hedges will be sent
+	started  int                                  // guarded by mu; attempts sent
+	inflight int                                  // guarded by mu; attempts not yet returned
+	won      bool                                 // guarded by mu; an attempt was accepted
+	wonAt    time.Time                            // guarded by mu; when, if won and a delay is learned
+	aborted  bool                                 // guarded by mu; the original attempt panicked
+	kept     int                                  // guarded by mu; the attempt whose outcome is in resp and err, or -1
+	resp     Resp                                 // guarded by mu; the outcome Call returns unless every attempt failed
+	err      error                                // guarded by mu
+	errs     []error                              // guarded by mu; by attempt, allocated on the first error
 }
 
 // hedge runs on the timer's goroutine and sends the next attempt, with a

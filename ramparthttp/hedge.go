@@ -21,7 +21,7 @@ type HedgeConfig struct {
 	Budget hedge.Budget
 	// MaxAttempts is how many copies of a request may be sent in total,
 	// the original included: 2 means at most one hedge. Between 1 and
-	// [hedge.MaxMaxAttempts]; 1 disables hedging; zero means
+	// [hedge.MaxAttemptsLimit]; 1 disables hedging; zero means
 	// [hedge.DefaultMaxAttempts].
 	MaxAttempts int
 	// Delay is how long to wait for an answer before sending the next

@@ -290,3 +290,26 @@ func TestRetry_NilBackoffIsAnError(t *testing.T) {
 type nilBackoff struct{ d time.Duration }
 
 func (b *nilBackoff) Delay(int, time.Duration) time.Duration { return b.d }
+
+// retry and hedge follow one rule for MaxAttempts: 0 is the default, 1
+// disables, and above the package's MaxAttemptsLimit is an error, never
+// clamped.
+func TestRetry_RT12_MaxAttemptsAboveTheLimitIsAnError(t *testing.T) {
+	_, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 100})
+	require.NoError(t, err, "the limit itself is accepted")
+
+	tests := []struct {
+		name        string
+		maxAttempts int
+		want        string
+	}{
+		{name: "above the limit", maxAttempts: 101, want: "retry: MaxAttempts must be 0 (the default, 3) or between 1 and 100, got 101"},
+		{name: "negative", maxAttempts: -1, want: "retry: MaxAttempts must be 0 (the default, 3) or between 1 and 100, got -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: tt.maxAttempts})
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+}

@@ -50,6 +50,14 @@ const (
 	DefaultMaxHint = time.Minute
 )
 
+// MaxAttemptsLimit is the largest Config.MaxAttempts accepted; a larger
+// value is an error, not clamped (the same rule as hedge.MaxAttemptsLimit).
+// A hundred attempts span more than a quarter of an hour with the default
+// backoff: a larger count is almost always a mistake, such as a number of
+// milliseconds. To retry until the deadline, pass MaxAttemptsLimit and let
+// the context and the Budget stop the loop.
+const MaxAttemptsLimit = 100
+
 // Forever, as a server's hint, says the wait never ends: no later attempt
 // can succeed, so the loop stops at once with the last outcome (an error
 // stops with [ErrHintForever]) rather than waiting MaxHint and trying
@@ -68,7 +76,8 @@ var defaultBackoff, _ = NewExponential(Exponential{})
 type Config[Req, Resp any] struct {
 	// MaxAttempts bounds the number of calls per request, including the
 	// first: 3 means one call and at most two retries. Zero means
-	// [DefaultMaxAttempts]; negative is an error. 1 disables retries: the
+	// [DefaultMaxAttempts]; otherwise it must be between 1 and
+	// [MaxAttemptsLimit]. 1 disables retries: the
 	// layer then only deposits into Budget (so a layer that does not retry
 	// still earns retries for those that share the budget) and returns the
 	// inner outcome unchanged, never an [*ExhaustedError]; a call whose
@@ -154,8 +163,8 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 		discard:     cfg.Discard,
 	}
 	switch {
-	case p.maxAttempts < 0:
-		return nil, fmt.Errorf("retry: MaxAttempts must be 0 (the default, %d) or at least 1, got %d", DefaultMaxAttempts, p.maxAttempts)
+	case p.maxAttempts < 0 || p.maxAttempts > MaxAttemptsLimit:
+		return nil, fmt.Errorf("retry: MaxAttempts must be 0 (the default, %d) or between 1 and %d, got %d", DefaultMaxAttempts, MaxAttemptsLimit, p.maxAttempts)
 	case p.maxAttempts == 0:
 		p.maxAttempts = DefaultMaxAttempts
 	}
@@ -192,8 +201,8 @@ func isNilValue(v any) bool {
 // The layer and the services it wraps are safe for concurrent use when
 // cfg's functions and Budget are.
 //
-// It returns an error naming the field if MaxAttempts or MaxHint is
-// negative, Backoff is a nil [BackoffFunc] or nil pointer, or Budget is a
+// It returns an error naming the field if MaxAttempts is negative or above
+// [MaxAttemptsLimit], MaxHint is negative, Backoff is a nil [BackoffFunc] or nil pointer, or Budget is a
 // nil pointer.
 //
 // # Outcomes

@@ -532,7 +532,6 @@ func TestRetry_ConfigErrorsNameTheField(t *testing.T) {
 		cfg  retry.Config[string, string]
 		want string
 	}{
-		{name: "negative attempts", cfg: retry.Config[string, string]{MaxAttempts: -1}, want: "retry: MaxAttempts must be 0 (the default, 3) or at least 1, got -1"},
 		{name: "negative max hint", cfg: retry.Config[string, string]{MaxHint: -time.Second}, want: "retry: MaxHint must be 0 (the default, 1m0s) or positive, got -1s"},
 	}
 	for _, tt := range tests {
