@@ -56,7 +56,7 @@ func TestHedge_WrapOfANilServiceIsAnError(t *testing.T) {
 	svc, err := hedge.Wrap[string, string](nil, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)})
 	assert.Nil(t, svc)
 	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "hedge: Wrap: inner service must not be nil: rampart: nil service")
+	assert.EqualError(t, err, "hedge: svc must not be nil: rampart: nil service")
 }
 
 func TestHedge_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {

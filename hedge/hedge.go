@@ -61,19 +61,18 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 	return layer[Req, Resp]{s: s}, nil
 }
 
-// Wrap returns inner wrapped in a hedge layer configured by cfg, inferring
-// the type parameters from inner. It is [NewLayer] followed by Wrap and
-// returns the same errors, and an error matching [rampart.ErrNilService]
-// if inner is nil.
-func Wrap[Req, Resp any](inner rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
-	if inner == nil {
-		return nil, fmt.Errorf("hedge: Wrap: inner service must not be nil: %w", rampart.ErrNilService)
-	}
+// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
+// parameters from svc. It returns the errors [NewLayer] returns, and an
+// error matching [rampart.ErrNilService] when svc is nil.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return l.Wrap(inner), nil
+	if svc == nil {
+		return nil, fmt.Errorf("hedge: svc must not be nil: %w", rampart.ErrNilService)
+	}
+	return l.Wrap(svc), nil
 }
 
 type layer[Req, Resp any] struct {

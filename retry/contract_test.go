@@ -249,7 +249,7 @@ func TestRetry_WrapOfANilServiceIsAnError(t *testing.T) {
 	svc, err := retry.Wrap[string, string](nil, retry.Config[string, string]{})
 	assert.Nil(t, svc)
 	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "retry: Wrap: inner service must not be nil: rampart: nil service")
+	assert.EqualError(t, err, "retry: svc must not be nil: rampart: nil service")
 }
 
 func TestRetry_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
