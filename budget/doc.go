@@ -1,6 +1,6 @@
 // Package budget provides retry budgets: a shared allowance that bounds
 // retries to a share of recent traffic plus a small floor per second, after
-// Finagle's RetryBudget and Tower's TpsBudget (RT6).
+// Finagle's RetryBudget and Tower's TpsBudget.
 //
 // # Why budgets beat max-retries
 //

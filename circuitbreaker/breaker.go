@@ -40,7 +40,7 @@ type Breaker struct {
 	// It is zero only in a zero Breaker not yet set up (flagMade clear).
 	// The epoch grows by one on every state change (and on Reset), so a
 	// permit that remembers the word it was issued under can tell whether
-	// its outcome still belongs to the current period (CB5).
+	// its outcome still belongs to the current period.
 	// The fields read by every call (word, period, tracker, busy) sit on
 	// cache lines that nothing written per call shares: this padding keeps
 	// the end of whatever object the allocator put before the Breaker off
@@ -71,7 +71,7 @@ type Breaker struct {
 
 	mu sync.Mutex
 	// cooldown is the cool-down of the current or most recent Open period;
-	// it grows on consecutive re-opens (CB14). Guarded by mu.
+	// it grows on consecutive re-opens. Guarded by mu.
 	cooldown time.Duration
 	// probes are the probes in flight in HalfOpen, at most MaxProbes.
 	// Guarded by mu.
@@ -135,7 +135,7 @@ type probe struct {
 }
 
 // New returns a Closed breaker configured by cfg, or an error naming the
-// first bad field of cfg or of its Policy (CB13). Zero fields take the
+// first bad field of cfg or of its Policy. Zero fields take the
 // defaults documented on [Config].
 func New(cfg Config) (*Breaker, error) {
 	set, err := cfg.validate()
@@ -503,7 +503,7 @@ func (b *Breaker) releaseProbe(t uint64, now int64) bool {
 }
 
 // trip opens the breaker from Closed or HalfOpen. The cool-down starts
-// again from ResetTimeout after Closed and grows after HalfOpen (CB14).
+// again from ResetTimeout after Closed and grows after HalfOpen.
 // Called with mu held.
 func (b *Breaker) trip(from State, cause error) {
 	if from == Closed {
@@ -553,10 +553,10 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 	b.queue = append(b.queue, tr)
 }
 
-// State returns a snapshot of the breaker (CB11). It does not change the
+// State returns a snapshot of the breaker. It does not change the
 // state: an Open breaker whose cool-down has passed is reported as HalfOpen
 // with no probes, although the transition itself happens on the next
-// acquire (CB1). Safe for concurrent use; it takes the breaker's lock.
+// acquire. Safe for concurrent use; it takes the breaker's lock.
 func (b *Breaker) State() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -593,7 +593,7 @@ func (b *Breaker) State() Snapshot {
 
 // Reset closes the breaker, clears the policy's history and the growth of
 // the cool-down, and starts a new epoch, so that no permit issued before
-// the reset, probe or not, can change the state afterwards (CB9). Listeners
+// the reset, probe or not, can change the state afterwards. Listeners
 // see a transition to Closed unless the breaker was already Closed. While
 // a [Switch] forces the breaker, Reset clears the history but leaves the
 // forced state: the switch owns it until released. Safe for concurrent use.

@@ -20,12 +20,12 @@ const (
 
 	// Immediate, as Config.ResetTimeout, is a cool-down of zero: a tripped
 	// breaker is ready for a probe at once, so the next call after a trip is
-	// a probe (CB13). A literal zero cannot say this, because a zero field
+	// a probe. A literal zero cannot say this, because a zero field
 	// selects [DefaultResetTimeout]; Immediate is the one negative duration
 	// Config accepts.
 	Immediate time.Duration = -1
 	// Forever, as Config.ResetTimeout, keeps a tripped breaker Open until
-	// [Breaker.Reset] or a [Switch] changes it (CB13). It is also the
+	// [Breaker.Reset] or a [Switch] changes it. It is also the
 	// RetryAfter of a breaker that will not admit a probe by itself
 	// (ForcedOpen, or Open with a Forever cool-down).
 	Forever time.Duration = math.MaxInt64
@@ -52,7 +52,7 @@ type Config struct {
 	// error.
 	ResetTimeout time.Duration
 
-	// MaxResetTimeout, when non-zero, makes the cool-down grow (CB14): the
+	// MaxResetTimeout, when non-zero, makes the cool-down grow: the
 	// first trip from Closed cools down for ResetTimeout, and each
 	// consecutive re-open from HalfOpen multiplies the previous cool-down
 	// by ResetTimeoutMultiplier, up to MaxResetTimeout. Closing the
@@ -68,11 +68,11 @@ type Config struct {
 	// and is an error without MaxResetTimeout.
 	ResetTimeoutMultiplier float64
 
-	// MaxProbes is how many probes may be in flight at once in HalfOpen
-	// (CB3). Zero means 1; at most 1024.
+	// MaxProbes is how many probes may be in flight at once in HalfOpen.
+	// Zero means 1; at most 1024.
 	MaxProbes int
 
-	// ProbeLease bounds how long a probe permit holds its slot (CB6): a
+	// ProbeLease bounds how long a probe permit holds its slot: a
 	// probe that has not reported its outcome after ProbeLease no longer
 	// counts as in flight, its slot is given to the next caller, and its
 	// outcome, if it ever comes, is discarded. Zero means
@@ -87,13 +87,13 @@ type Config struct {
 	// Returning false makes the
 	// error count as a success: it still reaches the caller, but it does
 	// not indicate an unhealthy dependency, and it counts toward closing
-	// from HalfOpen (CB8). It is called concurrently and must be safe for
+	// from HalfOpen. It is called concurrently and must be safe for
 	// concurrent use. nil counts every such error as a failure. It is the
 	// shouldTrip predicate of the seed documents.
 	IsFailure func(err error) bool
 
 	// Switch, when set, is a manual switch that can force this breaker
-	// open or closed (CB12). One Switch may control many breakers.
+	// open or closed. One Switch may control many breakers.
 	Switch *Switch
 }
 

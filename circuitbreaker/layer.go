@@ -7,19 +7,19 @@ import (
 	"github.com/rampart-go/rampart"
 )
 
-// ErrPanicked is the failure recorded when the protected call panics (CB7).
+// ErrPanicked is the failure recorded when the protected call panics.
 // It becomes the [OpenError.Cause] if the panic trips the breaker. The panic
 // itself continues to the caller unchanged.
 var ErrPanicked = errors.New("circuitbreaker: protected call panicked")
 
 // Classifier judges a finished call from its response and error, for
 // dependencies whose failures are responses rather than errors (an HTTP 503,
-// a gRPC UNAVAILABLE in a reply) (CB8). It must be safe for concurrent use.
+// a gRPC UNAVAILABLE in a reply). It must be safe for concurrent use.
 //
 // The layer from [NewClassifiedLayer] does not call it for an error
 // returned after the caller cancelled the call's context: that call is
 // Ignored first (see [ClassifyContext]). So a context.Canceled that reaches
-// a Classifier came from the dependency, and CB8 counts it as a Failure;
+// a Classifier came from the dependency, and the default classification counts it as a Failure;
 // [Classify], which cannot tell whose cancellation it is, would ignore it.
 // A Classifier that keeps the default for errors therefore returns Failure
 // for every non-nil error it does not judge otherwise.

@@ -8,7 +8,7 @@ type listener struct {
 }
 
 // Subscribe registers f to be told about every transition of the breaker
-// (CB10) and returns a function that removes it; calling that function more
+// and returns a function that removes it; calling that function more
 // than once is harmless.
 //
 // Transitions are delivered in the order they happened, one at a time:

@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// Permit is the right to make one call, issued by [Breaker.TryAcquire]
-// (CB5). Finish it with exactly one of [Permit.Success], [Permit.Failure],
+// Permit is the right to make one call, issued by [Breaker.TryAcquire].
+// Finish it with exactly one of [Permit.Success], [Permit.Failure],
 // [Permit.Ignore], [Permit.Done] or [Permit.DoneContext]; finishing it
 // again is a no-op that returns false.
 //
@@ -52,7 +52,7 @@ func (p *Permit) Failure(err error) bool { return p.finish(Failure, err) }
 // probe slot for another probe and the policy never sees it.
 func (p *Permit) Ignore() { p.finish(Ignored, nil) }
 
-// Done classifies err with [Classify] and [Config.IsFailure] (CB8) and
+// Done classifies err with [Classify] and [Config.IsFailure] and
 // records the result: a nil error is a success, an error matching
 // context.Canceled is ignored, any other error is a failure unless
 // IsFailure says it is not, in which case it is a success. It reports
@@ -71,7 +71,7 @@ func (p *Permit) Done(err error) bool {
 // DoneContext is [Permit.Done] for a call made with ctx: it classifies err
 // with [ClassifyContext], so only the caller's own cancellation of ctx is
 // ignored, and a context.Canceled that came from the dependency is a
-// failure (CB8). [Config.IsFailure] is asked about failures as in Done. It
+// failure. [Config.IsFailure] is asked about failures as in Done. It
 // reports whether the outcome counted. A nil err is a success and ctx is
 // then not consulted. The layer from [NewLayer] finishes its permits with
 // DoneContext.
@@ -170,8 +170,8 @@ func Classify(err error) Outcome {
 	return Failure
 }
 
-// ClassifyContext is the default classification of a call made with ctx
-// (CB8), used by the layer from [NewLayer] and by [Permit.DoneContext]. It
+// ClassifyContext is the default classification of a call made with ctx,
+// used by the layer from [NewLayer] and by [Permit.DoneContext]. It
 // is to be called when the call has returned:
 //   - a nil err is a Success, whatever ctx says: the dependency answered;
 //   - an error while the caller has cancelled ctx (ctx.Err() matches

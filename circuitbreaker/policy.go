@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Policy decides when a [Breaker] trips and when its probes close it again
-// (CB12). A Policy is a description, usually a small struct literal such as
+// Policy decides when a [Breaker] trips and when its probes close it again.
+// A Policy is a description, usually a small struct literal such as
 // [Consecutive]{Failures: 5}: it holds configuration, not state, so one Policy
 // value can configure many breakers, from any goroutine (the built-in
 // policies are values that NewTracker only reads). [New] calls NewTracker
@@ -163,7 +163,7 @@ type Counters struct {
 }
 
 // maxCount bounds every count in a configuration. Larger values are
-// rejected as absurd (CB13): a threshold of a million consecutive failures
+// rejected as absurd: a threshold of a million consecutive failures
 // never trips in practice, and window sizes beyond it waste memory.
 const maxCount = 1_000_000
 

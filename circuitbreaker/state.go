@@ -7,9 +7,9 @@ import (
 
 // State is the state of a [Breaker].
 //
-// A breaker goes Closed → Open → HalfOpen → Closed (CB1), or HalfOpen →
+// A breaker goes Closed → Open → HalfOpen → Closed, or HalfOpen →
 // Open when probes fail. ForcedOpen and ForcedClosed are set by a [Switch]
-// and left only through it: a forced state is visible as such (CB11).
+// and left only through it: a forced state is visible as such.
 type State uint8
 
 const (
@@ -46,10 +46,10 @@ func (s State) String() string {
 }
 
 // Snapshot is the state of a [Breaker] at one moment, returned by
-// [Breaker.State] (CB11). Fields that do not apply to the state are zero.
+// [Breaker.State]. Fields that do not apply to the state are zero.
 type Snapshot struct {
 	// State is the state. Once an Open breaker's cool-down has passed it is
-	// HalfOpen, even before a call has started a probe (CB1).
+	// HalfOpen, even before a call has started a probe.
 	State State
 	// Counters are the policy's counters of the current Closed period,
 	// which every transition to Closed (a probe verdict, a reset, a
@@ -71,7 +71,7 @@ type Snapshot struct {
 }
 
 // Transition is one change of a [Breaker]'s state, given to the listeners
-// registered with [Breaker.Subscribe] (CB10).
+// registered with [Breaker.Subscribe].
 type Transition struct {
 	// From and To are the states before and after. They may be equal for a
 	// manual change that keeps the state but changes the reason (ForcedOpen

@@ -10,7 +10,7 @@ import (
 // Switch is a manual switch: a handle that any part of a program can use to
 // force breakers open (maintenance, an operator's kill switch, a health
 // check of its own) or closed (an operator's override), and to release them
-// to automatic operation again (CB12). Attach it to breakers through
+// to automatic operation again. Attach it to breakers through
 // [Config.Switch]; one Switch may control many breakers.
 //
 // It follows the review of the Tower circuit-breaker pull request: a circuit

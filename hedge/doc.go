@@ -56,14 +56,14 @@
 //		Service(backend)
 //
 // A loser that the hedge layer cancels ends with [context.Canceled], which
-// the breaker's default classification ignores (CB8): hedging never trips a
+// the breaker's default classification ignores: hedging never trips a
 // breaker by itself.
 //
 // # Goroutines and cost
 //
 // The first attempt runs on the caller's goroutine; each hedge runs on a
 // goroutine of its own, started by a timer. Call returns only after every
-// attempt it started has returned, so no goroutine outlives a call (TO3):
+// attempt it started has returned, so no goroutine outlives a call:
 // cancelled losers are waited for, which takes as long as the inner service
 // takes to notice its cancelled context. A non-hedgeable request costs one
 // predicate call and nothing else. A hedgeable request that is answered

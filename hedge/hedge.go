@@ -37,7 +37,7 @@ import (
 // accepted, every other attempt's context is cancelled at once, and their
 // responses go to cfg.Discard. The winner's context is cancelled before
 // Call returns, or handed to its response by cfg.Detach. Call returns only
-// after every attempt it started has returned (TO3), so an inner service
+// after every attempt it started has returned, so an inner service
 // that ignores its context delays the answer until it returns.
 //
 // When no outcome is accepted, no response is lost: if only the original

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Backoff is a schedule of delays between attempts (RT1).
+// Backoff is a schedule of delays between attempts.
 //
 // Delay returns how long to wait before retry number attempt, where attempt
 // is 1 for the wait between the first and second call, 2 for the next, and

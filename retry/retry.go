@@ -91,8 +91,8 @@ type Config[Req, Resp any] struct {
 	// treated as zero.
 	Backoff Backoff
 
-	// Retryable reports whether an attempt's outcome is worth retrying
-	//. It sees every outcome, successes included, so a response can
+	// Retryable reports whether an attempt's outcome is worth retrying.
+	// It sees every outcome, successes included, so a response can
 	// ask for a retry (an HTTP 503, say) with a nil error. Nil means "retry
 	// every non-nil error". Whatever it returns, the layer never retries an
 	// error matching [circuitbreaker.ErrOpen], an error marked with

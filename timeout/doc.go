@@ -8,14 +8,14 @@
 // concurrency limit) and eventually times out on its own, much later than it
 // should have. A timeout layer turns "no answer" into a prompt, ordinary
 // failure that the rest of the stack can act on: a circuit breaker counts it
-// as a failure (TO2; the error matches [context.DeadlineExceeded], which
+// as a failure (the error matches [context.DeadlineExceeded], which
 // circuitbreaker's default classification treats as one), a retry layer may
 // try again within its budget, and the caller gets an answer in time.
 //
 // The deadline travels in the context, as Go's standard library expects, so
 // an inner service that honours its context stops work at the deadline. By
 // default the inner call runs on the caller's goroutine and no goroutine
-// outlives a call (TO3). A call that ignores its context can only be cut
+// outlives a call. A call that ignores its context can only be cut
 // short by abandoning it to its own goroutine, which Config.Abandon opts
 // into.
 //
@@ -23,7 +23,7 @@
 //
 // The caller's own deadline or cancellation is reported as the caller's
 // (context.DeadlineExceeded or context.Canceled, as the caller's context
-// says), not as a timeout of this layer (TO1): a breaker or retry layer
+// says), not as a timeout of this layer: a breaker or retry layer
 // outside may treat "the caller gave up" differently from "the dependency
 // was too slow". [New] documents the exact rule, including a deadline that
 // fires just as the inner call returns.

@@ -42,7 +42,7 @@ type Config[Req, Resp any] struct {
 	// runtime.Goexit (t.FailNow in a test double) makes the waiting caller's
 	// goroutine exit too, as x/sync/singleflight does; after abandonment it
 	// ends only its own goroutine. The default, false, runs the inner call
-	// on the caller's goroutine and starts no goroutine (TO3): a call that
+	// on the caller's goroutine and starts no goroutine: a call that
 	// ignores its context then holds the caller until it returns.
 	Abandon bool
 
