@@ -1,6 +1,14 @@
 // Package coalesce makes identical concurrent requests share one call to
 // the inner service, with golang.org/x/sync/singleflight.
 //
+// # Quick start
+//
+//	svc, err := coalesce.Wrap(backend, func(req Req) string {
+//		return req.ItemID // equal keys share one call; "" is never coalesced
+//	})
+//
+// [NewLayer] builds the same as a layer.
+//
 // # Why
 //
 // When a popular item expires from a cache, or a dependency comes back
@@ -20,14 +28,9 @@
 //
 // # Order
 //
-// Coalesce outside retries and timeouts, so one shared call carries one
-// retry loop, and inside anything that is per caller (authentication,
-// per-caller rate limits):
-//
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(perCallerLimit).
-//		Layer(coalesceLayer). // one call per distinct key in flight
-//		Layer(retryLayer).
-//		Layer(timeoutLayer).  // the shared call has no deadline of its own
-//		Service(backend)
+// Coalesce outside retries and timeouts, so that one shared call carries
+// one retry loop and a timeout of its own (the shared call has no caller's
+// deadline), and inside anything that is per caller (authentication,
+// per-caller rate limits); the canonical full stack is in the package
+// documentation of [github.com/rampart-go/rampart].
 package coalesce

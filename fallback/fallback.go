@@ -2,6 +2,17 @@
 // computed from the request and the failure: a cached value, a default, a
 // degraded answer.
 //
+// # Quick start
+//
+//	svc, err := fallback.Wrap(backend, fallback.Config[Req, Resp]{
+//		Fallback: func(ctx context.Context, req Req, err error) (Resp, error) {
+//			return cache.Get(req) // a stale answer beats an error
+//		},
+//	})
+//
+// [NewLayer] builds the same as a layer. Config.When narrows which failures
+// are answered.
+//
 // # Why
 //
 // Many callers would rather have a stale or partial answer now than an
@@ -17,12 +28,10 @@
 //
 // # Order
 //
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(fallbackLayer). // answers breaker-open, exhausted retries and timeouts
-//		Layer(retryLayer).    // retries within a budget
-//		Layer(breakerLayer).  // consulted before each attempt
-//		Layer(timeoutLayer).  // bounds each attempt; a timeout is a breaker failure
-//		Service(backend)
+// Put the fallback outside the retry layer and the circuit breaker, so that
+// it answers an open breaker, exhausted retries and timeouts alike; the
+// canonical full stack is in the package documentation of
+// [github.com/rampart-go/rampart].
 package fallback
 
 import (

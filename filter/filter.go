@@ -1,6 +1,18 @@
 // Package filter refuses requests that fail a check before they reach the
 // inner service, as Tower's filter layer does.
 //
+// # Quick start
+//
+//	svc, err := filter.Wrap(backend, func(ctx context.Context, req Req) error {
+//		if req.Tenant == "" {
+//			return errMissingTenant // returned to the caller as it is
+//		}
+//		return nil
+//	})
+//
+// [NewLayer] builds the same as a layer; [NewAllowLayer] takes a yes/no
+// check and refuses with [ErrRejected].
+//
 // # Why
 //
 // Some requests should never reach a dependency: malformed input, callers
@@ -13,14 +25,9 @@
 //
 // # Order
 //
-// Filter as far out as the check allows, so refused requests cost nothing
-// further in:
-//
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(filterLayer).  // refused here, before any retry, limit or breaker
-//		Layer(retryLayer).   // retries within a budget
-//		Layer(breakerLayer). // consulted before each attempt
-//		Service(backend)
+// Filter as far out as the check allows, so that refused requests cost
+// nothing further in; the canonical full stack is in the package
+// documentation of [github.com/rampart-go/rampart].
 package filter
 
 import (

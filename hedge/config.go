@@ -87,9 +87,9 @@ type Config[Req, Resp any] struct {
 	// hedge withdraws, and a refused withdrawal stops hedging that call
 	// without cancelling any attempt already sent. Required; a nil Budget,
 	// or a nil pointer of a type that implements Budget (a nil
-	// *budget.Budget), is an error. To hedge without a bound (up to MaxAttempts times the
-	// load when the dependency is slow), pass a Budget whose Withdraw
-	// always returns true.
+	// *budget.Budget), is an error. To hedge without a bound (up to
+	// MaxAttempts times the load when the dependency is slow), pass
+	// budget.Always.
 	Budget Budget
 
 	// MaxAttempts is how many attempts a call may send in total, counting

@@ -2,6 +2,15 @@
 // types with plain functions, as Tower's map_request, map_response,
 // map_result and map_err do.
 //
+// # Quick start
+//
+// Build the typed stack first, then adapt it at its edge:
+//
+//	inner := rampart.NewBuilder[*http.Request, *http.Response]().
+//		Layer(retryLayer).
+//		Service(httpClient)
+//	users, err := mapping.Request(inner, encodeUserRequest) // Service[UserID, *http.Response]
+//
 // # Why
 //
 // Layers in rampart keep the types they wrap: a Builder[Req, Resp] stacks
@@ -13,14 +22,13 @@
 // [Response], [Result]); only the error mapping, which keeps the types, is
 // a Layer ([NewErrorLayer]).
 //
-// # Order
+// # Naming
 //
-// Build the typed stack first, then adapt it:
-//
-//	inner := rampart.NewBuilder[*http.Request, *http.Response]().
-//		Layer(retryLayer).
-//		Service(httpClient)
-//	users, err := mapping.Request(inner, encodeUserRequest) // Service[UserID, *http.Response]
+// Each function is named after what it converts ([Request], [Response],
+// [Result], [Error]), takes the service first and returns the new service
+// and an error, as a Wrap function does in the other packages. Only the
+// error mapping keeps the types, so only it is also a Layer, for a
+// Builder: [NewErrorLayer].
 package mapping
 
 import (
@@ -96,6 +104,20 @@ func Result[Req, RespA, RespB any](svc rampart.Service[Req, RespA], f func(resp 
 	return rampart.ServiceFunc[Req, RespB](func(ctx context.Context, req Req) (RespB, error) {
 		return f(svc.Call(ctx, req))
 	}), nil
+}
+
+// Error returns svc wrapped in the layer [NewErrorLayer] returns, inferring
+// the type parameters from svc. It returns an error when svc or f is nil;
+// for a nil svc it matches [rampart.ErrNilService].
+func Error[Req, Resp any](svc rampart.Service[Req, Resp], f func(err error) error) (rampart.Service[Req, Resp], error) {
+	l, err := NewErrorLayer[Req, Resp](f)
+	if err != nil {
+		return nil, err
+	}
+	if svc == nil {
+		return nil, errNilSvc
+	}
+	return l.Wrap(svc), nil
 }
 
 // NewErrorLayer returns a layer that replaces each non-nil error from the

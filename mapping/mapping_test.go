@@ -191,3 +191,22 @@ func BenchmarkRequest(b *testing.B) {
 		_, _ = svc.Call(ctx, 3)
 	}
 }
+
+// Error is NewErrorLayer's Wrap-shaped twin, like Request, Response and
+// Result: it wraps a service directly and infers the types.
+func TestError_WrapsAServiceAsTheLayerDoes(t *testing.T) {
+	var calls atomic.Int64
+	svc, err := mapping.Error(square(&calls), func(err error) error { return fmt.Errorf("square: %w", err) })
+	require.NoError(t, err)
+
+	resp, err := svc.Call(t.Context(), 13)
+	assert.Equal(t, -1, resp, "the partial response is kept")
+	assert.ErrorIs(t, err, errBoom)
+	assert.EqualError(t, err, "square: boom")
+
+	_, err = mapping.Error[int, int](nil, func(err error) error { return err })
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "mapping: svc must not be nil: rampart: nil service")
+	_, err = mapping.Error(square(&calls), nil)
+	assert.EqualError(t, err, "mapping: f must not be nil")
+}

@@ -3,20 +3,31 @@
 // schedule with jitter, and bounded by attempts, a retry budget and the
 // caller's deadline.
 //
+// # Quick start
+//
+//	rb := new(budget.Budget) // one budget for every caller of the dependency
+//	svc, err := retry.Wrap(backend, retry.Config[Req, Resp]{Budget: rb})
+//	if err != nil {
+//		return err // names the bad field
+//	}
+//	resp, err := svc.Call(ctx, req)
+//
+// With the zero Config, every error is retried, up to 3 attempts in all,
+// after exponential backoff with full jitter from 100ms; [NewLayer] builds
+// the same as a layer for a [github.com/rampart-go/rampart.Builder], whose
+// package documentation shows where retries go in a full stack.
+//
 // # Why budgets beat max-retries
 //
-// MaxAttempts alone is a dangerous bound. With MaxAttempts 3, a healthy
-// dependency sees almost no retries, but a failing one sees three times
-// its normal load, exactly when it is weakest; stacked retry layers in a
-// call chain multiply again (3 x 3 x 3 = 27 calls at the bottom). Such a
-// retry storm turns a brief fault into a long outage. A retry budget
-// (package github.com/rampart-go/rampart/budget, after Finagle's
-// RetryBudget and Tower's TpsBudget) instead lets retries add at most a
-// fixed share of recent traffic, say 20%, plus a small floor per second for
-// quiet clients. When everything fails, load grows by at most 20%, not
-// 200%; when few requests fail, every one of them may still be retried.
-// Use both: MaxAttempts bounds one request's latency, the budget bounds
-// the fleet's load.
+// MaxAttempts alone is a dangerous bound. A healthy dependency sees almost
+// no retries, but a failing one sees MaxAttempts times its normal load,
+// exactly when it is weakest, and stacked retry layers multiply again
+// (3 x 3 x 3 = 27 calls at the bottom). A retry budget (package
+// [github.com/rampart-go/rampart/budget]) instead lets retries add at most
+// a fixed share of recent traffic, 20% by default: when everything fails,
+// load grows by 20%, not 200%; when few requests fail, each may still be
+// retried. Use both: MaxAttempts bounds one request's latency, the budget
+// bounds the fleet's load.
 //
 // # What is never retried
 //
@@ -46,17 +57,8 @@
 //
 // # Order
 //
-// Put the retry layer outside the circuit breaker, so every attempt asks the
-// breaker and an open breaker ends the loop, and a per-attempt timeout, if
-// any, inside it:
-//
-//	total, err := timeout.NewLayer[Req, Resp](2 * time.Second)
-//	if err != nil { ... }
-//	retries, err := retry.NewLayer(retry.Config[Req, Resp]{Budget: rb})
-//	if err != nil { ... }
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(total).                                  // all attempts together
-//		Layer(retries).                                // retries within the budget rb
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)). // consulted before each attempt
-//		Service(backend)
+// Put the retry layer outside the circuit breaker, so that every attempt
+// asks the breaker and an open breaker ends the loop, and a per-attempt
+// timeout inside it. The canonical full stack is in the package
+// documentation of [github.com/rampart-go/rampart].
 package retry

@@ -244,13 +244,10 @@ func isNilValue(v any) bool {
 // # Cost
 //
 // A call that succeeds at once allocates nothing and creates no timer: it
-// costs a context check, a budget deposit and the Retryable call. Measured with
-// BenchmarkRetrySuccess (AMD EPYC, 2 CPUs, Go 1.26): 7ns over the bare
-// service, 11.5ns with a *budget.Budget, 24ns for retry, budget and a
-// Closed circuit breaker together (about 15ns with the breaker layer's
-// fast path since). A retry allocates: one timer per call on
-// its first wait (reused for later waits and stopped on return) and the
-// [*ExhaustedError] if the loop gives up.
+// costs a context check, a budget deposit and the Retryable call. A retry
+// allocates one timer per call on its first wait (reused for later waits
+// and stopped on return), and the [*ExhaustedError] if the loop gives up.
+// bench/README.md has the measurements.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	p, err := newPolicy(cfg)
 	if err != nil {
