@@ -28,9 +28,8 @@ type Counts struct {
 }
 
 // Budget is a fake retry budget that counts what it is asked. It has a
-// Refund method, so retry and hedge layers refund to it; use
-// [Budget.WithoutRefund] to test a budget that takes no refunds. A refund
-// is only counted (and passed on to the inner budget of [Over] if that
+// Refund method, so retry and hedge layers refund to it. A refund is only
+// counted (and passed on to the inner budget of [Over] if that
 // takes refunds): it does not give back a withdrawal of [New]'s allowance.
 // Create it with [New] or [Over]; the zero Budget grants nothing. It is
 // safe for concurrent use and allocates nothing.
@@ -112,18 +111,3 @@ func (b *Budget) Reset() {
 	b.refused.Store(0)
 	b.refund.Store(0)
 }
-
-// WithoutRefund returns b without its Refund method: the layers then keep
-// every withdrawal, as they do for a budget that takes no refunds. The
-// counts are b's.
-func (b *Budget) WithoutRefund() NoRefund { return NoRefund{b: b} }
-
-// NoRefund is a [Budget] seen without its Refund method; see
-// [Budget.WithoutRefund].
-type NoRefund struct{ b *Budget }
-
-// Deposit calls [Budget.Deposit].
-func (n NoRefund) Deposit() { n.b.Deposit() }
-
-// Withdraw calls [Budget.Withdraw].
-func (n NoRefund) Withdraw() bool { return n.b.Withdraw() }
