@@ -14,9 +14,9 @@ import (
 var ErrTimeout = errors.New("timeout: deadline exceeded")
 
 // Error is the error the timeout layer returns when its own deadline, not the
-// caller's, ended the call (TO1). It matches [ErrTimeout] and
+// caller's, ended the call. It matches [ErrTimeout] and
 // [context.DeadlineExceeded] with [errors.Is], so code that treats a
-// deadline as a failure (a circuit breaker's default classification, TO2)
+// deadline as a failure (a circuit breaker's default classification)
 // counts it without knowing this package.
 //
 // An *Error with a nil Err is also the cause ([context.Cause]) of the
