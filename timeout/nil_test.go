@@ -30,8 +30,10 @@ func TestNilAndZeroValues(t *testing.T) {
 			NilService: true,
 		},
 		{
-			Name:       "WrapConfig of nil service",
-			Build:      func() (rampart.Service[string, string], error) { return timeout.WrapConfig[string, string](nil, timeout.Config[string, string]{Timeout: time.Second}) },
+			Name: "WrapConfig of nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				return timeout.WrapConfig[string, string](nil, timeout.Config[string, string]{Timeout: time.Second})
+			},
 			Want:       "timeout: svc must not be nil: rampart: nil service",
 			NilService: true,
 		},
