@@ -7,7 +7,7 @@
 //     queue. This is Tower's load_shed layer: there a service reports
 //     readiness through poll_ready and load_shed fails requests that would
 //     have to wait for it. Go services have no poll_ready, so the resource
-//     is passed explicitly as a [Readiness]; *limit.Limiter is one.
+//     is passed explicitly as a [Readiness]; *concurrency.Limiter is one.
 //   - [NewThrottleLayer] is client-side adaptive throttling as described in
 //     the Google SRE book, chapter 21 "Handling Overload": each client
 //     tracks, over the last couple of minutes, how many requests it made

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilcheck"
-	"github.com/rampart-go/rampart/limit"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -32,8 +32,8 @@ func TestNilAndZeroValues(t *testing.T) {
 			Want:  "loadshed: readiness must not be a nil loadshed.ReadyFunc",
 		},
 		{
-			Name:  "zero *limit.Limiter is never ready",
-			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, &limit.Limiter{}) },
+			Name:  "zero *concurrency.Limiter is never ready",
+			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, &concurrency.Limiter{}) },
 			Want:  "loadshed: overloaded",
 		},
 		{

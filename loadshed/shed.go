@@ -19,7 +19,7 @@ var ErrOverloaded = errors.New("loadshed: overloaded")
 
 // Readiness is a resource that can tell whether a call arriving now would
 // be served without queueing: a free slot in a concurrency limit, room in a
-// queue, a token in a bucket. *limit.Limiter implements it.
+// queue, a token in a bucket. *concurrency.Limiter implements it.
 //
 // Ready must be safe for concurrent use and cheap: it runs on every call.
 // Its answer is advisory; the resource itself remains the authority.

@@ -195,6 +195,14 @@ func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (ra
 	}), nil
 }
 
+// WrapKeyed wraps svc in the layer [NewKeyedLayer] returns, inferring the
+// type parameters from svc. It returns the errors [NewKeyedLayer] returns,
+// and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], k *Keyed, key func(Req) string, mode Mode) (rampart.Service[Req, Resp], error) {
+	l, err := NewKeyedLayer[Req, Resp](k, key, mode)
+	return wrap(svc, l, err)
+}
+
 type keyedService[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	keyed *Keyed

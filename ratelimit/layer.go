@@ -8,20 +8,23 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/concurrency"
 )
 
-// Mode says what a call does when the limiter has no token for it now.
-type Mode int
+// Mode says what a call does when the limiter has no token for it now. It
+// is [concurrency.Mode]: the two packages share one Mode, so one value
+// configures both kinds of limit.
+type Mode = concurrency.Mode
 
 const (
 	// Wait blocks the call until its token is due, unless the token would
 	// arrive at or after the context's deadline: then the call is refused
 	// at once with a [*LimitedError] whose PastDeadline is true. Waiting
 	// calls are served in the order they arrived. Wait is the zero Mode.
-	Wait Mode = iota
+	Wait = concurrency.Wait
 	// Reject refuses the call at once with a [*LimitedError] and takes no
 	// token.
-	Reject
+	Reject = concurrency.Reject
 )
 
 func checkMode(m Mode) error {
@@ -96,6 +99,13 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
+	return wrap(svc, l, err)
+}
+
+// wrap returns l.Wrap(svc), or err, or an error matching
+// [rampart.ErrNilService] when svc is nil: the body of every Wrap function
+// of this package.
+func wrap[Req, Resp any](svc rampart.Service[Req, Resp], l rampart.Layer[Req, Resp], err error) (rampart.Service[Req, Resp], error) {
 	if err != nil {
 		return nil, err
 	}
