@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // NewLayer returns a layer that runs each call in a slot of l, so at most
@@ -52,13 +53,7 @@ func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], e
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("concurrency: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("concurrency", svc, l, err)
 }
 
 type layer[Req, Resp any] struct {

@@ -69,6 +69,17 @@ func TestNilAndZeroValues(t *testing.T) {
 			Want: "loadshed: throttle must be made by NewThrottle, got a zero Throttle",
 		},
 		{
+			Name:       "WrapThrottle of nil service",
+			Build:      func() (rampart.Service[int, int], error) { return loadshed.WrapThrottle[int, int](nil, th, nil) },
+			Want:       "loadshed: svc must not be nil: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name:  "WrapThrottle with nil Throttle",
+			Build: func() (rampart.Service[int, int], error) { return loadshed.WrapThrottle(ok, nil, nil) },
+			Want:  "loadshed: throttle must not be nil",
+		},
+		{
 			Name: "throttle layer wraps nil service",
 			Build: func() (rampart.Service[int, int], error) {
 				l, err := loadshed.NewThrottleLayer[int, int](th, nil)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // ErrOverloaded is the error both layers of this package return when they
@@ -70,13 +71,7 @@ func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r Readiness) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](r)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("loadshed: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("loadshed", svc, l, err)
 }
 
 type shed[Req, Resp any] struct {

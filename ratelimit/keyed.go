@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // DefaultMaxKeys is the number of keys a [Keyed] holds when
@@ -200,7 +201,7 @@ func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (ra
 // and an error matching [rampart.ErrNilService] when svc is nil.
 func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], k *Keyed, key func(Req) string, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewKeyedLayer[Req, Resp](k, key, mode)
-	return wrap(svc, l, err)
+	return wrap.Service("ratelimit", svc, l, err)
 }
 
 type keyedService[Req, Resp any] struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Mode says what a call does when the limiter has no token for it now. It
@@ -99,20 +100,7 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
-	return wrap(svc, l, err)
-}
-
-// wrap returns l.Wrap(svc), or err, or an error matching
-// [rampart.ErrNilService] when svc is nil: the body of every Wrap function
-// of this package.
-func wrap[Req, Resp any](svc rampart.Service[Req, Resp], l rampart.Layer[Req, Resp], err error) (rampart.Service[Req, Resp], error) {
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("ratelimit: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("ratelimit", svc, l, err)
 }
 
 type service[Req, Resp any] struct {

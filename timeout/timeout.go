@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Config configures a timeout layer built by [NewConfigLayer] or
@@ -91,13 +92,7 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampa
 // [rampart.ErrNilService] when svc is nil.
 func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
 	l, err := NewConfigLayer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("timeout: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("timeout", svc, l, err)
 }
 
 // NewConfigLayer validates cfg and returns a timeout layer. [NewLayer]
