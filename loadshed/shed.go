@@ -39,7 +39,7 @@ func (f ReadyFunc) Ready() bool { return f() }
 // NewLayer returns a layer that refuses a call with [ErrOverloaded] when
 // r.Ready() is false, and otherwise calls the inner service and returns its
 // result unchanged. It is Tower's load_shed with readiness made explicit:
-// put it outside the layer that would queue (a limit layer in Wait mode)
+// put it outside the layer that would queue (a concurrency layer in Wait mode)
 // and pass it the same resource.
 //
 // The check and the queueing layer's own admission are not one atomic
