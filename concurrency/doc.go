@@ -40,6 +40,6 @@
 // Put the limit inside the timeout, so the time spent waiting for a slot
 // counts against the caller's deadline, inside retries, so each attempt
 // takes and returns its own slot, and outside the circuit breaker, so a
-// refusal is not counted as a failure of the dependency. The package
-// rampart documentation gives the full order.
+// refusal is not counted as a failure of the dependency. The [rampart]
+// package documentation gives the full order.
 package concurrency

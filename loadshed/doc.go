@@ -40,6 +40,6 @@
 //
 // Shedding goes just outside the resource it watches (a concurrency limit
 // in Wait mode, given the same Limiter), and adaptive throttling outside
-// retries, so that retries of a rejected request also count. The package
-// rampart documentation gives the full order.
+// retries, so that retries of a rejected request also count. The [rampart]
+// package documentation gives the full order.
 package loadshed

@@ -37,5 +37,5 @@
 // Put the rate limit inside the timeout, so waiting for a token counts
 // against the deadline, inside retries, so each attempt takes a token, and
 // outside the circuit breaker, so a refusal is not counted as a failure of
-// the dependency. The package rampart documentation gives the full order.
+// the dependency. The [rampart] package documentation gives the full order.
 package ratelimit

@@ -44,7 +44,7 @@
 // Where the layer sits decides what it bounds: outside a retry layer it
 // bounds all attempts together, inside the breaker it bounds each attempt
 // and makes a slow attempt a failure the breaker counts. A stack often has
-// both; the package rampart documentation gives the full order.
+// both; the [rampart] package documentation gives the full order.
 //
 // # Cost
 //
