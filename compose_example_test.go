@@ -29,18 +29,6 @@ func ExampleBuilder_resilientStack() {
 	if err != nil {
 		panic(err)
 	}
-	retries, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 5, Backoff: backoff})
-	if err != nil {
-		panic(err)
-	}
-	total, err := timeout.NewLayer[string, string](2 * time.Second)
-	if err != nil {
-		panic(err)
-	}
-	perAttempt, err := timeout.NewLayer[string, string](100 * time.Millisecond)
-	if err != nil {
-		panic(err)
-	}
 
 	calls := 0
 	backend := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
@@ -49,13 +37,15 @@ func ExampleBuilder_resilientStack() {
 		return "", errors.New("connection refused")
 	})
 
-	guard := circuitbreaker.NewLayer[string, string](breaker)
-	svc := rampart.NewBuilder[string, string]().
-		Layer(total).      // bounds the whole request, retries included
-		Layer(retries).    // up to 5 attempts
-		Layer(guard).      // the breaker, consulted before each attempt
-		Layer(perAttempt). // a timed-out attempt is a breaker failure
-		Service(backend)
+	svc, err := rampart.NewBuilder[string, string]().
+		With(timeout.NewLayer[string, string](2 * time.Second)).                              // bounds the whole request, retries included
+		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 5, Backoff: backoff})). // up to 5 attempts
+		Layer(circuitbreaker.NewLayer[string, string](breaker)).                              // the breaker, consulted before each attempt
+		With(timeout.NewLayer[string, string](100 * time.Millisecond)).                       // a timed-out attempt is a breaker failure
+		Build(backend)
+	if err != nil {
+		panic(err)
+	}
 
 	_, err = svc.Call(context.Background(), "GET /")
 	var open *circuitbreaker.OpenError

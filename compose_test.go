@@ -183,7 +183,7 @@ func timeoutLayer(t *testing.T, d time.Duration, late func(string, error)) rampa
 	if d == 0 {
 		return nil
 	}
-	l, err := timeout.New(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
+	l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
 	require.NoError(t, err)
 	return l
 }

@@ -2,9 +2,15 @@ package rampart_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/timeout"
 )
 
 // tag returns a layer that prints when a request enters and leaves it.
@@ -41,4 +47,64 @@ func ExampleBuilder() {
 	// leave b
 	// leave a
 	// pong <nil>
+}
+
+// A full stack in a few lines: With takes each constructor's layer and
+// error, and Build returns the first error, naming the layer by position
+// and keeping the constructor's own error, which names the bad field.
+func ExampleBuilder_Build() {
+	backend := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		return "hello " + req, nil
+	})
+	var br circuitbreaker.Breaker // the zero Breaker has the default settings
+
+	svc, err := rampart.NewBuilder[string, string]().
+		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Budget: new(budget.Budget)})).
+		Layer(circuitbreaker.NewLayer[string, string](&br)).
+		With(timeout.NewLayer[string, string](time.Second)).
+		Build(backend)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(svc.Call(context.Background(), "world"))
+
+	// A bad value is reported by Build, not by a call.
+	_, err = rampart.NewBuilder[string, string]().
+		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3})).
+		Layer(circuitbreaker.NewLayer[string, string](&br)).
+		With(timeout.NewLayer[string, string](-time.Second)).
+		Build(backend)
+	fmt.Println(err)
+	// Output:
+	// hello world <nil>
+	// rampart: layer 2: timeout: Timeout must be > 0, got -1s
+}
+
+// A plain function through a stack: the request is the function, and
+// Invoke is the service that calls it. The retry layer calls it again for
+// each attempt.
+func ExampleInvoke() {
+	backoff, err := retry.NewConstant(time.Millisecond)
+	if err != nil {
+		panic(err)
+	}
+	svc, err := rampart.NewBuilder[rampart.Func[int], int]().
+		With(retry.NewLayer(retry.Config[rampart.Func[int], int]{Backoff: backoff})).
+		With(timeout.NewLayer[rampart.Func[int], int](time.Second)).
+		Build(rampart.Invoke[int]())
+	if err != nil {
+		panic(err)
+	}
+
+	attempts := 0
+	n, err := svc.Call(context.Background(), func(ctx context.Context) (int, error) {
+		attempts++
+		if attempts < 2 {
+			return 0, errors.New("connection reset")
+		}
+		return 42, nil
+	})
+	fmt.Println(n, err, "after", attempts, "attempts")
+	// Output:
+	// 42 <nil> after 2 attempts
 }

@@ -21,7 +21,11 @@ var ErrNilService = errors.New("rampart: nil service")
 // Layers use it where a nil inner service can only be reported per call.
 // It is safe for concurrent use.
 func Failing[Req, Resp any](what string) Service[Req, Resp] {
-	err := fmt.Errorf("%s: %w", what, ErrNilService)
+	return failWith[Req, Resp](fmt.Errorf("%s: %w", what, ErrNilService))
+}
+
+// failWith returns a [Service] whose every call returns a zero Resp and err.
+func failWith[Req, Resp any](err error) Service[Req, Resp] {
 	return ServiceFunc[Req, Resp](func(context.Context, Req) (Resp, error) {
 		var zero Resp
 		return zero, err

@@ -7,6 +7,23 @@
 // [Builder] stacks layers once, at construction, so a call through the stack
 // costs only what each layer does.
 //
+// # Quick start
+//
+//	var br circuitbreaker.Breaker // the zero Breaker has the default settings
+//	svc, err := rampart.NewBuilder[Req, Resp]().
+//		With(retry.NewLayer(retry.Config[Req, Resp]{Budget: new(budget.Budget)})).
+//		Layer(circuitbreaker.NewLayer[Req, Resp](&br)).
+//		With(timeout.NewLayer[Req, Resp](time.Second)).
+//		Build(backend)
+//	if err != nil {
+//		return err // names the layer and the bad field
+//	}
+//	resp, err := svc.Call(ctx, req)
+//
+// [Builder.With] takes a layer constructor's two results; [Builder.Build]
+// returns the first error. To guard a plain function instead of a Service,
+// make the request a [Func] and the service [Invoke].
+//
 // # Why
 //
 // When a dependency goes down, naive clients retry every failure, so the
@@ -22,26 +39,61 @@
 // # Order
 //
 // The first layer added to a [Builder] is the outermost: it sees the request
-// first and the response last.
+// first and the response last. This is the order for a client of a remote
+// dependency; every layer is optional, and the other packages refer here:
 //
-//	total, err := timeout.NewLayer[Req, Resp](2 * time.Second)
-//	if err != nil { ... }
-//	retries, err := retry.NewLayer(retry.Config[Req, Resp]{Budget: rb})
-//	if err != nil { ... }
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(total).                                  // bounds the whole call
-//		Layer(retries).                                // retries within the 2s
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)). // consulted before each attempt
-//		Service(backend)
+//	rampart.NewBuilder[Req, Resp]().
+//		With(timeout.NewLayer[Req, Resp](total)).            // 1
+//		With(loadshed.NewThrottleLayer[Req, Resp](th, nil)). // 2
+//		With(retry.NewLayer(retryConfig)).                   // 3
+//		With(hedge.NewLayer(hedgeConfig)).                   // 4
+//		With(ratelimit.NewLayer[Req, Resp](rl, mode)).       // 5
+//		With(loadshed.NewLayer[Req, Resp](lim)).             // 6
+//		With(concurrency.NewLayer[Req, Resp](lim, mode)).    // 7
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).       // 8
+//		With(timeout.NewLayer[Req, Resp](perAttempt)).       // 9
+//		Build(backend)
 //
-// Here the timeout bounds all attempts together, the retry loop consults the
-// breaker before each attempt, and an open breaker ends the retry loop at once.
-// Constructors that validate a configuration return an error with the layer;
-// a layer over an already built value (circuitbreaker.NewLayer over a
-// *circuitbreaker.Breaker) cannot fail and returns the layer alone.
+// Why this order:
+//
+//  1. A total timeout bounds the whole call: every attempt, every backoff,
+//     and the time spent waiting for tokens and slots.
+//  2. Adaptive throttling sits outside retries, so that the retries of a
+//     rejected call count as requests too.
+//  3. Retries, bounded by a budget. An open breaker below ends the loop at
+//     once; a limit's refusal below tells it how long to wait.
+//  4. Hedging sends a second copy of a slow attempt; each copy passes
+//     through everything below.
+//  5. A rate limit, inside retries so that each attempt takes its own
+//     token, and outside the breaker so that a local refusal is not
+//     counted as a failure of the dependency; the same holds for 6 and 7.
+//  6. Shedding, just outside the concurrency limit whose readiness it
+//     watches: a call is refused at once instead of queueing there.
+//  7. A concurrency limit: each attempt holds a slot while it runs.
+//  8. The breaker, consulted before each attempt.
+//  9. A per-attempt timeout, innermost, so a slow attempt is a failure the
+//     breaker counts.
+//
+// Constructors that validate a configuration return a layer and an error,
+// for [Builder.With]; a layer over an already built value
+// (circuitbreaker.NewLayer over a *circuitbreaker.Breaker) cannot fail and
+// returns the layer alone, for [Builder.Layer].
+//
+// # Constructors
+//
+// Every layer package follows one pattern: New returns the package's
+// stateful value, when it has one (a *circuitbreaker.Breaker, a
+// *budget.Budget, a *concurrency.Limiter); NewLayer returns a layer; and
+// Wrap(svc, …) wraps a service directly with the same arguments as
+// NewLayer, so Go infers the type arguments from svc. A second kind of
+// layer in a package has a name of its own in all three places
+// (ratelimit.NewKeyed, NewKeyedLayer, WrapKeyed).
 package rampart
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Service is a function from a request to a response, in the style of
 // Tower's Service and Finagle's Service.
@@ -65,3 +117,45 @@ type ServiceFunc[Req, Resp any] func(ctx context.Context, req Req) (Resp, error)
 func (f ServiceFunc[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	return f(ctx, req)
 }
+
+// Func is a request that is itself the work to do: a function that
+// returns a T. With [Invoke] it lets a stack guard a plain function, so a
+// caller need not declare a request type or a [Service]:
+//
+//	svc, err := rampart.NewBuilder[rampart.Func[User], User]().
+//		With(retry.NewLayer(retry.Config[rampart.Func[User], User]{})).
+//		Build(rampart.Invoke[User]())
+//	...
+//	user, err := svc.Call(ctx, func(ctx context.Context) (User, error) {
+//		return db.LoadUser(ctx, id)
+//	})
+//
+// The layers treat the function as they treat any request, so it must
+// bear what they do with a request: a retry layer calls it again for each
+// attempt, and a hedging layer calls it again while an earlier call is
+// still running, on another goroutine. Such a function must be safe to
+// call more than once, and concurrently when hedged. For a single circuit
+// breaker, circuitbreaker.Run does the same without a stack.
+type Func[T any] func(ctx context.Context) (T, error)
+
+// Invoke returns the [Service] that answers a [Func] request by calling
+// it: Call(ctx, fn) returns fn(ctx). Put it innermost in a stack of
+// Func[T] requests. A nil fn fails with an error matching
+// [ErrNilService]. The service is safe for concurrent use when the
+// functions it is given are; it allocates nothing.
+func Invoke[T any]() Service[Func[T], T] { return invoke[T]{} }
+
+// invoke is the Service that Invoke returns.
+type invoke[T any] struct{}
+
+// Call returns fn(ctx).
+func (invoke[T]) Call(ctx context.Context, fn Func[T]) (T, error) {
+	if fn == nil {
+		var zero T
+		return zero, errNilFunc
+	}
+	return fn(ctx)
+}
+
+// errNilFunc is the error of a call of Invoke's service with a nil Func.
+var errNilFunc = fmt.Errorf("rampart: Invoke given a nil Func: %w", ErrNilService)

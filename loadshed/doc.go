@@ -1,19 +1,28 @@
 // Package loadshed refuses work early, at once, when accepting it would only
-// make an overload worse. It offers two layers, both refusing with
-// [ErrOverloaded]:
+// make an overload worse.
 //
-//   - [NewLayer] sheds a call when a resource it is given (a concurrency
-//     limit, a queue) says it is not ready, instead of letting the call
-//     queue. This is Tower's load_shed layer: there a service reports
-//     readiness through poll_ready and load_shed fails requests that would
-//     have to wait for it. Go services have no poll_ready, so the resource
-//     is passed explicitly as a [Readiness]; *limit.Limiter is one.
-//   - [NewThrottleLayer] is client-side adaptive throttling as described in
-//     the Google SRE book, chapter 21 "Handling Overload": each client
-//     tracks, over the last couple of minutes, how many requests it made
-//     and how many the backend accepted, and once requests exceed K times
-//     accepts it refuses new requests locally with a probability that grows
-//     with the gap. See [Throttle].
+//	throttle, err := loadshed.NewThrottle(loadshed.ThrottleConfig{}) // the SRE book's defaults
+//	if err != nil {
+//		return err
+//	}
+//	svc, err := loadshed.WrapThrottle(backend, throttle, nil)
+//
+// It offers two layers, both refusing with [ErrOverloaded]:
+//
+//   - [NewLayer] and [Wrap] shed a call when a resource they are given (a
+//     concurrency limit, a queue) says it is not ready, instead of letting
+//     the call queue. This is Tower's load_shed layer: there a service
+//     reports readiness through poll_ready and load_shed fails requests
+//     that would have to wait for it. Go services have no poll_ready, so
+//     the resource is passed explicitly as a [Readiness];
+//     *concurrency.Limiter is one.
+//   - [NewThrottleLayer] and [WrapThrottle] are client-side adaptive
+//     throttling as described in the Google SRE book, chapter 21
+//     "Handling Overload": each client tracks, over the last couple of
+//     minutes, how many requests it made and how many the backend
+//     accepted, and once requests exceed K times accepts it refuses new
+//     requests locally with a probability that grows with the gap. See
+//     [Throttle], made by [NewThrottle].
 //
 // # Why
 //
@@ -29,13 +38,8 @@
 //
 // # Order
 //
-// Shedding goes outside the resource it watches, and adaptive throttling
-// outside retries, so that retries of a rejected request also count:
-//
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(throttleLayer). // refuse locally when the backend rejects most requests
-//		Layer(retryLayer).
-//		Layer(shedLayer).     // refuse when lim has no free slot...
-//		Layer(limitLayer).    // ...instead of waiting here
-//		Service(backend)
+// Shedding goes just outside the resource it watches (a concurrency limit
+// in Wait mode, given the same Limiter), and adaptive throttling outside
+// retries, so that retries of a rejected request also count. The [rampart]
+// package documentation gives the full order.
 package loadshed

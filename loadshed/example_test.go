@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -41,7 +41,7 @@ func ExampleNewThrottleLayer() {
 // Shedding in front of a concurrency limit: instead of waiting for the only
 // slot, a second concurrent call is refused at once.
 func ExampleNewLayer() {
-	lim, err := limit.New(1)
+	lim, err := concurrency.New(1)
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +49,7 @@ func ExampleNewLayer() {
 	if err != nil {
 		panic(err)
 	}
-	wait, err := limit.NewLayer[string, string](lim, limit.Wait)
+	wait, err := concurrency.NewLayer[string, string](lim, concurrency.Wait)
 	if err != nil {
 		panic(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilcheck"
-	"github.com/rampart-go/rampart/limit"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -32,8 +32,8 @@ func TestNilAndZeroValues(t *testing.T) {
 			Want:  "loadshed: readiness must not be a nil loadshed.ReadyFunc",
 		},
 		{
-			Name:  "zero *limit.Limiter is never ready",
-			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, &limit.Limiter{}) },
+			Name:  "zero *concurrency.Limiter is never ready",
+			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, &concurrency.Limiter{}) },
 			Want:  "loadshed: overloaded",
 		},
 		{
@@ -67,6 +67,17 @@ func TestNilAndZeroValues(t *testing.T) {
 				return nil, err
 			},
 			Want: "loadshed: throttle must be made by NewThrottle, got a zero Throttle",
+		},
+		{
+			Name:       "WrapThrottle of nil service",
+			Build:      func() (rampart.Service[int, int], error) { return loadshed.WrapThrottle[int, int](nil, th, nil) },
+			Want:       "loadshed: svc must not be nil: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name:  "WrapThrottle with nil Throttle",
+			Build: func() (rampart.Service[int, int], error) { return loadshed.WrapThrottle(ok, nil, nil) },
+			Want:  "loadshed: throttle must not be nil",
 		},
 		{
 			Name: "throttle layer wraps nil service",

@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // ErrOverloaded is the error both layers of this package return when they
@@ -19,7 +20,7 @@ var ErrOverloaded = errors.New("loadshed: overloaded")
 
 // Readiness is a resource that can tell whether a call arriving now would
 // be served without queueing: a free slot in a concurrency limit, room in a
-// queue, a token in a bucket. *limit.Limiter implements it.
+// queue, a token in a bucket. *concurrency.Limiter implements it.
 //
 // Ready must be safe for concurrent use and cheap: it runs on every call.
 // Its answer is advisory; the resource itself remains the authority.
@@ -38,7 +39,7 @@ func (f ReadyFunc) Ready() bool { return f() }
 // NewLayer returns a layer that refuses a call with [ErrOverloaded] when
 // r.Ready() is false, and otherwise calls the inner service and returns its
 // result unchanged. It is Tower's load_shed with readiness made explicit:
-// put it outside the layer that would queue (a limit layer in Wait mode)
+// put it outside the layer that would queue (a concurrency layer in Wait mode)
 // and pass it the same resource.
 //
 // The check and the queueing layer's own admission are not one atomic
@@ -70,13 +71,7 @@ func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r Readiness) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](r)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("loadshed: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("loadshed", svc, l, err)
 }
 
 type shed[Req, Resp any] struct {

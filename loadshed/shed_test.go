@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -26,11 +26,11 @@ func TestNewLayer_RejectsNilReadiness(t *testing.T) {
 // call wait is full, so the call is refused at once instead of queueing.
 func TestLayer_ShedsInsteadOfQueueing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lim, err := limit.New(1)
+		lim, err := concurrency.New(1)
 		require.NoError(t, err)
 		shed, err := loadshed.NewLayer[int, int](lim)
 		require.NoError(t, err)
-		wait, err := limit.NewLayer[int, int](lim, limit.Wait)
+		wait, err := concurrency.NewLayer[int, int](lim, concurrency.Wait)
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int64

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Defaults for the zero fields of [ThrottleConfig].
@@ -264,6 +265,15 @@ func NewThrottleLayer[Req, Resp any](t *Throttle, accepted func(Resp, error) boo
 		}
 		return &throttled[Req, Resp]{inner: inner, t: t, accepted: accepted}
 	}), nil
+}
+
+// WrapThrottle wraps svc in the layer [NewThrottleLayer] returns,
+// inferring the type parameters from svc. It returns the errors
+// [NewThrottleLayer] returns, and an error matching [rampart.ErrNilService]
+// when svc is nil.
+func WrapThrottle[Req, Resp any](svc rampart.Service[Req, Resp], t *Throttle, accepted func(Resp, error) bool) (rampart.Service[Req, Resp], error) {
+	l, err := NewThrottleLayer[Req, Resp](t, accepted)
+	return wrap.Service("loadshed", svc, l, err)
 }
 
 type throttled[Req, Resp any] struct {

@@ -326,3 +326,19 @@ func TestThrottleLayer_AllocatesNothing(t *testing.T) {
 	assert.Equal(t, int64(202), requests)
 	assert.Equal(t, int64(101), accepts)
 }
+
+// WrapThrottle is NewThrottleLayer's Wrap twin: the call is counted in t.
+func TestWrapThrottle(t *testing.T) {
+	th, err := loadshed.NewThrottle(loadshed.ThrottleConfig{})
+	require.NoError(t, err)
+	svc, err := loadshed.WrapThrottle(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
+		return req, nil
+	}), th, nil)
+	require.NoError(t, err)
+	got, err := svc.Call(t.Context(), 7)
+	require.NoError(t, err)
+	assert.Equal(t, 7, got)
+	requests, accepts := th.Counts()
+	assert.Equal(t, int64(1), requests)
+	assert.Equal(t, int64(1), accepts)
+}

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
 )
@@ -46,7 +46,7 @@ func ExampleNewHandler() {
 // request that arrives while every slot is taken is answered 503 at once
 // instead of queueing, with the configured Retry-After.
 func ExampleServerShedLayer() {
-	lim, err := limit.New(1)
+	lim, err := concurrency.New(1)
 	if err != nil {
 		panic(err)
 	}
@@ -54,7 +54,7 @@ func ExampleServerShedLayer() {
 	if err != nil {
 		panic(err)
 	}
-	slot, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+	slot, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
 	if err != nil {
 		panic(err)
 	}

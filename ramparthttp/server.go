@@ -15,8 +15,8 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/filter"
-	"github.com/rampart-go/rampart/limit"
 	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/timeout"
@@ -26,7 +26,7 @@ import (
 // answers it: the request type of a server-side stack. A server request has
 // no response value to return (the handler writes it), so the response
 // type of the stack is struct{}, and the writer travels with the request.
-// Any rampart layer therefore composes in front of a handler: limit,
+// Any rampart layer therefore composes in front of a handler: concurrency,
 // loadshed, ratelimit, timeout, filter.
 //
 // A layer that wants to change the writer or the request (to wrap the
@@ -56,7 +56,7 @@ type Exchange struct {
 type ServerService = rampart.Service[Exchange, struct{}]
 
 // ServerLayer is a layer of a server-side HTTP stack. Besides the
-// pre-typed constructors of this package ([ServerLimitLayer],
+// pre-typed constructors of this package ([ServerConcurrencyLimitLayer],
 // [ServerShedLayer], [ServerRateLimitLayer], [ServerKeyedRateLimitLayer],
 // [ServerTimeoutLayer]), any rampart layer built with the type arguments
 // [Exchange] and struct{} is one:
@@ -116,7 +116,7 @@ type HandlerConfig struct {
 //   - 429 Too Many Requests for a rate-limit refusal
 //     ([ratelimit.ErrLimited]);
 //   - 503 Service Unavailable for a concurrency limit or load-shedding
-//     refusal ([limit.ErrLimited], [loadshed.ErrOverloaded]), an open
+//     refusal ([concurrency.ErrLimited], [loadshed.ErrOverloaded]), an open
 //     breaker ([circuitbreaker.ErrOpen]), a timeout ([timeout.ErrTimeout],
 //     or any [context.DeadlineExceeded]), and any other error that asks
 //     the caller to wait (has a RetryDelay() time.Duration method). A
@@ -245,7 +245,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // retryDelayer is implemented by every rampart error that asks the caller
-// to wait: *ratelimit.LimitedError, *circuitbreaker.OpenError.
+// to wait: *ratelimit.LimitedError, *concurrency.LimitedError,
+// *circuitbreaker.OpenError.
 type retryDelayer interface {
 	error
 	RetryDelay() time.Duration
@@ -264,7 +265,7 @@ func status(err error) (code int, delay time.Duration) {
 		return http.StatusServiceUnavailable, delay
 	case errors.Is(err, ratelimit.ErrLimited):
 		return http.StatusTooManyRequests, delay
-	case errors.Is(err, limit.ErrLimited),
+	case errors.Is(err, concurrency.ErrLimited),
 		errors.Is(err, loadshed.ErrOverloaded),
 		errors.Is(err, timeout.ErrTimeout),
 		errors.Is(err, context.DeadlineExceeded),
@@ -467,21 +468,22 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap lets [http.ResponseController] reach the server's writer.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.w }
 
-// ServerLimitLayer returns a layer that runs each request in a slot of lim,
-// so at most lim.Max() handlers run at once across every layer built with
-// lim. It is [limit.NewLayer] for a server stack. In [limit.Reject] mode a
-// request finding every slot taken is refused at once with a
-// [*limit.LimitedError] (answered 503); in [limit.Wait] mode it queues
-// until a slot frees or its context is done. Put [ServerShedLayer] with the
-// same lim outside a Wait layer to refuse instead of queueing.
-// ServerLimitLayer returns an error when lim is nil or mode is invalid.
-func ServerLimitLayer(lim *limit.Limiter, mode limit.Mode) (ServerLayer, error) {
-	return limit.NewLayer[Exchange, struct{}](lim, mode)
+// ServerConcurrencyLimitLayer returns a layer that runs each request in a
+// slot of lim, so at most lim.Max() handlers run at once across every
+// layer built with lim. It is [concurrency.NewLayer] for a server stack.
+// In [concurrency.Reject] mode a request finding every slot taken is
+// refused at once with a [*concurrency.LimitedError] (answered 503); in
+// [concurrency.Wait] mode it queues until a slot frees or its context is
+// done. Put [ServerShedLayer] with the same lim outside a Wait layer to
+// refuse instead of queueing. It returns an error when lim is nil or mode
+// is invalid.
+func ServerConcurrencyLimitLayer(lim *concurrency.Limiter, mode concurrency.Mode) (ServerLayer, error) {
+	return concurrency.NewLayer[Exchange, struct{}](lim, mode)
 }
 
 // ServerShedLayer returns a layer that refuses a request with
 // [loadshed.ErrOverloaded] (answered 503) when r is not ready, for example
-// a *limit.Limiter with no free slot. It is [loadshed.NewLayer] for a
+// a *concurrency.Limiter with no free slot. It is [loadshed.NewLayer] for a
 // server stack. It returns an error when r is nil.
 func ServerShedLayer(r loadshed.Readiness) (ServerLayer, error) {
 	return loadshed.NewLayer[Exchange, struct{}](r)

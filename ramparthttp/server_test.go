@@ -26,8 +26,8 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/filter"
-	"github.com/rampart-go/rampart/limit"
 	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
@@ -219,7 +219,7 @@ func TestHandler_StatusForEachError(t *testing.T) {
 		retryAfter string // with HandlerConfig.RetryAfter = 1s
 	}{
 		{name: "rate limited", err: fmt.Errorf("wrapped: %w", &ratelimit.LimitedError{RetryAfter: 3 * time.Second}), code: 429, retryAfter: "3"},
-		{name: "concurrency limit", err: &limit.LimitedError{Max: 4}, code: 503, retryAfter: "1"},
+		{name: "concurrency limit", err: &concurrency.LimitedError{}, code: 503, retryAfter: "1"},
 		{name: "shed", err: loadshed.ErrOverloaded, code: 503, retryAfter: "1"},
 		{name: "breaker open", err: &circuitbreaker.OpenError{RetryAfter: 5 * time.Second}, code: 503, retryAfter: "5"},
 		{name: "timeout", err: &timeout.Error{After: time.Second}, code: 503, retryAfter: "1"},
@@ -404,9 +404,9 @@ func TestHandler_TO1_WaitForSlotBoundedByTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		to, err := ramparthttp.ServerTimeoutLayer(2 * time.Second)
 		require.NoError(t, err)
-		lim, err := limit.New(1)
+		lim, err := concurrency.New(1)
 		require.NoError(t, err)
-		ll, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+		ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
 		require.NoError(t, err)
 		release := make(chan struct{})
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -434,9 +434,9 @@ func TestHandler_TO1_WaitForSlotBoundedByTimeout(t *testing.T) {
 
 func TestHandler_ClientGoneGetsBareStatus(t *testing.T) {
 	t.Run("refused by a layer", func(t *testing.T) {
-		lim, err := limit.New(1)
+		lim, err := concurrency.New(1)
 		require.NoError(t, err)
-		ll, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+		ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
 		require.NoError(t, err)
 		var seen error
 		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
@@ -576,9 +576,9 @@ func TestHandler_HijackOverLoopback(t *testing.T) {
 
 func TestHandler_EndToEndOverLoopback(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	lim, err := limit.New(1)
+	lim, err := concurrency.New(1)
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Reject)
+	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -621,9 +621,9 @@ func TestHandler_EndToEndOverLoopback(t *testing.T) {
 // every other request has been refused, so the counts are exact.
 func TestHandler_ConcurrencyLimitExact(t *testing.T) {
 	const n, k = 40, 4
-	lim, err := limit.New(k)
+	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Reject)
+	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
 	require.NoError(t, err)
 	var inFlight, most atomic.Int32
 	entered, gate := make(chan struct{}, n), make(chan struct{})
@@ -720,9 +720,9 @@ func TestHandler_HammerShedAndLimit(t *testing.T) {
 func TestHandler_HammerOverLoopback(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const clients, perClient, k = 16, 25, 2
-	lim, err := limit.New(k)
+	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Reject)
+	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
 	require.NoError(t, err)
 	var inFlight, most atomic.Int32
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -843,7 +843,7 @@ func TestNewHandler_BadConfigNamesField(t *testing.T) {
 	_, err = ramparthttp.NewHandler(okHandler, ramparthttp.HandlerConfig{RetryAfter: -time.Second})
 	assert.EqualError(t, err, "ramparthttp: HandlerConfig.RetryAfter must be >= 0 (0 means no Retry-After header unless the error carries a delay), got -1s")
 
-	_, err = ramparthttp.ServerLimitLayer(nil, limit.Reject)
+	_, err = ramparthttp.ServerConcurrencyLimitLayer(nil, concurrency.Reject)
 	assert.Error(t, err)
 	_, err = ramparthttp.ServerShedLayer(nil)
 	assert.Error(t, err)
@@ -861,13 +861,13 @@ func TestNewHandler_BadConfigNamesField(t *testing.T) {
 
 // shedAndLimit returns a limiter with k slots and the overload stack
 // around it: shedding outside a waiting concurrency limit.
-func shedAndLimit(t testing.TB, k int) (*limit.Limiter, []ramparthttp.ServerLayer) {
+func shedAndLimit(t testing.TB, k int) (*concurrency.Limiter, []ramparthttp.ServerLayer) {
 	t.Helper()
-	lim, err := limit.New(k)
+	lim, err := concurrency.New(k)
 	require.NoError(t, err)
 	shed, err := ramparthttp.ServerShedLayer(lim)
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
 	require.NoError(t, err)
 	return lim, []ramparthttp.ServerLayer{shed, ll}
 }

@@ -1,6 +1,17 @@
 // Package ratelimit bounds how often calls start, with a token bucket from
 // golang.org/x/time/rate, and gives every refusal a typed error that says
-// how long until a token is free.
+// how long until a token is free. Package concurrency bounds how many calls
+// are in flight; this package bounds how often they start.
+//
+//	lim := rate.NewLimiter(100, 10) // 100 calls a second, bursts of 10
+//	svc, err := ratelimit.Wrap(backend, lim, ratelimit.Wait)
+//	if err != nil {
+//		return err
+//	}
+//
+// [NewLayer] returns the same limit as a layer for a [rampart.Builder];
+// [NewKeyed], [NewKeyedLayer] and [WrapKeyed] keep one bucket per key (per
+// user, per tenant).
 //
 // # Why
 //
@@ -10,24 +21,21 @@
 // the long-run rate at the configured limit. The caller passes the
 // [*rate.Limiter] itself, so one limiter can bound several services (for
 // example every endpoint of one API quota), and [Keyed] keeps one limiter per
-// key (per user, per tenant) with bounded memory.
+// key with bounded memory.
 //
 // A limited call either waits for its token, bounded by its context, or is
-// refused at once ([Mode]). A refusal is a [*LimitedError] that matches
-// [ErrLimited] and implements RetryDelay, so a retry layer can wait exactly
-// as long as needed and an HTTP server can answer 429 with a Retry-After
-// header. In Wait mode the layer never waits for a token that would arrive
-// at or after the context's deadline: it refuses at once instead, so a
-// caller does not spend its whole deadline in a queue only to time out.
+// refused at once ([Mode], shared with package concurrency). A refusal is a
+// [*LimitedError] that matches [ErrLimited] and implements RetryDelay, so a
+// retry layer can wait exactly as long as needed and an HTTP server can
+// answer 429 with a Retry-After header. In Wait mode the layer never waits
+// for a token that would arrive at or after the context's deadline: it
+// refuses at once instead, so a caller does not spend its whole deadline in
+// a queue only to time out.
 //
 // # Order
 //
-// Put the rate limit inside retries, so each attempt takes a token, and
-// inside the timeout, so waiting for a token counts against the deadline:
-//
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(timeoutLayer).   // bounds waiting and the call
-//		Layer(retryLayer).     // each attempt takes a token
-//		Layer(ratelimitLayer). // at most the limiter's rate
-//		Service(backend)
+// Put the rate limit inside the timeout, so waiting for a token counts
+// against the deadline, inside retries, so each attempt takes a token, and
+// outside the circuit breaker, so a refusal is not counted as a failure of
+// the dependency. The [rampart] package documentation gives the full order.
 package ratelimit

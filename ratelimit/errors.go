@@ -16,6 +16,9 @@ var ErrLimited = errors.New("ratelimit: limited")
 
 // LimitedError is the error a ratelimit layer returns when it refuses a
 // call. It matches [ErrLimited] with [errors.Is] and implements RetryDelay.
+// It has the fields and methods of concurrency.LimitedError, so code that
+// handles one handles the other, and [errors.Is] with either package's
+// ErrLimited tells them apart.
 type LimitedError struct {
 	// RetryAfter is how long from the refusal until the limiter would have
 	// a token for this call, given the tokens already promised to waiting

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // DefaultMaxKeys is the number of keys a [Keyed] holds when
@@ -193,6 +194,14 @@ func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (ra
 		}
 		return &keyedService[Req, Resp]{inner: inner, keyed: k, key: key, mode: mode}
 	}), nil
+}
+
+// WrapKeyed wraps svc in the layer [NewKeyedLayer] returns, inferring the
+// type parameters from svc. It returns the errors [NewKeyedLayer] returns,
+// and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], k *Keyed, key func(Req) string, mode Mode) (rampart.Service[Req, Resp], error) {
+	l, err := NewKeyedLayer[Req, Resp](k, key, mode)
+	return wrap.Service("ratelimit", svc, l, err)
 }
 
 type keyedService[Req, Resp any] struct {

@@ -213,3 +213,20 @@ func TestKeyedLayer_KnownKeyAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, "a") }))
 }
+
+// WrapKeyed is NewKeyedLayer's Wrap twin: each key has its own bucket.
+func TestWrapKeyed(t *testing.T) {
+	k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1, Burst: 1})
+	require.NoError(t, err)
+	svc, err := ratelimit.WrapKeyed(rampart.ServiceFunc[string, string](func(_ context.Context, user string) (string, error) {
+		return "ok " + user, nil
+	}), k, func(user string) string { return user }, ratelimit.Reject)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		user    string
+		limited bool
+	}{{user: "alice"}, {user: "bob"}, {user: "alice", limited: true}} {
+		_, err := svc.Call(t.Context(), tc.user)
+		assert.Equal(t, tc.limited, errors.Is(err, ratelimit.ErrLimited), tc.user)
+	}
+}

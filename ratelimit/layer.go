@@ -8,20 +8,24 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
-// Mode says what a call does when the limiter has no token for it now.
-type Mode int
+// Mode says what a call does when the limiter has no token for it now. It
+// is [concurrency.Mode]: the two packages share one Mode, so one value
+// configures both kinds of limit.
+type Mode = concurrency.Mode
 
 const (
 	// Wait blocks the call until its token is due, unless the token would
 	// arrive at or after the context's deadline: then the call is refused
 	// at once with a [*LimitedError] whose PastDeadline is true. Waiting
 	// calls are served in the order they arrived. Wait is the zero Mode.
-	Wait Mode = iota
+	Wait = concurrency.Wait
 	// Reject refuses the call at once with a [*LimitedError] and takes no
 	// token.
-	Reject
+	Reject = concurrency.Reject
 )
 
 func checkMode(m Mode) error {
@@ -96,13 +100,7 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("ratelimit: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("ratelimit", svc, l, err)
 }
 
 type service[Req, Resp any] struct {

@@ -55,6 +55,21 @@ func TestNilAndZeroValues(t *testing.T) {
 			NilService: true,
 		},
 		{
+			Name: "WrapKeyed of nil service",
+			Build: func() (rampart.Service[int, int], error) {
+				return ratelimit.WrapKeyed[int, int](nil, keyed(), key, ratelimit.Wait)
+			},
+			Want:       "ratelimit: svc must not be nil: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name: "WrapKeyed with nil key",
+			Build: func() (rampart.Service[int, int], error) {
+				return ratelimit.WrapKeyed(echo(&calls.n), keyed(), nil, ratelimit.Wait)
+			},
+			Want: "ratelimit: key must not be nil",
+		},
+		{
 			Name: "keyed layer wraps nil service",
 			Build: func() (rampart.Service[int, int], error) {
 				l, err := ratelimit.NewKeyedLayer[int, int](keyed(), key, ratelimit.Wait)

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -287,4 +288,24 @@ func TestWrap(t *testing.T) {
 	assert.Equal(t, 3, resp)
 	_, err = ratelimit.Wrap(echo(&calls), nil, ratelimit.Wait)
 	assert.EqualError(t, err, "ratelimit: limiter must not be nil")
+}
+
+// ratelimit and concurrency share one Mode: a value of either configures
+// both.
+func TestMode_LM5_SharedWithConcurrency(t *testing.T) {
+	var m ratelimit.Mode = concurrency.Reject
+	assert.Equal(t, ratelimit.Reject, m)
+	assert.Equal(t, "Reject", m.String())
+	l, err := concurrency.New(1)
+	require.NoError(t, err)
+	_, err = concurrency.NewLayer[int, int](l, ratelimit.Wait)
+	assert.NoError(t, err)
+}
+
+// A refusal has the shape of concurrency's: RetryAfter, PastDeadline and
+// RetryDelay.
+func TestLimitedError_LM5_SameShapeAsConcurrency(t *testing.T) {
+	r := ratelimit.LimitedError{RetryAfter: time.Second, PastDeadline: true}
+	c := concurrency.LimitedError(r)
+	assert.Equal(t, r.RetryDelay(), c.RetryDelay())
 }

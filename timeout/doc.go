@@ -1,6 +1,18 @@
 // Package timeout bounds how long a call may take, as Tower's Timeout and
 // Finagle's TimeoutFilter do.
 //
+//	svc, err := timeout.Wrap(backend, time.Second)
+//	if err != nil {
+//		return err // names the bad value
+//	}
+//	resp, err := svc.Call(ctx, req) // err matches ErrTimeout and context.DeadlineExceeded after 1s
+//
+// [NewLayer] returns the same timeout as a layer for a [rampart.Builder];
+// [NewConfigLayer] and [WrapConfig] take a [Config] for per-request
+// timeouts ([Config.For]), calls that ignore their context
+// ([Config.Abandon]) and responses read after the call returns
+// ([Config.Detach]).
+//
 // # Why
 //
 // A dependency that has stopped answering is worse than one that fails: every
@@ -15,30 +27,24 @@
 // The deadline travels in the context, as Go's standard library expects, so
 // an inner service that honours its context stops work at the deadline. By
 // default the inner call runs on the caller's goroutine and no goroutine
-// outlives a call. A call that ignores its context can only be cut
-// short by abandoning it to its own goroutine, which Config.Abandon opts
-// into.
+// outlives a call. A call that ignores its context can only be cut short by
+// abandoning it to its own goroutine, which Config.Abandon opts into.
 //
 // # Whose deadline?
 //
 // The caller's own deadline or cancellation is reported as the caller's
 // (context.DeadlineExceeded or context.Canceled, as the caller's context
-// says), not as a timeout of this layer: a breaker or retry layer
-// outside may treat "the caller gave up" differently from "the dependency
-// was too slow". [New] documents the exact rule, including a deadline that
-// fires just as the inner call returns.
+// says), not as a timeout of this layer: a breaker or retry layer outside
+// may treat "the caller gave up" differently from "the dependency was too
+// slow". [NewConfigLayer] documents the exact rule, including a deadline
+// that fires just as the inner call returns.
 //
 // # Order
 //
-// Where the layer sits decides what it bounds. Inside a retry layer it
-// bounds each attempt; outside, it bounds all attempts together:
-//
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(total).   // timeout.NewLayer(2*time.Second): the whole call
-//		Layer(retries). // retry layer
-//		Layer(breaker). // circuitbreaker layer: counts each attempt's timeout
-//		Layer(attempt). // timeout.NewLayer(300*time.Millisecond): per attempt
-//		Service(backend)
+// Where the layer sits decides what it bounds: outside a retry layer it
+// bounds all attempts together, inside the breaker it bounds each attempt
+// and makes a slow attempt a failure the breaker counts. A stack often has
+// both; the [rampart] package documentation gives the full order.
 //
 // # Cost
 //

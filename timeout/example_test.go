@@ -43,8 +43,8 @@ func ExampleNewLayer() {
 
 // Per-request timeouts: For picks each request's timeout; 0 falls back to
 // Timeout.
-func ExampleNew() {
-	layer, err := timeout.New(timeout.Config[string, string]{
+func ExampleNewConfigLayer() {
+	layer, err := timeout.NewConfigLayer(timeout.Config[string, string]{
 		Timeout: 20 * time.Millisecond,
 		For: func(req string) time.Duration {
 			if req == "quick" {

@@ -39,7 +39,7 @@ func after(d time.Duration, resp string, err error) rampart.Service[string, stri
 
 func wrap(t *testing.T, cfg timeout.Config[string, string], inner rampart.Service[string, string]) rampart.Service[string, string] {
 	t.Helper()
-	l, err := timeout.New(cfg)
+	l, err := timeout.NewConfigLayer(cfg)
 	require.NoError(t, err)
 	return l.Wrap(inner)
 }
@@ -85,7 +85,7 @@ func TestNewLayer_RejectsNonPositive(t *testing.T) {
 	}
 }
 
-func TestNew_Config(t *testing.T) {
+func TestNewConfigLayer(t *testing.T) {
 	forFn := func(string) time.Duration { return time.Second }
 	for _, tc := range []struct {
 		name string
@@ -101,7 +101,7 @@ func TestNew_Config(t *testing.T) {
 		{name: "late with abandon", cfg: timeout.Config[string, string]{Timeout: time.Second, Abandon: true, Late: func(string, error) {}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := timeout.New(tc.cfg)
+			l, err := timeout.NewConfigLayer(tc.cfg)
 			if tc.want != "" {
 				assert.Nil(t, l)
 				assert.EqualError(t, err, tc.want)
@@ -536,7 +536,7 @@ func TestLayer_DetachHandsCancelToResponse(t *testing.T) {
 		inner := rampart.ServiceFunc[string, *fakeResponse](func(ctx context.Context, _ string) (*fakeResponse, error) {
 			return &fakeResponse{ctx: ctx}, nil
 		})
-		l, err := timeout.New(timeout.Config[string, *fakeResponse]{Timeout: 100 * time.Millisecond, Abandon: abandon, Detach: detach})
+		l, err := timeout.NewConfigLayer(timeout.Config[string, *fakeResponse]{Timeout: 100 * time.Millisecond, Abandon: abandon, Detach: detach})
 		require.NoError(t, err)
 		svc := l.Wrap(inner)
 
@@ -566,7 +566,7 @@ func TestLayer_DetachNotCalledOnError(t *testing.T) {
 			innerCtx = ctx
 			return nil, errBoom
 		})
-		l, err := timeout.New(timeout.Config[string, *fakeResponse]{
+		l, err := timeout.NewConfigLayer(timeout.Config[string, *fakeResponse]{
 			Timeout: 100 * time.Millisecond,
 			Detach: func(resp *fakeResponse, cancel context.CancelFunc) *fakeResponse {
 				t.Error("Detach called for a failed call")
@@ -589,7 +589,7 @@ func TestLayer_DetachSkippedUnderCallerDeadline(t *testing.T) {
 		inner := rampart.ServiceFunc[string, *fakeResponse](func(ctx context.Context, _ string) (*fakeResponse, error) {
 			return &fakeResponse{ctx: ctx}, nil
 		})
-		l, err := timeout.New(timeout.Config[string, *fakeResponse]{
+		l, err := timeout.NewConfigLayer(timeout.Config[string, *fakeResponse]{
 			Timeout: 100 * time.Millisecond,
 			Abandon: abandon,
 			Detach: func(resp *fakeResponse, cancel context.CancelFunc) *fakeResponse {
@@ -688,7 +688,7 @@ func BenchmarkTimeoutLayerParallel(b *testing.B) {
 
 func BenchmarkTimeoutLayerAbandon(b *testing.B) {
 	inner := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
-	l, err := timeout.New(timeout.Config[string, string]{Timeout: time.Hour, Abandon: true})
+	l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: time.Hour, Abandon: true})
 	require.NoError(b, err)
 	svc := l.Wrap(inner)
 	ctx := context.Background()
@@ -710,7 +710,7 @@ func TestError_TO1_IsATimeoutTheNetWay(t *testing.T) {
 
 func TestLayer_TO3_AbandonGoexitEndsTheCallersGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := timeout.New(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
+		l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
 		require.NoError(t, err)
 		svc := l.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 			runtime.Goexit()

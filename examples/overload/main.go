@@ -46,7 +46,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
 )
@@ -155,7 +155,7 @@ func handler(be *backend, o options, protect bool) (http.Handler, error) {
 		}
 		layers = append(layers, rl)
 	}
-	lim, err := limit.New(o.limit)
+	lim, err := concurrency.New(o.limit)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func handler(be *backend, o options, protect bool) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	slots, err := ramparthttp.ServerLimitLayer(lim, limit.Wait)
+	slots, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
 	if err != nil {
 		return nil, err
 	}

@@ -1,21 +1,21 @@
-package limit_test
+package concurrency_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/concurrency"
 )
 
 func BenchmarkLayer(b *testing.B) {
 	for name, mode := range modes {
 		b.Run(name, func(b *testing.B) {
-			l, err := limit.New(1 << 20)
+			l, err := concurrency.New(1 << 20)
 			if err != nil {
 				b.Fatal(err)
 			}
-			layer, err := limit.NewLayer[int, int](l, mode)
+			layer, err := concurrency.NewLayer[int, int](l, mode)
 			if err != nil {
 				b.Fatal(err)
 			}

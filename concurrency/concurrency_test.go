@@ -1,4 +1,4 @@
-package limit_test
+package concurrency_test
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/limit"
+	"github.com/rampart-go/rampart/concurrency"
 )
 
-var modes = map[string]limit.Mode{"Wait": limit.Wait, "Reject": limit.Reject}
+var modes = map[string]concurrency.Mode{"Wait": concurrency.Wait, "Reject": concurrency.Reject}
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -31,9 +31,9 @@ func blocking(release <-chan struct{}, calls *atomic.Int64) rampart.Service[int,
 	})
 }
 
-func build(t *testing.T, l *limit.Limiter, mode limit.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
+func build(t *testing.T, l *concurrency.Limiter, mode concurrency.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
 	t.Helper()
-	layer, err := limit.NewLayer[int, int](l, mode)
+	layer, err := concurrency.NewLayer[int, int](l, mode)
 	require.NoError(t, err)
 	return rampart.NewBuilder[int, int]().Layer(layer).Service(inner)
 }
@@ -44,11 +44,11 @@ func TestNew_RejectsBadMax(t *testing.T) {
 		max  int
 		want string
 	}{
-		{name: "zero", max: 0, want: "limit: max must be >= 1, got 0"},
-		{name: "negative", max: -3, want: "limit: max must be >= 1, got -3"},
+		{name: "zero", max: 0, want: "concurrency: max must be >= 1, got 0"},
+		{name: "negative", max: -3, want: "concurrency: max must be >= 1, got -3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := limit.New(tc.max)
+			l, err := concurrency.New(tc.max)
 			assert.Nil(t, l)
 			assert.EqualError(t, err, tc.want)
 		})
@@ -56,22 +56,22 @@ func TestNew_RejectsBadMax(t *testing.T) {
 }
 
 func TestNewLayer_RejectsBadArguments(t *testing.T) {
-	l, err := limit.New(1)
+	l, err := concurrency.New(1)
 	require.NoError(t, err)
 
-	_, err = limit.NewLayer[int, int](nil, limit.Wait)
-	assert.EqualError(t, err, "limit: limiter must not be nil")
-	_, err = limit.NewLayer[int, int](l, limit.Mode(7))
-	assert.EqualError(t, err, "limit: mode must be Wait or Reject, got 7")
+	_, err = concurrency.NewLayer[int, int](nil, concurrency.Wait)
+	assert.EqualError(t, err, "concurrency: limiter must not be nil")
+	_, err = concurrency.NewLayer[int, int](l, concurrency.Mode(7))
+	assert.EqualError(t, err, "concurrency: mode must be Wait or Reject, got 7")
 }
 
 func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := limit.New(2)
+		l, err := concurrency.New(2)
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int64
-		svc := build(t, l, limit.Reject, blocking(release, &calls))
+		svc := build(t, l, concurrency.Reject, blocking(release, &calls))
 
 		var wg sync.WaitGroup
 		for i := range 2 {
@@ -87,11 +87,12 @@ func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
 
 		resp, err := svc.Call(t.Context(), 5)
 		assert.Zero(t, resp)
-		require.ErrorIs(t, err, limit.ErrLimited)
-		var le *limit.LimitedError
+		require.ErrorIs(t, err, concurrency.ErrLimited)
+		var le *concurrency.LimitedError
 		require.ErrorAs(t, err, &le)
-		assert.Equal(t, 2, le.Max)
-		assert.EqualError(t, err, "limit: concurrency limit reached (2 in flight)")
+		assert.Equal(t, concurrency.LimitedError{}, *le, "a Limiter knows no retry delay")
+		assert.Zero(t, le.RetryDelay())
+		assert.EqualError(t, err, "concurrency: limit reached")
 		assert.Equal(t, int64(2), calls.Load(), "a refused call must not reach the inner service")
 
 		release <- struct{}{}
@@ -110,9 +111,9 @@ func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
 
 func TestLayer_Wait_GetsSlotWhenOneFrees(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := limit.New(1)
+		l, err := concurrency.New(1)
 		require.NoError(t, err)
-		svc := build(t, l, limit.Wait, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		svc := build(t, l, concurrency.Wait, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 			time.Sleep(50 * time.Millisecond)
 			return req, nil
 		}))
@@ -131,11 +132,11 @@ func TestLayer_Wait_GetsSlotWhenOneFrees(t *testing.T) {
 
 func TestLayer_Wait_BoundedByContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := limit.New(1)
+		l, err := concurrency.New(1)
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int64
-		svc := build(t, l, limit.Wait, blocking(release, &calls))
+		svc := build(t, l, concurrency.Wait, blocking(release, &calls))
 		go func() { _, _ = svc.Call(t.Context(), 1) }()
 		synctest.Wait()
 
@@ -145,8 +146,8 @@ func TestLayer_Wait_BoundedByContext(t *testing.T) {
 		_, err = svc.Call(ctx, 2)
 		assert.Equal(t, 30*time.Millisecond, time.Since(start))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.NotErrorIs(t, err, limit.ErrLimited)
-		assert.EqualError(t, err, "limit: waiting for a slot: context deadline exceeded")
+		assert.NotErrorIs(t, err, concurrency.ErrLimited)
+		assert.EqualError(t, err, "concurrency: waiting for a slot: context deadline exceeded")
 		assert.Equal(t, int64(1), calls.Load())
 		assert.Equal(t, 1, l.InFlight())
 		close(release)
@@ -156,7 +157,7 @@ func TestLayer_Wait_BoundedByContext(t *testing.T) {
 func TestLayer_DoneContextTakesNoSlot(t *testing.T) {
 	for name, mode := range modes {
 		t.Run(name, func(t *testing.T) {
-			l, err := limit.New(1)
+			l, err := concurrency.New(1)
 			require.NoError(t, err)
 			var calls atomic.Int64
 			svc := build(t, l, mode, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
@@ -174,10 +175,10 @@ func TestLayer_DoneContextTakesNoSlot(t *testing.T) {
 }
 
 func TestLayer_InnerErrorUnchangedAndSlotFreed(t *testing.T) {
-	l, err := limit.New(1)
+	l, err := concurrency.New(1)
 	require.NoError(t, err)
 	boom := errors.New("boom")
-	svc := build(t, l, limit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc := build(t, l, concurrency.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		return 7, boom
 	}))
 	resp, err := svc.Call(t.Context(), 1)
@@ -187,9 +188,9 @@ func TestLayer_InnerErrorUnchangedAndSlotFreed(t *testing.T) {
 }
 
 func TestLayer_PanicFreesSlot(t *testing.T) {
-	l, err := limit.New(1)
+	l, err := concurrency.New(1)
 	require.NoError(t, err)
-	svc := build(t, l, limit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc := build(t, l, concurrency.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		panic("inner panic")
 	}))
 	assert.PanicsWithValue(t, "inner panic", func() { _, _ = svc.Call(t.Context(), 1) })
@@ -199,16 +200,16 @@ func TestLayer_PanicFreesSlot(t *testing.T) {
 
 func TestLayer_SharedLimiterBoundsAllServices(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := limit.New(1)
+		l, err := concurrency.New(1)
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int64
-		a := build(t, l, limit.Reject, blocking(release, &calls))
-		b := build(t, l, limit.Reject, blocking(release, &calls))
+		a := build(t, l, concurrency.Reject, blocking(release, &calls))
+		b := build(t, l, concurrency.Reject, blocking(release, &calls))
 		go func() { _, _ = a.Call(t.Context(), 1) }()
 		synctest.Wait()
 		_, err = b.Call(t.Context(), 2)
-		assert.ErrorIs(t, err, limit.ErrLimited)
+		assert.ErrorIs(t, err, concurrency.ErrLimited)
 		close(release)
 	})
 }
@@ -217,7 +218,7 @@ func TestLayer_Hammer(t *testing.T) {
 	for name, mode := range modes {
 		t.Run(name, func(t *testing.T) {
 			const max, workers, perWorker = 3, 32, 200
-			l, err := limit.New(max)
+			l, err := concurrency.New(max)
 			require.NoError(t, err)
 			var running, peak, served, refused atomic.Int64
 			svc := build(t, l, mode, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
@@ -242,7 +243,7 @@ func TestLayer_Hammer(t *testing.T) {
 						switch {
 						case err == nil && resp == i:
 							served.Add(1)
-						case errors.Is(err, limit.ErrLimited):
+						case errors.Is(err, concurrency.ErrLimited):
 							refused.Add(1)
 						default:
 							t.Errorf("Call(%d) = %d, %v", i, resp, err)
@@ -253,7 +254,7 @@ func TestLayer_Hammer(t *testing.T) {
 			wg.Wait()
 			assert.LessOrEqual(t, peak.Load(), int64(max))
 			assert.Equal(t, int64(workers*perWorker), served.Load()+refused.Load(), "every call is served or refused")
-			if mode == limit.Wait {
+			if mode == concurrency.Wait {
 				assert.Zero(t, refused.Load())
 			}
 			assert.Equal(t, 0, l.InFlight())
@@ -262,7 +263,7 @@ func TestLayer_Hammer(t *testing.T) {
 }
 
 func TestLayer_ZeroAllocs(t *testing.T) {
-	l, err := limit.New(1)
+	l, err := concurrency.New(1)
 	require.NoError(t, err)
 	ok := rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil })
 	ctx := context.Background()
@@ -271,8 +272,8 @@ func TestLayer_ZeroAllocs(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "%s: call with a free slot", name)
 	}
 
-	full := build(t, l, limit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
-		svc := build(t, l, limit.Reject, ok)
+	full := build(t, l, concurrency.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		svc := build(t, l, concurrency.Reject, ok)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "refusal")
 		return req, nil
 	}))
@@ -281,15 +282,15 @@ func TestLayer_ZeroAllocs(t *testing.T) {
 }
 
 func TestWrap(t *testing.T) {
-	l, err := limit.New(1)
+	l, err := concurrency.New(1)
 	require.NoError(t, err)
-	svc, err := limit.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		return l.InFlight(), nil
-	}), l, limit.Wait)
+	}), l, concurrency.Wait)
 	require.NoError(t, err)
 	resp, err := svc.Call(t.Context(), 0)
 	assert.NoError(t, err)
 	assert.Equal(t, 1, resp, "the call runs in a slot")
-	_, err = limit.Wrap[int, int](nil, nil, limit.Wait)
-	assert.EqualError(t, err, "limit: limiter must not be nil")
+	_, err = concurrency.Wrap[int, int](nil, nil, concurrency.Wait)
+	assert.EqualError(t, err, "concurrency: limiter must not be nil")
 }

@@ -1,4 +1,4 @@
-package limit
+package concurrency
 
 import (
 	"context"
@@ -6,30 +6,22 @@ import (
 	"fmt"
 
 	"github.com/rampart-go/rampart"
-)
-
-// Mode says what a call does when every slot is taken.
-type Mode int
-
-const (
-	// Wait blocks the call until a slot frees or its context is done. It is
-	// the zero Mode.
-	Wait Mode = iota
-	// Reject fails the call at once with a [*LimitedError].
-	Reject
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // NewLayer returns a layer that runs each call in a slot of l, so at most
 // l.Max() calls run at once across every service built with l.
 //
-// With mode [Wait], a call that finds every slot taken waits for one in
-// FIFO order; if ctx is done first, the call fails with an error that wraps
-// ctx.Err() (so errors.Is(err, context.DeadlineExceeded) or
-// context.Canceled holds) and the inner service is not called. With mode
-// [Reject], such a call fails at once with l's [*LimitedError], matching
-// [ErrLimited]; the same value is returned for every refusal by l, so do
-// not modify it. In either mode a ctx already done when the call arrives
-// fails with ctx.Err() and takes no slot.
+// With mode [Wait], a call takes its slot with [Limiter.Acquire]: one that
+// finds every slot taken waits for one in FIFO order; if ctx is done
+// first, the call fails with an error that wraps ctx.Err() (so
+// errors.Is(err, context.DeadlineExceeded) or context.Canceled holds) and
+// the inner service is not called. With mode [Reject], such a call fails
+// at once with a [*LimitedError] matching [ErrLimited], whose RetryAfter
+// is 0 (a Limiter cannot know when a slot frees); the same value is
+// returned for every refusal by l, so do not modify it. In either mode a
+// ctx already done when the call arrives fails with an error matching
+// ctx.Err() and takes no slot.
 //
 // The slot is held while the inner service runs and given back when it
 // returns or panics. Errors from the inner service come back unchanged. A
@@ -45,13 +37,13 @@ const (
 // [New]), or mode is not Wait or Reject.
 func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if l == nil {
-		return nil, errors.New("limit: limiter must not be nil")
+		return nil, errors.New("concurrency: limiter must not be nil")
 	}
 	if l.sem == nil {
-		return nil, errors.New("limit: limiter must be made by New, got a zero Limiter")
+		return nil, errors.New("concurrency: limiter must be made by New, got a zero Limiter")
 	}
 	if mode != Wait && mode != Reject {
-		return nil, fmt.Errorf("limit: mode must be Wait or Reject, got %d", mode)
+		return nil, fmt.Errorf("concurrency: mode must be Wait or Reject, got %d", mode)
 	}
 	return layer[Req, Resp]{lim: l, mode: mode}, nil
 }
@@ -61,13 +53,7 @@ func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], e
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("limit: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("concurrency", svc, l, err)
 }
 
 type layer[Req, Resp any] struct {
@@ -77,7 +63,7 @@ type layer[Req, Resp any] struct {
 
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 	if inner == nil {
-		return rampart.Failing[Req, Resp]("limit: Wrap")
+		return rampart.Failing[Req, Resp]("concurrency: Wrap")
 	}
 	return &service[Req, Resp]{inner: inner, lim: l.lim, mode: l.mode}
 }
@@ -89,10 +75,27 @@ type service[Req, Resp any] struct {
 }
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := s.lim.acquire(ctx, s.mode); err != nil {
+	if err := s.acquire(ctx); err != nil {
 		var zero Resp
 		return zero, err
 	}
-	defer s.lim.release()
+	defer s.lim.Release()
 	return s.inner.Call(ctx, req)
+}
+
+// acquire takes a slot as the mode says: in Wait mode it blocks until a
+// slot frees or ctx is done; in Reject mode it fails at once with the
+// limiter's shared refusal. A ctx already done takes no slot, in either
+// mode.
+func (s *service[Req, Resp]) acquire(ctx context.Context) error {
+	if s.mode == Wait {
+		return s.lim.Acquire(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !s.lim.TryAcquire() {
+		return s.lim.limited
+	}
+	return nil
 }
