@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/rampart-go/rampart/budget"
@@ -11,12 +14,46 @@ import (
 	"github.com/rampart-go/rampart/retry"
 )
 
+// client is what the load generator drives: one caller request, which may
+// make several backend attempts.
+type client interface {
+	do(ctx context.Context) error
+}
+
+// naive retries every failure o.naiveRetries times, at once, with a
+// per-attempt timeout: the client that turns an outage into a retry storm.
+type naive struct {
+	hc      *http.Client
+	url     string
+	retries int
+}
+
+func newNaive(o options, base http.RoundTripper, url string) *naive {
+	return &naive{hc: &http.Client{Transport: base, Timeout: o.attemptTimeout}, url: url, retries: o.naiveRetries}
+}
+
+func (n *naive) do(ctx context.Context) error {
+	var err error
+	for range n.retries + 1 {
+		if err = get(ctx, n.hc, n.url); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
 // rampartClient sends each request through ramparthttp's stack: retry within
 // a budget, a circuit breaker consulted before every attempt, and a
-// per-attempt timeout.
-type rampartClient struct{ hc *http.Client }
+// per-attempt timeout. It records the breaker's transitions.
+type rampartClient struct {
+	hc  *http.Client
+	url string
 
-func newRampart(o options) (*rampartClient, error) {
+	mu          sync.Mutex
+	transitions []circuitbreaker.Transition // guarded by mu
+}
+
+func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, error) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
 		Policy:       circuitbreaker.Consecutive{Failures: 5},
 		ResetTimeout: o.resetTimeout,
@@ -34,8 +71,6 @@ func newRampart(o options) (*rampartClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	base.MaxIdleConnsPerHost = 256
 	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
 		Base:           base,
 		Breaker:        br,
@@ -45,7 +80,39 @@ func newRampart(o options) (*rampartClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rampartClient{hc: &http.Client{Transport: tr}}, nil
+	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url}
+	br.Subscribe(func(t circuitbreaker.Transition) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.transitions = append(c.transitions, t)
+	})
+	return c, nil
 }
 
-func (c *rampartClient) do(ctx context.Context, url string) error { return get(ctx, c.hc, url) }
+func (c *rampartClient) do(ctx context.Context) error { return get(ctx, c.hc, c.url) }
+
+func (c *rampartClient) breakerTransitions() []circuitbreaker.Transition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(make([]circuitbreaker.Transition, 0, len(c.transitions)), c.transitions...) // never nil: a breaker that never tripped
+}
+
+// get makes one GET and reads the whole body; a non-2xx status is an error.
+func get(ctx context.Context, hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return errors.New(resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Everything CI checks, in one script: formatting, vet and race-enabled
+# tests in each module (the core, bench, examples), every benchmark once,
+# and the outage demo's claims on real loopback HTTP. Run it from anywhere:
+#
+#	./test.sh
+#
+# It fails, never skips, when something it needs is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+modules=(. bench examples)
+
+command -v go >/dev/null || { echo "test.sh: go is not on PATH" >&2; exit 1; }
+command -v gofmt >/dev/null || { echo "test.sh: gofmt is not on PATH" >&2; exit 1; }
+for m in "${modules[@]}"; do
+  [ -f "$m/go.mod" ] || { echo "test.sh: $m/go.mod is missing" >&2; exit 1; }
+done
+[ -f go.work ] || { echo "test.sh: go.work is missing" >&2; exit 1; }
+
+echo "== gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+for m in "${modules[@]}"; do
+  echo "== go vet ($m)"
+  (cd "$m" && go vet ./...)
+done
+
+for m in "${modules[@]}"; do
+  echo "== go test -race ($m)"
+  (cd "$m" && go test -race ./...)
+done
+
+echo "== bench: every benchmark once (checks each contender's outcome)"
+(cd bench && go test -run='^$' -bench=. -benchtime=1x ./...)
+
+echo "== demo claims (examples/outage on real loopback HTTP, run alone)"
+(cd examples && RAMPART_OUTAGE_TEST=1 go test -race -count=1 -run '^TestOutage$' -v ./outage)
