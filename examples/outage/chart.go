@@ -93,10 +93,22 @@ func writeChart(r *result, path string) error {
 		success := plot.New()
 		success.Y.Label.Text = "success %"
 		success.X.Min, success.X.Max = 0, run
-		success.Y.Min, success.Y.Max = 0, 100
+		success.Y.Min, success.Y.Max = 0, 112
 		if err := shade(success, m.faultStart, m.faultEnd, 0, 100, colorFault); err != nil {
 			return err
 		}
+		// The outage, as a bar above the success rate.
+		outageEnd := m.faultStart.Seconds() + s.OutageMs/1000
+		bar, err := plotter.NewLine(plotter.XYs{{X: m.faultStart.Seconds(), Y: 106}, {X: outageEnd, Y: 106}})
+		if err != nil {
+			return err
+		}
+		bar.Color = colorWasted
+		bar.Width = vg.Points(4)
+		success.Add(bar)
+		success.Legend.Add(fmt.Sprintf("outage: some 1 s window below %.0f%% success", 100*outageRate), bar)
+		success.Legend.Top, success.Legend.Left = false, true
+		success.Legend.XOffs, success.Legend.YOffs = vg.Points(6), vg.Points(6)
 		if i == 1 {
 			open, err := swatch(colorOpen)
 			if err != nil {
@@ -120,8 +132,6 @@ func writeChart(r *result, path string) error {
 			}
 			success.Legend.Add("breaker open", open)
 			success.Legend.Add("breaker half-open (probe)", half)
-			success.Legend.Top, success.Legend.Left = false, true
-			success.Legend.XOffs, success.Legend.YOffs = vg.Points(6), vg.Points(6)
 		}
 		target, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 100 * outageRate}, {X: run, Y: 100 * outageRate}})
 		if err != nil {
@@ -147,7 +157,7 @@ func writeChart(r *result, path string) error {
 	}
 
 	img := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(96))
-	dc := draw.New(img)
+	dc := draw.Crop(draw.New(img), vg.Points(4), -vg.Points(8), vg.Points(4), -vg.Points(6))
 	// Stack the panels top to bottom, then give them the same left edge
 	// for their data, so that the time axes line up.
 	canvases := make([]draw.Canvas, len(panels))

@@ -40,7 +40,7 @@ func printTable(w io.Writer, r *result) {
 			100*float64(rp.BackendHitsOutage)/float64(n.BackendHitsOutage))
 	}
 
-	fmt.Fprintf(w, "\nper second, 0 to %v (each row scaled to its peak over both clients; · is zero):\n", o.total())
+	fmt.Fprintf(w, "\nper second, 0 to %v (each row scaled to its peak over both clients; · is zero, blank no calls):\n", o.total())
 	spark := func(name string, a, b []float64, peak float64) {
 		if peak == 0 {
 			peak = max(slicePeak(a), slicePeak(b))
