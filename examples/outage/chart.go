@@ -132,6 +132,8 @@ func writeChart(r *result, path string) error {
 			}
 			success.Legend.Add("breaker open", open)
 			success.Legend.Add("breaker half-open (probe)", half)
+			success.Legend.Left = false // the right is clear once rampart has recovered
+			success.Legend.XOffs = -vg.Points(6)
 		}
 		target, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 100 * outageRate}, {X: run, Y: 100 * outageRate}})
 		if err != nil {

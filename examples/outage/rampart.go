@@ -53,17 +53,25 @@ type rampartClient struct {
 	transitions []circuitbreaker.Transition // guarded by mu
 }
 
+// The rampart client's configuration, apart from the reset and attempt
+// timeouts, which are flags.
+const (
+	tripAfter       = 5   // consecutive failures that trip the breaker
+	rampartAttempts = 3   // attempts per request, the first included
+	budgetRatio     = 0.1 // retries may add this fraction to recent requests...
+	budgetFloor     = 1   // ...plus this many per second
+)
+
 func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, error) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 5},
+		Policy:       circuitbreaker.Consecutive{Failures: tripAfter},
 		ResetTimeout: o.resetTimeout,
 		MaxProbes:    1,
 	})
 	if err != nil {
 		return nil, err
 	}
-	// Retries may add at most 10% to recent traffic, plus one per second.
-	rb, err := budget.New(budget.Config{Ratio: 0.1, MinPerSecond: 1})
+	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor})
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +83,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		Base:           base,
 		Breaker:        br,
 		AttemptTimeout: o.attemptTimeout,
-		Retry:          ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: backoff, Budget: rb},
+		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb},
 	})
 	if err != nil {
 		return nil, err

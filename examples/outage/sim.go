@@ -42,62 +42,64 @@ func simulate(o options, nw network, progress io.Writer) (*result, error) {
 		defer t.Stop()
 	}
 
-	type side struct {
-		be   *backend
-		c    client
-		stop func() // closes the server, if any, and stops the backend
-	}
-	sides := make([]side, 2)
-	stopAll := func() {
-		for i, s := range sides {
-			if s.stop != nil {
-				s.stop()
-				sides[i].stop = nil
-			}
+	backends := []*backend{newBackend(m, start, seconds), newBackend(m, start, seconds)}
+	var disconnect []func()
+	// stop disconnects the clients, then stops the backends' workers.
+	stop := sync.OnceFunc(func() {
+		for _, d := range disconnect {
+			d()
 		}
-	}
-	defer stopAll()
-	var ramp *rampartClient
-	for i := range sides {
-		be := newBackend(m, start, seconds)
-		sides[i].be, sides[i].stop = be, be.stop
-		base, url := http.RoundTripper(be), "http://backend.invalid/"
-		if nw == loopback {
-			u, closeServer, err := serveLoopback(be)
-			if err != nil {
-				return nil, err
-			}
-			sides[i].stop = func() { closeServer(); be.stop() }
-			tr := http.DefaultTransport.(*http.Transport).Clone()
-			tr.MaxIdleConnsPerHost = 1024
-			base, url = tr, u
+		for _, be := range backends {
+			be.stop()
 		}
-		if i == 0 {
-			sides[i].c = newNaive(o, base, url)
-			continue
-		}
-		rc, err := newRampart(o, base, url)
+	})
+	defer stop()
+	var rts [2]http.RoundTripper
+	var urls [2]string
+	for i, be := range backends {
+		rt, url, d, err := connect(be, nw)
 		if err != nil {
 			return nil, err
 		}
-		ramp, sides[i].c = rc, rc
+		rts[i], urls[i] = rt, url
+		disconnect = append(disconnect, d)
 	}
+	ramp, err := newRampart(o, rts[1], urls[1])
+	if err != nil {
+		return nil, err
+	}
+	clients := [2]client{newNaive(o, rts[0], urls[0]), ramp}
 
-	logs := make([]*callLog, len(sides))
+	var logs [2]*callLog
 	var wg sync.WaitGroup
-	for i, s := range sides {
-		wg.Go(func() { logs[i] = drive(s.c, o, start) })
+	for i, c := range clients {
+		wg.Go(func() { logs[i] = drive(c, o, start) })
 	}
 	wg.Wait()
-	stopAll()
+	stop()
 
 	return &result{
 		FaultMs:        ms(o.fault),
 		ResetTimeoutMs: ms(o.resetTimeout),
-		Naive:          summarise(logs[0], sides[0].be, nil, o),
-		Rampart:        summarise(logs[1], sides[1].be, ramp.breakerTransitions(), o),
+		Naive:          summarise(logs[0], backends[0], nil, o),
+		Rampart:        summarise(logs[1], backends[1], ramp.breakerTransitions(), o),
 		o:              o,
 	}, nil
+}
+
+// connect returns the RoundTripper and URL through which a client reaches
+// be over nw, and a function that disconnects them.
+func connect(be *backend, nw network) (http.RoundTripper, string, func(), error) {
+	if nw == inMemory {
+		return be, "http://backend.invalid/", func() {}, nil
+	}
+	url, closeServer, err := serveLoopback(be)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 1024
+	return tr, url, func() { tr.CloseIdleConnections(); closeServer() }, nil
 }
 
 // drive sends the client o.rate caller requests per second, evenly spaced,

@@ -13,10 +13,14 @@ import (
 func printTable(w io.Writer, r *result) {
 	o := r.o
 	m := o.model()
-	fmt.Fprintf(w, "backend: %d workers x %v per request (capacity %.0f requests/s), queue of %d; fault: its downstream stalls from %v to %v (a worker waits %v, then answers 503)\n",
-		o.workers, o.work, float64(o.workers)*float64(time.Second)/float64(o.work), o.queue, m.faultStart, m.faultEnd, o.stall)
-	fmt.Fprintf(w, "load: %g caller requests/s to each client for %v; attempt timeout %v; naive: %d retries at once; rampart: breaker (5 consecutive failures, reset %v), 3 attempts within a 10%% retry budget\n\n",
-		o.rate, o.total(), o.attemptTimeout, o.naiveRetries, o.resetTimeout)
+	fmt.Fprintf(w, "backend: %d workers x %v a request (%.0f requests/s), a queue of %d\n",
+		o.workers, o.work, float64(o.workers)*float64(time.Second)/float64(o.work), o.queue)
+	fmt.Fprintf(w, "fault:   its downstream stalls from %v to %v (a worker waits %v on it, then answers 503)\n",
+		m.faultStart, m.faultEnd, o.stall)
+	fmt.Fprintf(w, "load:    %g caller requests/s to each client for %v, %v per attempt\n", o.rate, o.total(), o.attemptTimeout)
+	fmt.Fprintf(w, "naive:   %d retries at once\n", o.naiveRetries)
+	fmt.Fprintf(w, "rampart: breaker (%d consecutive failures trip it, reset %v), %d attempts within a retry budget (%.0f%% + %d/s)\n\n",
+		tripAfter, o.resetTimeout, rampartAttempts, 100*budgetRatio, budgetFloor)
 
 	n, rp := r.Naive, r.Rampart
 	row := func(name, a, b string) { fmt.Fprintf(w, "%-28s %16s %16s\n", name, a, b) }
