@@ -38,29 +38,29 @@ func printTable(w io.Writer, r *result) {
 	row("backend goodput", num(n.BackendGoodput), num(rp.BackendGoodput))
 	row("backend work wasted", num(n.BackendWasted), num(rp.BackendWasted))
 	row("calls lost", num(n.Lost), num(rp.Lost))
-	fmt.Fprintf(w, "\noutage: from the start of the fault until every 1 s window of caller requests succeeds at least %.0f%%.\n", 100*outageRate)
+	fmt.Fprintf(w, "\noutage: from the fault's start until every 1 s window of calls succeeds at least %.0f%%.\n", 100*outageRate)
 	if n.BackendHitsOutage > 0 {
 		fmt.Fprintf(w, "During the fault the rampart client sent the backend %.1f%% of the naive client's requests.\n",
 			100*float64(rp.BackendHitsOutage)/float64(n.BackendHitsOutage))
 	}
 
-	fmt.Fprintf(w, "\nper second, 0 to %v (each row scaled to its peak over both clients; · is zero, blank no calls):\n", o.total())
+	fmt.Fprintf(w, "\nper second, 0 to %v (rows scaled to their peak over both clients; · zero, blank no calls):\n", o.total())
+	width := max(o.seconds(), len("naive")) // fmt pads by runes, as sparklines need
 	spark := func(name string, a, b []float64, peak float64) {
 		if peak == 0 {
 			peak = max(slicePeak(a), slicePeak(b))
 		}
-		fmt.Fprintf(w, "%-20s %s   %s\n", name, sparkline(a, peak), sparkline(b, peak))
+		fmt.Fprintf(w, "%-20s %-*s   %s\n", name, width, sparkline(a, peak), sparkline(b, peak))
 	}
-	width := o.seconds()
 	fmt.Fprintf(w, "%-20s %-*s   %s\n", "", width, "naive", "rampart")
-	fault := faultSeconds(m, width)
+	fault := faultSeconds(m, o.seconds())
 	spark("fault", fault, fault, 1)
 	spark("caller requests", floats(n.Timeline.CallerRequests), floats(rp.Timeline.CallerRequests), 0)
 	spark("backend arrivals", floats(n.Timeline.BackendArrivals), floats(rp.Timeline.BackendArrivals), 0)
 	spark("backend goodput", floats(n.Timeline.Goodput), floats(rp.Timeline.Goodput), 0)
 	spark("backend wasted", floats(n.Timeline.Wasted), floats(rp.Timeline.Wasted), 0)
 	spark("caller success rate", ratios(n.Timeline.SuccessRate), ratios(rp.Timeline.SuccessRate), 1)
-	fmt.Fprintf(w, "%-20s %s   %s\n", "breaker not closed", strings.Repeat(" ", width), sparkline(rp.Timeline.BreakerOpen, 1))
+	fmt.Fprintf(w, "%-20s %-*s   %s\n", "breaker not closed", width, "", sparkline(rp.Timeline.BreakerOpen, 1))
 }
 
 // sparkline draws one character per value, scaled to peak: · for zero,
