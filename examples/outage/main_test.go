@@ -60,6 +60,19 @@ func TestModel_ShortSchedule_Targets(t *testing.T) {
 		assert.Equal(t, 3000.0, r.FaultMs)
 		assert.Equal(t, 1000.0, r.ResetTimeoutMs)
 		assertTargets(t, r)
+
+		// The naive client, exactly: every call from the start of the
+		// fault on fails after all its four attempts, and its backend
+		// never serves a caller again.
+		n := r.Naive
+		assert.Equal(t, int64(2*250+8*250*4), n.BackendHits)
+		assert.Equal(t, int64(3*250*4), n.BackendHitsOutage)
+		assert.Equal(t, 0.2, n.SuccessRate)
+		assert.Equal(t, 8000.0, n.OutageMs)
+		assert.False(t, n.OutageOver)
+		assert.Equal(t, -1.0, n.RecoveryMs)
+		assert.Equal(t, []int64{248, 250, 2, 0, 0, 0, 0, 0, 0, 0}, n.Timeline.Goodput,
+			"each request takes 10ms, so the last two of each second finish in the next")
 	})
 }
 
