@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,8 +67,9 @@ type backend struct {
 	workers sync.WaitGroup
 }
 
+// job is one queued request.
 type job struct {
-	ctx  context.Context // the client's: done when it has given up
+	gone <-chan struct{} // closed when the client has given up
 	done chan int        // the status; buffered, so a worker never waits for a client
 }
 
@@ -109,7 +111,7 @@ func (b *backend) handle(ctx context.Context) int {
 		b.hitsFault.Add(1)
 	}
 	b.arrivalsPerSec.add(b.since(now))
-	j := &job{ctx: ctx, done: make(chan int, 1)}
+	j := &job{gone: ctx.Done(), done: make(chan int, 1)}
 	select {
 	case b.jobs <- j:
 	default:
@@ -131,13 +133,15 @@ func (b *backend) work() {
 		case j := <-b.jobs:
 			status := b.serve()
 			at := b.since(time.Now())
-			switch {
-			case j.ctx.Err() != nil:
+			select {
+			case <-j.gone:
 				b.wasted.Add(1)
 				b.wastedPerSec.add(at)
-			case status == http.StatusOK:
-				b.goodput.Add(1)
-				b.goodputPerSec.add(at)
+			default:
+				if status == http.StatusOK {
+					b.goodput.Add(1)
+					b.goodputPerSec.add(at)
+				}
 			}
 			j.done <- status
 		}
@@ -182,7 +186,7 @@ func (b *backend) RoundTrip(req *http.Request) (*http.Response, error) {
 		body = "backend unavailable\n"
 	}
 	return &http.Response{
-		Status:        http.StatusText(status),
+		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
 		StatusCode:    status,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
