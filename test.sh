@@ -42,4 +42,7 @@ echo "== bench: every benchmark once (checks each contender's outcome)"
 # measured along with the demo. (The same model runs under -race above, on
 # synctest's virtual clock, and so does a short loopback run.)
 echo "== demo claims (examples/outage on real loopback HTTP, run alone)"
-(cd examples && RAMPART_OUTAGE_TEST=1 go test -count=1 -run '^TestOutage$' -v ./outage)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+(cd examples && RAMPART_OUTAGE_TEST=1 go test -count=1 -run '^TestOutage$' -v ./outage) | tee "$log"
+grep -q '^--- PASS: TestOutage ' "$log" || { echo "test.sh: TestOutage did not run" >&2; exit 1; }
