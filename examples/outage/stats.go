@@ -105,14 +105,16 @@ type span struct {
 	state    circuitbreaker.State
 }
 
-// outageWindow is the window over which the callers' success rate must
-// recover, and outageStep the step by which the window slides.
+// The outage is over once the callers' success rate over every window of
+// outageWindow, sliding by outageStep, is at least outageRate.
 const (
 	outageWindow = time.Second
 	outageStep   = 10 * time.Millisecond
 	outageRate   = 0.95
 )
 
+// summarise turns one client's calls and its backend's counts into its
+// summary; transitions are its breaker's, nil for a client without one.
 func summarise(l *callLog, be *backend, transitions []circuitbreaker.Transition, o options) summary {
 	l.mu.Lock()
 	defer l.mu.Unlock()
