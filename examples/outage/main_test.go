@@ -4,55 +4,170 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// TestOutage runs the demo on a short schedule over real loopback HTTP and
-// checks the claims the README makes for it. It runs in real time (about
-// four seconds), because it measures real sockets, so its numbers are only
-// meaningful on a machine that is not busy with other tests: it runs only
-// when RAMPART_OUTAGE_TEST is set, which .ci/run does in a run of its own
-// after the main test run.
+// short is the schedule the tests run: 10 seconds, of which 3 are the fault.
+func short() options {
+	o := defaults()
+	o.healthy, o.fault, o.after = 2*time.Second, 3*time.Second, 5*time.Second
+	o.chart = ""
+	return o
+}
+
+// assertTargets checks the targets the README claims for the demo.
+func assertTargets(t *testing.T, r *result) {
+	t.Helper()
+	n, rp := r.Naive, r.Rampart
+	assert.Equal(t, n.CallerRequests, rp.CallerRequests, "both clients get the same load")
+	assert.Zero(t, n.Lost, "naive calls lost")
+	assert.Zero(t, rp.Lost, "rampart calls lost")
+
+	if n.OutageOver {
+		assert.GreaterOrEqual(t, n.OutageMs, 2*r.FaultMs, "the naive client's outage lasts at least twice the fault")
+	}
+	assert.True(t, rp.OutageOver, "rampart's outage ends")
+	assert.LessOrEqual(t, rp.OutageMs, r.FaultMs+r.ResetTimeoutMs+1000,
+		"rampart's outage ends within the fault, a reset timeout and a second")
+	assert.Greater(t, rp.SuccessRate, n.SuccessRate, "rampart's callers see more successes")
+	assert.LessOrEqual(t, float64(rp.BackendHitsOutage), 0.05*float64(n.BackendHitsOutage),
+		"rampart sends at most 5% of the naive client's load during the fault")
+}
+
+// TestModel_ShortSchedule_Targets runs the model on an in-memory transport
+// on synctest's virtual clock: the same backend, clients and rampart layers
+// as the demo, without sockets, so the result is exact and the ten
+// virtual seconds take a moment.
+func TestModel_ShortSchedule_Targets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := short()
+		r, err := simulate(o, inMemory, io.Discard)
+		require.NoError(t, err)
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		t.Log(string(b))
+
+		assert.Equal(t, int64(10*250), r.Naive.CallerRequests)
+		assert.Equal(t, 3000.0, r.FaultMs)
+		assert.Equal(t, 1000.0, r.ResetTimeoutMs)
+		assertTargets(t, r)
+
+		// The naive client, exactly: every call from the start of the
+		// fault on fails after all its four attempts, and its backend
+		// never serves a caller again.
+		n := r.Naive
+		assert.Equal(t, int64(2*250+8*250*4), n.BackendHits)
+		assert.Equal(t, int64(3*250*4), n.BackendHitsOutage)
+		assert.Equal(t, 0.2, n.SuccessRate)
+		assert.Equal(t, 8000.0, n.OutageMs)
+		assert.False(t, n.OutageOver)
+		assert.Equal(t, -1.0, n.RecoveryMs)
+		assert.Equal(t, []int64{248, 250, 2, 0, 0, 0, 0, 0, 0, 0}, n.Timeline.Goodput,
+			"each request takes 10ms, so the last two of each second finish in the next")
+	})
+}
+
+// TestOutage runs the demo on the short schedule over real loopback HTTP
+// and checks the targets the README claims for it. It runs in real time
+// (ten seconds), because it measures real sockets, so its numbers are
+// only meaningful on a machine that is not busy with other tests: it runs
+// only when RAMPART_OUTAGE_TEST is set, which ./test.sh does in a run of
+// its own after the main test run.
 func TestOutage(t *testing.T) {
 	if os.Getenv("RAMPART_OUTAGE_TEST") == "" {
-		t.Skip("set RAMPART_OUTAGE_TEST=1 to run a real 4-second outage on an idle machine")
+		t.Skip("set RAMPART_OUTAGE_TEST=1 to run a real 10-second run on an idle machine")
 	}
-	o := options{
-		healthy: time.Second, outage: 2 * time.Second, after: time.Second,
-		slow: time.Second, concurrency: 8, interval: 50 * time.Millisecond,
-		naiveRetries: 3, resetTimeout: 500 * time.Millisecond, attemptTimeout: 250 * time.Millisecond,
-		jsonOut: true,
-	}
-	require.NoError(t, o.validate())
+	o := short()
+	o.jsonOut = true
 	var out bytes.Buffer
 	require.NoError(t, run(o, &out, io.Discard))
-
 	t.Log(out.String())
-	var got map[string]summary
-	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
-	naive, ramp := got["naive"], got["rampart"]
 
-	// 8 callers, each sending every 50ms for 4s.
-	assert.Equal(t, int64(8*80), naive.CallerRequests)
-	assert.Equal(t, naive.CallerRequests, ramp.CallerRequests)
-	assert.Zero(t, naive.Lost)
-	assert.Zero(t, ramp.Lost)
-	assert.Zero(t, naive.FastFails)
-	assert.Positive(t, ramp.FastFails)
-	assert.LessOrEqual(t, float64(ramp.BackendHitsOutage), 0.10*float64(naive.BackendHitsOutage),
-		"rampart sends at most 10%% of the naive client's load during the outage")
-	require.GreaterOrEqual(t, ramp.RecoveryMs, 0.0, "rampart recovers")
-	assert.LessOrEqual(t, ramp.RecoveryMs, float64((o.resetTimeout+time.Second)/time.Millisecond),
-		"rampart recovers within the reset timeout plus one second")
+	var r result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	assertTargets(t, &r)
+	assert.Positive(t, r.Rampart.FastFails)
 }
 
 func TestOptions_ValidateNamesFlag(t *testing.T) {
-	o := options{outage: time.Second, after: time.Second, concurrency: 0, interval: time.Millisecond,
-		resetTimeout: time.Second, attemptTimeout: time.Second}
-	assert.EqualError(t, o.validate(), "-concurrency must be >= 1, got 0")
+	o := defaults()
+	o.workers = 0
+	assert.EqualError(t, o.validate(), "-workers must be >= 1, got 0")
+	o = defaults()
+	o.rate = 0.5
+	assert.EqualError(t, o.validate(), "-rate must be between 1 and 100000 requests per second, got 0.5")
+}
+
+// TestOutage_SlidingWindow checks the outage measure on calls every 10ms
+// that fail from the start of the fault (1s) to 2.5s: the last one-second
+// window with more than 5% failures starts at 2.44s (six failures), so
+// the outage ends 1.45s after the fault starts.
+func TestOutage_SlidingWindow(t *testing.T) {
+	const faultStart, end = time.Second, 5 * time.Second
+	calls := func(failUntil time.Duration) []call {
+		var cs []call
+		for at := time.Duration(0); at < end; at += 10 * time.Millisecond {
+			cs = append(cs, call{at: at, ok: at < faultStart || at >= failUntil})
+		}
+		return cs
+	}
+	for _, tc := range []struct {
+		name      string
+		failUntil time.Duration
+		want      time.Duration
+		wantOver  bool
+	}{
+		{name: "recovers", failUntil: 2500 * time.Millisecond, want: 1450 * time.Millisecond, wantOver: true},
+		{name: "five failures are within 95%", failUntil: faultStart + 50*time.Millisecond, want: 0, wantOver: true},
+		{name: "six are not", failUntil: faultStart + 60*time.Millisecond, want: 10 * time.Millisecond, wantOver: true},
+		{name: "never recovers", failUntil: end, want: end - faultStart, wantOver: false},
+		{name: "recovers only in the last window", failUntil: end - 900*time.Millisecond, want: end - faultStart, wantOver: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, over := outage(calls(tc.failUntil), faultStart, end)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.wantOver, over)
+		})
+	}
+}
+
+func TestOpenPerSecond(t *testing.T) {
+	ss := []span{
+		{from: 0, to: 1500 * time.Millisecond, state: circuitbreaker.Closed},
+		{from: 1500 * time.Millisecond, to: 2250 * time.Millisecond, state: circuitbreaker.Open},
+		{from: 2250 * time.Millisecond, to: 2500 * time.Millisecond, state: circuitbreaker.HalfOpen},
+		{from: 2500 * time.Millisecond, to: 4 * time.Second, state: circuitbreaker.Closed},
+	}
+	assert.Equal(t, []float64{0, 0.5, 0.5, 0}, openPerSecond(ss, 4))
+}
+
+func TestSparkline(t *testing.T) {
+	assert.Equal(t, "·▁▄█ ", sparkline([]float64{0, 1, 4, 8, math.NaN()}, 8))
+}
+
+// TestRun_Loopback runs the demo for one second over real loopback HTTP,
+// under the race detector in the main test run, and checks what it prints
+// and writes, not its numbers.
+func TestRun_Loopback(t *testing.T) {
+	o := defaults()
+	o.healthy, o.fault, o.after = 300*time.Millisecond, 300*time.Millisecond, 400*time.Millisecond
+	o.rate = 50
+	o.chart = t.TempDir() + "/outage.png"
+	var out bytes.Buffer
+	require.NoError(t, run(o, &out, io.Discard))
+	for _, want := range []string{"caller requests", "outage (fault 0.3 s)", "backend work wasted", "breaker not closed"} {
+		assert.Contains(t, out.String(), want)
+	}
+	png, err := os.ReadFile(o.chart)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("\x89PNG\r\n\x1a\n"), png[:8], "the chart is a PNG")
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,70 +12,260 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// stats records every caller request of one client.
-type stats struct {
-	recovery time.Time
-	started  atomic.Int64
+// callLog records every caller request of one client.
+type callLog struct {
+	started atomic.Int64
 
-	mu                sync.Mutex
-	latencies         []time.Duration // guarded by mu; one per finished call
-	successes         int             // guarded by mu
-	fastFails         int             // guarded by mu; calls rejected by an open breaker
-	firstAfterRecover time.Time       // guarded by mu; first success finishing at or after recovery
+	mu    sync.Mutex
+	calls []call // guarded by mu; one per finished call
 }
 
-func (s *stats) record(begin, end time.Time, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latencies = append(s.latencies, end.Sub(begin))
-	switch {
-	case err == nil:
-		s.successes++
-		if !end.Before(s.recovery) && (s.firstAfterRecover.IsZero() || end.Before(s.firstAfterRecover)) {
-			s.firstAfterRecover = end
-		}
-	case errors.Is(err, circuitbreaker.ErrOpen):
-		s.fastFails++
-	}
+// call is one finished caller request.
+type call struct {
+	at   time.Duration // when it started, from the start of the run
+	took time.Duration
+	ok   bool
+	fast bool // rejected by an open breaker
 }
 
-// summary is one client's result; its JSON form is the demo's -json output.
+func (l *callLog) record(at, took time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, call{at: at, took: took, ok: err == nil, fast: errors.Is(err, circuitbreaker.ErrOpen)})
+}
+
+// result is the demo's outcome; its JSON form is the -json output.
+type result struct {
+	FaultMs        float64 `json:"fault_ms"`         // how long the fault lasted
+	ResetTimeoutMs float64 `json:"reset_timeout_ms"` // the rampart breaker's cool-down
+	Naive          summary `json:"naive"`
+	Rampart        summary `json:"rampart"`
+
+	o options
+}
+
+// summary is one client's outcome.
 type summary struct {
 	CallerRequests    int64   `json:"caller_requests"`
-	BackendHits       int64   `json:"backend_hits"`
-	BackendHitsOutage int64   `json:"backend_hits_outage"`
+	BackendHits       int64   `json:"backend_hits"`        // requests that reached the backend, refused ones included
+	BackendHitsOutage int64   `json:"backend_hits_outage"` // of those, how many arrived while the fault lasted
 	SuccessRate       float64 `json:"success_rate"`
 	P50ms             float64 `json:"p50_ms"`
 	P99ms             float64 `json:"p99_ms"`
-	FastFails         int64   `json:"fast_fails"`
-	RecoveryMs        float64 `json:"recovery_ms"` // -1 if no success after recovery
+	FastFails         int64   `json:"fast_fails"`  // calls failed at once by an open breaker
+	RecoveryMs        float64 `json:"recovery_ms"` // from the end of the fault to the first success; -1 if none
 	Lost              int64   `json:"lost"`        // calls started but never finished: always 0
+
+	// OutageMs is how long the callers' outage lasted: from the start of the
+	// fault until the success rate over every one-second window of calls
+	// from then on is at least 95%; if it never is, from the start of the
+	// fault to the end of the load, and OutageOver is false.
+	OutageMs   float64 `json:"outage_ms"`
+	OutageOver bool    `json:"outage_over"`
+
+	BackendGoodput int64 `json:"backend_goodput"` // successful responses the backend gave to waiting clients
+	BackendWasted  int64 `json:"backend_wasted"`  // requests the backend finished after their client gave up
+
+	Timeline timeline `json:"timeline"`
+
+	breaker []span // rampart's breaker states over the run
 }
 
-func (s *stats) summarise(be *backend, recovery time.Time) summary {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	started := s.started.Load()
-	finished := int64(len(s.latencies))
-	sum := summary{
+// timeline holds one value per second of the run.
+type timeline struct {
+	CallerRequests  []int64   `json:"caller_requests"`  // caller requests started
+	BackendArrivals []int64   `json:"backend_arrivals"` // requests arriving at the backend: its offered load
+	Goodput         []int64   `json:"goodput"`          // see summary.BackendGoodput
+	Wasted          []int64   `json:"wasted"`           // see summary.BackendWasted
+	SuccessRate     []ratio   `json:"success_rate"`     // of the caller requests started in that second; null if none
+	BreakerOpen     []float64 `json:"breaker_open,omitempty"`
+}
+
+// ratio is a fraction in [0, 1], or NaN for none, which is null in JSON.
+type ratio float64
+
+func (r ratio) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(r)) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(r))
+}
+
+func (r *ratio) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*r = ratio(math.NaN())
+		return nil
+	}
+	return json.Unmarshal(b, (*float64)(r))
+}
+
+// span is a time during which a breaker was in one state.
+type span struct {
+	from, to time.Duration
+	state    circuitbreaker.State
+}
+
+// The outage is over once the callers' success rate over every window of
+// outageWindow, sliding by outageStep, is at least outageRate.
+const (
+	outageWindow = time.Second
+	outageStep   = 10 * time.Millisecond
+	outageRate   = 0.95
+)
+
+// summarise turns one client's calls and its backend's counts into its
+// summary; transitions are its breaker's, nil for a client without one.
+func summarise(l *callLog, be *backend, transitions []circuitbreaker.Transition, o options) summary {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := o.model()
+	started := l.started.Load()
+	calls := l.calls
+	s := summary{
 		CallerRequests:    started,
 		BackendHits:       be.hits.Load(),
-		BackendHitsOutage: be.hitsOutage.Load(),
-		FastFails:         int64(s.fastFails),
-		Lost:              started - finished,
+		BackendHitsOutage: be.hitsFault.Load(),
+		BackendGoodput:    be.goodput.Load(),
+		BackendWasted:     be.wasted.Load(),
+		Lost:              started - int64(len(calls)),
 		RecoveryMs:        -1,
 	}
-	if finished > 0 {
-		sum.SuccessRate = float64(s.successes) / float64(finished)
-		lat := slices.Clone(s.latencies)
+	var ok int
+	var recovered time.Duration = -1
+	lat := make([]time.Duration, 0, len(calls))
+	for _, c := range calls {
+		lat = append(lat, c.took)
+		if c.fast {
+			s.FastFails++
+		}
+		if !c.ok {
+			continue
+		}
+		ok++
+		if end := c.at + c.took; end >= m.faultEnd && (recovered < 0 || end < recovered) {
+			recovered = end
+		}
+	}
+	if len(calls) > 0 {
+		s.SuccessRate = float64(ok) / float64(len(calls))
 		slices.Sort(lat)
-		sum.P50ms = ms(percentile(lat, 0.50))
-		sum.P99ms = ms(percentile(lat, 0.99))
+		s.P50ms = ms(percentile(lat, 0.50))
+		s.P99ms = ms(percentile(lat, 0.99))
 	}
-	if !s.firstAfterRecover.IsZero() {
-		sum.RecoveryMs = ms(s.firstAfterRecover.Sub(recovery))
+	if recovered >= 0 {
+		s.RecoveryMs = ms(recovered - m.faultEnd)
 	}
-	return sum
+	outage, over := outage(calls, m.faultStart, o.total())
+	s.OutageMs, s.OutageOver = ms(outage), over
+
+	n := o.seconds()
+	s.Timeline = timeline{
+		CallerRequests:  make([]int64, n),
+		BackendArrivals: be.arrivalsPerSec.values(),
+		Goodput:         be.goodputPerSec.values(),
+		Wasted:          be.wastedPerSec.values(),
+		SuccessRate:     make([]ratio, n),
+	}
+	okPerSec := make([]int64, n)
+	for _, c := range calls {
+		if i := int(c.at / time.Second); i < n {
+			s.Timeline.CallerRequests[i]++
+			if c.ok {
+				okPerSec[i]++
+			}
+		}
+	}
+	for i, k := range s.Timeline.CallerRequests {
+		s.Timeline.SuccessRate[i] = ratio(math.NaN())
+		if k > 0 {
+			s.Timeline.SuccessRate[i] = ratio(float64(okPerSec[i]) / float64(k))
+		}
+	}
+	if transitions != nil {
+		s.breaker = spans(transitions, be.start, o.total())
+		s.Timeline.BreakerOpen = openPerSecond(s.breaker, n)
+	}
+	return s
+}
+
+// outage returns how long after faultStart the callers' success rate over
+// every one-second window (sliding by 10ms) that starts from then on and
+// ends by end is at least 95%, and whether that ever happens before end.
+// A window without calls counts as good.
+func outage(calls []call, faultStart, end time.Duration) (time.Duration, bool) {
+	slots := int((end - faultStart) / outageStep)
+	perWin := int(outageWindow / outageStep)
+	if slots < perWin {
+		return end - faultStart, false
+	}
+	total := make([]int, slots+1) // prefix sums of calls per slot
+	good := make([]int, slots+1)
+	for _, c := range calls {
+		if c.at < faultStart {
+			continue
+		}
+		if i := int((c.at - faultStart) / outageStep); i < slots {
+			total[i+1]++
+			if c.ok {
+				good[i+1]++
+			}
+		}
+	}
+	for i := 1; i <= slots; i++ {
+		total[i] += total[i-1]
+		good[i] += good[i-1]
+	}
+	lastBad := -1
+	for w := 0; w+perWin <= slots; w++ {
+		n, g := total[w+perWin]-total[w], good[w+perWin]-good[w]
+		if n > 0 && float64(g) < outageRate*float64(n) {
+			lastBad = w
+		}
+	}
+	switch {
+	case lastBad < 0:
+		return 0, true
+	case lastBad+perWin == slots:
+		return end - faultStart, false // the last window is bad
+	}
+	return time.Duration(lastBad+1) * outageStep, true
+}
+
+// spans turns a breaker's transitions into the states it was in from start
+// for run.
+func spans(ts []circuitbreaker.Transition, start time.Time, run time.Duration) []span {
+	var out []span
+	cur := span{state: circuitbreaker.Closed}
+	for _, t := range ts {
+		at := min(max(t.Time.Sub(start), cur.from), run)
+		cur.to = at
+		if cur.to > cur.from {
+			out = append(out, cur)
+		}
+		cur = span{from: at, state: t.To}
+	}
+	cur.to = run
+	if cur.to > cur.from {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// openPerSecond returns, for each second, the fraction of it the breaker
+// spent not Closed.
+func openPerSecond(ss []span, seconds int) []float64 {
+	out := make([]float64, seconds)
+	for _, s := range ss {
+		if s.state == circuitbreaker.Closed {
+			continue
+		}
+		for i := int(s.from / time.Second); i < seconds && time.Duration(i)*time.Second < s.to; i++ {
+			lo := max(s.from, time.Duration(i)*time.Second)
+			hi := min(s.to, time.Duration(i+1)*time.Second)
+			out[i] += float64(hi-lo) / float64(time.Second)
+		}
+	}
+	return out
 }
 
 // percentile returns the nearest-rank percentile of sorted values.
@@ -86,30 +276,3 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func printTable(w io.Writer, o options, naive, ramp summary) {
-	fmt.Fprintf(w, "backend healthy %v, down %v (half 503s, half hanging %v then 503), healthy again %v; %d callers per client, each sending a request every %v\n\n",
-		o.healthy, o.outage, o.slow, o.after, o.concurrency, o.interval)
-	row := func(name, a, b string) { fmt.Fprintf(w, "%-28s %14s %14s\n", name, a, b) }
-	row("", "naive", "rampart")
-	row("caller requests", fmt.Sprint(naive.CallerRequests), fmt.Sprint(ramp.CallerRequests))
-	row("backend hits", fmt.Sprint(naive.BackendHits), fmt.Sprint(ramp.BackendHits))
-	row("backend hits during outage", fmt.Sprint(naive.BackendHitsOutage), fmt.Sprint(ramp.BackendHitsOutage))
-	row("caller success rate", fmt.Sprintf("%.1f%%", 100*naive.SuccessRate), fmt.Sprintf("%.1f%%", 100*ramp.SuccessRate))
-	row("p50 latency", fmt.Sprintf("%.1f ms", naive.P50ms), fmt.Sprintf("%.1f ms", ramp.P50ms))
-	row("p99 latency", fmt.Sprintf("%.1f ms", naive.P99ms), fmt.Sprintf("%.1f ms", ramp.P99ms))
-	row("calls failed fast", fmt.Sprint(naive.FastFails), fmt.Sprint(ramp.FastFails))
-	row("recovery to first success", recovery(naive.RecoveryMs), recovery(ramp.RecoveryMs))
-	row("calls lost", fmt.Sprint(naive.Lost), fmt.Sprint(ramp.Lost))
-	if naive.BackendHitsOutage > 0 {
-		fmt.Fprintf(w, "\nDuring the outage the rampart client sent the backend %.1f%% of the naive client's load.\n",
-			100*float64(ramp.BackendHitsOutage)/float64(naive.BackendHitsOutage))
-	}
-}
-
-func recovery(msv float64) string {
-	if msv < 0 {
-		return "never"
-	}
-	return fmt.Sprintf("%.0f ms", msv)
-}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/retry"
+)
+
+// client is what the load generator drives: one caller request, which may
+// make several backend attempts.
+type client interface {
+	do(ctx context.Context) error
+}
+
+// naive retries every failure o.naiveRetries times, at once, with a
+// per-attempt timeout: the client that turns an outage into a retry storm.
+type naive struct {
+	hc      *http.Client
+	url     string
+	retries int
+}
+
+func newNaive(o options, base http.RoundTripper, url string) *naive {
+	return &naive{hc: &http.Client{Transport: base, Timeout: o.attemptTimeout}, url: url, retries: o.naiveRetries}
+}
+
+func (n *naive) do(ctx context.Context) error {
+	var err error
+	for range n.retries + 1 {
+		if err = get(ctx, n.hc, n.url); err == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+// rampartClient sends each request through ramparthttp's stack: retry within
+// a budget, a circuit breaker consulted before every attempt, and a
+// per-attempt timeout. It records the breaker's transitions.
+type rampartClient struct {
+	hc  *http.Client
+	url string
+
+	mu          sync.Mutex
+	transitions []circuitbreaker.Transition // guarded by mu
+}
+
+// The rampart client's configuration, apart from the reset and attempt
+// timeouts, which are flags.
+const (
+	tripAfter       = 5   // consecutive failures that trip the breaker
+	rampartAttempts = 3   // attempts per request, the first included
+	budgetRatio     = 0.1 // retries may add this fraction to recent requests...
+	budgetFloor     = 1   // ...plus this many per second
+)
+
+func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, error) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: tripAfter},
+		ResetTimeout: o.resetTimeout,
+		MaxProbes:    1,
+	})
+	if err != nil {
+		return nil, err
+	}
+	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor})
+	if err != nil {
+		return nil, err
+	}
+	backoff, err := retry.NewExponential(retry.Exponential{Base: 50 * time.Millisecond, Max: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
+		Base:           base,
+		Breaker:        br,
+		AttemptTimeout: o.attemptTimeout,
+		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url}
+	br.Subscribe(func(t circuitbreaker.Transition) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.transitions = append(c.transitions, t)
+	})
+	return c, nil
+}
+
+func (c *rampartClient) do(ctx context.Context) error { return get(ctx, c.hc, c.url) }
+
+func (c *rampartClient) breakerTransitions() []circuitbreaker.Transition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append(make([]circuitbreaker.Transition, 0, len(c.transitions)), c.transitions...) // never nil: a breaker that never tripped
+}
+
+// get makes one GET and reads the whole body; a non-2xx status is an error.
+func get(ctx context.Context, hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return errors.New(resp.Status)
+	}
+	return nil
+}
