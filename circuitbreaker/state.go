@@ -87,3 +87,41 @@ type Transition struct {
 	// transition to ForcedOpen, and nil otherwise.
 	Cause error
 }
+
+// State returns a snapshot of the breaker (CB11). It does not change the
+// state: an Open breaker whose cool-down has passed is reported as HalfOpen
+// with no probes, although the transition itself happens on the next
+// acquire (CB1). Safe for concurrent use; it takes the breaker's lock.
+func (b *Breaker) State() Snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.setUp()
+	now := b.mono()
+	per := b.period.Load()
+	s := Snapshot{State: stateOf(b.word.Load())}
+	switch s.State {
+	case Closed:
+		s.Counters = b.tracker.Counters()
+	case Open:
+		s.Cause = per.cause
+		switch {
+		case per.until == never:
+			s.RetryAfter = Forever
+		case now < per.until:
+			s.RetryAfter = time.Duration(per.until - now)
+		default:
+			s.State = HalfOpen
+		}
+	case HalfOpen:
+		s.Cause = per.cause
+		for _, p := range b.probes {
+			if p.expiry > now {
+				s.ProbesInFlight++
+			}
+		}
+		s.ProbesSucceeded, s.ProbesFailed = b.succeeded, b.failed
+	case ForcedOpen:
+		s.Cause, s.RetryAfter = per.cause, Forever
+	}
+	return s
+}
