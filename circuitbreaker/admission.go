@@ -82,7 +82,7 @@ func (per *period) rejection(left int64) *OpenError {
 	if e := per.last.Load(); e != nil && e.RetryAfter == r {
 		return e
 	}
-	e := &OpenError{RetryAfter: r, Cause: per.cause}
+	e := &OpenError{Name: per.name, RetryAfter: r, Cause: per.cause}
 	per.last.Store(e)
 	return e
 }

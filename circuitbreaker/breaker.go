@@ -85,11 +85,8 @@ type Breaker struct {
 	succeeded, failed int
 	lastFailure       error
 
-	// Listener state, guarded by mu: see notify.go.
-	listeners  []listener
-	nextID     uint64
-	queue      []Transition
-	delivering bool
+	// events delivers transitions to the listeners (see notify.go).
+	events dispatcher[Transition]
 }
 
 // The state word: the low three bits are the State, the next two bits are
@@ -117,6 +114,7 @@ const never = int64(Forever)
 // period is one Open, HalfOpen or ForcedOpen period.
 type period struct {
 	word  uint64 // the state word of the period
+	name  string // the breaker's Name
 	until int64  // Open: mono time when the cool-down ends, or never
 	cause error
 	// fixed is the prebuilt rejection for the whole period when its
@@ -172,6 +170,7 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	b.tracker = tracker
 	b.timing = tracker.Timing()
 	b.set = set
+	b.events.async, b.events.onPanic, b.events.name = set.async, set.onPanic, set.name
 	b.base = time.Now()
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
@@ -183,7 +182,7 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	if b.timing == TimingLatency {
 		w |= flagTimed
 	}
-	b.period.Store(&period{word: w})
+	b.period.Store(&period{word: w, name: set.name})
 	b.word.Store(w)
 }
 

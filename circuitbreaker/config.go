@@ -40,6 +40,12 @@ const (
 // it (a bad field is an error naming it) and keeps a copy: changing a Config
 // afterwards does not change the breaker.
 type Config struct {
+	// Name names the breaker in its transitions, rejections and
+	// snapshots ([Transition.Name], [OpenError.Name], [Snapshot.Name]) and
+	// in logged listener panics, so that logs and status pages can tell
+	// breakers apart. It is free text; empty means unnamed.
+	Name string
+
 	// Policy decides when the breaker trips and when probes close it.
 	// nil means [Consecutive]{} (5 consecutive failures trip; one probe
 	// success closes).
@@ -92,6 +98,31 @@ type Config struct {
 	// shouldTrip predicate of the seed documents.
 	IsFailure func(err error) bool
 
+	// AsyncListeners, when true, delivers transitions to the listeners of
+	// [Breaker.Subscribe] on a goroutine of the breaker's own, never on
+	// the goroutine of a call: a slow listener cannot slow the call that
+	// tripped the breaker. The goroutine is started when a transition is
+	// queued and none is delivering, and exits once the queue is empty, so
+	// none runs while nothing is pending. The guarantees are those of
+	// synchronous delivery: in order, one at a time, panics recovered.
+	// The queue is not bounded: a transition is dropped by nobody, and
+	// while a listener blocks, each further transition adds one
+	// [Transition] to it. In a testing/synctest bubble, synctest.Wait
+	// returns once the pending transitions are delivered.
+	//
+	// False (the default) calls listeners on the goroutine that caused
+	// the transition, before that goroutine returns to its caller, as
+	// gobreaker, resilience4j and Polly do: a listener then sees a
+	// transition before the call that caused it returns.
+	AsyncListeners bool
+
+	// ListenerPanic, when set, is called with the value and the stack
+	// (from [runtime/debug.Stack]) of every panic a listener raises, on
+	// the goroutine that was delivering; delivery then goes on. nil logs
+	// the panic and its stack with the standard [log] package. A panic in
+	// ListenerPanic itself is logged.
+	ListenerPanic func(value any, stack []byte)
+
 	// Switch, when set, is a manual switch that can force this breaker
 	// open or closed (CB12). One Switch may control many breakers.
 	Switch *Switch
@@ -104,6 +135,9 @@ type settings struct {
 	maxProbes             int
 	lease                 time.Duration
 	isFailure             func(error) bool
+	name                  string
+	async                 bool
+	onPanic               func(any, []byte)
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -115,6 +149,9 @@ func (c Config) validate() (settings, error) {
 		maxProbes:   orDefault(c.MaxProbes, 1),
 		lease:       orDefault(c.ProbeLease, DefaultProbeLease),
 		isFailure:   c.IsFailure,
+		name:        c.Name,
+		async:       c.AsyncListeners,
+		onPanic:     c.ListenerPanic,
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
@@ -132,7 +169,7 @@ func (c Config) validate() (settings, error) {
 	}
 	if c.MaxResetTimeout != 0 {
 		if s.cooldown == Immediate || s.cooldown == Forever {
-			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", cooldownString(s.cooldown))
+			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", durationString(s.cooldown))
 		}
 		if c.MaxResetTimeout < s.cooldown {
 			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= ResetTimeout (%v), got %v", s.cooldown, c.MaxResetTimeout)
@@ -159,8 +196,9 @@ func (s *settings) next(d time.Duration) time.Duration {
 	return time.Duration(f)
 }
 
-// cooldownString formats a cool-down, naming the special values.
-func cooldownString(d time.Duration) string {
+// durationString formats a duration, naming the special values
+// [Immediate] and [Forever].
+func durationString(d time.Duration) string {
 	switch d {
 	case Immediate:
 		return "Immediate"

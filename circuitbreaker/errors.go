@@ -43,6 +43,8 @@ var ErrSlowCalls = errors.New("circuitbreaker: slow calls")
 // one millisecond of one Open period, so that rejecting allocates nothing:
 // treat it as read-only.
 type OpenError struct {
+	// Name is the Name of the breaker's [Config], empty if none.
+	Name string
 	// RetryAfter is how long until the breaker admits a probe: the rest of
 	// the cool-down, rounded up to a whole millisecond, so that a caller
 	// who waits RetryAfter finds the cool-down over. It is zero when the
@@ -60,7 +62,7 @@ type OpenError struct {
 
 // Error describes the rejection, with the remaining cool-down and the cause.
 func (e *OpenError) Error() string {
-	wait := fmt.Sprintf("retry after %v", e.RetryAfter)
+	wait := "retry after " + durationString(e.RetryAfter)
 	switch e.RetryAfter {
 	case Forever:
 		wait = "until reset or released"
@@ -68,9 +70,17 @@ func (e *OpenError) Error() string {
 		wait = "half-open, every probe slot taken"
 	}
 	if e.Cause == nil {
-		return fmt.Sprintf("circuitbreaker: open (%s)", wait)
+		return fmt.Sprintf("%sopen (%s)", prefix(e.Name), wait)
 	}
-	return fmt.Sprintf("circuitbreaker: open (%s): tripped by: %v", wait, e.Cause)
+	return fmt.Sprintf("%sopen (%s): tripped by: %v", prefix(e.Name), wait, e.Cause)
+}
+
+// prefix starts a message about the breaker named name.
+func prefix(name string) string {
+	if name == "" {
+		return "circuitbreaker: "
+	}
+	return fmt.Sprintf("circuitbreaker %q: ", name)
 }
 
 // RetryDelay returns RetryAfter. Layers that honour a producer's hint look

@@ -2,6 +2,7 @@ package circuitbreaker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -48,6 +49,8 @@ func (s State) String() string {
 // Snapshot is the state of a [Breaker] at one moment, returned by
 // [Breaker.State] (CB11). Fields that do not apply to the state are zero.
 type Snapshot struct {
+	// Name is the Name of the breaker's [Config].
+	Name string
 	// State is the state. Once an Open breaker's cool-down has passed it is
 	// HalfOpen, even before a call has started a probe (CB1).
 	State State
@@ -73,6 +76,8 @@ type Snapshot struct {
 // Transition is one change of a [Breaker]'s state, given to the listeners
 // registered with [Breaker.Subscribe] (CB10).
 type Transition struct {
+	// Name is the Name of the breaker's [Config].
+	Name string
 	// From and To are the states before and after. They may be equal for a
 	// manual change that keeps the state but changes the reason (ForcedOpen
 	// to ForcedOpen).
@@ -98,7 +103,7 @@ func (b *Breaker) State() Snapshot {
 	b.setUp()
 	now := b.mono()
 	per := b.period.Load()
-	s := Snapshot{State: stateOf(b.word.Load())}
+	s := Snapshot{Name: b.set.name, State: stateOf(b.word.Load())}
 	switch s.State {
 	case Closed:
 		s.Counters = b.tracker.Counters()
@@ -122,6 +127,47 @@ func (b *Breaker) State() Snapshot {
 		s.ProbesSucceeded, s.ProbesFailed = b.succeeded, b.failed
 	case ForcedOpen:
 		s.Cause, s.RetryAfter = per.cause, Forever
+	}
+	return s
+}
+
+// String describes the snapshot on one line, for logs: the name (if any),
+// the state and the fields that apply to it, for example
+// `"payments": open: retry after 1.5s: connection refused`. [Forever]
+// prints as the word Forever.
+func (s Snapshot) String() string {
+	var b strings.Builder
+	if s.Name != "" {
+		fmt.Fprintf(&b, "%q: ", s.Name)
+	}
+	b.WriteString(s.State.String())
+	switch s.State {
+	case Closed:
+		c := s.Counters
+		fmt.Fprintf(&b, ": %d consecutive failures; %d calls, %d failures, %d slow calls in the window",
+			c.ConsecutiveFailures, c.Calls, c.Failures, c.SlowCalls)
+	case Open, ForcedOpen:
+		b.WriteString(": retry after " + durationString(s.RetryAfter))
+	case HalfOpen:
+		fmt.Fprintf(&b, ": probes %d in flight, %d succeeded, %d failed",
+			s.ProbesInFlight, s.ProbesSucceeded, s.ProbesFailed)
+	}
+	if s.Cause != nil {
+		fmt.Fprintf(&b, ": %v", s.Cause)
+	}
+	return b.String()
+}
+
+// String describes the transition on one line, for logs: the name (if
+// any), the states and the cause (if any), for example
+// `"payments": closed > open: connection refused`.
+func (t Transition) String() string {
+	s := t.From.String() + " > " + t.To.String()
+	if t.Name != "" {
+		s = fmt.Sprintf("%q: %s", t.Name, s)
+	}
+	if t.Cause != nil {
+		s += ": " + t.Cause.Error()
 	}
 	return s
 }

@@ -83,8 +83,7 @@ func (s *Switch) set(to State, reason error) {
 	}
 	s.mu.Unlock()
 	for _, b := range live {
-		b.mu.Lock()
-		b.unlock() // delivers the queued transitions
+		b.events.flush()
 	}
 }
 
@@ -102,8 +101,7 @@ func (s *Switch) attach(b *Breaker) {
 	s.breakers = append(s.breakers, weak.Make(b))
 	if s.state != Closed {
 		b.mu.Lock()
-		b.force(s.state, s.reason)
-		b.queue = nil
+		b.force(s.state, s.reason) // nobody listens yet: nothing is queued
 		b.mu.Unlock()
 	}
 }

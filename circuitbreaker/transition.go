@@ -22,22 +22,23 @@ func (b *Breaker) trip(from State, cause error) {
 func (b *Breaker) enter(to State, cause error, at time.Time) {
 	old := b.word.Load()
 	w := (old>>epochShift+1)<<epochShift | old&(flagTimed|flagMade) | uint64(to)
-	per := &period{word: w, cause: cause}
+	name := b.set.name
+	per := &period{word: w, name: name, cause: cause}
 	switch to {
 	case Open:
 		if b.cooldown == Forever {
 			per.until = never
-			per.fixed = &OpenError{RetryAfter: Forever, Cause: cause}
+			per.fixed = &OpenError{Name: name, RetryAfter: Forever, Cause: cause}
 		} else {
 			per.until = addSat(b.mono(), b.cooldown)
 		}
 	case HalfOpen:
-		per.fixed = &OpenError{Cause: cause}
+		per.fixed = &OpenError{Name: name, Cause: cause}
 		b.probes = b.probes[:0]
 		b.succeeded, b.failed, b.lastFailure = 0, 0, nil
 		b.tracker.Reset(HalfOpen)
 	case ForcedOpen:
-		per.fixed = &OpenError{RetryAfter: Forever, Cause: cause}
+		per.fixed = &OpenError{Name: name, RetryAfter: Forever, Cause: cause}
 	case Closed:
 		b.cooldown = b.set.cooldown
 		b.lastFailure = nil
@@ -48,11 +49,11 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 	if stateOf(old) == to && to != ForcedOpen {
 		return // a Reset that keeps the state: a new epoch, no transition
 	}
-	tr := Transition{From: stateOf(old), To: to, Time: at}
+	tr := Transition{Name: name, From: stateOf(old), To: to, Time: at}
 	if to == Open || to == ForcedOpen {
 		tr.Cause = cause
 	}
-	b.queue = append(b.queue, tr)
+	b.events.push(tr)
 }
 
 // Reset closes the breaker, clears the policy's history and the growth of
