@@ -42,7 +42,7 @@ type anyTracker struct {
 	ts     []Tracker
 	timing Timing
 	// decider is the first tracker whose judgement made the last trip or
-	// re-open, asked for its reason by successCause.
+	// re-open, asked for its reason by TripCause.
 	decider Tracker
 }
 
@@ -86,11 +86,11 @@ func (a *anyTracker) Probe(c Call, p Probes) Verdict {
 	return all
 }
 
-// successCause is the reason of the policy that decided the last trip or
+// TripCause is the reason of the policy that decided the last trip or
 // re-open, if it gives one.
-func (a *anyTracker) successCause() error {
-	if sc, ok := a.decider.(successCauser); ok {
-		return sc.successCause()
+func (a *anyTracker) TripCause() error {
+	if tc, ok := a.decider.(TripCauser); ok {
+		return tc.TripCause()
 	}
 	return nil
 }

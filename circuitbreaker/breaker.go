@@ -41,7 +41,7 @@ type Breaker struct {
 	// The epoch grows by one on every state change (and on Reset), so a
 	// permit that remembers the word it was issued under can tell whether
 	// its outcome still belongs to the current period (CB5).
-	// The fields read by every call (word, period, tracker, busy) sit on
+	// The fields read by every call (word, period, tracker) sit on
 	// cache lines that nothing written per call shares: this padding keeps
 	// the end of whatever object the allocator put before the Breaker off
 	// word's line (objects of this size are not 64-byte aligned).
@@ -59,12 +59,8 @@ type Breaker struct {
 	period atomic.Pointer[period]
 
 	tracker Tracker
-	// busy is the tracker's quiet counter when it is a quieter
-	// (Consecutive, FailureRate over a count window), read by quiet without
-	// an interface call; else wanting.
-	busy   *atomic.Int64
-	timing Timing
-	set    settings
+	timing  Timing
+	set     settings
 	// base is the origin of the monotonic clock readings (mono): the
 	// cool-down deadline is a number of nanoseconds since base.
 	base time.Time
@@ -174,10 +170,6 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	b.base = time.Now()
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
-	b.busy = wanting
-	if q, ok := tracker.(quieter); ok && q.quietCounter() != nil {
-		b.busy = q.quietCounter()
-	}
 	w := uint64(flagMade)
 	if b.timing == TimingLatency {
 		w |= flagTimed

@@ -90,9 +90,6 @@ func consecutiveProbes(call Call, p Probes, successes int) Verdict {
 
 func (c *consecutive) Reset(State) { c.run.Store(0) }
 
-// quietCounter exposes the run to the breaker's fast path (see quieter).
-func (c *consecutive) quietCounter() *atomic.Int64 { return &c.run }
-
 func (c *consecutive) Counters() Counters {
 	return Counters{ConsecutiveFailures: int(c.run.Load())}
 }

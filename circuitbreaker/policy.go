@@ -53,10 +53,9 @@ type Tracker interface {
 	// Record records one counted outcome of a call admitted in Closed
 	// (c.Outcome is Success or Failure, never Ignored) and reports whether
 	// the breaker must trip to Open. Outcomes from an earlier epoch never
-	// reach Record. The cause of the trip is c.Err for a failure, and the
-	// last failure recorded in this Closed period when a success trips
-	// (except for the built-in [SlowCalls], whose cause is then
-	// [ErrSlowCalls]).
+	// reach Record. The cause of the trip is c.Err for a failure; when a
+	// success trips, it is the tracker's [TripCauser.TripCause] if it
+	// implements that, else the last failure of this Closed period.
 	Record(c Call) (trip bool)
 
 	// Probe judges the probes of the current HalfOpen period after each
@@ -76,6 +75,16 @@ type Tracker interface {
 	// Counters returns the tracker's counters for [Breaker.State]. Fields
 	// the policy does not keep are zero.
 	Counters() Counters
+}
+
+// TripCauser is an optional interface of a [Tracker] that can trip (in
+// [Tracker.Record]) or re-open (in [Tracker.Probe]) on a success for a
+// reason of its own, such as [SlowCalls] on a slow call that succeeded.
+// TripCause is called with the breaker's lock held, right after the
+// decision, and returns the cause to report ([OpenError.Cause],
+// [Transition.Cause]), or nil for the default: the last failure.
+type TripCauser interface {
+	TripCause() error
 }
 
 // Timing is the set of clock readings a [Tracker] asks for. The zero value

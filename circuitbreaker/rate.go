@@ -71,15 +71,6 @@ func (f *failureRate) Timing() Timing { return timingOf(f.w) }
 // this load is ordered after the success, which is a valid linearization.
 func (f *failureRate) WantsSuccess() bool { return f.busy.Load() != 0 }
 
-// quietCounter exposes busy to the breaker's fast path (see quieter); a
-// time window is never clean, and has none.
-func (f *failureRate) quietCounter() *atomic.Int64 {
-	if f.w.timed() {
-		return nil
-	}
-	return &f.busy
-}
-
 // setBusy updates busy after a change to w.
 func (f *failureRate) setBusy() {
 	var busy int64
@@ -229,9 +220,9 @@ func (s *slowCalls) Probe(c Call, p Probes) Verdict {
 	return ratioVerdict(s.bad, s.good, p.Max, s.ratio)
 }
 
-// successCause: failures never trip a SlowCalls, so a trip or re-open on a
+// TripCause: failures never trip a SlowCalls, so a trip or re-open on a
 // success is due to the slow calls.
-func (s *slowCalls) successCause() error { return ErrSlowCalls }
+func (s *slowCalls) TripCause() error { return ErrSlowCalls }
 
 func (s *slowCalls) Reset(State) {
 	s.w.reset()

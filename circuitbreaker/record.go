@@ -1,9 +1,6 @@
 package circuitbreaker
 
-import (
-	"sync/atomic"
-	"time"
-)
+import "time"
 
 // record finishes permit p with outcome o and reports whether the outcome
 // counted. It is the one place outcomes enter the state machine.
@@ -17,28 +14,15 @@ func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
 
 // quiet reports whether a success on a permit issued under state word w
 // can be counted without the lock: the permit is from the current Closed
-// epoch and the tracker does not need the success (with Consecutive: no
-// failures pending). It writes nothing. Were the epoch to change right
-// after the load, the success is ordered before that change, which it
-// preceded. A built-in policy's quiet counter is read directly, saving an
-// interface call on the hottest path.
+// epoch and the tracker does not need the success ([Tracker.WantsSuccess]
+// is false; with Consecutive: no failures pending). It writes nothing.
+// Were the epoch to change right after the load, the success is ordered
+// before that change, which it preceded. Built-in and user policies take
+// this path alike: WantsSuccess is the one way a tracker declines a
+// success.
 func (b *Breaker) quiet(w uint64) bool {
-	return w&fastMask == fastWord && b.word.Load() == w && b.busy.Load() == 0
+	return w&fastMask == fastWord && b.word.Load() == w && !b.tracker.WantsSuccess()
 }
-
-// quieter is implemented by built-in trackers that keep in an atomic
-// counter whether a success in Closed would change anything: while the
-// counter is zero it would not (WantsSuccess is false). For Consecutive the
-// counter is the run of failures. A nil counter means the tracker has none.
-type quieter interface{ quietCounter() *atomic.Int64 }
-
-// wanting is the counter b.quiet reads when the tracker is not a quieter:
-// never zero, so every success takes the slow path, which asks the tracker.
-var wanting = func() *atomic.Int64 {
-	var one atomic.Int64
-	one.Store(1)
-	return &one
-}()
 
 // recordSlow is record for everything but the fast path.
 func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
@@ -48,7 +32,7 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		case o == Ignored:
 			return false
 		case o == Success && b.word.Load() == p.word && !b.tracker.WantsSuccess():
-			return true // quiet, but the policy is not Consecutive
+			return true // quiet, but the policy measures latency
 		}
 		call := b.call(p, o, err)
 		b.mu.Lock()
@@ -110,16 +94,11 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 	return false // ForcedClosed: nothing is recorded
 }
 
-// successCauser is implemented by built-in trackers that can trip or
-// re-open on a success for a reason of their own: successCause returns that
-// reason for the decision just made, or nil.
-type successCauser interface{ successCause() error }
-
 // successCause returns the tracker's reason for a trip or re-open decided
 // on an outcome o, if o is a success and the tracker gives one.
 func (b *Breaker) successCause(o Outcome) error {
-	if sc, ok := b.tracker.(successCauser); ok && o == Success {
-		return sc.successCause()
+	if tc, ok := b.tracker.(TripCauser); ok && o == Success {
+		return tc.TripCause()
 	}
 	return nil
 }

@@ -1,9 +1,6 @@
 package circuitbreaker
 
-import (
-	"fmt"
-	"sync/atomic"
-)
+import "fmt"
 
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
 // zero: 0.8, the example of the Tower circuit-breaker pull request ("close
@@ -71,21 +68,12 @@ func (s *successRate) Probe(_ Call, p Probes) Verdict {
 	return VerdictPending
 }
 
-// quietCounter forwards the Trip tracker's counter, so that SuccessRate
-// over Consecutive or a count-window FailureRate keeps the free success
-// path.
-func (s *successRate) quietCounter() *atomic.Int64 {
-	if q, ok := s.Tracker.(quieter); ok {
-		return q.quietCounter()
-	}
-	return nil
-}
-
-// successCause forwards the Trip tracker's reason for a trip on a success.
-// The probe rule of SuccessRate re-opens only on a failure.
-func (s *successRate) successCause() error {
-	if sc, ok := s.Tracker.(successCauser); ok {
-		return sc.successCause()
+// TripCause forwards the Trip tracker's reason for a trip on a success
+// (WantsSuccess and the rest are forwarded by embedding). The probe rule
+// of SuccessRate re-opens only on a failure.
+func (s *successRate) TripCause() error {
+	if tc, ok := s.Tracker.(TripCauser); ok {
+		return tc.TripCause()
 	}
 	return nil
 }
