@@ -1,8 +1,6 @@
 package circuitbreaker
 
-import (
-	"time"
-)
+import "time"
 
 // TryAcquire asks to make one call. It never blocks.
 //
@@ -11,18 +9,9 @@ import (
 // [Permit.DoneContext]. A probe permit that is never finished gives up its
 // slot after the configured ProbeLease.
 //
-// When the breaker rejects the call the error is an [*OpenError] that
-// matches [ErrOpen]: in Open its RetryAfter is the rest of the cool-down,
-// rounded up to a whole millisecond so that waiting RetryAfter always finds
-// the cool-down over; in HalfOpen with every probe slot taken it is zero;
-// in ForcedOpen, or Open with a Forever cool-down, it is [Forever]. Cause
-// is the failure that tripped the breaker (or the reason given to
-// [Switch.ForceOpen]), and the error unwraps to it, so [errors.Is] and
-// [errors.As] find it too.
-//
-// The rejection error may be shared by every caller rejected in the same
-// millisecond of the same period (this keeps rejection free of allocation):
-// treat it as read-only.
+// A rejection is an [*OpenError] (see there for RetryAfter and Cause),
+// which matches [ErrOpen]. Callers rejected in the same millisecond may
+// share one: treat it as read-only.
 func (b *Breaker) TryAcquire() (Permit, error) {
 	// The Closed fast path: one atomic load and one comparison, which also
 	// rules out a policy that needs the clock (flagTimed) and a zero

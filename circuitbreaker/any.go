@@ -5,16 +5,11 @@ import (
 	"fmt"
 )
 
-// Any returns a [Policy] that combines policies: in Closed every policy
-// records every outcome and the breaker trips when any of them trips; in
-// HalfOpen the breaker re-opens when any policy says so and closes when
-// every policy says so. For example Any(FailureRate{}, SlowCalls{}) trips on
-// too many failures or too many slow calls, as resilience4j's breaker does
-// with both thresholds set.
-//
-// [Breaker.State] reports, for each counter, the largest value any policy
-// keeps. Any reads the clock if any policy needs it. A nil policy, or none,
-// is an error from NewTracker.
+// Any returns a [Policy] that trips when any of policies trips (each sees
+// every outcome), re-opens from HalfOpen when any says so and closes when
+// all do: Any(FailureRate{}, SlowCalls{}) is resilience4j's breaker with
+// both thresholds. Each counter of [Breaker.State] is the largest any
+// policy keeps. A nil policy, or none, is an error from NewTracker.
 func Any(policies ...Policy) Policy { return anyPolicy(policies) }
 
 type anyPolicy []Policy

@@ -8,30 +8,19 @@ import (
 )
 
 // Breaker is a circuit breaker: a state machine shared by every caller of
-// one dependency. Callers ask it for a [Permit] before each call with
-// [Breaker.TryAcquire] and report the outcome on the permit; the layer from
-// [NewLayer] does both.
+// one dependency. [Run] and the layer from [NewLayer] use it; by hand, ask
+// it for a [Permit] with [Breaker.TryAcquire] and report the outcome on
+// the permit.
 //
-// A Breaker is safe for concurrent use by multiple goroutines. It starts no
-// goroutine: an Open breaker becomes HalfOpen lazily, on the first acquire
-// after the cool-down. Create one with [New]. The zero Breaker is usable
-// too and behaves as one from New(Config{}) (five consecutive failures
-// trip it, a 30-second cool-down, one probe): it sets itself up on first
-// use, and its clock starts then. A Breaker must not be copied after first
-// use.
+// A Breaker is safe for concurrent use. Create one with [New]; the zero
+// Breaker behaves as one from New(Config{}) and sets itself up on first
+// use. A Breaker must not be copied after first use. It starts no
+// goroutine (unless [Config.AsyncListeners] asks for one to deliver
+// transitions).
 //
-// Cost: a call through a Closed breaker reads one atomic word when it is
-// admitted and, with the default policy, two more when it succeeds (the
-// word again, and the policy's failure count); it takes
-// no lock, reads no clock, writes no shared memory and allocates nothing. A
-// rejection by an Open breaker reads the monotonic clock once and allocates
-// at most once per millisecond of cool-down (see [Breaker.TryAcquire]).
-// Transitions, failures and everything in HalfOpen take a mutex.
-//
-// Time is measured on the monotonic clock from the moment New ran (or a
-// zero Breaker was first used). In a testing/synctest bubble, whose clock
-// is its own, create (or first use) the Breaker inside the bubble that uses
-// it; one created outside reports meaningless durations there.
+// Time is measured on the monotonic clock from creation (or first use of a
+// zero Breaker): in a testing/synctest bubble, create the Breaker inside
+// the bubble that uses it.
 type Breaker struct {
 	// word is the state and the epoch, packed as
 	// epoch<<epochShift | flags | state, so that one atomic load tells a
@@ -40,7 +29,7 @@ type Breaker struct {
 	// It is zero only in a zero Breaker not yet set up (flagMade clear).
 	// The epoch grows by one on every state change (and on Reset), so a
 	// permit that remembers the word it was issued under can tell whether
-	// its outcome still belongs to the current period (CB5).
+	// its outcome still belongs to the current period.
 	// The fields read by every call (word, period, tracker) sit on
 	// cache lines that nothing written per call shares: this padding keeps
 	// the end of whatever object the allocator put before the Breaker off
@@ -67,7 +56,7 @@ type Breaker struct {
 
 	mu sync.Mutex
 	// cooldown is the cool-down of the current or most recent Open period;
-	// it grows on consecutive re-opens (CB14). Guarded by mu.
+	// it grows on consecutive re-opens. Guarded by mu.
 	cooldown time.Duration
 	// probes are the probes in flight in HalfOpen, at most MaxProbes.
 	// Guarded by mu.
@@ -129,7 +118,7 @@ type probe struct {
 }
 
 // New returns a Closed breaker configured by cfg, or an error naming the
-// first bad field of cfg or of its Policy (CB13). Zero fields take the
+// first bad field of cfg or of its Policy. Zero fields take the
 // defaults documented on [Config].
 func New(cfg Config) (*Breaker, error) {
 	set, err := cfg.validate()

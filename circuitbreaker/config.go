@@ -7,27 +7,22 @@ import (
 )
 
 const (
-	// DefaultResetTimeout is the cool-down used when Config.ResetTimeout
-	// is zero.
+	// DefaultResetTimeout is the cool-down when Config.ResetTimeout is zero.
 	DefaultResetTimeout = 30 * time.Second
-	// DefaultProbeLease is the probe lease used when Config.ProbeLease is
-	// zero.
+	// DefaultProbeLease is the probe lease when Config.ProbeLease is zero.
 	DefaultProbeLease = time.Minute
-	// DefaultResetTimeoutMultiplier is the growth factor used when
-	// Config.MaxResetTimeout is set and Config.ResetTimeoutMultiplier is
-	// zero: the cool-down doubles on each consecutive re-open.
+	// DefaultResetTimeoutMultiplier is the growth factor of the cool-down
+	// when Config.MaxResetTimeout is set and the multiplier is zero.
 	DefaultResetTimeoutMultiplier = 2.0
 
-	// Immediate, as Config.ResetTimeout, is a cool-down of zero: a tripped
-	// breaker is ready for a probe at once, so the next call after a trip is
-	// a probe (CB13). A literal zero cannot say this, because a zero field
-	// selects [DefaultResetTimeout]; Immediate is the one negative duration
-	// Config accepts.
+	// Immediate, as Config.ResetTimeout, is no cool-down at all: the next
+	// call after a trip is a probe. (A zero field selects the default.)
+	// It prints as "Immediate".
 	Immediate time.Duration = -1
 	// Forever, as Config.ResetTimeout, keeps a tripped breaker Open until
-	// [Breaker.Reset] or a [Switch] changes it (CB13). It is also the
-	// RetryAfter of a breaker that will not admit a probe by itself
-	// (ForcedOpen, or Open with a Forever cool-down).
+	// [Breaker.Reset] or a [Switch] changes it. It is also the RetryAfter
+	// of a breaker that will not admit a probe by itself. It prints as
+	// "Forever".
 	Forever time.Duration = math.MaxInt64
 
 	// maxProbesLimit bounds Config.MaxProbes.
@@ -37,94 +32,73 @@ const (
 // Config configures a [Breaker]. Every zero field selects a documented
 // default, so Config{} is a working breaker: five consecutive failures trip
 // it, it cools down for 30 seconds, then admits one probe. [New] validates
-// it (a bad field is an error naming it) and keeps a copy: changing a Config
-// afterwards does not change the breaker.
+// it (a bad field is an error naming it) and keeps a copy.
 type Config struct {
-	// Name names the breaker in its transitions, rejections and
-	// snapshots ([Transition.Name], [OpenError.Name], [Snapshot.Name]) and
-	// in logged listener panics, so that logs and status pages can tell
-	// breakers apart. It is free text; empty means unnamed.
+	// Name names the breaker in its transitions, rejections, snapshots and
+	// logged listener panics. Empty means unnamed.
 	Name string
 
 	// Policy decides when the breaker trips and when probes close it.
-	// nil means [Consecutive]{} (5 consecutive failures trip; one probe
-	// success closes).
+	// nil means [Consecutive]{}.
 	Policy Policy
 
 	// ResetTimeout is the cool-down: how long the breaker stays Open
-	// before it admits a probe. Zero means [DefaultResetTimeout] (30s).
-	// [Immediate] means no cool-down at all; [Forever] means the breaker
-	// stays Open until Reset or a Switch. Other negative values are an
+	// before it admits a probe. Zero means [DefaultResetTimeout] (30s);
+	// [Immediate] and [Forever] are accepted; other negative values are an
 	// error.
 	ResetTimeout time.Duration
 
-	// MaxResetTimeout, when non-zero, makes the cool-down grow (CB14): the
-	// first trip from Closed cools down for ResetTimeout, and each
+	// MaxResetTimeout, when non-zero, makes the cool-down grow: each
 	// consecutive re-open from HalfOpen multiplies the previous cool-down
-	// by ResetTimeoutMultiplier, up to MaxResetTimeout. Closing the
-	// breaker (or Reset) starts again from ResetTimeout. Zero means a
-	// constant cool-down. It must be >= ResetTimeout, and ResetTimeout
-	// must then be a positive duration (not Immediate or Forever).
-	// MaxResetTimeout may be Forever (grow without a cap).
+	// by ResetTimeoutMultiplier, up to MaxResetTimeout (which may be
+	// Forever); closing the breaker starts again from ResetTimeout. It
+	// must be >= ResetTimeout, which must then be positive and finite.
+	// Zero means a constant cool-down.
 	MaxResetTimeout time.Duration
 
-	// ResetTimeoutMultiplier is the growth factor of the cool-down when
-	// MaxResetTimeout is set. Zero means
-	// [DefaultResetTimeoutMultiplier] (2). It must be finite and >= 1,
-	// and is an error without MaxResetTimeout.
+	// ResetTimeoutMultiplier is the growth factor of the cool-down; it
+	// needs MaxResetTimeout. Zero means [DefaultResetTimeoutMultiplier]
+	// (2); otherwise it must be finite and >= 1.
 	ResetTimeoutMultiplier float64
 
-	// MaxProbes is how many probes may be in flight at once in HalfOpen
-	// (CB3). Zero means 1; at most 1024.
+	// MaxProbes is how many probes may be in flight at once in HalfOpen.
+	// Zero means 1; at most 1024.
 	MaxProbes int
 
-	// ProbeLease bounds how long a probe permit holds its slot (CB6): a
-	// probe that has not reported its outcome after ProbeLease no longer
-	// counts as in flight, its slot is given to the next caller, and its
-	// outcome, if it ever comes, is discarded. Zero means
-	// [DefaultProbeLease] (one minute). Negative values are an error.
+	// ProbeLease bounds how long a probe holds its slot: after it, the
+	// slot goes to the next caller and the probe's outcome is discarded.
+	// Zero means [DefaultProbeLease] (one minute); negative is an error.
 	ProbeLease time.Duration
 
-	// IsFailure, when set, is asked about every error that the default
-	// classification counts as a failure when a permit is finished with
-	// [Permit.Done] ([Classify]) or [Permit.DoneContext] ([ClassifyContext],
-	// and so by the layer from [NewLayer]), and about every non-nil error
-	// that the classifier of [NewClassifiedLayer] counts as a failure.
-	// Returning false makes the
-	// error count as a success: it still reaches the caller, but it does
-	// not indicate an unhealthy dependency, and it counts toward closing
-	// from HalfOpen (CB8). It is called concurrently and must be safe for
-	// concurrent use. nil counts every such error as a failure. It is the
-	// shouldTrip predicate of the seed documents.
+	// IsFailure, when set, is asked about every error the classification
+	// counts as a failure ([Permit.Done], [Permit.DoneContext], the layers,
+	// [Run]); returning false makes the error count as a success (it still
+	// reaches the caller), also toward closing from HalfOpen. It must be
+	// safe for concurrent use. nil counts every such error as a failure.
 	IsFailure func(err error) bool
 
 	// AsyncListeners, when true, delivers transitions to the listeners of
-	// [Breaker.Subscribe] on a goroutine of the breaker's own, never on
-	// the goroutine of a call: a slow listener cannot slow the call that
-	// tripped the breaker. The goroutine is started when a transition is
-	// queued and none is delivering, and exits once the queue is empty, so
-	// none runs while nothing is pending. The guarantees are those of
-	// synchronous delivery: in order, one at a time, panics recovered.
-	// The queue is not bounded: a transition is dropped by nobody, and
-	// while a listener blocks, each further transition adds one
+	// [Breaker.Subscribe] on a goroutine started when a transition is
+	// queued, which exits once the queue is empty: a listener never runs
+	// on a caller's goroutine, so a slow one cannot slow a call. Delivery
+	// is still in order, one at a time, with panics recovered. The queue
+	// is not bounded (dropping a transition would break "every transition,
+	// in order"): while a listener blocks, each transition adds one
 	// [Transition] to it. In a testing/synctest bubble, synctest.Wait
-	// returns once the pending transitions are delivered.
+	// returns once pending transitions are delivered.
 	//
-	// False (the default) calls listeners on the goroutine that caused
-	// the transition, before that goroutine returns to its caller, as
-	// gobreaker, resilience4j and Polly do: a listener then sees a
-	// transition before the call that caused it returns.
+	// False (the default) calls listeners on the goroutine that caused the
+	// transition before it returns to its caller, as gobreaker,
+	// resilience4j and Polly do.
 	AsyncListeners bool
 
-	// ListenerPanic, when set, is called with the value and the stack
-	// (from [runtime/debug.Stack]) of every panic a listener raises, on
-	// the goroutine that was delivering; delivery then goes on. nil logs
-	// the panic and its stack with the standard [log] package. A panic in
-	// ListenerPanic itself is logged.
+	// ListenerPanic, when set, is called with the value and stack of each
+	// panic a listener raises; delivery then goes on. nil logs the panic
+	// and its stack with the standard [log] package.
 	ListenerPanic func(value any, stack []byte)
 
-	// Switch, when set, is a manual switch that can force this breaker
-	// open or closed (CB12). One Switch may control many breakers.
+	// Switch, when set, can force this breaker open or closed. One Switch
+	// may control many breakers.
 	Switch *Switch
 }
 

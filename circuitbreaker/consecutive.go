@@ -6,22 +6,17 @@ import "sync/atomic"
 // breaker whose Policy is nil or a [Consecutive] with Failures zero.
 const DefaultFailures = 5
 
-// Consecutive is the default [Policy]: it trips after Failures consecutive
-// failures in Closed (a success resets the run), and in HalfOpen it closes
-// after Successes consecutive probe successes and re-opens on any probe
-// failure. This is the classic breaker of Nygard's "Release It!" and of the
-// seed documents (failure_threshold; successThreshold).
-//
-// Its success path is free: while the run of failures is zero, a success
-// costs one atomic load and no lock, no write and no clock read.
+// Consecutive is the default [Policy], the classic breaker of Nygard's
+// "Release It!": it trips after Failures consecutive failures in Closed,
+// and in HalfOpen closes after Successes consecutive probe successes and
+// re-opens on any probe failure. While no failure is pending, a success
+// takes no lock and writes nothing.
 type Consecutive struct {
 	// Failures is how many consecutive failures trip the breaker.
 	// Zero means [DefaultFailures]; at most 1,000,000.
 	Failures int
 	// Successes is how many consecutive probe successes close the breaker
-	// from HalfOpen. Zero means 1; at most 1,000,000. It may exceed the
-	// breaker's MaxProbes: further probes are admitted as earlier ones
-	// finish.
+	// from HalfOpen. Zero means 1; at most 1,000,000.
 	Successes int
 }
 

@@ -12,25 +12,14 @@ import (
 // and returns a function that removes it; calling that function more than
 // once is harmless.
 //
-// Transitions are delivered in the order they happened, one at a time:
-// listeners are never called concurrently with each other or with
-// themselves, and never with the breaker's lock held, so a listener may
-// call the breaker (read its State, Reset it, acquire permits); a
-// transition it causes is delivered after it returns.
-//
-// By default a listener runs on the goroutine that caused the transition
-// (or on one already delivering earlier transitions), before that
-// goroutine returns to its caller: a slow listener slows the call that
-// tripped the breaker. With [Config.AsyncListeners] listeners never run on
-// a caller's goroutine (see there).
-//
-// A listener that panics is recovered, the breaker and the other listeners
-// carry on, and the panic is reported to [Config.ListenerPanic]. A
-// transition already being delivered when unsubscribe is called may still
-// reach f once.
-//
-// Subscribe is safe for concurrent use; f is not called for transitions
-// that happened before Subscribe. A nil f is ignored.
+// Transitions are delivered in order, one at a time, without the
+// breaker's lock held: a listener may call the breaker, and a transition
+// it causes is delivered after it returns. By default a listener runs on
+// the goroutine that caused the transition, before the call returns; see
+// [Config.AsyncListeners] for listeners that cannot slow a call. A panic
+// in a listener is recovered and reported to [Config.ListenerPanic].
+// After unsubscribe, a transition already being delivered may still reach
+// f once. Safe for concurrent use; a nil f is ignored.
 func (b *Breaker) Subscribe(f func(Transition)) (unsubscribe func()) {
 	return b.events.subscribe(f)
 }

@@ -11,23 +11,15 @@ import (
 const DefaultRatio = 0.5
 
 // FailureRate is a [Policy] that trips when the ratio of failures among the
-// calls in a [Window] reaches Ratio, once the window holds at least
-// Window.MinCalls calls. It is resilience4j's failure-rate threshold over a
-// count-based or time-based sliding window (and Hystrix's
-// errorThresholdPercentage over a rolling window). The window is evaluated
-// after every counted outcome; the window is emptied whenever the breaker
-// enters Closed or HalfOpen.
+// calls in a [Window] reaches Ratio, once the window holds Window.MinCalls
+// calls: resilience4j's failure-rate threshold (Hystrix's
+// errorThresholdPercentage). The window is emptied whenever the breaker
+// enters Closed or HalfOpen. In HalfOpen it judges the first MaxProbes
+// probes: it re-opens if their failure ratio reaches Ratio and closes
+// otherwise, as soon as the outcome is certain.
 //
-// In HalfOpen it judges the first MaxProbes probes as resilience4j does with
-// permittedNumberOfCallsInHalfOpenState: the breaker re-opens if their
-// failure ratio reaches Ratio and closes otherwise, deciding as soon as the
-// outcome is certain.
-//
-// A failure takes the breaker's lock. A success takes it too, as the window
-// must see successes, except in a full count window that holds no failure:
-// there a success would only replace a success, so the breaker counts it
-// with one atomic load and no lock. A count window reads no clock, a time
-// window reads it once per outcome.
+// Outcomes take the breaker's lock, except a success into a full count
+// window that holds no failure.
 type FailureRate struct {
 	// Window is the stretch of calls judged; the zero Window is the last
 	// 100 calls.
@@ -134,27 +126,15 @@ func nowIf(w *window) time.Time {
 // SlowCalls.Threshold is zero (resilience4j's slowCallDurationThreshold).
 const DefaultSlowCallThreshold = time.Minute
 
-// SlowCalls is a [Policy] that trips when the ratio of slow calls in a
-// [Window] reaches Ratio, once the window holds at least Window.MinCalls
-// calls. A call is slow when it took at least Threshold, measured on the
-// monotonic clock from the permit being issued to its outcome, whether it
-// succeeded or failed. It is resilience4j's slow-call rate threshold: a
-// dependency that answers, but too slowly, is unhealthy too. Failures alone
-// never trip it from Closed (they count only in HalfOpen, see below);
-// combine it with [FailureRate] through [Any] for both.
+// SlowCalls is a [Policy] that trips when the ratio of slow calls (calls
+// that took at least Threshold, failed or not) in a [Window] reaches Ratio,
+// once the window holds Window.MinCalls calls: resilience4j's slow-call
+// rate threshold. Failures alone never trip it; combine it with
+// [FailureRate] through [Any] for both. In HalfOpen it judges the first
+// MaxProbes probes, counting a probe bad when it was slow or failed. A trip
+// decided on a slow success has the cause [ErrSlowCalls].
 //
-// In HalfOpen it judges the first MaxProbes probes: the breaker re-opens if
-// the ratio of bad probes among them reaches Ratio and closes otherwise,
-// deciding as soon as the outcome is certain. A probe is bad when it was
-// slow or when it failed, however fast: a probe that failed has not shown
-// the dependency healthy, so a fast failure cannot close the breaker (with
-// MaxProbes 1, a failed probe re-opens it).
-//
-// A trip or re-open decided on a slow call that succeeded has the cause
-// [ErrSlowCalls]; one decided on a call that failed has its error.
-//
-// It reads the clock twice per call (when the permit is issued and when its
-// outcome is recorded) and every outcome takes the breaker's lock.
+// It reads the clock twice per call, and every outcome takes the lock.
 type SlowCalls struct {
 	// Threshold is the latency from which a call is slow. Zero means
 	// [DefaultSlowCallThreshold] (one minute); negative is an error.

@@ -8,9 +8,9 @@ import (
 
 // State is the state of a [Breaker].
 //
-// A breaker goes Closed → Open → HalfOpen → Closed (CB1), or HalfOpen →
+// A breaker goes Closed → Open → HalfOpen → Closed, or HalfOpen →
 // Open when probes fail. ForcedOpen and ForcedClosed are set by a [Switch]
-// and left only through it: a forced state is visible as such (CB11).
+// and left only through it: a forced state is visible as such.
 type State uint8
 
 const (
@@ -47,22 +47,18 @@ func (s State) String() string {
 }
 
 // Snapshot is the state of a [Breaker] at one moment, returned by
-// [Breaker.State] (CB11). Fields that do not apply to the state are zero.
+// [Breaker.State]. Fields that do not apply to the state are zero.
 type Snapshot struct {
-	// Name is the Name of the breaker's [Config].
+	// Name is the breaker's [Config.Name].
 	Name string
 	// State is the state. Once an Open breaker's cool-down has passed it is
-	// HalfOpen, even before a call has started a probe (CB1).
+	// HalfOpen, even before a call has started a probe.
 	State State
-	// Counters are the policy's counters of the current Closed period,
-	// which every transition to Closed (a probe verdict, a reset, a
-	// release) starts afresh. They are zero in every other state: in
-	// ForcedClosed, which records nothing, they are zero however many
-	// failures the period before it counted.
+	// Counters are the policy's counters of the current Closed period;
+	// zero in every other state (ForcedClosed included).
 	Counters Counters
-	// RetryAfter is the rest of the cool-down (Open), or [Forever] for
-	// ForcedOpen and for an Open breaker whose cool-down is Forever. It is
-	// exact, where [OpenError.RetryAfter] is rounded up to a millisecond.
+	// RetryAfter is the exact rest of the cool-down (Open), or [Forever]
+	// for ForcedOpen and for an Open breaker whose cool-down is Forever.
 	RetryAfter time.Duration
 	// Cause is the failure that tripped the breaker (Open, HalfOpen), or the
 	// reason given to [Switch.ForceOpen] (ForcedOpen).
@@ -74,29 +70,25 @@ type Snapshot struct {
 }
 
 // Transition is one change of a [Breaker]'s state, given to the listeners
-// registered with [Breaker.Subscribe] (CB10).
+// registered with [Breaker.Subscribe].
 type Transition struct {
-	// Name is the Name of the breaker's [Config].
+	// Name is the breaker's [Config.Name].
 	Name string
-	// From and To are the states before and after. They may be equal for a
-	// manual change that keeps the state but changes the reason (ForcedOpen
-	// to ForcedOpen).
+	// From and To are the states before and after. They are equal for a
+	// ForcedOpen that only changes its reason.
 	From, To State
-	// Time is when the transition took effect, by the wall clock. For the
-	// lazy Open → HalfOpen transition it is when the cool-down ended, which
-	// may be earlier than the call that performed the transition.
+	// Time is when the transition took effect, by the wall clock: for
+	// Open → HalfOpen, when the cool-down ended.
 	Time time.Time
-	// Cause is the failure that caused a transition to Open, the last
-	// failure seen in HalfOpen for HalfOpen → Open ([ErrSlowCalls] when
-	// [SlowCalls] decided either on a slow success), the reason for a
+	// Cause is the failure that caused a transition to Open (the last
+	// probe failure, or [ErrSlowCalls], from HalfOpen), the reason for a
 	// transition to ForcedOpen, and nil otherwise.
 	Cause error
 }
 
-// State returns a snapshot of the breaker (CB11). It does not change the
-// state: an Open breaker whose cool-down has passed is reported as HalfOpen
-// with no probes, although the transition itself happens on the next
-// acquire (CB1). Safe for concurrent use; it takes the breaker's lock.
+// State returns a snapshot of the breaker. It does not change the state:
+// an Open breaker whose cool-down has passed is reported as HalfOpen
+// before the next acquire makes the transition. Safe for concurrent use.
 func (b *Breaker) State() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -8,15 +8,11 @@ import "fmt"
 const DefaultProbeRatio = 0.8
 
 // SuccessRate is a [Policy] that closes a HalfOpen breaker when at least
-// Ratio of Probes probes succeeded and re-opens it otherwise, instead of
-// requiring every probe to succeed. Trip decides when the breaker trips from
-// Closed. It is the success-rate probing of the Tower circuit-breaker pull
-// request ("close when 80% of probes succeed").
-//
-// The verdict comes as soon as it is certain: the breaker closes once
-// enough probes succeeded that the ratio is reached whatever the rest do,
-// and re-opens once so many failed that it cannot be. Probes may exceed the
-// breaker's MaxProbes: further probes are admitted as earlier ones finish.
+// Ratio of Probes probes succeeded, and re-opens it otherwise, as soon as
+// the verdict is certain; Trip decides when it trips from Closed. It is
+// the success-rate probing of the Tower circuit-breaker pull request
+// ("close when 80% of probes succeed"). Probes may exceed MaxProbes:
+// further probes are admitted as earlier ones finish.
 type SuccessRate struct {
 	// Trip decides when the breaker trips from Closed; nil means
 	// [Consecutive]{}. Its own probe rule is not used.

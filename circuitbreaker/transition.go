@@ -5,7 +5,7 @@ import (
 )
 
 // trip opens the breaker from Closed or HalfOpen. The cool-down starts
-// again from ResetTimeout after Closed and grows after HalfOpen (CB14).
+// again from ResetTimeout after Closed and grows after HalfOpen.
 // Called with mu held.
 func (b *Breaker) trip(from State, cause error) {
 	if from == Closed {
@@ -58,7 +58,7 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 
 // Reset closes the breaker, clears the policy's history and the growth of
 // the cool-down, and starts a new epoch, so that no permit issued before
-// the reset, probe or not, can change the state afterwards (CB9). Listeners
+// the reset, probe or not, can change the state afterwards. Listeners
 // see a transition to Closed unless the breaker was already Closed. While
 // a [Switch] forces the breaker, Reset clears the history but leaves the
 // forced state: the switch owns it until released. Safe for concurrent use.
