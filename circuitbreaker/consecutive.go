@@ -20,8 +20,7 @@ type Consecutive struct {
 	Successes int
 }
 
-// NewTracker validates c and returns its state for one Breaker. Errors name
-// the field: "circuitbreaker: Consecutive.Failures must be >= 0, got -1".
+// NewTracker validates c and returns its state for one Breaker.
 func (c Consecutive) NewTracker() (Tracker, error) {
 	if err := checkCount("Consecutive.Failures", c.Failures); err != nil {
 		return nil, err

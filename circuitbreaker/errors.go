@@ -70,9 +70,8 @@ func prefix(name string) string {
 	return fmt.Sprintf("circuitbreaker %q: ", name)
 }
 
-// RetryDelay returns RetryAfter. Layers that honour a producer's hint look
-// for this method (retry's server hints, ramparthttp's Retry-After header),
-// so every rampart error that asks the caller to wait implements it.
+// RetryDelay returns RetryAfter, for layers that honour a wait hint
+// (retry, ramparthttp's Retry-After).
 func (e *OpenError) RetryDelay() time.Duration { return e.RetryAfter }
 
 // Is reports whether target is [ErrOpen].

@@ -168,3 +168,19 @@ func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 		})
 	}
 }
+
+func TestGroup_CB19_BreakersAreNamedAfterTheirKey(t *testing.T) {
+	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+		Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour},
+	})
+	require.NoError(t, err)
+	fail(t, g.Breaker("a.example"), 1, errBoom)
+	oe := openErr(t, g.Breaker("a.example"))
+	assert.Equal(t, `circuitbreaker "hosts/a.example": open (retry after 1h0m0s): tripped by: boom`, oe.Error())
+	assert.Equal(t, "hosts/(overflow)", g.Overflow().State().Name)
+
+	unnamed, err := circuitbreaker.NewGroup[int](circuitbreaker.GroupConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, "42", unnamed.Breaker(42).State().Name)
+	assert.Equal(t, "(overflow)", unnamed.Overflow().State().Name)
+}

@@ -23,8 +23,10 @@ const (
 // default.
 type GroupConfig struct {
 	// Breaker configures every breaker of the group (a bad field is an
-	// error from [NewGroup]). Its Switch, when set, controls every breaker
-	// of the group, those created later included.
+	// error from [NewGroup]). Each breaker is named "Name/key" ("key"
+	// when Name is empty; the overflow breaker's key is "(overflow)"). Its
+	// Switch, when set, controls every breaker of the group, those created
+	// later included.
 	Breaker Config
 
 	// MaxKeys bounds how many breakers the group holds. Zero means
@@ -100,7 +102,9 @@ func NewGroup[K comparable](cfg GroupConfig) (*Group[K], error) {
 		return nil, fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %v", DefaultGroupIdleTimeout, cfg.IdleTimeout)
 	}
 	// The overflow breaker is also the check of cfg.Breaker.
-	overflow, err := New(cfg.Breaker)
+	ocfg := cfg.Breaker
+	ocfg.Name = keyName(cfg.Breaker.Name, "(overflow)")
+	overflow, err := New(ocfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w (GroupConfig.Breaker)", err)
 	}
@@ -146,7 +150,9 @@ func (g *Group[K]) add(key K) *Breaker {
 	if len(g.ring) >= g.maxKeys && !g.makeRoom(now) {
 		return g.overflow
 	}
-	b, err := New(g.cfg)
+	cfg := g.cfg
+	cfg.Name = keyName(g.cfg.Name, key)
+	b, err := New(cfg)
 	if err != nil {
 		// Only a Policy whose NewTracker fails after succeeding once
 		// gets here: the key shares the overflow breaker.
@@ -156,6 +162,15 @@ func (g *Group[K]) add(key K) *Breaker {
 	g.ring = append(g.ring, e)
 	g.keys.Store(key, e)
 	return b
+}
+
+// keyName is the Name of the breaker for key in a group whose Config is
+// named group: "group/key", or "key" for an unnamed group.
+func keyName(group string, key any) string {
+	if group == "" {
+		return fmt.Sprint(key)
+	}
+	return group + "/" + fmt.Sprint(key)
 }
 
 // look drops every entry that has been idle for g.idle and can be dropped,

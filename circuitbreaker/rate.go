@@ -29,9 +29,7 @@ type FailureRate struct {
 	Ratio float64
 }
 
-// NewTracker validates f and returns its state for one Breaker. Errors name
-// the field, for example "circuitbreaker: FailureRate.Ratio must be in (0,
-// 1], got 1.5".
+// NewTracker validates f and returns its state for one Breaker.
 func (f FailureRate) NewTracker() (Tracker, error) {
 	ratio, err := checkRatio("FailureRate.Ratio", f.Ratio, DefaultRatio)
 	if err != nil {
@@ -148,9 +146,7 @@ type SlowCalls struct {
 	Ratio float64
 }
 
-// NewTracker validates s and returns its state for one Breaker. Errors name
-// the field, for example "circuitbreaker: SlowCalls.Threshold must be >= 0,
-// got -1s".
+// NewTracker validates s and returns its state for one Breaker.
 func (s SlowCalls) NewTracker() (Tracker, error) {
 	if s.Threshold < 0 {
 		return nil, fmt.Errorf("circuitbreaker: SlowCalls.Threshold must be >= 0, got %v", s.Threshold)

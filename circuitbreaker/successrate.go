@@ -26,8 +26,7 @@ type SuccessRate struct {
 }
 
 // NewTracker validates s (and s.Trip) and returns its state for one
-// Breaker. Errors name the field, for example "circuitbreaker:
-// SuccessRate.Probes must be >= 0, got -1".
+// Breaker.
 func (s SuccessRate) NewTracker() (Tracker, error) {
 	if err := checkCount("SuccessRate.Probes", s.Probes); err != nil {
 		return nil, err
