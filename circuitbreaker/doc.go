@@ -8,7 +8,9 @@
 //	balance, err := circuitbreaker.Run(ctx, br, func(ctx context.Context) (int, error) {
 //		return client.Balance(ctx, account)
 //	})
-//	// A rampart.Service, in a stack:
+//	// A rampart.Service:
+//	guarded := circuitbreaker.Wrap(backend, br)
+//	// A layer in a stack:
 //	svc := rampart.NewBuilder[Req, Resp]().
 //		Layer(circuitbreaker.NewLayer[Req, Resp](br)).
 //		Service(backend)

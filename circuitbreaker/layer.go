@@ -35,6 +35,12 @@ func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b}
 }
 
+// Wrap guards svc with b: it is NewLayer[Req, Resp](b).Wrap(svc), with the
+// type arguments inferred from svc.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], b *Breaker) rampart.Service[Req, Resp] {
+	return NewLayer[Req, Resp](b).Wrap(svc)
+}
+
 // NewClassifiedLayer is [NewLayer] with classify judging each finished call
 // (to count an HTTP 503 as a failure, say), after the caller's
 // cancellation, which is ignored first. [Config.IsFailure] still has the
