@@ -85,7 +85,8 @@ type Config struct {
 	// is not bounded (dropping a transition would break "every transition,
 	// in order"): while a listener blocks, each transition adds one
 	// [Transition] to it. In a testing/synctest bubble, synctest.Wait
-	// returns once pending transitions are delivered.
+	// returns once pending transitions are delivered, unless a listener
+	// blocks (sleeps, waits on a channel) on the way.
 	//
 	// False (the default) calls listeners on the goroutine that caused the
 	// transition before it returns to its caller, as gobreaker,
