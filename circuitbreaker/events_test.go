@@ -184,3 +184,34 @@ func TestGroup_CB19_BreakersAreNamedAfterTheirKey(t *testing.T) {
 	assert.Equal(t, "42", unnamed.Breaker(42).State().Name)
 	assert.Equal(t, "(overflow)", unnamed.Overflow().State().Name)
 }
+
+// successTripper trips on the third success, for a reason of its own.
+type successTripper struct{ successes int }
+
+var errQuota = errors.New("quota spent")
+
+func (p *successTripper) NewTracker() (circuitbreaker.Tracker, error) { return p, nil }
+func (*successTripper) Timing() circuitbreaker.Timing                 { return circuitbreaker.TimingNone }
+func (*successTripper) WantsSuccess() bool                            { return true }
+func (p *successTripper) Record(c circuitbreaker.Call) bool {
+	if c.Outcome == circuitbreaker.Success {
+		p.successes++
+	}
+	return p.successes >= 3
+}
+func (*successTripper) Probe(circuitbreaker.Call, circuitbreaker.Probes) circuitbreaker.Verdict {
+	return circuitbreaker.VerdictPending
+}
+func (p *successTripper) Reset(circuitbreaker.State)      { p.successes = 0 }
+func (*successTripper) Counters() circuitbreaker.Counters { return circuitbreaker.Counters{} }
+func (*successTripper) TripCause() error                  { return errQuota }
+
+func TestPolicy_CB12_UserTrackerNamesTheCauseOfATripOnSuccess(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: &successTripper{}, ResetTimeout: time.Hour})
+	rec := record(b)
+	succeed(t, b, 3)
+	oe := openErr(t, b)
+	assert.Equal(t, errQuota, oe.Cause, "the user tracker's TripCause, as for the built-in SlowCalls")
+	require.Len(t, rec.all(), 1)
+	assert.Equal(t, errQuota, rec.all()[0].Cause)
+}

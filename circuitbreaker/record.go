@@ -47,7 +47,7 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 			// A rate policy may trip on a success (the call that brings
 			// the window to MinCalls): the cause is then the policy's
 			// reason, or the last failure.
-			cause := b.successCause(o)
+			cause := b.tripCause(o)
 			if cause == nil {
 				cause = b.lastFailure
 			}
@@ -80,7 +80,7 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		case VerdictClose:
 			b.enter(Closed, nil, time.Now())
 		case VerdictReopen:
-			cause := b.successCause(o)
+			cause := b.tripCause(o)
 			if cause == nil {
 				cause = b.lastFailure
 			}
@@ -94,9 +94,9 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 	return false // ForcedClosed: nothing is recorded
 }
 
-// successCause returns the tracker's reason for a trip or re-open decided
+// tripCause returns the tracker's reason for a trip or re-open decided
 // on an outcome o, if o is a success and the tracker gives one.
-func (b *Breaker) successCause(o Outcome) error {
+func (b *Breaker) tripCause(o Outcome) error {
 	if tc, ok := b.tracker.(TripCauser); ok && o == Success {
 		return tc.TripCause()
 	}
