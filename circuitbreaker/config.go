@@ -77,20 +77,14 @@ type Config struct {
 	// safe for concurrent use. nil counts every such error as a failure.
 	IsFailure func(err error) bool
 
-	// AsyncListeners, when true, delivers transitions to the listeners of
-	// [Breaker.Subscribe] on a goroutine started when a transition is
-	// queued, which exits once the queue is empty: a listener never runs
-	// on a caller's goroutine, so a slow one cannot slow a call. Delivery
-	// is still in order, one at a time, with panics recovered. The queue
-	// is not bounded (dropping a transition would break "every transition,
-	// in order"): while a listener blocks, each transition adds one
-	// [Transition] to it. In a testing/synctest bubble, synctest.Wait
-	// returns once pending transitions are delivered, unless a listener
-	// blocks (sleeps, waits on a channel) on the way.
-	//
-	// False (the default) calls listeners on the goroutine that caused the
-	// transition before it returns to its caller, as gobreaker,
-	// resilience4j and Polly do.
+	// AsyncListeners, when true, runs the listeners of [Breaker.Subscribe]
+	// on a goroutine that is started when a transition is queued and exits
+	// once the queue is empty, never on a caller's: a slow listener cannot
+	// slow a call. Delivery is still in order and one at a time. The queue
+	// is not bounded: while a listener blocks, each transition adds one
+	// [Transition] to it. synctest.Wait waits for delivery, unless a
+	// listener blocks. False (the default) calls listeners on the
+	// goroutine that caused the transition, before its call returns.
 	AsyncListeners bool
 
 	// ListenerPanic, when set, is called with the value and stack of each

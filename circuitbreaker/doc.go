@@ -20,7 +20,7 @@
 // Share one *Breaker among every caller of one dependency; use a [Group]
 // for one breaker per host, method or tenant. Where the breaker goes among
 // the other layers (inside retries, outside a per-attempt timeout) is shown
-// in the package rampart documentation.
+// in the [rampart] package documentation.
 //
 // # Why
 //
