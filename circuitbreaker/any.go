@@ -5,16 +5,11 @@ import (
 	"fmt"
 )
 
-// Any returns a [Policy] that combines policies: in Closed every policy
-// records every outcome and the breaker trips when any of them trips; in
-// HalfOpen the breaker re-opens when any policy says so and closes when
-// every policy says so. For example Any(FailureRate{}, SlowCalls{}) trips on
-// too many failures or too many slow calls, as resilience4j's breaker does
-// with both thresholds set.
-//
-// [Breaker.State] reports, for each counter, the largest value any policy
-// keeps. Any reads the clock if any policy needs it. A nil policy, or none,
-// is an error from NewTracker.
+// Any returns a [Policy] that trips when any of policies trips (each sees
+// every outcome), re-opens from HalfOpen when any says so and closes when
+// all do: Any(FailureRate{}, SlowCalls{}) is resilience4j's breaker with
+// both thresholds. Each counter of [Breaker.State] is the largest any
+// policy keeps. A nil policy, or none, is an error from NewTracker.
 func Any(policies ...Policy) Policy { return anyPolicy(policies) }
 
 type anyPolicy []Policy
@@ -42,7 +37,7 @@ type anyTracker struct {
 	ts     []Tracker
 	timing Timing
 	// decider is the first tracker whose judgement made the last trip or
-	// re-open, asked for its reason by successCause.
+	// re-open, asked for its reason by TripCause.
 	decider Tracker
 }
 
@@ -86,11 +81,11 @@ func (a *anyTracker) Probe(c Call, p Probes) Verdict {
 	return all
 }
 
-// successCause is the reason of the policy that decided the last trip or
+// TripCause is the reason of the policy that decided the last trip or
 // re-open, if it gives one.
-func (a *anyTracker) successCause() error {
-	if sc, ok := a.decider.(successCauser); ok {
-		return sc.successCause()
+func (a *anyTracker) TripCause() error {
+	if tc, ok := a.decider.(TripCauser); ok {
+		return tc.TripCause()
 	}
 	return nil
 }

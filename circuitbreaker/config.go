@@ -7,27 +7,22 @@ import (
 )
 
 const (
-	// DefaultResetTimeout is the cool-down used when Config.ResetTimeout
-	// is zero.
+	// DefaultResetTimeout is the cool-down when Config.ResetTimeout is zero.
 	DefaultResetTimeout = 30 * time.Second
-	// DefaultProbeLease is the probe lease used when Config.ProbeLease is
-	// zero.
+	// DefaultProbeLease is the probe lease when Config.ProbeLease is zero.
 	DefaultProbeLease = time.Minute
-	// DefaultResetTimeoutMultiplier is the growth factor used when
-	// Config.MaxResetTimeout is set and Config.ResetTimeoutMultiplier is
-	// zero: the cool-down doubles on each consecutive re-open.
+	// DefaultResetTimeoutMultiplier is the growth factor of the cool-down
+	// when Config.MaxResetTimeout is set and the multiplier is zero.
 	DefaultResetTimeoutMultiplier = 2.0
 
-	// Immediate, as Config.ResetTimeout, is a cool-down of zero: a tripped
-	// breaker is ready for a probe at once, so the next call after a trip is
-	// a probe. A literal zero cannot say this, because a zero field
-	// selects [DefaultResetTimeout]; Immediate is the one negative duration
-	// Config accepts.
+	// Immediate, as Config.ResetTimeout, is no cool-down at all: the next
+	// call after a trip is a probe. (A zero field selects the default.)
+	// It prints as "Immediate".
 	Immediate time.Duration = -1
 	// Forever, as Config.ResetTimeout, keeps a tripped breaker Open until
-	// [Breaker.Reset] or a [Switch] changes it. It is also the
-	// RetryAfter of a breaker that will not admit a probe by itself
-	// (ForcedOpen, or Open with a Forever cool-down).
+	// [Breaker.Reset] or a [Switch] changes it. It is also the RetryAfter
+	// of a breaker that will not admit a probe by itself. It prints as
+	// "Forever".
 	Forever time.Duration = math.MaxInt64
 
 	// maxProbesLimit bounds Config.MaxProbes.
@@ -37,63 +32,68 @@ const (
 // Config configures a [Breaker]. Every zero field selects a documented
 // default, so Config{} is a working breaker: five consecutive failures trip
 // it, it cools down for 30 seconds, then admits one probe. [New] validates
-// it (a bad field is an error naming it) and keeps a copy: changing a Config
-// afterwards does not change the breaker.
+// it (a bad field is an error naming it) and keeps a copy.
 type Config struct {
+	// Name names the breaker in its transitions, rejections, snapshots and
+	// logged listener panics. Empty means unnamed.
+	Name string
+
 	// Policy decides when the breaker trips and when probes close it.
-	// nil means [Consecutive]{} (5 consecutive failures trip; one probe
-	// success closes).
+	// nil means [Consecutive]{}.
 	Policy Policy
 
 	// ResetTimeout is the cool-down: how long the breaker stays Open
-	// before it admits a probe. Zero means [DefaultResetTimeout] (30s).
-	// [Immediate] means no cool-down at all; [Forever] means the breaker
-	// stays Open until Reset or a Switch. Other negative values are an
+	// before it admits a probe. Zero means [DefaultResetTimeout] (30s);
+	// [Immediate] and [Forever] are accepted; other negative values are an
 	// error.
 	ResetTimeout time.Duration
 
-	// MaxResetTimeout, when non-zero, makes the cool-down grow: the
-	// first trip from Closed cools down for ResetTimeout, and each
+	// MaxResetTimeout, when non-zero, makes the cool-down grow: each
 	// consecutive re-open from HalfOpen multiplies the previous cool-down
-	// by ResetTimeoutMultiplier, up to MaxResetTimeout. Closing the
-	// breaker (or Reset) starts again from ResetTimeout. Zero means a
-	// constant cool-down. It must be >= ResetTimeout, and ResetTimeout
-	// must then be a positive duration (not Immediate or Forever).
-	// MaxResetTimeout may be Forever (grow without a cap).
+	// by ResetTimeoutMultiplier, up to MaxResetTimeout (which may be
+	// Forever); closing the breaker starts again from ResetTimeout. It
+	// must be >= ResetTimeout, which must then be positive and finite.
+	// Zero means a constant cool-down.
 	MaxResetTimeout time.Duration
 
-	// ResetTimeoutMultiplier is the growth factor of the cool-down when
-	// MaxResetTimeout is set. Zero means
-	// [DefaultResetTimeoutMultiplier] (2). It must be finite and >= 1,
-	// and is an error without MaxResetTimeout.
+	// ResetTimeoutMultiplier is the growth factor of the cool-down; it
+	// needs MaxResetTimeout. Zero means [DefaultResetTimeoutMultiplier]
+	// (2); otherwise it must be finite and >= 1.
 	ResetTimeoutMultiplier float64
 
 	// MaxProbes is how many probes may be in flight at once in HalfOpen.
 	// Zero means 1; at most 1024.
 	MaxProbes int
 
-	// ProbeLease bounds how long a probe permit holds its slot: a
-	// probe that has not reported its outcome after ProbeLease no longer
-	// counts as in flight, its slot is given to the next caller, and its
-	// outcome, if it ever comes, is discarded. Zero means
-	// [DefaultProbeLease] (one minute). Negative values are an error.
+	// ProbeLease bounds how long a probe holds its slot: after it, the
+	// slot goes to the next caller and the probe's outcome is discarded.
+	// Zero means [DefaultProbeLease] (one minute); negative is an error.
 	ProbeLease time.Duration
 
-	// IsFailure, when set, is asked about every error that the default
-	// classification counts as a failure when a permit is finished with
-	// [Permit.Done] ([Classify]) or [Permit.DoneContext] ([ClassifyContext],
-	// and so by the layer from [NewLayer]), and about every non-nil error
-	// that the classifier of [NewClassifiedLayer] counts as a failure.
-	// Returning false makes the
-	// error count as a success: it still reaches the caller, but it does
-	// not indicate an unhealthy dependency, and it counts toward closing
-	// from HalfOpen. It is called concurrently and must be safe for
-	// concurrent use. nil counts every such error as a failure. It is the
-	// shouldTrip predicate of the seed documents.
+	// IsFailure, when set, is asked about every error the classification
+	// counts as a failure ([Permit.Done], [Permit.DoneContext], the layers,
+	// [Run]); returning false makes the error count as a success (it still
+	// reaches the caller), also toward closing from HalfOpen. It must be
+	// safe for concurrent use. nil counts every such error as a failure.
 	IsFailure func(err error) bool
 
-	// Switch, when set, is a manual switch that can force this breaker
-	// open or closed. One Switch may control many breakers.
+	// AsyncListeners, when true, runs the listeners of [Breaker.Subscribe]
+	// on a goroutine that is started when a transition is queued and exits
+	// once the queue is empty, never on a caller's: a slow listener cannot
+	// slow a call. Delivery is still in order and one at a time. The queue
+	// is not bounded: while a listener blocks, each transition adds one
+	// [Transition] to it. synctest.Wait waits for delivery, unless a
+	// listener blocks. False (the default) calls listeners on the
+	// goroutine that caused the transition, before its call returns.
+	AsyncListeners bool
+
+	// ListenerPanic, when set, is called with the value and stack of each
+	// panic a listener raises; delivery then goes on. nil logs the panic
+	// and its stack with the standard [log] package.
+	ListenerPanic func(value any, stack []byte)
+
+	// Switch, when set, can force this breaker open or closed. One Switch
+	// may control many breakers.
 	Switch *Switch
 }
 
@@ -104,6 +104,9 @@ type settings struct {
 	maxProbes             int
 	lease                 time.Duration
 	isFailure             func(error) bool
+	name                  string
+	async                 bool
+	onPanic               func(any, []byte)
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -115,6 +118,9 @@ func (c Config) validate() (settings, error) {
 		maxProbes:   orDefault(c.MaxProbes, 1),
 		lease:       orDefault(c.ProbeLease, DefaultProbeLease),
 		isFailure:   c.IsFailure,
+		name:        c.Name,
+		async:       c.AsyncListeners,
+		onPanic:     c.ListenerPanic,
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
@@ -132,7 +138,7 @@ func (c Config) validate() (settings, error) {
 	}
 	if c.MaxResetTimeout != 0 {
 		if s.cooldown == Immediate || s.cooldown == Forever {
-			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", cooldownString(s.cooldown))
+			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", durationString(s.cooldown))
 		}
 		if c.MaxResetTimeout < s.cooldown {
 			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= ResetTimeout (%v), got %v", s.cooldown, c.MaxResetTimeout)
@@ -159,8 +165,9 @@ func (s *settings) next(d time.Duration) time.Duration {
 	return time.Duration(f)
 }
 
-// cooldownString formats a cool-down, naming the special values.
-func cooldownString(d time.Duration) string {
+// durationString formats a duration, naming the special values
+// [Immediate] and [Forever].
+func durationString(d time.Duration) string {
 	switch d {
 	case Immediate:
 		return "Immediate"

@@ -6,27 +6,21 @@ import "sync/atomic"
 // breaker whose Policy is nil or a [Consecutive] with Failures zero.
 const DefaultFailures = 5
 
-// Consecutive is the default [Policy]: it trips after Failures consecutive
-// failures in Closed (a success resets the run), and in HalfOpen it closes
-// after Successes consecutive probe successes and re-opens on any probe
-// failure. This is the classic breaker of Nygard's "Release It!" and of the
-// seed documents (failure_threshold; successThreshold).
-//
-// Its success path is free: while the run of failures is zero, a success
-// costs one atomic load and no lock, no write and no clock read.
+// Consecutive is the default [Policy], the classic breaker of Nygard's
+// "Release It!": it trips after Failures consecutive failures in Closed,
+// and in HalfOpen closes after Successes consecutive probe successes and
+// re-opens on any probe failure. While no failure is pending, a success
+// takes no lock and writes nothing.
 type Consecutive struct {
 	// Failures is how many consecutive failures trip the breaker.
 	// Zero means [DefaultFailures]; at most 1,000,000.
 	Failures int
 	// Successes is how many consecutive probe successes close the breaker
-	// from HalfOpen. Zero means 1; at most 1,000,000. It may exceed the
-	// breaker's MaxProbes: further probes are admitted as earlier ones
-	// finish.
+	// from HalfOpen. Zero means 1; at most 1,000,000.
 	Successes int
 }
 
-// NewTracker validates c and returns its state for one Breaker. Errors name
-// the field: "circuitbreaker: Consecutive.Failures must be >= 0, got -1".
+// NewTracker validates c and returns its state for one Breaker.
 func (c Consecutive) NewTracker() (Tracker, error) {
 	if err := checkCount("Consecutive.Failures", c.Failures); err != nil {
 		return nil, err
@@ -89,9 +83,6 @@ func consecutiveProbes(call Call, p Probes, successes int) Verdict {
 }
 
 func (c *consecutive) Reset(State) { c.run.Store(0) }
-
-// quietCounter exposes the run to the breaker's fast path (see quieter).
-func (c *consecutive) quietCounter() *atomic.Int64 { return &c.run }
 
 func (c *consecutive) Counters() Counters {
 	return Counters{ConsecutiveFailures: int(c.run.Load())}

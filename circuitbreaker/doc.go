@@ -1,17 +1,38 @@
 // Package circuitbreaker stops calling a dependency that is down.
 //
+// # Quick start
+//
+//	br, err := circuitbreaker.New(circuitbreaker.Config{Name: "payments"})
+//	if err != nil { ... }
+//	// A plain function:
+//	balance, err := circuitbreaker.Run(ctx, br, func(ctx context.Context) (int, error) {
+//		return client.Balance(ctx, account)
+//	})
+//	// A rampart.Service:
+//	guarded := circuitbreaker.Wrap(backend, br)
+//	// A layer in a stack:
+//	svc := rampart.NewBuilder[Req, Resp]().
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).
+//		Service(backend)
+//
+// An open breaker fails the call at once with an [*OpenError], which
+// matches [ErrOpen] and unwraps to the failure that tripped the breaker.
+// Share one *Breaker among every caller of one dependency; use a [Group]
+// for one breaker per host, method or tenant. Where the breaker goes among
+// the other layers (inside retries, outside a per-attempt timeout) is shown
+// in the [rampart] package documentation.
+//
 // # Why
 //
 // Retries help with transient faults; they make a real outage worse. When a
 // dependency is down every caller waits for its timeout, every failure is
 // retried, and the dependency receives more load exactly when it is trying
 // to recover. A circuit breaker notices the failures and, for a cool-down,
-// fails calls at once without making them ("fail fast"), so callers stop
-// paying the timeout and the dependency gets a break. Then it lets a few
-// probe calls through, and closes again only when they succeed. The pattern
-// is from Michael Nygard's "Release It!"; this package follows the behaviour
-// of Hystrix, resilience4j and Polly where they agree, and the circuit
-// breaker contract of rampart's DESIGN.md.
+// fails calls at once without making them, so callers stop paying the
+// timeout and the dependency gets a break. Then it lets a few probe calls
+// through, and closes again only when they succeed. The pattern is from
+// Michael Nygard's "Release It!"; the behaviour follows Hystrix,
+// resilience4j and Polly where they agree.
 //
 // # States
 //
@@ -21,60 +42,27 @@
 //
 // A [Breaker] has no goroutine: Open becomes HalfOpen lazily, on the first
 // acquire after the cool-down, and that caller is the first probe. A
-// [Policy] decides when to trip and when probes close; [Consecutive] is the
-// default. A [Switch] can force breakers open or closed by hand.
+// [Policy] decides when to trip and when probes close: [Consecutive] (the
+// default), [FailureRate], [SlowCalls], [SuccessRate], [Any], or a
+// [TripFunc] of a few lines. A [Switch] forces breakers open or closed by
+// hand. [Breaker.Subscribe] reports every transition.
 //
-// # Order
-//
-// Share one *Breaker among every caller of one dependency. Put its layer
-// inside the retry layer, so that every attempt asks the breaker first and
-// an open breaker ends the retry loop at once with its [*OpenError] (which
-// unwraps to the failure that tripped the breaker, so the caller still
-// sees it), and
-// put a per-attempt timeout inside the breaker, so that an attempt the
-// dependency leaves hanging counts as a failure:
-//
-//	br, err := circuitbreaker.New(circuitbreaker.Config{ResetTimeout: 10 * time.Second})
-//	// ... and, checking each error: total and perAttempt from
-//	// timeout.NewLayer[Req, Resp](2*time.Second) and (500*time.Millisecond),
-//	// retrying from retry.NewLayer[Req, Resp](retryCfg).
-//	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(total).                                  // 1. bounds the whole call
-//		Layer(retrying).                               // 2. retries failed attempts
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)). // 3. one permit per attempt
-//		Layer(perAttempt).                             // 4. a timeout is a failure
-//		Service(backend)
-//
-// With the breaker outside the retry loop instead, it sees one outcome per
-// request whatever its attempts were, and once it has let a request in it
-// cannot stop that request's retries, however the dependency fares.
-//
-// Code that is not a [rampart.Service] drives the breaker by hand with
-// [Breaker.TryAcquire] and the returned [Permit].
+// Besides [Run] and the layer from [NewLayer], any code can drive a breaker
+// by hand with [Breaker.TryAcquire] and the returned [Permit].
 //
 // # What counts as a failure
 //
-// By default a nil error is a success and any other error a failure,
-// with one exception: an error returned after the caller cancelled the
-// call's context is ignored, because the caller gave up and the dependency
-// did nothing wrong. An expired deadline, the caller's or a timeout
-// layer's, is a failure: the dependency did not answer in the time it had.
-// A context.Canceled that the dependency itself returns, while the caller's
-// context is live, is a failure too. [Config.IsFailure] marks errors that
-// do not mean the dependency is unhealthy (a "not found"), and
-// [NewClassifiedLayer] judges responses (an HTTP 503). See [ClassifyContext].
+// A nil error is a success and any other error a failure, except an error
+// returned after the caller cancelled the call's context, which is ignored:
+// the caller gave up, the dependency did nothing wrong. An expired
+// deadline is a failure. [Config.IsFailure] marks errors that do not mean
+// the dependency is unhealthy (a "not found"), and [NewClassifiedLayer]
+// judges responses (an HTTP 503). See [ClassifyContext].
 //
 // # Cost
 //
-// A call through a Closed breaker with the default policy takes no lock,
-// reads no clock, writes no shared memory and allocates nothing; parallel
-// callers do not contend. Locks are taken only for transitions, failures
-// and in HalfOpen; listeners are called after the lock is released. An Open
-// breaker rejects with one monotonic clock read and without allocating:
-// callers rejected within the same millisecond share one [*OpenError],
-// whose RetryAfter is therefore rounded up to a whole millisecond (never
-// early). Rate policies take the lock for every outcome, as their window
-// must see successes too, with one exception: a success into a full count
-// window of [FailureRate] that holds no failure changes nothing, and costs
-// one atomic load.
+// A call through a Closed breaker takes no lock and allocates nothing;
+// with the default policy it reads no clock and writes no shared memory.
+// Locks are taken for transitions, failures and in HalfOpen. An Open
+// breaker rejects without allocating, with one clock read.
 package circuitbreaker

@@ -48,7 +48,7 @@ func ExampleNewGroupLayer() {
 	// a.example/1 200 OK <nil>
 	// b.example/1  connection refused
 	// b.example/2  connection refused
-	// b.example/3  circuitbreaker: open (retry after 10s): tripped by: connection refused
+	// b.example/3  circuitbreaker "b.example": open (retry after 10s): tripped by: connection refused
 	// a.example/2 200 OK <nil>
 	// a.example closed
 	// b.example open

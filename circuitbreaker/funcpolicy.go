@@ -2,15 +2,10 @@ package circuitbreaker
 
 import "errors"
 
-// Counts are the outcomes counted in the current Closed period of a
-// [Breaker], as a [TripFunc] sees them. They start at zero each time the
-// breaker enters Closed (at creation, when probes close it, on
-// [Breaker.Reset] and when a [Switch] releases it). They are gobreaker's
-// Counts, with the error of the last failure added.
-//
-// Only counted outcomes are included: a call whose outcome is ignored (the
-// caller cancelled it) is not a request here, and an error that
-// [Config.IsFailure] says is not a failure counts as a success.
+// Counts are the counted outcomes of the current Closed period, as a
+// [TripFunc] sees them: gobreaker's Counts, with the last error. They
+// start at zero each time the breaker enters Closed; ignored outcomes are
+// not included.
 type Counts struct {
 	// Requests is the number of counted outcomes: Successes + Failures.
 	Requests int
@@ -19,44 +14,28 @@ type Counts struct {
 	// ConsecutiveSuccesses and ConsecutiveFailures are the current runs:
 	// at most one of them is non-zero.
 	ConsecutiveSuccesses, ConsecutiveFailures int
-	// LastError is the error of the most recent failure of the period, or
-	// nil if there was none (or it failed with a nil error, as a failure
-	// judged from a response with [Permit.Failure](nil) does). A success
-	// does not clear it.
+	// LastError is the error of the period's most recent failure (nil if
+	// none, or if it had none); a success does not clear it.
 	LastError error
 }
 
-// TripFunc is a [Policy] made of one function: after each counted outcome
-// of a call admitted in Closed, the breaker calls the function with the
-// period's [Counts], the outcome included, and trips to Open when it
-// returns true. It is gobreaker's ReadyToTrip and the Policy trait of the
-// Tower circuit-breaker pull request, in a few lines; implement [Tracker]
-// for full control.
-//
-// For example, trip at once on an authentication error and otherwise after
-// five consecutive failures:
+// TripFunc is a [Policy] made of one function (gobreaker's ReadyToTrip):
+// after each counted outcome in Closed, the breaker calls it with the
+// period's [Counts], that outcome included, and trips when it returns
+// true. For example, trip at once on an authentication error, otherwise
+// after five consecutive failures:
 //
 //	circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
 //		return errors.Is(c.LastError, ErrAuth) || c.ConsecutiveFailures >= 5
 //	})
 //
-// The cause of the trip is the error of the call that tripped it, or, if a
-// success did, [Counts.LastError].
+// In HalfOpen a probe failure re-opens and MaxProbes probe successes
+// close (wrap it in [SuccessRate] for another rule).
 //
-// In HalfOpen it follows the breaker's MaxProbes, as gobreaker does with
-// MaxRequests: a probe failure re-opens the breaker, and MaxProbes probe
-// successes close it (one, by default). For another probe rule wrap it in
-// [SuccessRate] (its Trip field).
-//
-// The function is called with the breaker's lock held, one outcome at a
-// time for one breaker: it must be quick and must not call the breaker (that
-// would deadlock). One TripFunc may configure many breakers, which call it
-// concurrently. If it panics, the panic reaches the code that reported the
-// outcome, and the outcome is counted as if the function had returned false.
-//
-// Cost: as every success changes the counts, every outcome takes the
-// breaker's lock (where [Consecutive] counts a success in Closed with one
-// atomic load). It reads no clock and allocates nothing.
+// The function runs with the breaker's lock held, one outcome at a time
+// per breaker, on every outcome (successes included): it must be quick and
+// must not call the breaker. If it panics, the panic reaches the code that
+// reported the outcome, which counts as if it had returned false.
 type TripFunc func(Counts) bool
 
 // errNilTripFunc is what NewTracker returns for a nil TripFunc.

@@ -13,82 +13,49 @@ import (
 )
 
 const (
-	// DefaultGroupMaxKeys is the number of breakers a [Group] holds at most
-	// when GroupConfig.MaxKeys is zero.
+	// DefaultGroupMaxKeys is GroupConfig.MaxKeys when zero.
 	DefaultGroupMaxKeys = 10_000
-	// DefaultGroupIdleTimeout is how long a [Group] keeps an unused Closed
-	// breaker when GroupConfig.IdleTimeout is zero.
+	// DefaultGroupIdleTimeout is GroupConfig.IdleTimeout when zero.
 	DefaultGroupIdleTimeout = 10 * time.Minute
 )
 
 // GroupConfig configures a [Group]. Every zero field selects a documented
-// default, so GroupConfig{} is a working group of default breakers.
+// default.
 type GroupConfig struct {
-	// Breaker configures every breaker of the group, each created by [New]
-	// with it; a bad field is an error from [NewGroup]. Its Policy is a
-	// description that every breaker gets its own state from. Its Switch,
-	// when set, is shared: it forces or releases every breaker of the group
-	// at once, those created later included.
+	// Breaker configures every breaker of the group (a bad field is an
+	// error from [NewGroup]). Each breaker is named "Name/key" ("key"
+	// when Name is empty; the overflow breaker's key is "(overflow)"). Its
+	// Switch, when set, controls every breaker of the group, those created
+	// later included.
 	Breaker Config
 
-	// MaxKeys bounds how many breakers the group holds at once. Zero
-	// means [DefaultGroupMaxKeys]; negative is an error. What happens when
-	// it is reached is described under Eviction on [Group].
+	// MaxKeys bounds how many breakers the group holds. Zero means
+	// [DefaultGroupMaxKeys]; negative is an error.
 	MaxKeys int
 
 	// IdleTimeout is how long a breaker may go unused before the group
-	// drops it (see Eviction on [Group]). Zero means
-	// [DefaultGroupIdleTimeout] (10 minutes); [Forever] never drops a
-	// breaker for being idle; other negative values are an error.
+	// drops it. Zero means [DefaultGroupIdleTimeout] (10 minutes);
+	// [Forever] never drops an idle breaker; other negative values are an
+	// error.
 	IdleTimeout time.Duration
 }
 
 // Group holds one [Breaker] per key (a host, a method, a tenant), each
-// created on demand from one [Config], in bounded memory. A group gives
-// every endpoint its own breaker, so that one bad host among many trips
-// only its own breaker and traffic to the others goes on; the models are
-// Envoy's outlier detection and Finagle's per-endpoint failure accrual.
-// [NewGroupLayer] puts a group in a stack, choosing the breaker from the
-// request.
+// created on demand from one [Config], so that one bad endpoint trips only
+// its own breaker; the models are Envoy's outlier detection and Finagle's
+// per-endpoint failure accrual. [NewGroupLayer] puts a group in a stack.
+// A Group is safe for concurrent use; looking up a held key takes no lock
+// and allocates nothing.
 //
-// A Group is safe for concurrent use. Looking up a key that is held takes
-// no lock, reads no clock and allocates nothing: it is one read of a
-// concurrent map ([sync.Map]) and at most one atomic write, the first time
-// the key is used after the group last looked at it. Adding a key takes
-// the group's mutex and creates a Breaker.
-//
-// # Eviction
-//
-// No goroutine runs in the background: the group looks at its keys when it
-// adds one (at most once every quarter of IdleTimeout, for the idle rule)
-// and whenever [Group.Len] or [Group.States] is called.
-//
-// A breaker that has not been used for IdleTimeout is dropped if nothing
-// would be forgotten that matters: when it is Closed (its partial counts
-// are then stale) or forced by the Switch (a new breaker gets the Switch's
-// state), or when its cool-down is over and no probe is in flight (it was
-// waiting for a probe that nobody sent for IdleTimeout). An Open breaker
-// whose cool-down is still running is never dropped, so a bad key cannot
-// get traffic back by going quiet. The group notices use when it looks, so
-// a breaker is dropped no sooner than IdleTimeout after its last use, and
-// at the first look at least IdleTimeout after the last look that saw it
-// used.
-//
-// When a new key arrives while MaxKeys breakers are held, the group drops
-// one that is Closed or forced and that has not been used since the group
-// last looked at it (the CLOCK, or second-chance, approximation of least
-// recently used), even if it is not idle: its partial counts are
-// forgotten. If every held breaker is Open or HalfOpen (or all the others
-// are used again while it searches), the new key is not added: its calls go
-// through the group's one overflow breaker
-// ([Group.Overflow]), which every key that does not fit shares, until room
-// is made. Memory stays bounded and no Open state is forgotten; the cost,
-// in that rare state, is that one bad key in the overflow can stop the
-// other keys there. Looking for room touches each held key at most twice.
-//
-// A breaker dropped while a caller still holds it (between the lookup and
-// the end of the call) records that call's outcome on the dropped breaker;
-// the next lookup of the key creates a new one.
+// Memory is bounded without a background goroutine: when the group adds a
+// key, or on [Group.Len] and [Group.States], it drops breakers unused for
+// IdleTimeout that are Closed, forced, or past their cool-down with no
+// probe in flight. At MaxKeys, a new key replaces a Closed (or forced)
+// breaker not used since the group last looked; when every held breaker
+// is Open or HalfOpen, the new key shares the [Group.Overflow] breaker
+// instead, so no Open state is forgotten. A caller that holds a breaker
+// the group drops records its call there; the next lookup creates a new
+// one.
 type Group[K comparable] struct {
 	cfg      Config
 	maxKeys  int
@@ -126,8 +93,7 @@ type groupEntry[K comparable] struct {
 }
 
 // NewGroup returns an empty group configured by cfg, or an error naming the
-// first bad field (for cfg.Breaker, the error of [New], marked
-// "(GroupConfig.Breaker)").
+// first bad field.
 func NewGroup[K comparable](cfg GroupConfig) (*Group[K], error) {
 	switch {
 	case cfg.MaxKeys < 0:
@@ -136,7 +102,9 @@ func NewGroup[K comparable](cfg GroupConfig) (*Group[K], error) {
 		return nil, fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %v", DefaultGroupIdleTimeout, cfg.IdleTimeout)
 	}
 	// The overflow breaker is also the check of cfg.Breaker.
-	overflow, err := New(cfg.Breaker)
+	ocfg := cfg.Breaker
+	ocfg.Name = keyName(cfg.Breaker.Name, "(overflow)")
+	overflow, err := New(ocfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w (GroupConfig.Breaker)", err)
 	}
@@ -152,11 +120,9 @@ func NewGroup[K comparable](cfg GroupConfig) (*Group[K], error) {
 // mono returns the monotonic time since g.base in nanoseconds.
 func (g *Group[K]) mono() int64 { return int64(time.Since(g.base)) }
 
-// Breaker returns the breaker for key, creating it if the group does not
-// hold key, and marks key as used. When the group is full and no breaker
-// can be dropped it returns the overflow breaker (see Eviction on
-// [Group]). The breaker is shared with every other caller for key until
-// the group drops it; use it for the call at hand, not longer.
+// Breaker returns the breaker for key, creating it if needed (or the
+// overflow breaker when the group is full), and marks key as used. Use it
+// for the call at hand, not longer: the group may drop it later.
 func (g *Group[K]) Breaker(key K) *Breaker {
 	if v, ok := g.keys.Load(key); ok {
 		e := v.(*groupEntry[K])
@@ -184,7 +150,9 @@ func (g *Group[K]) add(key K) *Breaker {
 	if len(g.ring) >= g.maxKeys && !g.makeRoom(now) {
 		return g.overflow
 	}
-	b, err := New(g.cfg)
+	cfg := g.cfg
+	cfg.Name = keyName(g.cfg.Name, key)
+	b, err := New(cfg)
 	if err != nil {
 		// Only a Policy whose NewTracker fails after succeeding once
 		// gets here: the key shares the overflow breaker.
@@ -194,6 +162,15 @@ func (g *Group[K]) add(key K) *Breaker {
 	g.ring = append(g.ring, e)
 	g.keys.Store(key, e)
 	return b
+}
+
+// keyName is the Name of the breaker for key in a group whose Config is
+// named group: "group/key", or "key" for an unnamed group.
+func keyName(group string, key any) string {
+	if group == "" {
+		return fmt.Sprint(key)
+	}
+	return group + "/" + fmt.Sprint(key)
 }
 
 // look drops every entry that has been idle for g.idle and can be dropped,
@@ -263,8 +240,7 @@ func (g *Group[K]) makeRoom(now int64) bool {
 }
 
 // Len returns how many breakers the group holds, after dropping the idle
-// ones it can (see Eviction on [Group]). The overflow breaker is not
-// counted.
+// ones it can; the overflow breaker is not counted.
 func (g *Group[K]) Len() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -272,20 +248,16 @@ func (g *Group[K]) Len() int {
 	return len(g.ring)
 }
 
-// KeyState is the state of one key's breaker, as [Group.States] reports
-// it: the key and the breaker's [Breaker.State].
+// KeyState is one key's breaker state, as [Group.States] reports it.
 type KeyState[K comparable] struct {
 	Key K
 	Snapshot
 }
 
 // States returns the state of every breaker the group holds, for a status
-// page, after dropping the idle ones it can (see Eviction on [Group]). The
-// keys are in the order they were added, oldest first (a key dropped and
-// added again counts as new); sort them as the page needs. Each breaker's
-// state is read under its own lock, one after another, so the list is not
-// one instant. It does not mark any key as used, and does not include the
-// overflow breaker ([Group.Overflow]).
+// page, oldest key first, after dropping the idle ones it can. Each state
+// is read in turn, so the list is not one instant. It marks no key used
+// and leaves out the overflow breaker.
 func (g *Group[K]) States() []KeyState[K] {
 	g.mu.Lock()
 	g.look(g.mono())
@@ -299,27 +271,18 @@ func (g *Group[K]) States() []KeyState[K] {
 }
 
 // Overflow returns the breaker shared by the keys that did not fit in the
-// group (see Eviction on [Group]). It is Closed and unused while every key
-// fits.
+// group.
 func (g *Group[K]) Overflow() *Breaker { return g.overflow }
 
-// NewGroupLayer returns a layer that guards each call with the breaker that
-// g holds for key(req), created on demand: calls with equal keys share a
-// breaker, and a trip for one key does not stop the others. Each call
-// behaves as a call through [NewLayer] over that breaker: the same
-// classification, errors, context and panic handling. A call whose ctx is
-// already done returns ctx.Err() without looking up its key.
-//
-// key must be safe for concurrent use and must not panic. A call through
-// a Closed breaker of a held key takes no lock and allocates nothing
-// beyond what key does. NewGroupLayer returns an error if g or key is nil.
+// NewGroupLayer returns a layer that guards each call with g's breaker for
+// key(req), and otherwise behaves as [NewLayer]. key must be safe for
+// concurrent use. It returns an error if g or key is nil.
 func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K) (rampart.Layer[Req, Resp], error) {
 	return NewClassifiedGroupLayer[Req, Resp](g, key, nil)
 }
 
 // NewClassifiedGroupLayer is [NewGroupLayer] with classify judging each
-// finished call, as [NewClassifiedLayer] does; a nil classify is
-// NewGroupLayer.
+// call, as in [NewClassifiedLayer].
 func NewClassifiedGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Layer[Req, Resp], error) {
 	switch {
 	case g == nil:

@@ -45,8 +45,8 @@ func TestGroup_CB18_OneBreakerPerKey(t *testing.T) {
 
 		fail(t, a, 1, errBoom)
 		assert.Equal(t, []circuitbreaker.KeyState[string]{
-			{Key: "a", Snapshot: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: errBoom}},
-			{Key: "b", Snapshot: circuitbreaker.Snapshot{}},
+			{Key: "a", Snapshot: circuitbreaker.Snapshot{Name: "a", State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: errBoom}},
+			{Key: "b", Snapshot: circuitbreaker.Snapshot{Name: "b"}},
 		}, g.States())
 		succeed(t, g.Breaker("b"), 1) // b is not stopped by a
 		assert.Equal(t, 2, g.Len())
@@ -142,7 +142,7 @@ func TestGroup_CB18_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
 		fail(t, g.Breaker("a"), 1, errBoom)
 		time.Sleep(5*time.Minute - 1)
 		assert.Equal(t, []circuitbreaker.KeyState[string]{
-			{Key: "a", Snapshot: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1, Cause: errBoom}},
+			{Key: "a", Snapshot: circuitbreaker.Snapshot{Name: "a", State: circuitbreaker.Open, RetryAfter: 1, Cause: errBoom}},
 		}, g.States())
 		time.Sleep(1)
 		assert.Equal(t, 0, g.Len(), "cool-down over and idle: dropped")
@@ -260,7 +260,7 @@ func TestGroup_CB18_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
 		_, err = svc.Call(t.Context(), "bad/y")
 		var oe *circuitbreaker.OpenError
 		require.ErrorAs(t, err, &oe)
-		assert.Equal(t, circuitbreaker.OpenError{RetryAfter: time.Minute, Cause: errBoom}, *oe)
+		assert.Equal(t, circuitbreaker.OpenError{Name: "bad", RetryAfter: time.Minute, Cause: errBoom}, *oe)
 		assert.Equal(t, map[string]int{"bad": 2, "good": 3}, calls)
 
 		ctx, cancel := context.WithCancel(t.Context())

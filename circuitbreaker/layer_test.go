@@ -417,3 +417,23 @@ func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
 		assert.Equal(t, circuitbreaker.Closed, b.State().State, "the probe succeeded")
 	})
 }
+
+func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	calls := 0
+	svc := circuitbreaker.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) {
+		calls++
+		return 0, errBoom
+	}), b)
+	_, err := svc.Call(t.Context(), "x")
+	require.ErrorIs(t, err, errBoom)
+	_, err = svc.Call(t.Context(), "x")
+	require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+	assert.Equal(t, 1, calls, "the open breaker made no call")
+	assert.Equal(t, circuitbreaker.Open, b.State().State)
+
+	_, err = circuitbreaker.Wrap[string, int](nil, b).Call(t.Context(), "x")
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	_, err = circuitbreaker.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }), nil).Call(t.Context(), "x")
+	assert.ErrorContains(t, err, "nil *Breaker")
+}

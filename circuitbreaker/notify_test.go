@@ -1,6 +1,7 @@
 package circuitbreaker_test
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -59,12 +60,19 @@ func TestSubscribe_CB10_Unsubscribe(t *testing.T) {
 	assert.Equal(t, []string{"closed>open", "open>closed"}, rec.edges(), "other listeners stay")
 }
 
-func TestSubscribe_CB10_InOrderNeverConcurrent(t *testing.T) {
+func TestSubscribe_CB10_CB19_InOrderNeverConcurrent(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) { testInOrderNeverConcurrent(t, async) })
+	}
+}
+
+func testInOrderNeverConcurrent(t *testing.T, async bool) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout: circuitbreaker.Immediate,
-			MaxProbes:    4,
+			Policy:         circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout:   circuitbreaker.Immediate,
+			MaxProbes:      4,
+			AsyncListeners: async,
 		})
 		var (
 			active, maxActive atomic.Int32
@@ -99,6 +107,7 @@ func TestSubscribe_CB10_InOrderNeverConcurrent(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		time.Sleep(time.Hour) // lets the sleeping listener deliver everything
 		synctest.Wait()
 		assert.Equal(t, int32(1), maxActive.Load())
 		require.NotEmpty(t, seen)
@@ -112,6 +121,7 @@ func TestSubscribe_CB10_InOrderNeverConcurrent(t *testing.T) {
 			last = circuitbreaker.HalfOpen // no cool-down: lazily HalfOpen already
 		}
 		assert.Equal(t, last, b.State().State)
+		assert.Equal(t, 0, deliveryGoroutines(), "no delivery goroutine outlives the queue")
 	})
 }
 

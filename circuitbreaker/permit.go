@@ -11,17 +11,12 @@ import (
 // [Permit.Ignore], [Permit.Done] or [Permit.DoneContext]; finishing it
 // again is a no-op that returns false.
 //
-// A Permit is a value: issuing one allocates nothing. Keep it in a variable
-// and call its methods on that variable; do not copy a Permit (go vet
-// reports copies), because each copy would be finished separately.
-//
-// A permit carries the epoch of the breaker state it was issued in. An
-// outcome reported after the breaker has changed state (tripped, cooled
-// down, been reset or forced) belongs to an earlier epoch and is discarded,
-// so a slow call that straddles transitions can neither open nor close the
-// breaker; the methods' boolean results tell the caller whether its outcome
-// counted. A Permit is not safe for concurrent use; the zero Permit is
-// finished already.
+// A Permit is a value that allocates nothing; do not copy it (go vet
+// reports copies). It carries the epoch of the state it was issued in: an
+// outcome reported after the breaker changed state is discarded, so a slow
+// call that straddles transitions can neither open nor close the breaker,
+// and the methods report whether the outcome counted. A Permit is not safe
+// for concurrent use; the zero Permit is finished already.
 type Permit struct {
 	_      noCopy
 	b      *Breaker
@@ -42,25 +37,19 @@ func (p *Permit) Success() bool {
 	return p.finish(Success, nil)
 }
 
-// Failure records that the call failed with err (which may be nil, for a
-// failure judged from a response) and reports whether that counted. err is
-// not classified: [Config.IsFailure] is not consulted. If it trips the
-// breaker, err becomes the [OpenError.Cause] of the rejections that follow.
+// Failure records that the call failed with err (nil for a failure judged
+// from a response), without classifying it, and reports whether that
+// counted. If it trips the breaker, err becomes the [OpenError.Cause].
 func (p *Permit) Failure(err error) bool { return p.finish(Failure, err) }
 
-// Ignore releases the permit without a verdict: in HalfOpen it frees the
-// probe slot for another probe and the policy never sees it.
+// Ignore releases the permit without a verdict; in HalfOpen it frees the
+// probe slot.
 func (p *Permit) Ignore() { p.finish(Ignored, nil) }
 
-// Done classifies err with [Classify] and [Config.IsFailure] and
-// records the result: a nil error is a success, an error matching
-// context.Canceled is ignored, any other error is a failure unless
-// IsFailure says it is not, in which case it is a success. It reports
-// whether the outcome counted (an ignored outcome never counts).
-//
-// Done sees only the error, so it cannot tell the caller's cancellation
-// from a dependency's: it ignores both. Prefer [Permit.DoneContext] when the
-// call's context is at hand.
+// Done classifies err with [Classify] and [Config.IsFailure], records the
+// result and reports whether it counted. It cannot tell the caller's
+// cancellation from a dependency's and ignores both: prefer
+// [Permit.DoneContext] when the call's context is at hand.
 func (p *Permit) Done(err error) bool {
 	if err == nil {
 		return p.Success()
@@ -68,13 +57,8 @@ func (p *Permit) Done(err error) bool {
 	return p.classified(Classify(err), err)
 }
 
-// DoneContext is [Permit.Done] for a call made with ctx: it classifies err
-// with [ClassifyContext], so only the caller's own cancellation of ctx is
-// ignored, and a context.Canceled that came from the dependency is a
-// failure. [Config.IsFailure] is asked about failures as in Done. It
-// reports whether the outcome counted. A nil err is a success and ctx is
-// then not consulted. The layer from [NewLayer] finishes its permits with
-// DoneContext.
+// DoneContext is [Permit.Done] for a call made with ctx, classified with
+// [ClassifyContext]: only the caller's own cancellation is ignored.
 func (p *Permit) DoneContext(ctx context.Context, err error) bool {
 	if err == nil {
 		return p.Success()
@@ -142,20 +126,12 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }
 
-// Classify is the default classification of a call's error when the call's
-// context is not known, used by [Permit.Done]: nil is a Success; a
-// rejection by a breaker further in (an error matching [ErrOpen]) is a
-// Failure, whatever failure tripped that breaker; an error matching
-// [context.DeadlineExceeded] is a Failure (the dependency did not answer in
-// the time it had, whether the deadline was the caller's or a timeout
-// layer's); an error matching [context.Canceled] (and not
-// DeadlineExceeded) is Ignored, on the presumption that the caller gave up;
-// any other error is a Failure.
-//
-// From the error alone the caller's cancellation cannot be told apart from
-// a dependency's (a reset stream, a cancelled sub-request), nor a caller
-// who cancelled after an attempt timed out from a deadline: [ClassifyContext]
-// decides both from the context, and is what the layer uses.
+// Classify is the classification of a call's error when its context is
+// not known, used by [Permit.Done]: nil is a Success; an error matching
+// [ErrOpen] (a breaker further in) or [context.DeadlineExceeded] is a
+// Failure; one matching [context.Canceled] is Ignored, presuming the caller
+// gave up; any other error is a Failure. [ClassifyContext] tells the
+// caller's cancellation from a dependency's.
 func Classify(err error) Outcome {
 	switch {
 	case err == nil:
@@ -170,23 +146,12 @@ func Classify(err error) Outcome {
 	return Failure
 }
 
-// ClassifyContext is the default classification of a call made with ctx,
-// used by the layer from [NewLayer] and by [Permit.DoneContext]. It
-// is to be called when the call has returned:
-//   - a nil err is a Success, whatever ctx says: the dependency answered;
-//   - an error while the caller has cancelled ctx (ctx.Err() matches
-//     [context.Canceled]) is Ignored, whatever the error's chain holds (a
-//     retry exhaustion that wraps an earlier timeout, say): the caller gave
-//     up, the dependency did nothing wrong;
-//   - any other error is a Failure: an expired deadline, the caller's or a
-//     timeout layer's (the dependency did not answer in the time it had),
-//     and a context.Canceled that did not come from ctx, which is the
-//     dependency's own failure.
-//
-// A call whose context was done before it started is not made by the layer
-// and never classified. A nil ctx (which no caller should pass) tells
-// nothing: err is then judged by [Classify]. Safe for concurrent use; it
-// reads ctx.Err() only for a non-nil err.
+// ClassifyContext is the classification of a call made with ctx, once it
+// has returned, used by the layers, [Run] and [Permit.DoneContext]: a nil
+// err is a Success; an error while the caller has cancelled ctx is Ignored
+// (the caller gave up); any other error is a Failure, an expired deadline
+// and a context.Canceled that did not come from ctx included. A nil ctx
+// falls back to [Classify].
 func ClassifyContext(ctx context.Context, err error) Outcome {
 	switch {
 	case err == nil:

@@ -7,75 +7,67 @@ import (
 )
 
 // Policy decides when a [Breaker] trips and when its probes close it again.
-// A Policy is a description, usually a small struct literal such as
-// [Consecutive]{Failures: 5}: it holds configuration, not state, so one Policy
-// value can configure many breakers, from any goroutine (the built-in
-// policies are values that NewTracker only reads). [New] calls NewTracker
-// once per Breaker to validate the configuration and obtain the mutable
-// state.
-//
-// A user policy plugs in by implementing Policy and [Tracker]; the breaker,
-// the permits and the layer do not change. The idea of a pluggable policy
-// comes from the review of the Tower circuit-breaker pull request (a breaker
-// is a concept; a failure monitor is only one mechanism).
+// A Policy is configuration, not state (a struct literal such as
+// [Consecutive]{Failures: 5}), so one value may configure many breakers:
+// [New] calls NewTracker once per Breaker. A user policy implements Policy
+// and [Tracker]; [TripFunc] is a policy of one function. The idea of a
+// pluggable policy comes from the review of the Tower circuit-breaker pull
+// request (a breaker is a concept; a failure monitor is one mechanism).
 type Policy interface {
 	// NewTracker validates the policy and returns fresh state for one
-	// Breaker. A bad value is an error naming the field, for example
-	// "circuitbreaker: Consecutive.Failures must be >= 0, got -1"; New
-	// returns it unchanged.
+	// Breaker, or an error naming the bad field, which New returns
+	// unchanged.
 	NewTracker() (Tracker, error)
 }
 
 // Tracker is the state a [Policy] keeps for one [Breaker]: the counters of
-// the Closed state and the judgement of probes in the HalfOpen state.
+// the Closed state and the judgement of probes in HalfOpen. The built-in
+// policies use this contract and nothing else.
 //
-// Concurrency: the breaker calls Record, Probe, Reset and Counters with its
-// lock held, one at a time, so those methods need no locking of their own and
-// must not call the Breaker (that would deadlock). WantsSuccess is the one
-// exception: it is called without the lock, concurrently with everything
-// else, and must therefore be safe for concurrent use (an atomic load).
-// Timing is called once, by [New].
+// The breaker calls Record, Probe, Reset and Counters (and
+// [TripCauser.TripCause]) with its lock held, one at a time: they need no
+// locking of their own and must not call the Breaker. WantsSuccess is
+// called without the lock, concurrently, and must be safe for concurrent
+// use. Timing is called once, by [New].
 type Tracker interface {
-	// Timing reports which clock readings the tracker needs in [Call]. The
-	// breaker reads the clock only when asked to, so a policy that only
-	// counts costs no clock reads at all. It must return the same value
-	// every time; New calls it once.
+	// Timing reports which clock readings the tracker needs in [Call]; the
+	// breaker reads the clock only when asked to.
 	Timing() Timing
 
 	// WantsSuccess reports whether a success in Closed must be recorded
-	// with Record. When it returns false the breaker counts the success
-	// without taking its lock or calling Record. A consecutive-failures
-	// tracker returns false while its count is zero, which makes the
-	// success path of a healthy breaker a single atomic load. Called
-	// without the breaker's lock, concurrently: it must be race-free.
+	// with Record. While it returns false the breaker counts successes
+	// without its lock: [Consecutive] returns false while no failure is
+	// pending, so a healthy breaker's success costs a few atomic loads.
 	WantsSuccess() bool
 
-	// Record records one counted outcome of a call admitted in Closed
-	// (c.Outcome is Success or Failure, never Ignored) and reports whether
-	// the breaker must trip to Open. Outcomes from an earlier epoch never
-	// reach Record. The cause of the trip is c.Err for a failure, and the
-	// last failure recorded in this Closed period when a success trips
-	// (except for the built-in [SlowCalls], whose cause is then
-	// [ErrSlowCalls]).
+	// Record records one counted outcome (Success or Failure) of a call
+	// admitted in the current Closed period and reports whether the
+	// breaker must trip. The cause of a trip is c.Err for a failure; for a
+	// success, the tracker's TripCause if it is a [TripCauser], else the
+	// period's last failure.
 	Record(c Call) (trip bool)
 
 	// Probe judges the probes of the current HalfOpen period after each
-	// probe outcome c. p already includes c. Returning VerdictPending
-	// waits for more probes; VerdictClose closes the breaker; VerdictReopen
-	// opens it again with a fresh cool-down (grown, if Config says so). Any
-	// other value counts as VerdictPending. Ignored probes, and probes
-	// whose lease expired, never reach Probe.
+	// counted probe outcome c (p includes c). Values other than
+	// VerdictClose and VerdictReopen count as VerdictPending.
 	Probe(c Call, p Probes) Verdict
 
-	// Reset clears the tracker's history. The breaker calls it when it
-	// enters Closed (after a probe verdict, [Breaker.Reset] or a manual
-	// release, and [Breaker.Reset] while a Switch forces the breaker) and
-	// when it enters HalfOpen, with the state being entered.
+	// Reset clears the tracker's history when the breaker enters Closed
+	// or HalfOpen (the state being entered), and on [Breaker.Reset].
 	Reset(entering State)
 
-	// Counters returns the tracker's counters for [Breaker.State]. Fields
-	// the policy does not keep are zero.
+	// Counters returns the counters for [Breaker.State]; fields the policy
+	// does not keep are zero.
 	Counters() Counters
+}
+
+// TripCauser is an optional interface of a [Tracker] that trips (in
+// [Tracker.Record]) or re-opens (in [Tracker.Probe]) on a success for a
+// reason of its own, as [SlowCalls] does: TripCause, called right after
+// that decision, returns the cause to report, or nil for the default (the
+// last failure).
+type TripCauser interface {
+	TripCause() error
 }
 
 // Timing is the set of clock readings a [Tracker] asks for. The zero value
@@ -83,45 +75,39 @@ type Tracker interface {
 type Timing uint8
 
 const (
-	// TimingNone asks for no clock reading: [Call.Now] is zero and
-	// [Call.Latency] is zero.
+	// TimingNone asks for no clock reading.
 	TimingNone Timing = 0
-	// TimingNow asks for [Call.Now], the time the outcome was recorded: one
-	// clock read per outcome. Time-window policies need it.
+	// TimingNow asks for [Call.Now]: one clock read per outcome.
 	TimingNow Timing = 1
-	// TimingLatency asks for [Call.Latency] (and [Call.Now]): one clock
-	// read when the permit is issued and one when the outcome is recorded.
-	// Slow-call policies need it. Latency uses the monotonic clock.
+	// TimingLatency asks for [Call.Latency] and [Call.Now]: a clock read
+	// when the permit is issued and one per outcome.
 	TimingLatency Timing = 2
 )
 
 // Call is one counted outcome, as a [Tracker] sees it.
 type Call struct {
-	// Outcome is Success or Failure; ignored outcomes are never recorded.
+	// Outcome is Success or Failure.
 	Outcome Outcome
-	// Err is the error the call failed with. It is nil for a success, and
-	// may be nil for a failure classified from a response (an HTTP 503).
+	// Err is the error of a failure; nil for a success, and possibly for
+	// a failure judged from a response.
 	Err error
-	// Now is when the outcome was recorded; zero unless the tracker's
-	// Timing asked for it.
+	// Now is when the outcome was recorded (with TimingNow or
+	// TimingLatency).
 	Now time.Time
-	// Latency is how long the call ran, from the permit being issued to the
-	// outcome, on the monotonic clock; zero unless the tracker's Timing is
-	// TimingLatency.
+	// Latency is how long the call ran, from the permit to the outcome, on
+	// the monotonic clock (with TimingLatency).
 	Latency time.Duration
 }
 
 // Probes is the tally of the current HalfOpen period given to
 // [Tracker.Probe].
 type Probes struct {
-	// InFlight is the number of probes admitted and not yet finished (the
-	// probe being judged is no longer in flight).
+	// InFlight is the number of probes admitted and not yet finished.
 	InFlight int
-	// Succeeded and Failed count the probes judged so far in this HalfOpen
-	// period, including the one being judged.
+	// Succeeded and Failed count the probes judged so far, the current
+	// one included.
 	Succeeded, Failed int
-	// Max is the breaker's MaxProbes: at most this many probes are in
-	// flight at once.
+	// Max is the breaker's MaxProbes.
 	Max int
 }
 
@@ -151,14 +137,11 @@ func (v Verdict) String() string {
 }
 
 // Counters are a policy's Closed-state counters, reported by
-// [Breaker.State]. A policy fills the fields it keeps and leaves the others
-// zero.
+// [Breaker.State]; a policy fills the fields it keeps.
 type Counters struct {
-	// ConsecutiveFailures is the current run of failures with no success
-	// between them.
+	// ConsecutiveFailures is the current run of failures.
 	ConsecutiveFailures int
-	// Calls, Failures and SlowCalls count the outcomes in a window (the
-	// last N calls or the last period of time).
+	// Calls, Failures and SlowCalls count the outcomes in a [Window].
 	Calls, Failures, SlowCalls int
 }
 

@@ -11,23 +11,15 @@ import (
 const DefaultRatio = 0.5
 
 // FailureRate is a [Policy] that trips when the ratio of failures among the
-// calls in a [Window] reaches Ratio, once the window holds at least
-// Window.MinCalls calls. It is resilience4j's failure-rate threshold over a
-// count-based or time-based sliding window (and Hystrix's
-// errorThresholdPercentage over a rolling window). The window is evaluated
-// after every counted outcome; the window is emptied whenever the breaker
-// enters Closed or HalfOpen.
+// calls in a [Window] reaches Ratio, once the window holds Window.MinCalls
+// calls: resilience4j's failure-rate threshold (Hystrix's
+// errorThresholdPercentage). The window is emptied whenever the breaker
+// enters Closed or HalfOpen. In HalfOpen it judges the first MaxProbes
+// probes: it re-opens if their failure ratio reaches Ratio and closes
+// otherwise, as soon as the outcome is certain.
 //
-// In HalfOpen it judges the first MaxProbes probes as resilience4j does with
-// permittedNumberOfCallsInHalfOpenState: the breaker re-opens if their
-// failure ratio reaches Ratio and closes otherwise, deciding as soon as the
-// outcome is certain.
-//
-// A failure takes the breaker's lock. A success takes it too, as the window
-// must see successes, except in a full count window that holds no failure:
-// there a success would only replace a success, so the breaker counts it
-// with one atomic load and no lock. A count window reads no clock, a time
-// window reads it once per outcome.
+// Outcomes take the breaker's lock, except a success into a full count
+// window that holds no failure.
 type FailureRate struct {
 	// Window is the stretch of calls judged; the zero Window is the last
 	// 100 calls.
@@ -37,9 +29,7 @@ type FailureRate struct {
 	Ratio float64
 }
 
-// NewTracker validates f and returns its state for one Breaker. Errors name
-// the field, for example "circuitbreaker: FailureRate.Ratio must be in (0,
-// 1], got 1.5".
+// NewTracker validates f and returns its state for one Breaker.
 func (f FailureRate) NewTracker() (Tracker, error) {
 	ratio, err := checkRatio("FailureRate.Ratio", f.Ratio, DefaultRatio)
 	if err != nil {
@@ -70,15 +60,6 @@ func (f *failureRate) Timing() Timing { return timingOf(f.w) }
 // the order of the window, whose calls are all alike. A failure racing with
 // this load is ordered after the success, which is a valid linearization.
 func (f *failureRate) WantsSuccess() bool { return f.busy.Load() != 0 }
-
-// quietCounter exposes busy to the breaker's fast path (see quieter); a
-// time window is never clean, and has none.
-func (f *failureRate) quietCounter() *atomic.Int64 {
-	if f.w.timed() {
-		return nil
-	}
-	return &f.busy
-}
 
 // setBusy updates busy after a change to w.
 func (f *failureRate) setBusy() {
@@ -143,27 +124,15 @@ func nowIf(w *window) time.Time {
 // SlowCalls.Threshold is zero (resilience4j's slowCallDurationThreshold).
 const DefaultSlowCallThreshold = time.Minute
 
-// SlowCalls is a [Policy] that trips when the ratio of slow calls in a
-// [Window] reaches Ratio, once the window holds at least Window.MinCalls
-// calls. A call is slow when it took at least Threshold, measured on the
-// monotonic clock from the permit being issued to its outcome, whether it
-// succeeded or failed. It is resilience4j's slow-call rate threshold: a
-// dependency that answers, but too slowly, is unhealthy too. Failures alone
-// never trip it from Closed (they count only in HalfOpen, see below);
-// combine it with [FailureRate] through [Any] for both.
+// SlowCalls is a [Policy] that trips when the ratio of slow calls (calls
+// that took at least Threshold, failed or not) in a [Window] reaches Ratio,
+// once the window holds Window.MinCalls calls: resilience4j's slow-call
+// rate threshold. Failures alone never trip it; combine it with
+// [FailureRate] through [Any] for both. In HalfOpen it judges the first
+// MaxProbes probes, counting a probe bad when it was slow or failed. A trip
+// decided on a slow success has the cause [ErrSlowCalls].
 //
-// In HalfOpen it judges the first MaxProbes probes: the breaker re-opens if
-// the ratio of bad probes among them reaches Ratio and closes otherwise,
-// deciding as soon as the outcome is certain. A probe is bad when it was
-// slow or when it failed, however fast: a probe that failed has not shown
-// the dependency healthy, so a fast failure cannot close the breaker (with
-// MaxProbes 1, a failed probe re-opens it).
-//
-// A trip or re-open decided on a slow call that succeeded has the cause
-// [ErrSlowCalls]; one decided on a call that failed has its error.
-//
-// It reads the clock twice per call (when the permit is issued and when its
-// outcome is recorded) and every outcome takes the breaker's lock.
+// It reads the clock twice per call, and every outcome takes the lock.
 type SlowCalls struct {
 	// Threshold is the latency from which a call is slow. Zero means
 	// [DefaultSlowCallThreshold] (one minute); negative is an error.
@@ -177,9 +146,7 @@ type SlowCalls struct {
 	Ratio float64
 }
 
-// NewTracker validates s and returns its state for one Breaker. Errors name
-// the field, for example "circuitbreaker: SlowCalls.Threshold must be >= 0,
-// got -1s".
+// NewTracker validates s and returns its state for one Breaker.
 func (s SlowCalls) NewTracker() (Tracker, error) {
 	if s.Threshold < 0 {
 		return nil, fmt.Errorf("circuitbreaker: SlowCalls.Threshold must be >= 0, got %v", s.Threshold)
@@ -229,9 +196,9 @@ func (s *slowCalls) Probe(c Call, p Probes) Verdict {
 	return ratioVerdict(s.bad, s.good, p.Max, s.ratio)
 }
 
-// successCause: failures never trip a SlowCalls, so a trip or re-open on a
+// TripCause: failures never trip a SlowCalls, so a trip or re-open on a
 // success is due to the slow calls.
-func (s *slowCalls) successCause() error { return ErrSlowCalls }
+func (s *slowCalls) TripCause() error { return ErrSlowCalls }
 
 func (s *slowCalls) Reset(State) {
 	s.w.reset()

@@ -19,29 +19,14 @@ var errRunNilContext = errors.New("circuitbreaker: Run: nil context (pass contex
 var errRunNilFunc = fmt.Errorf("circuitbreaker: Run: nil fn: %w", rampart.ErrNilService)
 
 // Run calls fn through b and returns what fn returned, for code that is a
-// plain function rather than a [rampart.Service]. It is the seed
-// documents' breaker.run(task) and gobreaker's Execute.
-//
-// Run behaves exactly as a call through the layer from [NewLayer] over b,
-// and shares its code:
-//   - when ctx is already done, fn is not called and nothing is counted:
-//     Run returns ctx.Err();
-//   - when b rejects the call, fn is not called: Run returns the
-//     [*OpenError], which matches [ErrOpen];
-//   - otherwise fn(ctx) is called and its outcome recorded with
-//     [Permit.DoneContext]: a nil error is a success, an error returned
-//     after the caller cancelled ctx is ignored, any other error is a
-//     failure unless [Config.IsFailure] says it is not. The result and
-//     error of fn are returned unchanged.
-//
-// If fn panics, Run records the failure [ErrPanicked] and the panic
-// continues with its original stack; Run never recovers it. A call of
-// runtime.Goexit in fn is recorded as a failure too.
-//
-// Run over a nil b, with a nil fn or a nil ctx does not panic: it returns
-// the zero T and an error (for a nil fn, one matching
-// [rampart.ErrNilService]). A call through a Closed breaker allocates
-// nothing beyond what fn does. Safe for concurrent use.
+// plain function rather than a [rampart.Service] (gobreaker's Execute). It
+// behaves exactly as a call through [NewLayer] over b: fn is not called
+// when ctx is already done (Run returns ctx.Err()) or when b rejects the
+// call (Run returns the [*OpenError]); otherwise the outcome of fn is
+// recorded with [Permit.DoneContext], and a panic in fn is recorded as
+// [ErrPanicked] and continues. A nil b, fn or ctx is an error, never a
+// panic (for fn, one matching [rampart.ErrNilService]). Safe for
+// concurrent use.
 func Run[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	switch {

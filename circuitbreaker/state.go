@@ -2,6 +2,7 @@ package circuitbreaker
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -48,18 +49,16 @@ func (s State) String() string {
 // Snapshot is the state of a [Breaker] at one moment, returned by
 // [Breaker.State]. Fields that do not apply to the state are zero.
 type Snapshot struct {
+	// Name is the breaker's [Config.Name].
+	Name string
 	// State is the state. Once an Open breaker's cool-down has passed it is
 	// HalfOpen, even before a call has started a probe.
 	State State
-	// Counters are the policy's counters of the current Closed period,
-	// which every transition to Closed (a probe verdict, a reset, a
-	// release) starts afresh. They are zero in every other state: in
-	// ForcedClosed, which records nothing, they are zero however many
-	// failures the period before it counted.
+	// Counters are the policy's counters of the current Closed period;
+	// zero in every other state (ForcedClosed included).
 	Counters Counters
-	// RetryAfter is the rest of the cool-down (Open), or [Forever] for
-	// ForcedOpen and for an Open breaker whose cool-down is Forever. It is
-	// exact, where [OpenError.RetryAfter] is rounded up to a millisecond.
+	// RetryAfter is the exact rest of the cool-down (Open), or [Forever]
+	// for ForcedOpen and for an Open breaker whose cool-down is Forever.
 	RetryAfter time.Duration
 	// Cause is the failure that tripped the breaker (Open, HalfOpen), or the
 	// reason given to [Switch.ForceOpen] (ForcedOpen).
@@ -73,17 +72,94 @@ type Snapshot struct {
 // Transition is one change of a [Breaker]'s state, given to the listeners
 // registered with [Breaker.Subscribe].
 type Transition struct {
-	// From and To are the states before and after. They may be equal for a
-	// manual change that keeps the state but changes the reason (ForcedOpen
-	// to ForcedOpen).
+	// Name is the breaker's [Config.Name].
+	Name string
+	// From and To are the states before and after. They are equal for a
+	// ForcedOpen that only changes its reason.
 	From, To State
-	// Time is when the transition took effect, by the wall clock. For the
-	// lazy Open → HalfOpen transition it is when the cool-down ended, which
-	// may be earlier than the call that performed the transition.
+	// Time is when the transition took effect, by the wall clock: for
+	// Open → HalfOpen, when the cool-down ended.
 	Time time.Time
-	// Cause is the failure that caused a transition to Open, the last
-	// failure seen in HalfOpen for HalfOpen → Open ([ErrSlowCalls] when
-	// [SlowCalls] decided either on a slow success), the reason for a
+	// Cause is the failure that caused a transition to Open (the last
+	// probe failure, or [ErrSlowCalls], from HalfOpen), the reason for a
 	// transition to ForcedOpen, and nil otherwise.
 	Cause error
+}
+
+// State returns a snapshot of the breaker. It does not change the state:
+// an Open breaker whose cool-down has passed is reported as HalfOpen
+// before the next acquire makes the transition. Safe for concurrent use.
+func (b *Breaker) State() Snapshot {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.setUp()
+	now := b.mono()
+	per := b.period.Load()
+	s := Snapshot{Name: b.set.name, State: stateOf(b.word.Load())}
+	switch s.State {
+	case Closed:
+		s.Counters = b.tracker.Counters()
+	case Open:
+		s.Cause = per.cause
+		switch {
+		case per.until == never:
+			s.RetryAfter = Forever
+		case now < per.until:
+			s.RetryAfter = time.Duration(per.until - now)
+		default:
+			s.State = HalfOpen
+		}
+	case HalfOpen:
+		s.Cause = per.cause
+		for _, p := range b.probes {
+			if p.expiry > now {
+				s.ProbesInFlight++
+			}
+		}
+		s.ProbesSucceeded, s.ProbesFailed = b.succeeded, b.failed
+	case ForcedOpen:
+		s.Cause, s.RetryAfter = per.cause, Forever
+	}
+	return s
+}
+
+// String describes the snapshot on one line, for logs: the name (if any),
+// the state and the fields that apply to it, for example
+// `"payments": open: retry after 1.5s: connection refused`. [Forever]
+// prints as the word Forever.
+func (s Snapshot) String() string {
+	var b strings.Builder
+	if s.Name != "" {
+		fmt.Fprintf(&b, "%q: ", s.Name)
+	}
+	b.WriteString(s.State.String())
+	switch s.State {
+	case Closed:
+		c := s.Counters
+		fmt.Fprintf(&b, ": %d consecutive failures; %d calls, %d failures, %d slow calls in the window",
+			c.ConsecutiveFailures, c.Calls, c.Failures, c.SlowCalls)
+	case Open, ForcedOpen:
+		b.WriteString(": retry after " + durationString(s.RetryAfter))
+	case HalfOpen:
+		fmt.Fprintf(&b, ": probes %d in flight, %d succeeded, %d failed",
+			s.ProbesInFlight, s.ProbesSucceeded, s.ProbesFailed)
+	}
+	if s.Cause != nil {
+		fmt.Fprintf(&b, ": %v", s.Cause)
+	}
+	return b.String()
+}
+
+// String describes the transition on one line, for logs: the name (if
+// any), the states and the cause (if any), for example
+// `"payments": closed > open: connection refused`.
+func (t Transition) String() string {
+	s := t.From.String() + " > " + t.To.String()
+	if t.Name != "" {
+		s = fmt.Sprintf("%q: %s", t.Name, s)
+	}
+	if t.Cause != nil {
+		s += ": " + t.Cause.Error()
+	}
+	return s
 }

@@ -1,9 +1,6 @@
 package circuitbreaker
 
-import (
-	"fmt"
-	"sync/atomic"
-)
+import "fmt"
 
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
 // zero: 0.8, the example of the Tower circuit-breaker pull request ("close
@@ -11,15 +8,11 @@ import (
 const DefaultProbeRatio = 0.8
 
 // SuccessRate is a [Policy] that closes a HalfOpen breaker when at least
-// Ratio of Probes probes succeeded and re-opens it otherwise, instead of
-// requiring every probe to succeed. Trip decides when the breaker trips from
-// Closed. It is the success-rate probing of the Tower circuit-breaker pull
-// request ("close when 80% of probes succeed").
-//
-// The verdict comes as soon as it is certain: the breaker closes once
-// enough probes succeeded that the ratio is reached whatever the rest do,
-// and re-opens once so many failed that it cannot be. Probes may exceed the
-// breaker's MaxProbes: further probes are admitted as earlier ones finish.
+// Ratio of Probes probes succeeded, and re-opens it otherwise, as soon as
+// the verdict is certain; Trip decides when it trips from Closed. It is
+// the success-rate probing of the Tower circuit-breaker pull request
+// ("close when 80% of probes succeed"). Probes may exceed MaxProbes:
+// further probes are admitted as earlier ones finish.
 type SuccessRate struct {
 	// Trip decides when the breaker trips from Closed; nil means
 	// [Consecutive]{}. Its own probe rule is not used.
@@ -33,8 +26,7 @@ type SuccessRate struct {
 }
 
 // NewTracker validates s (and s.Trip) and returns its state for one
-// Breaker. Errors name the field, for example "circuitbreaker:
-// SuccessRate.Probes must be >= 0, got -1".
+// Breaker.
 func (s SuccessRate) NewTracker() (Tracker, error) {
 	if err := checkCount("SuccessRate.Probes", s.Probes); err != nil {
 		return nil, err
@@ -71,21 +63,12 @@ func (s *successRate) Probe(_ Call, p Probes) Verdict {
 	return VerdictPending
 }
 
-// quietCounter forwards the Trip tracker's counter, so that SuccessRate
-// over Consecutive or a count-window FailureRate keeps the free success
-// path.
-func (s *successRate) quietCounter() *atomic.Int64 {
-	if q, ok := s.Tracker.(quieter); ok {
-		return q.quietCounter()
-	}
-	return nil
-}
-
-// successCause forwards the Trip tracker's reason for a trip on a success.
-// The probe rule of SuccessRate re-opens only on a failure.
-func (s *successRate) successCause() error {
-	if sc, ok := s.Tracker.(successCauser); ok {
-		return sc.successCause()
+// TripCause forwards the Trip tracker's reason for a trip on a success
+// (WantsSuccess and the rest are forwarded by embedding). The probe rule
+// of SuccessRate re-opens only on a failure.
+func (s *successRate) TripCause() error {
+	if tc, ok := s.Tracker.(TripCauser); ok {
+		return tc.TripCause()
 	}
 	return nil
 }

@@ -7,26 +7,17 @@ import (
 	"weak"
 )
 
-// Switch is a manual switch: a handle that any part of a program can use to
-// force breakers open (maintenance, an operator's kill switch, a health
-// check of its own) or closed (an operator's override), and to release them
-// to automatic operation again. Attach it to breakers through
-// [Config.Switch]; one Switch may control many breakers.
+// Switch forces breakers open (maintenance, a kill switch) or closed (an
+// operator's override) by hand, and releases them to automatic operation,
+// Closed with a clean history. Attach it through [Config.Switch]; one
+// Switch may control many breakers (resilience4j's FORCED_OPEN and
+// DISABLED; the "shared on-off switch" of the review of the Tower
+// circuit-breaker pull request).
 //
-// It follows the review of the Tower circuit-breaker pull request: a circuit
-// breaker is the broad concept, and "a simple shared on-off switch that is
-// triggered by other parts of the system" is one mechanism beside failure
-// monitors. resilience4j calls the same states FORCED_OPEN and DISABLED.
-//
-// Every change is a transition that each breaker's listeners see. A forced
-// state is left only through the switch: cool-downs, probes and outcomes of
-// calls admitted before the change cannot undo it, because the change starts
-// a new epoch. ForceClosed admits every call and records nothing. Release
-// returns the breakers to Closed with a clean history.
-//
-// The zero Switch is released and ready to use. A Switch is safe for
-// concurrent use, and its methods may be called from a listener. It does not
-// keep a breaker from being garbage collected.
+// Every change is a transition that listeners see, and a forced state is
+// left only through the switch. The zero Switch is released and ready to
+// use. A Switch is safe for concurrent use, also from a listener, and does
+// not keep a breaker from being garbage collected.
 type Switch struct {
 	mu       sync.Mutex
 	state    State // Closed (released), ForcedOpen or ForcedClosed; guarded by mu
@@ -34,10 +25,10 @@ type Switch struct {
 	breakers []weak.Pointer[Breaker]
 }
 
-// ForceOpen forces every attached breaker open: each call is rejected with
+// ForceOpen forces every attached breaker open: calls are rejected with
 // an [*OpenError] whose RetryAfter is [Forever] and whose Cause is reason
-// (which may be nil). Calling it while already forcing open replaces the
-// reason, which listeners see as a ForcedOpen to ForcedOpen transition.
+// (which may be nil). Calling it again replaces the reason (a ForcedOpen
+// to ForcedOpen transition).
 func (s *Switch) ForceOpen(reason error) { s.set(ForcedOpen, reason) }
 
 // ForceClosed forces every attached breaker closed: every call is admitted
@@ -83,8 +74,7 @@ func (s *Switch) set(to State, reason error) {
 	}
 	s.mu.Unlock()
 	for _, b := range live {
-		b.mu.Lock()
-		b.unlock() // delivers the queued transitions
+		b.events.flush()
 	}
 }
 
@@ -102,8 +92,7 @@ func (s *Switch) attach(b *Breaker) {
 	s.breakers = append(s.breakers, weak.Make(b))
 	if s.state != Closed {
 		b.mu.Lock()
-		b.force(s.state, s.reason)
-		b.queue = nil
+		b.force(s.state, s.reason) // nobody listens yet: nothing is queued
 		b.mu.Unlock()
 	}
 }

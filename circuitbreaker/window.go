@@ -6,17 +6,11 @@ import (
 	"time"
 )
 
-// Window is the stretch of recent calls a rate policy ([FailureRate],
-// [SlowCalls]) looks at: the last Size calls (a count window, as
-// resilience4j's COUNT_BASED sliding window), or, when Period is set, the
-// calls of the last Period (a time window of Buckets rolling buckets, as
-// Hystrix's rolling statistical window).
-//
-// A time window with B buckets covers between Period·(B-1)/B and Period of
-// history: a bucket leaves the window whole, when its last nanosecond is
-// more than Period ago. After an idle gap longer than Period no stale bucket
-// counts. The zero Window is a count window of 100 calls evaluated once it
-// is full.
+// Window is the stretch of recent calls a rate policy looks at: the last
+// Size calls (resilience4j's count-based window), or, when Period is set,
+// the calls of the last Period in Buckets rolling buckets (Hystrix's
+// rolling window), which covers between Period·(B-1)/B and Period of
+// history. The zero Window is the last 100 calls, judged once full.
 type Window struct {
 	// Size is the number of most recent calls in a count window. Zero
 	// means 100; at most 1,000,000. It must be zero when Period is set.
@@ -25,14 +19,11 @@ type Window struct {
 	// length. Negative values are an error.
 	Period time.Duration
 	// Buckets is the number of buckets of a time window. Zero means 10; at
-	// most 1,000. Each bucket spans Period/Buckets, rounded down to a whole
-	// nanosecond, which must not be zero. It must be zero without Period.
+	// most 1,000, and at most Period in nanoseconds. It needs Period.
 	Buckets int
-	// MinCalls is the number of calls the window must hold before its rate
-	// is judged, so that two failures out of three calls do not trip a
-	// breaker. Zero means the whole Size for a count window and 20 for a
-	// time window (Hystrix's requestVolumeThreshold). It may not exceed a
-	// count window's Size.
+	// MinCalls is how many calls the window must hold before its rate is
+	// judged. Zero means Size for a count window and 20 for a time window
+	// (Hystrix's requestVolumeThreshold); at most Size.
 	MinCalls int
 }
 

@@ -1,0 +1,217 @@
+package circuitbreaker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+// deliveryGoroutines counts the goroutines that are delivering events.
+func deliveryGoroutines() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "circuitbreaker.(*dispatcher[...]).deliver")
+}
+
+func TestSubscribe_CB19_AsyncListenerDoesNotSlowTheCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:         circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout:   time.Hour,
+			AsyncListeners: true,
+		})
+		var (
+			mu   sync.Mutex
+			seen []string
+			at   []time.Duration
+		)
+		start := time.Now()
+		b.Subscribe(func(tr circuitbreaker.Transition) {
+			time.Sleep(500 * time.Millisecond) // a slow listener
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, tr.From.String()+">"+tr.To.String())
+			at = append(at, time.Since(start))
+		})
+		_, err := circuitbreaker.Run(context.Background(), b, func(context.Context) (int, error) { return 0, errBoom })
+		require.ErrorIs(t, err, errBoom)
+		assert.Equal(t, time.Duration(0), time.Since(start), "the call that tripped the breaker did not wait for the listener")
+		b.Reset()
+		assert.Equal(t, time.Duration(0), time.Since(start), "nor did Reset")
+
+		synctest.Wait()
+		assert.Equal(t, 1, deliveryGoroutines(), "one goroutine delivers while events are pending")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, []string{"closed>open", "open>closed"}, seen, "in order")
+		assert.Equal(t, []time.Duration{500 * time.Millisecond, time.Second}, at, "one at a time")
+		mu.Unlock()
+		assert.Equal(t, 0, deliveryGoroutines(), "no goroutine is kept once the queue is empty")
+	})
+}
+
+func TestSubscribe_CB19_AsyncListenerMayCallBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:         circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout:   time.Hour,
+			AsyncListeners: true,
+		})
+		var seen []string
+		b.Subscribe(func(tr circuitbreaker.Transition) {
+			seen = append(seen, tr.From.String()+">"+tr.To.String()+" "+b.State().State.String())
+			if tr.To == circuitbreaker.Open {
+				b.Reset()
+			}
+		})
+		fail(t, b, 1, errBoom)
+		synctest.Wait()
+		assert.Equal(t, []string{"closed>open open", "open>closed closed"}, seen)
+		assert.Equal(t, 0, deliveryGoroutines())
+	})
+}
+
+func TestSubscribe_CB10_PanicGoesToListenerPanic(t *testing.T) {
+	type report struct {
+		value any
+		stack string
+	}
+	var got []report
+	b := newBreaker(t, circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: 1},
+		ResetTimeout: time.Hour,
+		ListenerPanic: func(value any, stack []byte) {
+			got = append(got, report{value, string(stack)})
+		},
+	})
+	b.Subscribe(panickingListener)
+	rec := record(b)
+	fail(t, b, 1, errBoom)
+	assert.Equal(t, []string{"closed>open"}, rec.edges(), "the other listener still ran")
+	require.Len(t, got, 1)
+	assert.Equal(t, "listener bug", got[0].value)
+	assert.Contains(t, got[0].stack, "panickingListener", "the stack is the listener's")
+}
+
+func panickingListener(circuitbreaker.Transition) { panic("listener bug") }
+
+func TestSubscribe_CB10_PanicIsLoggedByDefault(t *testing.T) {
+	var buf bytes.Buffer
+	defer log.SetOutput(log.Writer())
+	defer log.SetFlags(log.Flags())
+	log.SetOutput(&buf)
+	log.SetFlags(0)
+	b := newBreaker(t, circuitbreaker.Config{Name: "payments", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b.Subscribe(panickingListener)
+	fail(t, b, 1, errBoom)
+	out := buf.String()
+	assert.True(t, strings.HasPrefix(out, `circuitbreaker "payments": listener panicked: listener bug`+"\n"), out)
+	assert.Contains(t, out, "panickingListener")
+}
+
+func TestBreaker_CB19_NameInTransitionsErrorsAndSnapshots(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Name: "payments", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+		rec := record(b)
+		fail(t, b, 1, errBoom)
+		oe := openErr(t, b)
+		assert.Equal(t, "payments", oe.Name)
+		assert.Equal(t, `circuitbreaker "payments": open (retry after 1h0m0s): tripped by: boom`, oe.Error())
+		assert.Equal(t, circuitbreaker.Snapshot{Name: "payments", State: circuitbreaker.Open, RetryAfter: time.Hour, Cause: errBoom}, b.State())
+		trs := rec.all()
+		require.Len(t, trs, 1)
+		assert.Equal(t, "payments", trs[0].Name)
+	})
+}
+
+func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
+	errMaint := errors.New("maintenance")
+	for _, tc := range []struct {
+		name string
+		v    fmt.Stringer
+		want string
+	}{
+		{name: "forced open", v: circuitbreaker.Snapshot{Name: "db", State: circuitbreaker.ForcedOpen, RetryAfter: circuitbreaker.Forever, Cause: errMaint},
+			want: `"db": forced-open: retry after Forever: maintenance`},
+		{name: "open forever", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.Forever, Cause: errBoom},
+			want: `open: retry after Forever: boom`},
+		{name: "open", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1500 * time.Millisecond, Cause: errBoom},
+			want: `open: retry after 1.5s: boom`},
+		{name: "closed", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2, Calls: 10, Failures: 3, SlowCalls: 1}},
+			want: `closed: 2 consecutive failures; 10 calls, 3 failures, 1 slow calls in the window`},
+		{name: "half-open", v: circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, ProbesInFlight: 1, ProbesSucceeded: 2, Cause: errBoom},
+			want: `half-open: probes 1 in flight, 2 succeeded, 0 failed: boom`},
+		{name: "forced closed", v: circuitbreaker.Snapshot{State: circuitbreaker.ForcedClosed},
+			want: `forced-closed`},
+		{name: "transition", v: circuitbreaker.Transition{Name: "db", From: circuitbreaker.Closed, To: circuitbreaker.Open, Cause: errBoom},
+			want: `"db": closed > open: boom`},
+		{name: "transition without cause", v: circuitbreaker.Transition{From: circuitbreaker.HalfOpen, To: circuitbreaker.Closed},
+			want: `half-open > closed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.v.String())
+			assert.Equal(t, tc.want, fmt.Sprint(tc.v))
+		})
+	}
+}
+
+func TestGroup_CB19_BreakersAreNamedAfterTheirKey(t *testing.T) {
+	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+		Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour},
+	})
+	require.NoError(t, err)
+	fail(t, g.Breaker("a.example"), 1, errBoom)
+	oe := openErr(t, g.Breaker("a.example"))
+	assert.Equal(t, `circuitbreaker "hosts/a.example": open (retry after 1h0m0s): tripped by: boom`, oe.Error())
+	assert.Equal(t, "hosts/(overflow)", g.Overflow().State().Name)
+
+	unnamed, err := circuitbreaker.NewGroup[int](circuitbreaker.GroupConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, "42", unnamed.Breaker(42).State().Name)
+	assert.Equal(t, "(overflow)", unnamed.Overflow().State().Name)
+}
+
+// successTripper trips on the third success, for a reason of its own.
+type successTripper struct{ successes int }
+
+var errQuota = errors.New("quota spent")
+
+func (p *successTripper) NewTracker() (circuitbreaker.Tracker, error) { return p, nil }
+func (*successTripper) Timing() circuitbreaker.Timing                 { return circuitbreaker.TimingNone }
+func (*successTripper) WantsSuccess() bool                            { return true }
+func (p *successTripper) Record(c circuitbreaker.Call) bool {
+	if c.Outcome == circuitbreaker.Success {
+		p.successes++
+	}
+	return p.successes >= 3
+}
+func (*successTripper) Probe(circuitbreaker.Call, circuitbreaker.Probes) circuitbreaker.Verdict {
+	return circuitbreaker.VerdictPending
+}
+func (p *successTripper) Reset(circuitbreaker.State)      { p.successes = 0 }
+func (*successTripper) Counters() circuitbreaker.Counters { return circuitbreaker.Counters{} }
+func (*successTripper) TripCause() error                  { return errQuota }
+
+func TestPolicy_CB12_UserTrackerNamesTheCauseOfATripOnSuccess(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: &successTripper{}, ResetTimeout: time.Hour})
+	rec := record(b)
+	succeed(t, b, 3)
+	oe := openErr(t, b)
+	assert.Equal(t, errQuota, oe.Cause, "the user tracker's TripCause, as for the built-in SlowCalls")
+	require.Len(t, rec.all(), 1)
+	assert.Equal(t, errQuota, rec.all()[0].Cause)
+}

@@ -1,0 +1,132 @@
+package circuitbreaker
+
+import "time"
+
+// record finishes permit p with outcome o and reports whether the outcome
+// counted. It is the one place outcomes enter the state machine.
+// ForcedClosed permits and stale permits never count.
+func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
+	if o == Success && b.quiet(p.word) {
+		return true
+	}
+	return b.recordSlow(p, o, err)
+}
+
+// quiet reports whether a success on a permit issued under state word w
+// can be counted without the lock: the permit is from the current Closed
+// epoch and the tracker does not need the success ([Tracker.WantsSuccess]
+// is false; with Consecutive: no failures pending). It writes nothing.
+// Were the epoch to change right after the load, the success is ordered
+// before that change, which it preceded. Built-in and user policies take
+// this path alike: WantsSuccess is the one way a tracker declines a
+// success.
+func (b *Breaker) quiet(w uint64) bool {
+	return w&fastMask == fastWord && b.word.Load() == w && !b.tracker.WantsSuccess()
+}
+
+// recordSlow is record for everything but the fast path.
+func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
+	switch stateOf(p.word) {
+	case Closed:
+		switch {
+		case o == Ignored:
+			return false
+		case o == Success && b.word.Load() == p.word && !b.tracker.WantsSuccess():
+			return true // quiet, but the policy measures latency
+		}
+		call := b.call(p, o, err)
+		b.mu.Lock()
+		defer b.unlock()
+		if b.word.Load() != p.word {
+			return false // stale: the breaker changed state since
+		}
+		if o == Failure {
+			b.lastFailure = err
+		}
+		if b.tracker.Record(call) {
+			// A rate policy may trip on a success (the call that brings
+			// the window to MinCalls): the cause is then the policy's
+			// reason, or the last failure.
+			cause := b.tripCause(o)
+			if cause == nil {
+				cause = b.lastFailure
+			}
+			b.trip(Closed, cause)
+		}
+		return true
+	case HalfOpen:
+		call := b.call(p, o, err)
+		b.mu.Lock()
+		defer b.unlock()
+		if b.word.Load() != p.word || !b.releaseProbe(p.ticket, b.mono()) {
+			return false // stale, or its lease expired
+		}
+		if o == Ignored {
+			return false
+		}
+		if o == Success {
+			b.succeeded++
+		} else {
+			b.failed++
+			b.lastFailure = err
+		}
+		v := b.tracker.Probe(call, Probes{
+			InFlight:  len(b.probes),
+			Succeeded: b.succeeded,
+			Failed:    b.failed,
+			Max:       b.set.maxProbes,
+		})
+		switch v {
+		case VerdictClose:
+			b.enter(Closed, nil, time.Now())
+		case VerdictReopen:
+			cause := b.tripCause(o)
+			if cause == nil {
+				cause = b.lastFailure
+			}
+			if cause == nil {
+				cause = b.period.Load().cause
+			}
+			b.trip(HalfOpen, cause)
+		}
+		return true
+	}
+	return false // ForcedClosed: nothing is recorded
+}
+
+// tripCause returns the tracker's reason for a trip or re-open decided
+// on an outcome o, if o is a success and the tracker gives one.
+func (b *Breaker) tripCause(o Outcome) error {
+	if tc, ok := b.tracker.(TripCauser); ok && o == Success {
+		return tc.TripCause()
+	}
+	return nil
+}
+
+// call builds the Call for a tracker, reading the clock only if asked to.
+func (b *Breaker) call(p *Permit, o Outcome, err error) Call {
+	c := Call{Outcome: o, Err: err}
+	if b.timing != TimingNone {
+		c.Now = time.Now()
+		if b.timing == TimingLatency {
+			// One clock read: Now carries the monotonic reading.
+			c.Latency = c.Now.Sub(b.base) - time.Duration(p.start)
+		}
+	}
+	return c
+}
+
+// releaseProbe removes the probe with ticket t and reports whether it was
+// still in flight at now: false if its lease has expired, whether or not an
+// acquire has reclaimed its slot yet. Called with mu held.
+func (b *Breaker) releaseProbe(t uint64, now int64) bool {
+	for i, p := range b.probes {
+		if p.ticket == t {
+			last := len(b.probes) - 1
+			b.probes[i] = b.probes[last]
+			b.probes = b.probes[:last]
+			return p.expiry > now
+		}
+	}
+	return false
+}
