@@ -2,7 +2,6 @@ package ramparthttp_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/timeout"
@@ -262,17 +260,10 @@ func TestHeaderTimeoutLayer_HT8_CallerDeadlineIsTheCallers(t *testing.T) {
 	})
 }
 
-// Bad values are errors naming the field and the accepted values; a nil
-// inner service fails each call.
+// Bad values are errors naming the field and the accepted values.
 func TestHeaderTimeout_HT2_BadValues(t *testing.T) {
 	_, err := ramparthttp.NewTransport(ramparthttp.Config{HeaderTimeout: -time.Second})
 	assert.EqualError(t, err, "ramparthttp: Config.HeaderTimeout must be >= 0 (0 means no limit on the time to the response headers), got -1s")
 	_, err = ramparthttp.HeaderTimeoutLayer(0)
 	assert.EqualError(t, err, "ramparthttp: header timeout must be > 0, got 0s")
-	l, err := ramparthttp.HeaderTimeoutLayer(time.Second)
-	require.NoError(t, err)
-	_, err = l.Wrap(nil).Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://backend/x", nil))
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "ramparthttp: HeaderTimeoutLayer: Wrap: rampart: nil service")
-	assert.False(t, errors.Is(err, timeout.ErrTimeout))
 }

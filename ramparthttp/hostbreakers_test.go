@@ -208,8 +208,6 @@ func TestGroupBreakerLayer_HT7_KeyAndNilGroup(t *testing.T) {
 	_, err = ramparthttp.GroupBreakerLayer(nil, nil, nil).Wrap(base).Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://a/", nil))
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "ramparthttp: GroupBreakerLayer: nil *circuitbreaker.Group: rampart: nil service")
-	_, err = ramparthttp.GroupBreakerLayer(hosts, nil, nil).Wrap(nil).Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://a/", nil))
-	assert.EqualError(t, err, "ramparthttp: GroupBreakerLayer: Wrap: rampart: nil service")
 }
 
 func TestNewTransport_HT7_BreakerAndHostBreakersIsAnError(t *testing.T) {
