@@ -159,7 +159,7 @@ func TestHeaderTimeout_HT8_Loopback_LateHeadersRetried(t *testing.T) {
 	}))
 	defer srv.Close()
 	br := countingBreaker(t)
-	c := newClient(t, ramparthttp.Config{Base: srv.Client().Transport, Breaker: br, HeaderTimeout: 20 * time.Millisecond,
+	c := newClient(t, ramparthttp.Config{Base: srv.Client().Transport, Breaker: br, HeaderTimeout: 250 * time.Millisecond, // long enough for the retry's headers on a loaded machine
 		Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
 
 	resp, err := c.Get(srv.URL)
@@ -178,7 +178,7 @@ func TestHeaderTimeout_HT8_Loopback_LateHeadersRetried(t *testing.T) {
 // RoundTripper sees it) is still live when the body is released, the body
 // is read whole, and the breaker counts a success.
 func TestHeaderTimeout_HT8_Loopback_SlowBodyNotAFailure(t *testing.T) {
-	const limit = 20 * time.Millisecond
+	const limit = 250 * time.Millisecond // long enough for prompt headers on a loaded machine
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
@@ -205,7 +205,7 @@ func TestHeaderTimeout_HT8_Loopback_SlowBodyNotAFailure(t *testing.T) {
 	select {
 	case <-ctx.Done():
 		t.Fatalf("the header timeout ended the attempt after its headers: %v", context.Cause(ctx))
-	case <-time.After(5 * limit):
+	case <-time.After(2 * limit): // the limit's timer, started before the headers, is past
 	}
 	close(release)
 	body, err := io.ReadAll(resp.Body)
