@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in one script: formatting, vet and race-enabled
-# tests in each module (the core, bench, examples), every benchmark once,
-# and the outage demo's claims on real loopback HTTP. Run it from anywhere:
+# tests in each module (the core, bench, examples, rampartredis), every
+# benchmark once, and the outage demo's claims on real loopback HTTP. Run
+# it from anywhere:
 #
 #	./test.sh
 #
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-modules=(. bench examples)
+modules=(. bench examples rampartredis)
 
 command -v go >/dev/null || { echo "test.sh: go is not on PATH" >&2; exit 1; }
 command -v gofmt >/dev/null || { echo "test.sh: gofmt is not on PATH" >&2; exit 1; }
@@ -17,6 +18,14 @@ for m in "${modules[@]}"; do
   [ -f "$m/go.mod" ] || { echo "test.sh: $m/go.mod is missing" >&2; exit 1; }
 done
 [ -f go.work ] || { echo "test.sh: go.work is missing" >&2; exit 1; }
+
+# rampartredis's tests start their own redis-server (Debian's package);
+# CI runs as root and installs it when missing.
+command -v redis-server >/dev/null || {
+  echo "== installing redis-server"
+  apt-get update && apt-get install -y --no-install-recommends redis-server
+}
+command -v redis-server >/dev/null || { echo "test.sh: redis-server is not on PATH" >&2; exit 1; }
 
 echo "== gofmt"
 unformatted=$(gofmt -l .)
