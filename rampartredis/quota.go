@@ -1,0 +1,312 @@
+package rampartredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
+)
+
+// Defaults of [QuotaConfig]'s zero fields.
+const (
+	DefaultSlice        = 100 * time.Millisecond
+	DefaultQuotaTimeout = 50 * time.Millisecond
+)
+
+// Unreachable says what a [Quota] admits while Redis cannot be reached.
+type Unreachable uint8
+
+const (
+	// LocalShare admits this replica's share of the quota: Limit divided
+	// by the number of live replicas Redis last reported (or by
+	// QuotaConfig.Replicas before Redis has answered once). The fleet
+	// stays near its quota while the replicas are the same. It is the
+	// zero Unreachable.
+	LocalShare Unreachable = iota
+	// Refuse admits nothing until Redis answers again: the limiter's
+	// limit and burst are zero, so the ratelimit layer refuses every call
+	// at once. Use it where exceeding the quota costs more than refusing.
+	Refuse
+)
+
+// QuotaConfig configures [NewQuota]. Every zero field selects a
+// documented default, except Key and Limit.
+type QuotaConfig struct {
+	// Key names the quota: every replica that shares it uses the same Key.
+	// Required.
+	Key string
+	// Limit is the fleet-wide rate, in calls per second. Required: it must
+	// be positive and finite.
+	Limit rate.Limit
+	// Slice is how often each replica reports its demand and receives its
+	// share (one script call per Slice, never one per call). Shorter
+	// follows changes of demand faster at more Redis commands. Zero means
+	// [DefaultSlice] (100ms); negative is an error.
+	Slice time.Duration
+	// Timeout bounds each Redis command. Zero means [DefaultQuotaTimeout]
+	// (50ms); negative is an error.
+	Timeout time.Duration
+	// Unreachable says what to admit while Redis cannot be reached. The
+	// zero value is [LocalShare].
+	Unreachable Unreachable
+	// Replicas is the number of replicas assumed when Redis has never
+	// answered, for LocalShare. Zero means 1 (the whole quota); negative
+	// is an error.
+	Replicas int
+	// Prefix starts every Redis key; empty means [DefaultPrefix]. Both keys
+	// carry the hash tag {Key}.
+	Prefix string
+	// ID identifies this replica; empty means a random one.
+	ID string
+}
+
+// Quota is a rate limit shared by every replica of a fleet: together they
+// admit Limit calls per second. It hands out the quota as rates: each
+// replica's local [rate.Limiter] gets a share, set again every Slice by
+// one Redis script that records the replica's demand and divides the
+// quota among the live replicas by max-min fairness (a replica that uses
+// less than an equal share gets what it uses plus an equal part of the
+// rest; the others split the remainder equally). Admission is local: a
+// call never waits for Redis. Pass [Quota.Limiter] to ratelimit.NewLayer.
+//
+// Precision: with steady demand the shares add up to Limit, so the
+// fleet's admitted rate is Limit less what a replica leaves unused within
+// one Slice; a change of demand (a replica starting, stopping, or
+// growing) is followed within about one Slice. Each replica's local burst
+// is its share of one Slice (at least 1). A replica that stops reporting
+// drops out of the division after three Slices.
+//
+// Redis's round trip per call (github.com/go-redis/redis_rate's GCRA) is
+// exact at any instant but adds a round trip to every call and, with
+// Redis down, must either fail or admit every call; a Quota spends one
+// round trip per Slice and degrades as [Unreachable] says.
+type Quota struct {
+	client redis.UniversalClient
+	cfg    QuotaConfig
+	keys   []string
+	lim    *rate.Limiter
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	commands, failures atomic.Int64
+
+	// The worker's state.
+	share    float64   // the current share, calls per second
+	replicas int       // live replicas Redis last reported
+	tokens   float64   // the limiter's tokens at the last slice
+	at       time.Time // when tokens was read
+}
+
+// quotaScript records a replica's demand (calls per second, -1 for more
+// than it has) and returns its share as a string and the number of live
+// replicas. ARGV: id, demand, limit, liveness ms.
+var quotaScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local live = tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - live)) do
+  redis.call('HDEL', KEYS[1], id)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - live)
+redis.call('PEXPIRE', KEYS[1], live)
+redis.call('PEXPIRE', KEYS[2], live)
+local all = redis.call('HGETALL', KEYS[1])
+local ds = {}
+for i = 2, #all, 2 do
+  local d = tonumber(all[i])
+  if d < 0 then d = math.huge end
+  ds[#ds + 1] = d
+end
+table.sort(ds)
+local mine = tonumber(ARGV[2])
+if mine < 0 then mine = math.huge end
+local left, n, level = tonumber(ARGV[3]), #ds, nil
+for i, d in ipairs(ds) do
+  local fair = left / (n - i + 1)
+  if d > fair then level = fair break end
+  left = left - d
+end
+local share
+if level == nil then share = mine + left / n
+elseif mine >= level then share = level
+else share = mine end
+return {string.format('%.3f', share), n}
+`)
+
+// NewQuota returns a Quota and starts its goroutine. It asks Redis for a
+// first share (bounded by Timeout) before returning; if Redis does not
+// answer, the Quota starts as Unreachable says and keeps asking. It
+// returns an error for a nil client, a client whose commands ignore their
+// context (see [Share]), or a bad field (naming it).
+func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
+	if client == nil {
+		return nil, errors.New("rampartredis: client must not be nil")
+	}
+	if err := checkClient(client); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Key == "":
+		return nil, errors.New("rampartredis: QuotaConfig.Key must not be empty")
+	case !(cfg.Limit > 0) || cfg.Limit == rate.Inf:
+		return nil, fmt.Errorf("rampartredis: QuotaConfig.Limit must be positive and finite, got %v", cfg.Limit)
+	case cfg.Slice < 0:
+		return nil, fmt.Errorf("rampartredis: QuotaConfig.Slice must be >= 0 (0 means %v), got %v", DefaultSlice, cfg.Slice)
+	case cfg.Timeout < 0:
+		return nil, fmt.Errorf("rampartredis: QuotaConfig.Timeout must be >= 0 (0 means %v), got %v", DefaultQuotaTimeout, cfg.Timeout)
+	case cfg.Unreachable > Refuse:
+		return nil, fmt.Errorf("rampartredis: QuotaConfig.Unreachable must be LocalShare or Refuse, got %d", cfg.Unreachable)
+	case cfg.Replicas < 0:
+		return nil, fmt.Errorf("rampartredis: QuotaConfig.Replicas must be >= 0 (0 means 1), got %d", cfg.Replicas)
+	}
+	cfg.Slice = cmp(cfg.Slice, DefaultSlice)
+	cfg.Timeout = cmp(cfg.Timeout, DefaultQuotaTimeout)
+	cfg.Replicas = cmp(cfg.Replicas, 1)
+	cfg.Prefix = cmp(cfg.Prefix, DefaultPrefix)
+	cfg.ID = cmp(cfg.ID, randomID())
+	tag := cfg.Prefix + "{" + cfg.Key + "}:"
+	q := &Quota{
+		client:   client,
+		cfg:      cfg,
+		keys:     []string{tag + "demand", tag + "seen"},
+		replicas: cfg.Replicas,
+	}
+	q.ctx, q.cancel = context.WithCancel(context.Background())
+	q.lease(-1) // demand unknown until the first slice
+	q.wg.Add(1)
+	go q.run()
+	return q, nil
+}
+
+// cmp returns v, or def when v is the zero value.
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Limiter returns the replica's local limiter, whose limit and burst the
+// Quota sets every Slice. Pass it to ratelimit.NewLayer or ratelimit.Wrap;
+// do not change its limit or burst yourself.
+func (q *Quota) Limiter() *rate.Limiter { return q.lim }
+
+// Close stops the Quota's goroutine and waits for it. The limiter keeps
+// its last share. It does not close the client. Calling it again does
+// nothing.
+func (q *Quota) Close() error {
+	q.once.Do(func() {
+		q.cancel()
+		q.wg.Wait()
+	})
+	return nil
+}
+
+// QuotaStats are counts of a Quota's Redis commands (one per Slice) and
+// failed commands, and its current share of the quota (calls per second).
+type QuotaStats struct {
+	Commands, Failures int64
+	Share              rate.Limit
+}
+
+// Stats returns the counts so far. Safe for concurrent use.
+func (q *Quota) Stats() QuotaStats {
+	return QuotaStats{Commands: q.commands.Load(), Failures: q.failures.Load(), Share: q.lim.Limit()}
+}
+
+func (q *Quota) run() {
+	defer q.wg.Done()
+	tick := time.NewTicker(q.cfg.Slice)
+	defer tick.Stop()
+	for {
+		select {
+		case <-q.ctx.Done():
+			return
+		case <-tick.C:
+			q.lease(q.demand())
+		}
+	}
+}
+
+// demand estimates the calls per second this replica wanted during the
+// last slice from its limiter's tokens: -1 (more than its share) when the
+// bucket ran dry; half its share (at least one call a second) when the
+// bucket is full, since a full bucket hides how much was used; else what
+// it used, with a tenth more and one call of headroom so that growth
+// shows.
+func (q *Quota) demand() float64 {
+	now := time.Now()
+	tokens := q.lim.TokensAt(now)
+	dt := now.Sub(q.at).Seconds()
+	switch {
+	case tokens < 1 || dt <= 0:
+		return -1
+	case tokens >= float64(q.lim.Burst()):
+		return max(q.share/2, 1)
+	}
+	used := q.share*dt + q.tokens - tokens
+	return max(used/dt, 0)*1.1 + 1
+}
+
+// lease reports demand and sets the limiter to the share Redis returns,
+// or to the Unreachable share when Redis does not answer.
+func (q *Quota) lease(demand float64) {
+	ctx, cancel := context.WithTimeout(q.ctx, q.cfg.Timeout)
+	defer cancel()
+	q.commands.Add(1)
+	live := 3 * q.cfg.Slice.Milliseconds()
+	v, err := quotaScript.Run(ctx, q.client, q.keys, q.cfg.ID, strconv.FormatFloat(demand, 'g', -1, 64),
+		strconv.FormatFloat(float64(q.cfg.Limit), 'g', -1, 64), max(live, 1)).Slice()
+	share := 0.0
+	if err == nil && len(v) == 2 {
+		s, _ := v[0].(string)
+		n, _ := v[1].(int64)
+		share, err = strconv.ParseFloat(s, 64)
+		if n > 0 {
+			q.replicas = int(n)
+		}
+	} else if err == nil {
+		err = fmt.Errorf("rampartredis: unexpected quota reply %v", v)
+	}
+	if err != nil {
+		if q.ctx.Err() != nil {
+			return
+		}
+		q.failures.Add(1)
+		share = 0
+		if q.cfg.Unreachable == LocalShare {
+			share = float64(q.cfg.Limit) / float64(q.replicas)
+		}
+	}
+	q.set(share)
+}
+
+// set gives the limiter a share (calls per second) and a burst of one
+// Slice of it, at least 1 (0 for a share of 0).
+func (q *Quota) set(share float64) {
+	now := time.Now()
+	burst := 0
+	if share > 0 {
+		burst = max(1, int(math.Ceil(share*q.cfg.Slice.Seconds())))
+	}
+	if q.lim == nil { // the first share: the bucket starts full
+		q.lim = rate.NewLimiter(rate.Limit(share), burst)
+	} else {
+		q.lim.SetLimitAt(now, rate.Limit(share))
+		q.lim.SetBurstAt(now, burst)
+	}
+	q.share, q.tokens, q.at = share, q.lim.TokensAt(now), now
+}
