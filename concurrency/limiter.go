@@ -2,6 +2,7 @@ package concurrency
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -116,3 +117,32 @@ func (l *Limiter) Release() {
 	}
 	l.sem.Release(1)
 }
+
+func (l *Limiter) valid() error {
+	if l == nil {
+		return errors.New("concurrency: limiter must not be nil")
+	}
+	if l.sem == nil {
+		return errors.New("concurrency: limiter must be made by New, got a zero Limiter")
+	}
+	return nil
+}
+
+// take takes a slot as the mode says: in Wait mode it blocks until a slot
+// frees or ctx is done; in Reject mode it fails at once with the limiter's
+// shared refusal. A ctx already done takes no slot, in either mode. A
+// Limiter needs nothing in the Permit.
+func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
+	if mode == Wait {
+		return Permit{}, l.Acquire(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
+	}
+	if !l.TryAcquire() {
+		return Permit{}, l.limited
+	}
+	return Permit{}, nil
+}
+
+func (l *Limiter) give(Permit) { l.Release() }
