@@ -30,10 +30,10 @@ type AdaptiveConfig struct {
 	InitialLimit int
 	// Window is the smoothing window: the limiter averages the latency of
 	// the calls that finish in a window, and moves the limit once per
-	// window, from that average. A window closes when the first call
-	// finishes after Window has passed since it opened and at least 10
-	// calls finished in it, so a quiet limiter keeps its window open until
-	// it has enough samples. Zero means 1s; it must not be negative. A
+	// window, from that average. A window closes when the first timed
+	// call finishes after Window has passed since it opened and at least
+	// 10 calls were timed in it, so a quiet limiter keeps its window open
+	// until it has enough samples. Zero means 1s; it must not be negative. A
 	// window should span five of the dependency's usual latencies or more,
 	// so that most calls that start in it also finish in it. A shorter
 	// window follows the dependency faster.
@@ -59,9 +59,9 @@ const minSamples = 10
 // calls queued in the dependency rather than served. Once per
 // [AdaptiveConfig.Window]:
 //
-//   - with fewer than max(1, L/20) calls queued, and at least L/2 calls on
-//     average in flight (so that the dependency was actually asked), the
-//     limit grows by a tenth (at least 1);
+//   - with fewer than max(1, L/20) calls queued, and at least L/2 calls
+//     in flight at some moment of the window (so that the limit was
+//     actually used), the limit grows by a tenth (at least 1);
 //   - with more than max(2, L/10) queued, or rtt above twice the
 //     baseline, it drops to the estimated capacity L × baseline/rtt plus
 //     max(1, L/20), by at least 1 but never below half of L in one
@@ -94,8 +94,10 @@ const minSamples = 10
 // allocates nothing and takes no lock, except once per window, when the
 // releasing call moves the limit. A call's latency is measured from when it
 // gets its slot, so time spent waiting for a slot in this limiter does not
-// count as the dependency's. Every call counts, failures included: a
-// dependency that fails fast looks fast.
+// count as the dependency's. The first 256 calls of a window are all
+// timed, then one call in eight (a clock read costs about as much as the
+// rest of the acquire and release). Timed calls count whatever their
+// outcome: a dependency that fails fast looks fast.
 //
 // The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
 // InFlight are 0, Ready is false, Acquire refuses at once with a
@@ -114,13 +116,16 @@ type AdaptiveLimiter struct {
 	// slot under mu before joining them: see Acquire.
 	waiting atomic.Int64
 
-	// The open window's sums, added to by every Release. A Release that
-	// runs while the window closes may count in the closing window or the
-	// next: one sample in many, which the average absorbs.
+	// The open window's sums, added to by every Release of a timed call.
+	// A Release that runs while the window closes may count in the closing
+	// window or the next: one sample in many, which the average absorbs.
 	latencySum  atomic.Int64 // nanoseconds
-	inFlightSum atomic.Int64 // in flight when each call finished, itself included
 	samples     atomic.Int64
+	maxInFlight atomic.Int64 // most slots held at once in the window
 	windowEnd   atomic.Int64 // time since epoch, in nanoseconds, at which the window may close
+	// acquired counts slots taken, to time one call in sampleEvery once
+	// the window has sampleAll samples.
+	acquired atomic.Uint64
 
 	// refusal is returned for every refusal until the next window closes,
 	// so refusing allocates nothing. It is replaced, never modified.
@@ -129,15 +134,41 @@ type AdaptiveLimiter struct {
 	mu       sync.Mutex
 	waiters  list.List     // of chan struct{}; guarded by mu
 	baseline time.Duration // guarded by mu
-	latency  time.Duration // latest window's average; guarded by mu
 }
+
+const (
+	// sampleAll is how many calls of a window are all timed; after them,
+	// one call in sampleEvery is. A clock read costs about as much as the
+	// rest of an acquire and release together, and the average latency of
+	// a regular sample of the calls is their average latency.
+	sampleAll   = 256
+	sampleEvery = 8
+	// untimed is the start of a Permit whose call is not timed.
+	untimed time.Duration = -1
+)
 
 // Permit is a slot taken from an [AdaptiveLimiter]: it records when the
 // slot was taken, so that [AdaptiveLimiter.Release] can measure the call.
 // It is a value; give each one to Release exactly once. The zero Permit
 // holds no slot, and Release ignores it.
 type Permit struct {
-	start time.Time
+	// start is when the slot was taken, as time since the limiter's
+	// epoch, plus 1 so that a slot taken at the epoch is not the zero
+	// Permit; or untimed.
+	start time.Duration
+}
+
+// permit returns the Permit of a slot just taken, n slots now held: timed
+// (it reads only the monotonic clock, time.Since, about half the cost of
+// time.Now) while the window has fewer than sampleAll samples, and then
+// one call in sampleEvery.
+func (l *AdaptiveLimiter) permit(n int64) Permit {
+	for m := l.maxInFlight.Load(); n > m && !l.maxInFlight.CompareAndSwap(m, n); m = l.maxInFlight.Load() {
+	}
+	if l.acquired.Add(1)%sampleEvery != 0 && l.samples.Load() >= sampleAll {
+		return Permit{start: untimed}
+	}
+	return Permit{start: time.Since(l.epoch) + 1}
 }
 
 // NewAdaptive returns an AdaptiveLimiter configured by cfg. It returns an
@@ -180,7 +211,7 @@ func NewAdaptive(cfg AdaptiveConfig) (*AdaptiveLimiter, error) {
 		epoch:      time.Now(),
 	}
 	l.limit.Store(int64(initial))
-	l.windowEnd.Store(int64(window))
+	l.windowEnd.Store(int64(window) + 1) // times since epoch are counted from 1: see Permit
 	l.refusal.Store(&LimitedError{})
 	return l, nil
 }
@@ -212,10 +243,14 @@ func (l *AdaptiveLimiter) Ready() bool {
 // reports whether it did. It never blocks. After it returns true, give the
 // Permit to [AdaptiveLimiter.Release] when the work is done.
 func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
-	if l.waiting.Load() > 0 || !l.takeSlot() {
+	if l.waiting.Load() > 0 {
 		return Permit{}, false
 	}
-	return Permit{start: time.Now()}, true
+	n, ok := l.takeSlot()
+	if !ok {
+		return Permit{}, false
+	}
+	return l.permit(n), true
 }
 
 // Acquire takes a slot, blocking until one is free or ctx is done; callers
@@ -240,8 +275,10 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 	if err := ctx.Err(); err != nil {
 		return Permit{}, fmt.Errorf("concurrency: waiting for a slot: %w", err)
 	}
-	if l.waiting.Load() == 0 && l.takeSlot() {
-		return Permit{start: time.Now()}, nil
+	if l.waiting.Load() == 0 {
+		if n, ok := l.takeSlot(); ok {
+			return l.permit(n), nil
+		}
 	}
 	l.mu.Lock()
 	// Count this call as waiting before looking for a slot: a Release
@@ -250,10 +287,12 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 	// either this call sees the freed slot or that Release sees this call
 	// and hands it the slot once this call is in waiters.
 	l.waiting.Add(1)
-	if l.waiters.Len() == 0 && l.takeSlot() {
-		l.waiting.Add(-1)
-		l.mu.Unlock()
-		return Permit{start: time.Now()}, nil
+	if l.waiters.Len() == 0 {
+		if n, ok := l.takeSlot(); ok {
+			l.waiting.Add(-1)
+			l.mu.Unlock()
+			return l.permit(n), nil
+		}
 	}
 	if l.maxWaiting > 0 && l.waiters.Len() >= l.maxWaiting {
 		l.waiting.Add(-1)
@@ -266,7 +305,7 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 
 	select {
 	case <-ready:
-		return Permit{start: time.Now()}, nil
+		return l.permit(l.inFlight.Load()), nil
 	case <-ctx.Done():
 		l.mu.Lock()
 		select {
@@ -290,12 +329,11 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 // other callers, except for the brief lock of a handoff, and never panics.
 // A zero Permit is ignored, and so is a Release while no slot is held.
 func (l *AdaptiveLimiter) Release(p Permit) {
-	if p.start.IsZero() {
+	if p.start == 0 {
 		return
 	}
-	var n int64
 	for {
-		n = l.inFlight.Load()
+		n := l.inFlight.Load()
 		if n == 0 {
 			return
 		}
@@ -303,26 +341,28 @@ func (l *AdaptiveLimiter) Release(p Permit) {
 			break
 		}
 	}
-	now := time.Now()
-	l.latencySum.Add(int64(now.Sub(p.start)))
-	l.inFlightSum.Add(n)
-	if l.samples.Add(1) >= minSamples && int64(now.Sub(l.epoch)) >= l.windowEnd.Load() {
-		l.closeWindow(now)
+	if p.start != untimed {
+		now := time.Since(l.epoch) + 1
+		l.latencySum.Add(int64(now - p.start))
+		if l.samples.Add(1) >= minSamples && int64(now) >= l.windowEnd.Load() {
+			l.closeWindow(now)
+		}
 	}
 	if l.waiting.Load() > 0 {
 		l.wake()
 	}
 }
 
-// takeSlot takes a slot if fewer than limit are held.
-func (l *AdaptiveLimiter) takeSlot() bool {
+// takeSlot takes a slot if fewer than limit are held, and returns how
+// many are held with it.
+func (l *AdaptiveLimiter) takeSlot() (int64, bool) {
 	for {
 		n := l.inFlight.Load()
 		if n >= l.limit.Load() {
-			return false
+			return n, false
 		}
 		if l.inFlight.CompareAndSwap(n, n+1) {
-			return true
+			return n + 1, true
 		}
 	}
 }
@@ -335,7 +375,10 @@ func (l *AdaptiveLimiter) wake() {
 }
 
 func (l *AdaptiveLimiter) wakeLocked() {
-	for l.waiters.Len() > 0 && l.takeSlot() {
+	for l.waiters.Len() > 0 {
+		if _, ok := l.takeSlot(); !ok {
+			return
+		}
 		ready := l.waiters.Remove(l.waiters.Front()).(chan struct{})
 		l.waiting.Add(-1)
 		close(ready)
@@ -345,26 +388,24 @@ func (l *AdaptiveLimiter) wakeLocked() {
 // closeWindow averages the window's samples and moves the limit. Only one
 // caller closes a window; a caller that finds the lock taken leaves it to
 // a later Release.
-func (l *AdaptiveLimiter) closeWindow(now time.Time) {
+func (l *AdaptiveLimiter) closeWindow(now time.Duration) {
 	if !l.mu.TryLock() {
 		return
 	}
 	defer l.mu.Unlock()
-	elapsed := int64(now.Sub(l.epoch))
-	if elapsed < l.windowEnd.Load() || l.samples.Load() < minSamples {
+	if int64(now) < l.windowEnd.Load() || l.samples.Load() < minSamples {
 		return // another caller closed it
 	}
 	n := l.samples.Swap(0)
 	sum := l.latencySum.Swap(0)
-	inFlight := l.inFlightSum.Swap(0)
-	l.windowEnd.Store(elapsed + int64(l.window))
+	peak := l.maxInFlight.Swap(l.inFlight.Load())
+	l.windowEnd.Store(int64(now + l.window))
 	if sum <= 0 {
 		return // calls faster than the clock's resolution teach nothing
 	}
 	avg := time.Duration(sum / n)
 	limit := l.limit.Load()
-	next := l.estimate(limit, avg, float64(inFlight)/float64(n))
-	l.latency = avg
+	next := l.estimate(limit, avg, peak)
 	l.refusal.Store(&LimitedError{RetryAfter: avg})
 	if next != limit {
 		l.limit.Store(next)
@@ -373,9 +414,9 @@ func (l *AdaptiveLimiter) closeWindow(now time.Time) {
 }
 
 // estimate returns the next limit after a window at limit whose calls
-// took avg on average with inFlight calls in flight on average, and
+// took avg on average with at most peak calls in flight at once, and
 // updates the baseline. Called with mu held.
-func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, inFlight float64) int64 {
+func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, peak int64) int64 {
 	switch {
 	case l.baseline == 0 || avg < l.baseline:
 		l.baseline = avg
@@ -390,7 +431,7 @@ func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, inFlight floa
 	switch {
 	case queued > beta || avg > 2*l.baseline:
 		next = min(max(lim-queued+alpha, lim/2), lim-1)
-	case queued < alpha && 2*inFlight >= lim:
+	case queued < alpha && 2*peak >= limit:
 		next = lim + max(1, lim/10)
 	}
 	return min(max(int64(math.Round(next)), l.minLimit), l.maxLimit)

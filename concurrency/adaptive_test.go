@@ -236,20 +236,19 @@ func runWindow(t *testing.T, l *concurrency.AdaptiveLimiter, n int, d time.Durat
 }
 
 // The estimator moves the limit by the rules in its doc comment, once per
-// window, with exact arithmetic. In-flight counts are taken as each call
-// finishes, so a round of n calls released together averages (n+1)/2.
+// window, with exact arithmetic.
 func TestAdaptive_LM6_EstimatorSteps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
 		require.NoError(t, err)
 		ms := time.Millisecond
 
-		// No queue, 10.5 of 20 in flight on average: grow by a tenth.
+		// No queue, 20 of 20 in flight: grow by a tenth.
 		runWindow(t, l, 20, 10*ms)
 		assert.Equal(t, 22, l.Limit())
 		assert.Equal(t, 10*ms, l.Baseline())
 
-		// 5.5 of 22 in flight: not asked enough to grow.
+		// 10 of 22 in flight: not asked enough to grow.
 		runWindow(t, l, 10, 10*ms)
 		assert.Equal(t, 22, l.Limit())
 
@@ -271,6 +270,28 @@ func TestAdaptive_LM6_EstimatorSteps(t *testing.T) {
 		runWindow(t, l, 6, 5*ms)
 		assert.Equal(t, 5*ms, l.Baseline())
 		assert.Equal(t, 7, l.Limit())
+	})
+}
+
+// Past the first 256 calls of a window, one call in eight is timed; the
+// window's average is still the calls' average, and the window closes at
+// the first timed call to finish after its end, at most eight calls late.
+func TestAdaptive_LM6_SampledWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 100, Window: stepWindow})
+		require.NoError(t, err)
+		runWindow(t, l, 100, 10*time.Millisecond) // 1100 calls
+		late := 0
+		for ; l.Baseline() == 0 && late < 100; late++ {
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			time.Sleep(10 * time.Millisecond)
+			l.Release(p)
+		}
+		assert.LessOrEqual(t, late, 8)
+		assert.Equal(t, 10*time.Millisecond, l.Baseline())
+		assert.Equal(t, 110, l.Limit())
+		assert.Equal(t, 0, l.InFlight())
 	})
 }
 
