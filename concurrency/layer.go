@@ -13,16 +13,20 @@ import (
 // as many calls run at once across every service built with l as l allows:
 // Max for a [*Limiter], the current Limit for an [*AdaptiveLimiter].
 //
-// With mode [Wait], a call takes its slot with [Limiter.Acquire]: one that
-// finds every slot taken waits for one in FIFO order; if ctx is done
-// first, the call fails with an error that wraps ctx.Err() (so
-// errors.Is(err, context.DeadlineExceeded) or context.Canceled holds) and
-// the inner service is not called. With mode [Reject], such a call fails
-// at once with a [*LimitedError] matching [ErrLimited], whose RetryAfter
-// is 0 (a Limiter cannot know when a slot frees); the same value is
-// returned for every refusal by l, so do not modify it. In either mode a
-// ctx already done when the call arrives fails with an error matching
-// ctx.Err() and takes no slot.
+// With mode [Wait], a call takes its slot with [Limiter.Acquire] or
+// [AdaptiveLimiter.Acquire]: one that finds every slot taken waits for one
+// in FIFO order; if ctx is done first, the call fails with an error that
+// wraps ctx.Err() (so errors.Is(err, context.DeadlineExceeded) or
+// context.Canceled holds) and the inner service is not called. An
+// AdaptiveLimiter whose [AdaptiveConfig.MaxWaiting] calls already wait
+// refuses the call at once with a [*LimitedError]. With mode [Reject], a
+// call that finds every slot taken fails at once with a [*LimitedError]
+// matching [ErrLimited], whose RetryAfter is 0 for a Limiter (it cannot
+// know when a slot frees) and the latest window's average latency for an
+// AdaptiveLimiter; refusals share one value (per window, for an
+// AdaptiveLimiter), so do not modify it. In either mode a ctx already done
+// when the call arrives fails with an error matching ctx.Err() and takes
+// no slot.
 //
 // The slot is held while the inner service runs and given back when it
 // returns or panics. Errors from the inner service come back unchanged. A
@@ -31,8 +35,8 @@ import (
 // which locks its mutex briefly each time: under very high parallelism on
 // one Limiter that mutex is the layer's cost (see BenchmarkLayer). With an
 // [*AdaptiveLimiter], each call's latency, measured from when it gets its
-// slot until the inner service returns, feeds the limiter's estimate; a
-// Reject refusal's RetryAfter is the limiter's latest average latency.
+// slot until the inner service returns or panics, feeds the limiter's
+// estimate.
 //
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
