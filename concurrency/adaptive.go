@@ -329,17 +329,8 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 // other callers, except for the brief lock of a handoff, and never panics.
 // A zero Permit is ignored, and so is a Release while no slot is held.
 func (l *AdaptiveLimiter) Release(p Permit) {
-	if p.start == 0 {
+	if p.start == 0 || !decrementHeld(&l.inFlight) {
 		return
-	}
-	for {
-		n := l.inFlight.Load()
-		if n == 0 {
-			return
-		}
-		if l.inFlight.CompareAndSwap(n, n-1) {
-			break
-		}
 	}
 	if p.start != untimed {
 		now := time.Since(l.epoch) + 1

@@ -106,16 +106,24 @@ func (l *Limiter) TryAcquire() bool {
 // them early (more than Max calls may then run until that caller's own
 // Release, which is ignored). Release once per successful acquisition.
 func (l *Limiter) Release() {
+	if decrementHeld(&l.inFlight) {
+		l.sem.Release(1)
+	}
+}
+
+// decrementHeld takes one from the count of held slots n unless it is
+// zero, and reports whether it did: a release with no slot held gives
+// nothing back.
+func decrementHeld(n *atomic.Int64) bool {
 	for {
-		n := l.inFlight.Load()
-		if n == 0 {
-			return
+		v := n.Load()
+		if v == 0 {
+			return false
 		}
-		if l.inFlight.CompareAndSwap(n, n-1) {
-			break
+		if n.CompareAndSwap(v, v-1) {
+			return true
 		}
 	}
-	l.sem.Release(1)
 }
 
 func (l *Limiter) valid() error {
