@@ -73,19 +73,23 @@ const minSamples = 10
 // (a twentieth to a tenth of the limit) wait in the dependency, so it is
 // kept busy and latency stays within about a tenth of the unloaded one.
 //
-// The baseline is the smallest window average seen, not an average of
-// recent latencies. An average follows a long incident up until it equals
-// the incident's latency, the limiter then sees no queue and raises the
-// limit while the dependency is still unhealthy (a known complaint about
-// Gradient-style limiters such as failsafe-go's). A minimum does not
-// follow: during an incident the limit goes to MinLimit and stays there.
-// The baseline rises in one case only: a window measured with the limit at
-// MinLimit, the least load this limiter puts on the dependency, whose
-// average is above the baseline. Such latency is not caused by calls
-// queueing behind this limiter's, so it is the dependency's unloaded
-// latency now (a deploy made it slower, say), and the limiter re-learns
-// it, as Envoy's adaptive concurrency filter re-measures its minimum
-// latency at a low fixed concurrency.
+// Vegas rather than Gradient2 (Netflix's other estimator, which compares
+// a short-term with a long-term average latency): Vegas's estimate counts
+// queued calls, so the limit settles at the dependency's capacity plus a
+// few, and its baseline is a minimum, which does not drift. The baseline
+// is the smallest window average seen, not an average of recent
+// latencies. An average follows a long incident up until it equals the
+// incident's latency; the limiter then sees no queue and raises the limit
+// while the dependency is still unhealthy (a known complaint about
+// failsafe-go's adaptive limiter, whose baseline is such an average). A
+// minimum does not follow: while an incident lasts, the limit stays at
+// what the dependency still serves. The baseline rises in one case only:
+// a window measured with the limit at MinLimit, the least load this
+// limiter puts on the dependency, whose average is above the baseline.
+// Such latency is not caused by calls queueing behind this limiter's, so
+// it is the dependency's unloaded latency now (a deploy made it slower,
+// say), and the limiter re-learns it, as Envoy's adaptive concurrency
+// filter re-measures its minimum latency at a low fixed concurrency.
 //
 // Like a [Limiter], an AdaptiveLimiter is shared state, safe for
 // concurrent use, and usable on its own: [AdaptiveLimiter.Acquire] or
