@@ -1,0 +1,2 @@
+// Package rampartgrpc adapts rampart stacks to gRPC.
+package rampartgrpc
