@@ -47,6 +47,15 @@ func (s *testServer) StreamingOutputCall(_ *testgrpc.StreamingOutputCallRequest,
 	return s.stream(stream, n)
 }
 
+func (s *testServer) StreamingInputCall(stream testgrpc.TestService_StreamingInputCallServer) error {
+	s.streams.Add(1)
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{AggregatedPayloadSize: 1})
+		}
+	}
+}
+
 // network is how a test reaches its server.
 type network struct {
 	name   string
