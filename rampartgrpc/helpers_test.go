@@ -59,17 +59,17 @@ func (s *testServer) StreamingInputCall(stream testgrpc.TestService_StreamingInp
 // network is how a test reaches its server.
 type network struct {
 	name   string
-	listen func(t *testing.T) (net.Listener, grpc.DialOption, string)
+	listen func(t testing.TB) (net.Listener, grpc.DialOption, string)
 }
 
 var networks = []network{
-	{"bufconn", func(*testing.T) (net.Listener, grpc.DialOption, string) {
+	{"bufconn", func(testing.TB) (net.Listener, grpc.DialOption, string) {
 		lis := bufconn.Listen(1 << 20)
 		return lis, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return lis.DialContext(ctx)
 		}), "passthrough:///bufconn"
 	}},
-	{"tcp", func(t *testing.T) (net.Listener, grpc.DialOption, string) {
+	{"tcp", func(t testing.TB) (net.Listener, grpc.DialOption, string) {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ type env struct {
 // start serves srv on n with serverOpts and dials it with dialOpts. The
 // server and the connection are stopped when the test (or synctest
 // bubble) ends.
-func start(t *testing.T, n network, srv *testServer, serverOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) *env {
+func start(t testing.TB, n network, srv *testServer, serverOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) *env {
 	t.Helper()
 	lis, dial, target := n.listen(t)
 	cl := &conns{Listener: lis}
