@@ -61,7 +61,9 @@ func BenchmarkGRPCUnary(b *testing.B) {
 	})
 }
 
-type grpcServer struct{ testgrpc.UnimplementedTestServiceServer }
+type grpcServer struct {
+	testgrpc.UnimplementedTestServiceServer
+}
 
 func (grpcServer) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
 	return &testgrpc.SimpleResponse{}, nil
