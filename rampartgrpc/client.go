@@ -198,6 +198,7 @@ type client struct {
 	classify       func(error) circuitbreaker.Outcome
 	methods        func(string) bool
 	streamRetry    rampart.Layer[streamCall, grpc.ClientStream]
+	commitRetry    rampart.Layer[*commitCall, commitResult]
 	attemptTimeout time.Duration
 }
 
@@ -283,6 +284,9 @@ func newClient(cfg ClientConfig) (*client, error) {
 		Retryable:   func(_ grpc.ClientStream, err error) bool { return err != nil && retryable(err) },
 	})
 	if err != nil {
+		return nil, fmt.Errorf("rampartgrpc: ClientConfig.Retry: %w", err)
+	}
+	if c.commitRetry, err = newCommitRetry(cfg.Retry, retryable); err != nil {
 		return nil, fmt.Errorf("rampartgrpc: ClientConfig.Retry: %w", err)
 	}
 	return c, nil

@@ -63,9 +63,10 @@
 // breaker refuses is not sent and fails with UNAVAILABLE, matching
 // [circuitbreaker.ErrOpen].
 //
-// Streams are judged by their final status, retried only while grpc-go
-// opens them (before anything was sent), and never ended by the
-// per-attempt timeout once open; see [NewStreamClientInterceptor].
+// Streams are judged by their final status, retried only before the
+// call is committed (before the server's response headers), and never
+// ended by the per-attempt timeout once open; see
+// [NewStreamClientInterceptor].
 //
 // # grpc-go's own retries
 //
@@ -83,7 +84,8 @@
 //     call, whatever grpc-go's attempts were, and grpc-go's
 //     retryThrottling is the only budget. This is the choice for streams
 //     that must be retried after they started, which grpc-go can replay and
-//     the interceptor cannot.
+//     the interceptor does not (a stream that receives while it sends, or
+//     that failed after its response headers).
 //
 // # Server side
 //

@@ -29,6 +29,8 @@ type testServer struct {
 	stream  func(stream testgrpc.TestService_StreamingOutputCallServer, n int) error
 	calls   atomic.Int32
 	streams atomic.Int32
+	// streamReqs holds the request of every StreamingOutputCall.
+	streamReqs chan *testgrpc.StreamingOutputCallRequest
 }
 
 func (s *testServer) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
@@ -39,8 +41,11 @@ func (s *testServer) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (
 	return s.unary(ctx, n)
 }
 
-func (s *testServer) StreamingOutputCall(_ *testgrpc.StreamingOutputCallRequest, stream testgrpc.TestService_StreamingOutputCallServer) error {
+func (s *testServer) StreamingOutputCall(req *testgrpc.StreamingOutputCallRequest, stream testgrpc.TestService_StreamingOutputCallServer) error {
 	n := int(s.streams.Add(1))
+	if s.streamReqs != nil {
+		s.streamReqs <- req
+	}
 	if s.stream == nil {
 		return nil
 	}

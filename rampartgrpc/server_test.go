@@ -329,3 +329,31 @@ func rampartLayerFunc(see func(rampartgrpc.ServerCall)) rampartgrpc.ServerLayer 
 		})
 	})
 }
+
+func TestServer_GR13_StreamClientHonoursServerPushback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := &testServer{
+			unary: func(context.Context, int) (*testgrpc.SimpleResponse, error) {
+				time.Sleep(50 * time.Millisecond)
+				return &testgrpc.SimpleResponse{}, nil
+			},
+			stream: sendThen(1, nil),
+		}
+		b, err := retry.NewConstant(10 * time.Millisecond)
+		require.NoError(t, err)
+		e := start(t, networks[0], srv, serverOpts(t, limitLayer(t, 1)), streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: b},
+		}))
+		go func() { _, _ = e.tc.UnaryCall(context.Background(), &testgrpc.SimpleRequest{}) }()
+		synctest.Wait() // the unary call holds the only slot for 50ms
+		begin := time.Now()
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		require.NoError(t, err, "refused, then retried after the pushback")
+		assert.Equal(t, 100*time.Millisecond, time.Since(begin))
+		_, err = st.Recv()
+		assert.Equal(t, io.EOF, err)
+		assert.Equal(t, int32(1), srv.streams.Load(), "the refused attempt never reached the handler")
+	})
+}

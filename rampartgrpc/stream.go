@@ -41,11 +41,21 @@ type streamCall struct {
 //     interceptor starts no goroutine: its only watch on the caller's
 //     context is a [context.AfterFunc], stopped when the stream is judged.
 //   - Retries happen only before the call is committed, as gRFC A6
-//     defines it: here, only when grpc-go fails to open the stream
-//     (UNAVAILABLE while no connection is ready, say), before any message
-//     was sent. A stream that fails once open is not retried: its messages
-//     would have to be buffered and sent again. For that, use grpc-go's
-//     own retryPolicy (see the package documentation).
+//     defines it: once the server's response headers arrive, the stream is
+//     never retried. Before that, a stream of a method safe to repeat is
+//     retried in two cases. When grpc-go fails to open it (UNAVAILABLE
+//     while no connection is ready, say). And when the caller has sent
+//     every message (CloseSend, which generated server-streaming methods
+//     call at once) and its first RecvMsg finds the stream ended before any
+//     response header (a server interceptor's refusal, say): the stream is
+//     opened again and the messages it sent (kept until then, up to 64;
+//     a stream that sends more is not retried once open) are sent again,
+//     after the backoff or the server's pushback. Each of the two is
+//     bounded by RetryConfig.MaxAttempts and the budget, which the call
+//     deposits into once. A stream whose caller calls Header before its
+//     first RecvMsg, or receives while still sending, is not retried once
+//     open: it would mix two attempts. For those, use grpc-go's own
+//     retryPolicy (see the package documentation).
 //   - cfg.AttemptTimeout bounds only the opening of a stream: it never
 //     ends a stream once open, however long it lasts.
 //
@@ -57,6 +67,7 @@ func NewStreamClientInterceptor(cfg ClientConfig) (grpc.StreamClientInterceptor,
 	}
 	repeat := c.streamRetry.Wrap(streamOpener{c})
 	once := streamOpener{c}
+	commit := c.commitRetry.Wrap(committer{streamOpener{c}})
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		s := streamCall{desc: desc, cc: cc, method: method, streamer: streamer, opts: opts}
 		var (
@@ -64,7 +75,9 @@ func NewStreamClientInterceptor(cfg ClientConfig) (grpc.StreamClientInterceptor,
 			err error
 		)
 		if c.methods(method) {
-			cs, err = repeat.Call(ctx, s)
+			if cs, err = repeat.Call(ctx, s); err == nil {
+				cs = &replayStream{ClientStream: cs, ctx: ctx, call: s, retry: commit, replay: true}
+			}
 		} else {
 			if c.budget != nil {
 				c.budget.Deposit()

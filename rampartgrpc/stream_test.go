@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
@@ -170,13 +171,7 @@ func TestStream_GR10_AttemptTimeoutNeverEndsAnOpenStream(t *testing.T) {
 		begin := time.Now()
 		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
 		require.NoError(t, err)
-		got := 0
-		for {
-			if _, err = st.Recv(); err != nil {
-				break
-			}
-			got++
-		}
+		got, err := recvAll(st)
 		assert.Equal(t, io.EOF, err)
 		assert.Equal(t, 5, got)
 		assert.Equal(t, 500*time.Millisecond, time.Since(begin))
@@ -214,9 +209,29 @@ func TestStream_GR10_OpeningRetriedBeforeCommit(t *testing.T) {
 	}
 }
 
-func TestStream_GR10_NotRetriedOnceOpen(t *testing.T) {
+func TestStream_GR10_NotRetriedAfterCommit(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, n network) {
-		e := start(t, n, &testServer{stream: sendThen(0, status.Error(codes.Unavailable, "later"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+		e := start(t, n, &testServer{stream: sendThen(1, status.Error(codes.Unavailable, "later"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+		}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		require.NoError(t, err)
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Equal(t, int32(1), e.srv.streams.Load())
+	})
+}
+
+func TestStream_GR10_HeadersCommit(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		e := start(t, n, &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+			if err := s.SendHeader(nil); err != nil {
+				return err
+			}
+			return status.Error(codes.Unavailable, "after the headers")
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{
 			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
 		}))
 		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
@@ -225,6 +240,102 @@ func TestStream_GR10_NotRetriedOnceOpen(t *testing.T) {
 		assert.Equal(t, codes.Unavailable, status.Code(err))
 		assert.Equal(t, int32(1), e.srv.streams.Load())
 	})
+}
+
+func TestStream_GR10_RetriedBeforeCommitWithItsRequest(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		srv := &testServer{
+			stream: func(s testgrpc.TestService_StreamingOutputCallServer, n int) error {
+				if n < 3 {
+					return status.Error(codes.Unavailable, "refused before the headers")
+				}
+				return sendThen(2, nil)(s, n)
+			},
+			streamReqs: make(chan *testgrpc.StreamingOutputCallRequest, 3),
+		}
+		e := start(t, n, srv, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+		}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte("again")}})
+		require.NoError(t, err)
+		got, err := recvAll(st)
+		assert.Equal(t, io.EOF, err)
+		assert.Equal(t, 2, got)
+		assert.Equal(t, int32(3), srv.streams.Load())
+		for range srv.streams.Load() {
+			assert.Equal(t, "again", string((<-srv.streamReqs).GetPayload().GetBody()), "every attempt sends the request")
+		}
+	})
+}
+
+func TestStream_GR10_RetriesBeforeCommitExhausted(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		e := start(t, n, &testServer{stream: sendThen(0, status.Error(codes.Unavailable, "always"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t), MaxAttempts: 4},
+		}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err), "the same error again")
+		assert.Equal(t, int32(4), e.srv.streams.Load())
+	})
+}
+
+func TestStream_GR10_UnsafeMethodNotRetriedBeforeCommit(t *testing.T) {
+	e := start(t, networks[0], &testServer{stream: sendThen(0, status.Error(codes.Unavailable, "always"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+		Retry: rampartgrpc.RetryConfig{Backoff: noWait(t)},
+	}))
+	st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	require.NoError(t, err)
+	_, err = st.Recv()
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Equal(t, int32(1), e.srv.streams.Load())
+}
+
+func TestStream_GR10_HeaderBeforeRecvNotRetried(t *testing.T) {
+	e := start(t, networks[0], &testServer{stream: sendThen(0, status.Error(codes.Unavailable, "always"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+		Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+	}))
+	st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	require.NoError(t, err)
+	_, _ = st.Header()
+	_, err = st.Recv()
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Equal(t, int32(1), e.srv.streams.Load())
+}
+
+func TestStream_GR2_PushbackBeforeCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		value   string
+		streams int32
+		took    time.Duration
+	}{
+		{name: "honoured", value: "200", streams: 2, took: 200 * time.Millisecond},
+		{name: "negative stops", value: "-1", streams: 1, took: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := start(t, networks[0], &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, n int) error {
+					if n == 1 {
+						s.SetTrailer(metadata.Pairs(rampartgrpc.PushbackKey, tc.value))
+						return status.Error(codes.Unavailable, "pushing back")
+					}
+					return nil
+				}}, nil, streamClient(t, rampartgrpc.ClientConfig{
+					Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+				}))
+				begin := time.Now()
+				st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+				require.NoError(t, err)
+				_, _ = st.Recv()
+				assert.Equal(t, tc.took, time.Since(begin))
+				assert.Equal(t, tc.streams, e.srv.streams.Load())
+			})
+		})
+	}
 }
 
 func TestStream_GR10_OpeningTimeout(t *testing.T) {
@@ -261,4 +372,14 @@ func TestStream_GR11_ResetStreamIsFailure(t *testing.T) {
 		assert.Equal(t, codes.Unavailable, status.Code(err))
 		assert.Equal(t, circuitbreaker.Open, br.State().State)
 	})
+}
+
+// recvAll receives until the stream ends, and returns how many messages
+// it received and the error it ended with.
+func recvAll(st grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse]) (int, error) {
+	for got := 0; ; got++ {
+		if _, err := st.Recv(); err != nil {
+			return got, err
+		}
+	}
 }
