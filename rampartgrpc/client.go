@@ -110,10 +110,18 @@ type HedgeConfig struct {
 	// Delay is how long to wait for an answer before sending the next
 	// copy; zero means [hedge.DefaultDelay]; negative is an error.
 	Delay time.Duration
-	// Percentile, Window and MinSamples learn the delay from recent
-	// latencies, as [hedge.Config] describes; zero means a fixed Delay.
+	// Percentile, when not zero, learns the delay as this quantile of
+	// recent latencies (a fraction in (0, 1]: 0.95 for p95), from sending a
+	// call to its answer, over every call the interceptor hedges, whatever
+	// its method: methods whose latencies differ want interceptors of their
+	// own. Zero means a fixed Delay. See [hedge.Config.Percentile].
 	Percentile float64
-	Window     int
+	// Window is how many recent latencies the percentile is taken over;
+	// only with a Percentile. Zero means [hedge.DefaultWindow].
+	Window int
+	// MinSamples is how many latencies must be seen before the learned
+	// delay replaces Delay; only with a Percentile. Zero means
+	// [hedge.DefaultMinSamples], or Window if that is smaller.
 	MinSamples int
 }
 

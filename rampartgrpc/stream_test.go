@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
@@ -382,4 +383,29 @@ func recvAll(st grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse]
 			return got, err
 		}
 	}
+}
+
+func TestStream_GR9_NoGoroutineOutlivesTheStream(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{})
+		e := start(t, n, &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, n int) error {
+			if n == 1 {
+				return status.Error(codes.Unavailable, "refused before the headers")
+			}
+			return sendThen(1, nil)(s, n)
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Breaker:        br,
+			AttemptTimeout: time.Minute,
+			Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+		}))
+		ctx, cancel := context.WithCancel(context.Background()) // live until the check is done
+		defer cancel()
+		st, err := e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		got, err := recvAll(st)
+		assert.Equal(t, io.EOF, err)
+		assert.Equal(t, 1, got)
+		e.stop()
+		goleak.VerifyNone(t)
+	})
 }
