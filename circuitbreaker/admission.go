@@ -98,7 +98,7 @@ func (b *Breaker) acquireSlow() (Permit, error) {
 			return Permit{}, per.rejection(per.until - now)
 		}
 		// The cool-down ended at per.until: the transition happened then.
-		b.enter(HalfOpen, per.cause, b.base.Add(time.Duration(per.until)))
+		b.enter(HalfOpen, per.cause, b.wallAt(per.until, now))
 		w = b.word.Load()
 		per = b.period.Load()
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 )
 
 var ok = rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) { return req, nil })
@@ -54,6 +55,17 @@ func TestAllocs_OpenReject(t *testing.T) {
 
 func BenchmarkClosedSuccess(b *testing.B) {
 	br := newBreaker(b, circuitbreaker.Config{})
+	b.ReportAllocs()
+	for b.Loop() {
+		p, _ := br.TryAcquire()
+		p.Success()
+	}
+}
+
+// BenchmarkClosedSuccessSuppliedClock is BenchmarkClosedSuccess with a
+// Config.Clock: the Closed success path reads no clock either way.
+func BenchmarkClosedSuccessSuppliedClock(b *testing.B) {
+	br := newBreaker(b, circuitbreaker.Config{Clock: clock.System})
 	b.ReportAllocs()
 	for b.Loop() {
 		p, _ := br.TryAcquire()

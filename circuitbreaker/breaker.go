@@ -50,9 +50,12 @@ type Breaker struct {
 	tracker Tracker
 	timing  Timing
 	set     settings
-	// base is the origin of the monotonic clock readings (mono): the
-	// cool-down deadline is a number of nanoseconds since base.
-	base time.Time
+	// base and origin are the origin of the monotonic clock readings
+	// (mono): the cool-down deadline is a number of nanoseconds since
+	// then. base is the system's clock reading, origin the supplied
+	// Clock's Monotonic reading (when set.clock is set).
+	base   time.Time
+	origin time.Duration
 
 	mu sync.Mutex
 	// cooldown is the cool-down of the current or most recent Open period;
@@ -156,7 +159,14 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	b.timing = tracker.Timing()
 	b.set = set
 	b.events.async, b.events.onPanic, b.events.name = set.async, set.onPanic, set.name
-	b.base = time.Now()
+	if c := set.clock; c != nil {
+		b.origin = c.Monotonic()
+	} else {
+		b.base = time.Now()
+	}
+	if u, ok := tracker.(clockUser); ok {
+		u.useClock(func() time.Duration { return time.Duration(b.mono()) })
+	}
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
 	w := uint64(flagMade)
@@ -182,6 +192,29 @@ func (b *Breaker) setUp() {
 	b.init(set, tracker)
 }
 
-// mono returns the monotonic time since b.base in nanoseconds. It reads
-// only the monotonic clock.
-func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
+// mono returns the monotonic time since the breaker's origin in
+// nanoseconds, from the supplied Clock's Monotonic reading or the system's
+// monotonic clock.
+func (b *Breaker) mono() int64 {
+	if c := b.set.clock; c != nil {
+		return int64(c.Monotonic() - b.origin)
+	}
+	return int64(time.Since(b.base))
+}
+
+// wall returns the wall time, for a transition's timestamp.
+func (b *Breaker) wall() time.Time {
+	if c := b.set.clock; c != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// wallAt returns the wall time of the monotonic reading m, which is not
+// later than now (a mono reading taken just before).
+func (b *Breaker) wallAt(m, now int64) time.Time {
+	if b.set.clock == nil {
+		return b.base.Add(time.Duration(m))
+	}
+	return b.wall().Add(time.Duration(m - now))
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 const (
@@ -95,6 +97,17 @@ type Config struct {
 	// Switch, when set, can force this breaker open or closed. One Switch
 	// may control many breakers.
 	Switch *Switch
+
+	// Clock, when set, is the breaker's time: every reading (cool-downs,
+	// time windows, slow-call latencies, probe leases, the time of a
+	// [Transition]) and every timer goes through it, so that recorded
+	// traffic can be replayed on virtual time. Durations are measured
+	// only as differences of its Monotonic readings, so a step of its
+	// wall time moves no cool-down and no window. nil means the system's
+	// clock, read directly: no interface call and no allocation per call.
+	// Tests do not need it: testing/synctest gives the system's clock
+	// virtual time.
+	Clock clock.Clock
 }
 
 // settings are a validated Config with defaults filled in.
@@ -107,6 +120,7 @@ type settings struct {
 	name                  string
 	async                 bool
 	onPanic               func(any, []byte)
+	clock                 clock.Clock // nil: the system's clock
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -121,6 +135,7 @@ func (c Config) validate() (settings, error) {
 		name:        c.Name,
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
+		clock:       c.Clock,
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:

@@ -91,9 +91,14 @@ type Call struct {
 	// Err is the error of a failure; nil for a success, and possibly for
 	// a failure judged from a response.
 	Err error
-	// Now is when the outcome was recorded (with TimingNow or
-	// TimingLatency).
+	// Now is when the outcome was recorded, by the wall clock (with
+	// TimingNow or TimingLatency): a timestamp, not for measuring time.
 	Now time.Time
+	// Monotonic is when the outcome was recorded, as the time since an
+	// origin fixed by the breaker on its monotonic clock (with TimingNow
+	// or TimingLatency): the difference of two readings is a duration
+	// that no step of the wall clock changes. Time windows use it.
+	Monotonic time.Duration
 	// Latency is how long the call ran, from the permit to the outcome, on
 	// the monotonic clock (with TimingLatency).
 	Latency time.Duration

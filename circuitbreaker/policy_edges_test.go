@@ -251,7 +251,7 @@ func TestPolicies_CB12_TimeWindowOutOfOrderOutcomes(t *testing.T) {
 		base := time.Now()
 		record := func(o circuitbreaker.Outcome, at time.Duration) circuitbreaker.Counters {
 			t.Helper()
-			require.False(t, tr.Record(circuitbreaker.Call{Outcome: o, Now: base.Add(at)}), "never trips below MinCalls")
+			require.False(t, tr.Record(circuitbreaker.Call{Outcome: o, Now: base.Add(at), Monotonic: at}), "never trips below MinCalls")
 			return tr.Counters()
 		}
 		s, f := circuitbreaker.Success, circuitbreaker.Failure

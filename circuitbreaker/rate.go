@@ -75,9 +75,9 @@ func (f *failureRate) Record(c Call) bool {
 	if c.Outcome == Failure {
 		flags = flagFailure
 	}
-	f.w.add(c.Now, flags)
+	f.w.add(c.Monotonic, flags)
 	f.setBusy()
-	t := f.w.totals(c.Now)
+	t := f.w.totals(c.Monotonic)
 	return t.Calls >= f.w.minCalls && reached(t.Failures, t.Calls, f.ratio)
 }
 
@@ -91,6 +91,8 @@ func (f *failureRate) Reset(State) {
 }
 
 func (f *failureRate) Counters() Counters { return f.w.totals(nowIf(f.w)) }
+
+func (f *failureRate) useClock(now func() time.Duration) { f.w.useClock(now) }
 
 // ratioVerdict judges n probes of which bad count toward ratio: re-open
 // once bad/n reaches ratio whatever the rest do, close once it cannot.
@@ -113,11 +115,11 @@ func timingOf(w *window) Timing {
 }
 
 // nowIf reads the clock only for a time window.
-func nowIf(w *window) time.Time {
+func nowIf(w *window) time.Duration {
 	if w.timed() {
-		return time.Now()
+		return w.mono()
 	}
-	return time.Time{}
+	return 0
 }
 
 // DefaultSlowCallThreshold is the latency from which a call is slow when
@@ -180,8 +182,8 @@ func (s *slowCalls) Record(c Call) bool {
 	if c.Latency >= s.threshold {
 		flags |= flagSlow
 	}
-	s.w.add(c.Now, flags)
-	t := s.w.totals(c.Now)
+	s.w.add(c.Monotonic, flags)
+	t := s.w.totals(c.Monotonic)
 	return t.Calls >= s.w.minCalls && reached(t.SlowCalls, t.Calls, s.ratio)
 }
 
@@ -206,3 +208,5 @@ func (s *slowCalls) Reset(State) {
 }
 
 func (s *slowCalls) Counters() Counters { return s.w.totals(nowIf(s.w)) }
+
+func (s *slowCalls) useClock(now func() time.Duration) { s.w.useClock(now) }

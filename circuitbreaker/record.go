@@ -78,7 +78,7 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		})
 		switch v {
 		case VerdictClose:
-			b.enter(Closed, nil, time.Now())
+			b.enter(Closed, nil, b.wall())
 		case VerdictReopen:
 			cause := b.tripCause(o)
 			if cause == nil {
@@ -106,12 +106,18 @@ func (b *Breaker) tripCause(o Outcome) error {
 // call builds the Call for a tracker, reading the clock only if asked to.
 func (b *Breaker) call(p *Permit, o Outcome, err error) Call {
 	c := Call{Outcome: o, Err: err}
-	if b.timing != TimingNone {
+	if b.timing == TimingNone {
+		return c
+	}
+	if clk := b.set.clock; clk != nil {
+		c.Now, c.Monotonic = clk.Now(), clk.Monotonic()-b.origin
+	} else {
+		// One clock read: Now carries the monotonic reading.
 		c.Now = time.Now()
-		if b.timing == TimingLatency {
-			// One clock read: Now carries the monotonic reading.
-			c.Latency = c.Now.Sub(b.base) - time.Duration(p.start)
-		}
+		c.Monotonic = c.Now.Sub(b.base)
+	}
+	if b.timing == TimingLatency {
+		c.Latency = c.Monotonic - time.Duration(p.start)
 	}
 	return c
 }

@@ -1,6 +1,9 @@
 package circuitbreaker
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
 // zero: 0.8, the example of the Tower circuit-breaker pull request ("close
@@ -71,4 +74,11 @@ func (s *successRate) TripCause() error {
 		return tc.TripCause()
 	}
 	return nil
+}
+
+// useClock gives the breaker's clock to the Trip tracker if it reads it.
+func (s *successRate) useClock(now func() time.Duration) {
+	if u, ok := s.Tracker.(clockUser); ok {
+		u.useClock(now)
+	}
 }

@@ -3,7 +3,6 @@ package circuitbreaker
 import (
 	"slices"
 	"sync"
-	"time"
 	"weak"
 )
 
@@ -104,5 +103,5 @@ func (b *Breaker) force(to State, reason error) {
 			return
 		}
 	}
-	b.enter(to, reason, time.Now())
+	b.enter(to, reason, b.wall())
 }

@@ -13,7 +13,7 @@ func (b *Breaker) trip(from State, cause error) {
 	} else {
 		b.cooldown = b.set.next(b.cooldown)
 	}
-	b.enter(Open, cause, time.Now())
+	b.enter(Open, cause, b.wall())
 }
 
 // enter moves the breaker to state to, bumps the epoch, publishes the new
@@ -71,6 +71,6 @@ func (b *Breaker) Reset() {
 		b.cooldown = b.set.cooldown
 		b.tracker.Reset(Closed)
 	default:
-		b.enter(Closed, nil, time.Now())
+		b.enter(Closed, nil, b.wall())
 	}
 }

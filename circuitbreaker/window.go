@@ -57,14 +57,36 @@ type window struct {
 	next, n int
 
 	// Time window: rolling buckets of width nanoseconds. The bucket
-	// numbered k (the k-th width-long interval since base) lives at
+	// numbered k (the k-th width-long interval of the monotonic clock) lives at
 	// buckets[k%len(buckets)]; a slot whose idx is not in the window holds
 	// nothing that the totals count. head is the newest bucket number the
 	// window has reached.
 	buckets []bucket
 	width   int64
-	base    time.Time
 	head    int64
+	// now reads the monotonic clock the calls' Call.Monotonic come from,
+	// for Counters: the breaker's (useClock), or, for a tracker used on
+	// its own, the time since base.
+	now  func() time.Duration
+	base time.Time
+}
+
+// clockUser is implemented by the built-in trackers that read the time
+// outside Record (a time window's Counters). The breaker gives them its
+// monotonic clock, so that these readings and [Call.Monotonic] share one
+// clock and one origin.
+type clockUser interface {
+	useClock(now func() time.Duration)
+}
+
+func (w *window) useClock(now func() time.Duration) { w.now = now }
+
+// mono reads the window's monotonic clock.
+func (w *window) mono() time.Duration {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Since(w.base)
 }
 
 type bucket struct {
@@ -112,7 +134,8 @@ func newWindow(field string, w Window) (*window, error) {
 	return win, nil
 }
 
-// timed reports whether this is a time window, which needs Call.Now.
+// timed reports whether this is a time window, which needs
+// Call.Monotonic.
 func (w *window) timed() bool { return w.buckets != nil }
 
 // add records one call with flags at now (ignored by a count window). In a
@@ -120,7 +143,7 @@ func (w *window) timed() bool { return w.buckets != nil }
 // through; a call whose bucket has already left the window (its clock was
 // read before a concurrent call moved the window on by a whole Period) is
 // not counted.
-func (w *window) add(now time.Time, flags uint8) {
+func (w *window) add(now time.Duration, flags uint8) {
 	failures, slow := int(flags&flagFailure), int(flags&flagSlow)>>1
 	if w.timed() {
 		idx := w.index(now)
@@ -180,13 +203,13 @@ func (w *window) clean() bool {
 }
 
 // index returns the number of the bucket interval that holds now.
-func (w *window) index(now time.Time) int64 {
-	return max(0, int64(now.Sub(w.base))) / w.width
+func (w *window) index(now time.Duration) int64 {
+	return max(0, int64(now)) / w.width
 }
 
 // totals returns the counts in the window at now, first moving a time
 // window on to now.
-func (w *window) totals(now time.Time) Counters {
+func (w *window) totals(now time.Duration) Counters {
 	if w.timed() {
 		w.advance(w.index(now))
 	}
