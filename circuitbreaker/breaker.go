@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Breaker is a circuit breaker: a state machine shared by every caller of
@@ -16,7 +18,9 @@ import (
 // Breaker behaves as one from New(Config{}) and sets itself up on first
 // use. A Breaker must not be copied after first use. It starts no
 // goroutine (unless [Config.AsyncListeners] asks for one to deliver
-// transitions).
+// transitions); while Open it keeps one runtime timer (time.AfterFunc, or
+// the Config.Clock's), which marks the last eighth of the cool-down (at
+// most a second) and is stopped by any transition.
 //
 // Time is measured on the monotonic clock from creation (or first use of a
 // zero Breaker): in a testing/synctest bubble, create the Breaker inside
@@ -39,12 +43,11 @@ type Breaker struct {
 	word atomic.Uint64
 
 	// period describes the current Open, HalfOpen or ForcedOpen period:
-	// its cool-down deadline, cause and prebuilt rejection errors. It is
-	// replaced (never mutated, except for its error cache) with mu held
-	// and stored before word, so a reader that loads word and then period
-	// and finds period.word equal to the word it loaded has a consistent
-	// pair: the store of the newer period happens before the store of the
-	// newer word.
+	// its cool-down deadline, cause and prebuilt rejection. It is replaced
+	// (never mutated) with mu held and stored before word, so a reader
+	// that loads word and then period and finds period.word equal to the
+	// word it loaded (without flagReady) has a consistent pair: the store
+	// of the newer period happens before the store of the newer word.
 	period atomic.Pointer[period]
 
 	tracker Tracker
@@ -61,6 +64,9 @@ type Breaker struct {
 	// cooldown is the cool-down of the current or most recent Open period;
 	// it grows on consecutive re-opens. Guarded by mu.
 	cooldown time.Duration
+	// timer, while the breaker is Open with a finite cool-down, sets
+	// flagReady near its end; every transition stops it. Guarded by mu.
+	timer clock.Timer
 	// probes are the probes in flight in HalfOpen, at most MaxProbes.
 	// Guarded by mu.
 	probes []probe
@@ -77,11 +83,11 @@ type Breaker struct {
 	events dispatcher[Transition]
 }
 
-// The state word: the low three bits are the State, the next two bits are
-// flagTimed and flagMade, the rest the epoch.
+// The state word: the low three bits are the State, the next three bits
+// are flagTimed, flagMade and flagReady, the rest the epoch.
 const (
 	stateMask  = 7
-	epochShift = 5
+	epochShift = 6
 	// flagTimed is set in every word of a breaker whose policy measures
 	// latency, and flagMade in every word of a breaker that is set up (by
 	// New, or by the first use of a zero Breaker), so that a single
@@ -92,6 +98,11 @@ const (
 	flagMade  = 16
 	fastMask  = stateMask | flagTimed | flagMade
 	fastWord  = flagMade // Closed, untimed, set up
+	// flagReady is set in an Open word once the end of the cool-down is
+	// near (see readyLead): until then a rejection reads no clock; from
+	// then on it reads the clock to tell whether the cool-down is over.
+	// Setting it changes neither the state nor the epoch.
+	flagReady = 32
 )
 
 func stateOf(w uint64) State { return State(w & stateMask) }
@@ -101,17 +112,12 @@ const never = int64(Forever)
 
 // period is one Open, HalfOpen or ForcedOpen period.
 type period struct {
-	word  uint64 // the state word of the period
-	name  string // the breaker's Name
+	word  uint64 // the state word of the period, without flagReady
 	until int64  // Open: mono time when the cool-down ends, or never
 	cause error
-	// fixed is the prebuilt rejection for the whole period when its
-	// RetryAfter does not change: zero in HalfOpen (probe slots full),
-	// Forever in ForcedOpen and in an Open period with a Forever cool-down.
-	fixed *OpenError
-	// last caches the most recent Open rejection, reused while the
-	// rounded RetryAfter is the same.
-	last atomic.Pointer[OpenError]
+	// reject is the rejection for the whole period (nil in Closed and
+	// ForcedClosed), built when the period starts.
+	reject *OpenError
 }
 
 // probe is a probe permit in flight.
@@ -173,7 +179,7 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	if b.timing == TimingLatency {
 		w |= flagTimed
 	}
-	b.period.Store(&period{word: w, name: set.name})
+	b.period.Store(&period{word: w})
 	b.word.Store(w)
 }
 
@@ -208,6 +214,14 @@ func (b *Breaker) wall() time.Time {
 		return c.Now()
 	}
 	return time.Now()
+}
+
+// afterFunc calls f in its own goroutine after d, on the breaker's clock.
+func (b *Breaker) afterFunc(d time.Duration, f func()) clock.Timer {
+	if c := b.set.clock; c != nil {
+		return c.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f)
 }
 
 // wallAt returns the wall time of the monotonic reading m, which is not

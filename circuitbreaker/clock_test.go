@@ -80,7 +80,7 @@ func TestClock_CB20_DrivesTheCycle(t *testing.T) {
 	halfOpen := tripped.Add(time.Hour + 30*time.Second)
 	assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, ProbesInFlight: 1, Cause: circuitbreaker.ErrSlowCalls}, b.State())
 	clk.Advance(time.Minute - time.Nanosecond)
-	assert.Equal(t, time.Duration(0), openErr(t, b).RetryAfter, "the lease still holds the slot")
+	assert.Equal(t, time.Duration(0), openErr(t, b).RetryAfter(), "the lease still holds the slot")
 	clk.Advance(time.Nanosecond)
 	call(0) // the lease ended: this probe takes the slot and closes
 	closed := halfOpen.Add(time.Minute)
@@ -123,4 +123,80 @@ func TestClock_CB20_ClosedSuccessReadsNoClock(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 	assert.Equal(t, reads, clk.Reads())
+}
+
+// An Open breaker rejects without reading the clock until its timer marks
+// the end of the cool-down as near (an eighth of it, at most a second,
+// before the end); from then on each rejection reads the clock, and the
+// first caller after the end is the probe, exactly on time.
+func TestClock_CB21_OpenRejectionReadsNoClock(t *testing.T) {
+	clk := newFakeClock()
+	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 16 * time.Second})
+	fail(t, b, 1, errBoom)
+	first := openErr(t, b)
+	reads := clk.Reads()
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := b.TryAcquire(); err != first {
+			t.Fatalf("rejection %v, want the period's prebuilt one", err)
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, reads, clk.Reads(), "no clock read per rejection")
+
+	clk.Advance(15*time.Second - time.Nanosecond)
+	openErr(t, b)
+	assert.Equal(t, reads, clk.Reads(), "the timer has not fired yet")
+	assert.Equal(t, time.Second+time.Nanosecond, first.RetryAfter(), "asking reads the clock")
+	clk.Advance(time.Nanosecond) // the timer fires, a second before the end
+	reads = clk.Reads()
+	assert.Same(t, first, openErr(t, b))
+	assert.Greater(t, clk.Reads(), reads, "near the end, a rejection reads the clock")
+	clk.Advance(time.Second - time.Nanosecond)
+	assert.Equal(t, time.Nanosecond, openErr(t, b).RetryAfter())
+	clk.Advance(time.Nanosecond)
+	p, err := b.TryAcquire()
+	require.NoError(t, err, "the first call after the cool-down is the probe")
+	assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+	assert.Zero(t, first.RetryAfter(), "the cool-down is over")
+	p.Success()
+	assert.Equal(t, circuitbreaker.Closed, b.State().State)
+}
+
+// The timer armed when the breaker opens never outlives the Open period:
+// a Reset, every manual change and the end of the cool-down leave none
+// pending, and a cool-down that ends at once or never arms none.
+func TestClock_CB21_NoTimerLeftBehind(t *testing.T) {
+	clk := newFakeClock()
+	sw := &circuitbreaker.Switch{}
+	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Switch: sw, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+	trip := func() {
+		t.Helper()
+		fail(t, b, 1, errBoom)
+		require.Equal(t, circuitbreaker.Open, b.State().State)
+		require.Equal(t, 1, clk.Timers(), "armed when the breaker opens")
+	}
+	trip()
+	b.Reset()
+	assert.Zero(t, clk.Timers(), "after Reset")
+	trip()
+	sw.ForceOpen(errBoom)
+	assert.Zero(t, clk.Timers(), "after ForceOpen")
+	sw.Release()
+	trip()
+	sw.ForceClosed()
+	assert.Zero(t, clk.Timers(), "after ForceClosed")
+	sw.Release()
+	trip()
+	clk.Advance(time.Minute)
+	assert.Zero(t, clk.Timers(), "fired")
+	fail(t, b, 1, errBoom) // the probe fails: a fresh Open period
+	assert.Equal(t, 1, clk.Timers(), "re-armed on re-open")
+	b.Reset()
+	assert.Zero(t, clk.Timers())
+
+	for _, cooldown := range []time.Duration{circuitbreaker.Immediate, circuitbreaker.Forever} {
+		b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: cooldown})
+		fail(t, b, 1, errBoom)
+		assert.Zero(t, clk.Timers(), "cool-down %v", cooldown)
+	}
 }

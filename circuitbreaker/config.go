@@ -22,8 +22,9 @@ const (
 	// It prints as "Immediate".
 	Immediate time.Duration = -1
 	// Forever, as Config.ResetTimeout, keeps a tripped breaker Open until
-	// [Breaker.Reset] or a [Switch] changes it. It is also the RetryAfter
-	// of a breaker that will not admit a probe by itself. It prints as
+	// [Breaker.Reset] or a [Switch] changes it. It is also the
+	// [OpenError.RetryAfter] of a breaker that will not admit a probe by
+	// itself. It prints as
 	// "Forever".
 	Forever time.Duration = math.MaxInt64
 
@@ -105,6 +106,8 @@ type Config struct {
 	// only as differences of its Monotonic readings, so a step of its
 	// wall time moves no cool-down and no window. nil means the system's
 	// clock, read directly: no interface call and no allocation per call.
+	// Its AfterFunc must call f on another goroutine, never before it
+	// returns, as the Clock contract says.
 	// Tests do not need it: testing/synctest gives the system's clock
 	// virtual time.
 	Clock clock.Clock

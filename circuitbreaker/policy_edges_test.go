@@ -153,7 +153,7 @@ func TestPolicies_CB3_SuccessRateMoreProbesThanSlots(t *testing.T) {
 		require.NoError(t, err)
 		p2, err := b.TryAcquire()
 		require.NoError(t, err)
-		assert.Zero(t, openErr(t, b).RetryAfter, "both slots are taken")
+		assert.Zero(t, openErr(t, b).RetryAfter(), "both slots are taken")
 
 		require.True(t, p1.Failure(errBoom))
 		p3, err := b.TryAcquire()

@@ -25,7 +25,7 @@ type Switch struct {
 }
 
 // ForceOpen forces every attached breaker open: calls are rejected with
-// an [*OpenError] whose RetryAfter is [Forever] and whose Cause is reason
+// an [*OpenError] whose [OpenError.RetryAfter] is [Forever] and whose Cause is reason
 // (which may be nil). Calling it again replaces the reason (a ForcedOpen
 // to ForcedOpen transition).
 func (s *Switch) ForceOpen(reason error) { s.set(ForcedOpen, reason) }
