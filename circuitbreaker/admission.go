@@ -34,7 +34,7 @@ func (b *Breaker) tryAcquire() (Permit, error) {
 		}
 		switch stateOf(w) {
 		case Closed, ForcedClosed:
-			return b.permit(w, 0), nil
+			return b.permit(w), nil
 		case Open, ForcedOpen:
 			per := b.period.Load()
 			if per.word != w&^flagReady {
@@ -63,7 +63,7 @@ func (b *Breaker) acquireSlow() (Permit, error) {
 	per := b.period.Load()
 	switch stateOf(w) {
 	case Closed, ForcedClosed:
-		return b.permit(w, 0), nil
+		return b.permit(w), nil
 	case ForcedOpen:
 		return Permit{}, per.reject
 	case Open:
@@ -81,18 +81,22 @@ func (b *Breaker) acquireSlow() (Permit, error) {
 		return Permit{}, per.reject
 	}
 	b.ticket++
-	b.probes = append(b.probes, probe{ticket: b.ticket, expiry: addSat(now, b.set.lease)})
-	return b.permit(w, b.ticket), nil
+	p := probe{ticket: b.ticket, expiry: addSat(now, b.set.lease)}
+	if b.timing == TimingLatency {
+		p.start = now
+	}
+	b.probes = append(b.probes, p)
+	return Permit{b: b, word: w, aux: b.ticket}, nil
 }
 
-// permit returns a permit for state word w and probe ticket t, reading the
-// clock only if the policy measures latency.
-func (b *Breaker) permit(w, t uint64) Permit {
+// permit returns a permit of a Closed or ForcedClosed period for state
+// word w, reading the clock only if the policy measures latency.
+func (b *Breaker) permit(w uint64) Permit {
 	var start int64
 	if b.timing == TimingLatency {
 		start = b.mono()
 	}
-	return Permit{b: b, word: w, ticket: t, start: start}
+	return Permit{b: b, word: w, aux: start}
 }
 
 // expireProbes drops the probes whose lease ended at or before now.

@@ -72,7 +72,7 @@ type Breaker struct {
 	probes []probe
 	// ticket numbers probe permits, so that a probe whose lease expired
 	// can be told apart from the one that took its slot. Guarded by mu.
-	ticket uint64
+	ticket int64
 	// succeeded and failed count the judged probes of the current HalfOpen
 	// period. lastFailure is the error of the most recent failure recorded
 	// in the current Closed or HalfOpen period. Guarded by mu.
@@ -122,8 +122,9 @@ type period struct {
 
 // probe is a probe permit in flight.
 type probe struct {
-	ticket uint64
+	ticket int64
 	expiry int64 // mono time when its lease ends
+	start  int64 // mono time when admitted, if the policy measures latency
 }
 
 // New returns a Closed breaker configured by cfg, or an error naming the

@@ -313,11 +313,13 @@ func NewClassifiedGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(
 	}), nil
 }
 
+// groupService is the group layer's service, one cache line (see service).
 type groupService[Req, Resp any, K comparable] struct {
 	g        *Group[K]
 	key      func(Req) K
 	classify Classifier[Resp]
 	inner    rampart.Service[Req, Resp]
+	_        [cacheLine - 40]byte
 }
 
 func (s *groupService[Req, Resp, K]) Call(ctx context.Context, req Req) (Resp, error) {

@@ -3,6 +3,7 @@ package circuitbreaker
 import (
 	"context"
 	"testing"
+	"unsafe"
 
 	"github.com/rampart-go/rampart"
 )
@@ -31,5 +32,21 @@ func TestClosedPathTakesNoMutex(t *testing.T) {
 		if _, err := svc.Call(context.Background(), 0); err != nil {
 			t.Fatalf("Call: %v", err)
 		}
+	}
+}
+
+// The structs every Closed call reads fill whole cache lines, so that no
+// object written by another goroutine can share a line with them (no
+// false sharing): the layer's service is one 64-byte object (the
+// allocator aligns those to 64 bytes).
+func TestHotStructsFillCacheLines(t *testing.T) {
+	if got := unsafe.Sizeof(service[int, int]{}); got != cacheLine {
+		t.Errorf("layer service: %d bytes, want %d", got, cacheLine)
+	}
+	if got := unsafe.Sizeof(service[[64]byte, string]{}); got != cacheLine {
+		t.Errorf("layer service with large types: %d bytes, want %d", got, cacheLine)
+	}
+	if got := unsafe.Sizeof(groupService[int, int, string]{}); got != cacheLine {
+		t.Errorf("group layer service: %d bytes, want %d", got, cacheLine)
 	}
 }

@@ -49,8 +49,12 @@ type failureRate struct {
 	ratio float64
 	// busy is 0 while w.clean() and 1 otherwise, kept for WantsSuccess and
 	// the breaker's fast path, which read it without the breaker's lock. It
-	// is written only under the lock, after every change to w.
+	// is written only under the lock, after every change to w. Every
+	// Closed success reads it: the padding keeps it off the cache lines of
+	// neighbouring objects (see consecutive.run).
+	_    [cacheLine]byte
 	busy atomic.Int64
+	_    [cacheLine - 8]byte
 }
 
 func (f *failureRate) Timing() Timing { return timingOf(f.w) }
