@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Any returns a [Policy] that trips when any of policies trips (each sees
@@ -98,10 +100,10 @@ func (a *anyTracker) Reset(s State) {
 }
 
 // useClock gives the breaker's clock to every policy that reads it.
-func (a *anyTracker) useClock(now func() time.Duration) {
+func (a *anyTracker) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
 	for _, t := range a.ts {
 		if u, ok := t.(clockUser); ok {
-			u.useClock(now)
+			u.useClock(now, after)
 		}
 	}
 }

@@ -51,6 +51,7 @@ type Breaker struct {
 	period atomic.Pointer[period]
 
 	tracker Tracker
+	counter SuccessCounter // tracker, if it is one
 	timing  Timing
 	set     settings
 	// base and origin are the origin of the monotonic clock readings
@@ -172,7 +173,7 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 		b.base = time.Now()
 	}
 	if u, ok := tracker.(clockUser); ok {
-		u.useClock(func() time.Duration { return time.Duration(b.mono()) })
+		u.useClock(func() time.Duration { return time.Duration(b.mono()) }, b.afterFunc)
 	}
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
@@ -180,6 +181,7 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	if b.timing == TimingLatency {
 		w |= flagTimed
 	}
+	b.counter, _ = tracker.(SuccessCounter)
 	b.period.Store(&period{word: w})
 	b.word.Store(w)
 }

@@ -200,3 +200,65 @@ func TestClock_CB21_NoTimerLeftBehind(t *testing.T) {
 		assert.Zero(t, clk.Timers(), "cool-down %v", cooldown)
 	}
 }
+
+// timeWindow is the FailureRate of the time-window tests: ten buckets of
+// a second, judged from minCalls calls at a failure ratio of one half.
+func timeWindow(minCalls int) circuitbreaker.FailureRate {
+	return circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 10, MinCalls: minCalls}, Ratio: 0.5}
+}
+
+// A success in a time window reads no clock once the window's timer runs
+// (the first outcome starts it), and still counts in its own bucket: the
+// window leaves it behind exactly a Period after its bucket began. Near a
+// bucket boundary successes read the clock again, so one just before the
+// boundary and one at it land in their own buckets.
+func TestClock_CB22_TimeWindowSuccessReadsNoClock(t *testing.T) {
+	clk := newFakeClock()
+	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: timeWindow(100)})
+	succeed(t, b, 1) // starts the window's timer
+	require.Equal(t, 1, clk.Timers())
+	clk.Advance(100 * time.Millisecond)
+	reads := clk.Reads()
+	allocs := testing.AllocsPerRun(99, func() { succeed(t, b, 1) })
+	assert.Zero(t, allocs)
+	assert.Equal(t, reads, clk.Reads(), "no clock read per success")
+	assert.Equal(t, circuitbreaker.Counters{Calls: 101}, b.State().Counters)
+
+	clk.Advance(900*time.Millisecond - time.Nanosecond) // 1ns before the boundary
+	succeed(t, b, 1)
+	clk.Advance(time.Nanosecond) // at the boundary: bucket 1
+	succeed(t, b, 2)
+	clk.Advance(9 * time.Second) // 10s: bucket 0 leaves
+	assert.Equal(t, circuitbreaker.Counters{Calls: 2}, b.State().Counters, "bucket 0 left with its 102 successes")
+	clk.Advance(time.Second) // 11s: bucket 1 leaves, and the window is empty
+	assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
+	clk.Advance(10 * time.Millisecond)
+	assert.Zero(t, clk.Timers(), "an empty window stops its timer at its next tick")
+}
+
+// A success that can trip a time window (the one that brings it to
+// MinCalls while half of it failed) takes the breaker's lock and trips it.
+func TestClock_CB22_TimeWindowTripsOnTheSuccessThatReachesMinCalls(t *testing.T) {
+	clk := newFakeClock()
+	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: timeWindow(4)})
+	succeed(t, b, 1)
+	clk.Advance(100 * time.Millisecond)
+	fail(t, b, 2, errBoom)
+	succeed(t, b, 1)
+	assert.Equal(t, circuitbreaker.Open, b.State().State, "2 failures of 4 calls")
+}
+
+// A Reset disowns the successes counted without the lock, and stops the
+// window's timer.
+func TestClock_CB22_TimeWindowResetForgetsEverything(t *testing.T) {
+	clk := newFakeClock()
+	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: timeWindow(100)})
+	succeed(t, b, 1)
+	clk.Advance(100 * time.Millisecond)
+	succeed(t, b, 10)
+	b.Reset()
+	assert.Zero(t, clk.Timers())
+	assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
+	succeed(t, b, 3)
+	assert.Equal(t, circuitbreaker.Counters{Calls: 3}, b.State().Counters)
+}

@@ -61,6 +61,19 @@ type Tracker interface {
 	Counters() Counters
 }
 
+// SuccessCounter is an optional interface of a [Tracker] that can count a
+// success in Closed without the breaker's lock, as the time window of
+// [FailureRate] does. When [Tracker.WantsSuccess] returns true, the breaker
+// calls CountSuccess, without its lock and concurrently with other calls
+// of every method; true means the success is counted (Record is not
+// called for it), false that the breaker must call Record with its lock
+// held, as it does for a tracker without this interface. CountSuccess must
+// return false for a success that could trip the breaker, and a success it
+// counts concurrently with Reset must not be counted after it.
+type SuccessCounter interface {
+	CountSuccess() bool
+}
+
 // TripCauser is an optional interface of a [Tracker] that trips (in
 // [Tracker.Record]) or re-opens (in [Tracker.Probe]) on a success for a
 // reason of its own, as [SlowCalls] does: TripCause, called right after

@@ -22,7 +22,10 @@ func (b *Breaker) record(w uint64, aux int64, o Outcome, err error) bool {
 // this path alike: WantsSuccess is the one way a tracker declines a
 // success.
 func (b *Breaker) quiet(w uint64) bool {
-	return w&fastMask == fastWord && b.word.Load() == w && !b.tracker.WantsSuccess()
+	if w&fastMask != fastWord || b.word.Load() != w {
+		return false
+	}
+	return !b.tracker.WantsSuccess() || b.counter != nil && b.counter.CountSuccess()
 }
 
 // recordSlow is record for everything but the fast path.

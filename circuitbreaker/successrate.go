@@ -3,6 +3,8 @@ package circuitbreaker
 import (
 	"fmt"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
@@ -76,9 +78,16 @@ func (s *successRate) TripCause() error {
 	return nil
 }
 
+// CountSuccess forwards to the Trip tracker, if it counts successes
+// without the breaker's lock.
+func (s *successRate) CountSuccess() bool {
+	c, ok := s.Tracker.(SuccessCounter)
+	return ok && c.CountSuccess()
+}
+
 // useClock gives the breaker's clock to the Trip tracker if it reads it.
-func (s *successRate) useClock(now func() time.Duration) {
+func (s *successRate) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
 	if u, ok := s.Tracker.(clockUser); ok {
-		u.useClock(now)
+		u.useClock(now, after)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Window is the stretch of recent calls a rate policy looks at: the last
@@ -76,10 +78,12 @@ type window struct {
 // monotonic clock, so that these readings and [Call.Monotonic] share one
 // clock and one origin.
 type clockUser interface {
-	useClock(now func() time.Duration)
+	useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer)
 }
 
-func (w *window) useClock(now func() time.Duration) { w.now = now }
+func (w *window) useClock(now func() time.Duration, _ func(time.Duration, func()) clock.Timer) {
+	w.now = now
+}
 
 // mono reads the window's monotonic clock.
 func (w *window) mono() time.Duration {
@@ -146,31 +150,40 @@ func (w *window) timed() bool { return w.buckets != nil }
 func (w *window) add(now time.Duration, flags uint8) {
 	failures, slow := int(flags&flagFailure), int(flags&flagSlow)>>1
 	if w.timed() {
-		idx := w.index(now)
-		w.advance(idx)
-		if idx <= w.head-int64(len(w.buckets)) {
-			return
-		}
-		b := &w.buckets[idx%int64(len(w.buckets))]
-		if b.idx != idx {
-			*b = bucket{idx: idx} // not in the window: nothing counted
-		}
-		b.calls++
-		b.failures += failures
-		b.slow += slow
-	} else {
-		if w.n == len(w.ring) {
-			old := w.ring[w.next]
-			w.calls--
-			w.failures -= int(old & flagFailure)
-			w.slow -= int(old&flagSlow) >> 1
-		} else {
-			w.n++
-		}
-		w.ring[w.next] = flags
-		w.next = (w.next + 1) % len(w.ring)
+		w.addAt(w.index(now), 1, failures, slow)
+		return
 	}
+	if w.n == len(w.ring) {
+		old := w.ring[w.next]
+		w.calls--
+		w.failures -= int(old & flagFailure)
+		w.slow -= int(old&flagSlow) >> 1
+	} else {
+		w.n++
+	}
+	w.ring[w.next] = flags
+	w.next = (w.next + 1) % len(w.ring)
 	w.calls++
+	w.failures += failures
+	w.slow += slow
+}
+
+// addAt records calls calls, of which failures failed and slow were slow,
+// in bucket number idx of a time window, moving the window on to idx
+// first; calls whose bucket has left the window are not counted.
+func (w *window) addAt(idx int64, calls, failures, slow int) {
+	w.advance(idx)
+	if idx <= w.head-int64(len(w.buckets)) {
+		return
+	}
+	b := &w.buckets[idx%int64(len(w.buckets))]
+	if b.idx != idx {
+		*b = bucket{idx: idx} // not in the window: nothing counted
+	}
+	b.calls += calls
+	b.failures += failures
+	b.slow += slow
+	w.calls += calls
 	w.failures += failures
 	w.slow += slow
 }
