@@ -21,10 +21,9 @@ type fakeClock struct {
 }
 
 type fakeTimer struct {
-	c   *fakeClock
-	at  time.Duration
-	f   func()
-	seq int
+	c  *fakeClock
+	at time.Duration
+	f  func()
 }
 
 func newFakeClock() *fakeClock {
@@ -46,14 +45,13 @@ func (c *fakeClock) Monotonic() time.Duration {
 	return c.mono
 }
 
+// AfterFunc never calls f before it returns (the breaker arms timers with
+// its lock held): a timer that is due at once fires on the next Advance.
 func (c *fakeClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.mono + max(d, 0), f: f}
 	c.timers = append(c.timers, t)
-	c.mu.Unlock()
-	if d <= 0 {
-		c.Advance(0)
-	}
 	return t
 }
 
