@@ -116,6 +116,9 @@ type period struct {
 	word  uint64 // the state word of the period, without flagReady
 	until int64  // Open: mono time when the cool-down ends, or never
 	cause error
+	// remote is true for an Open imposed by ApplyRemote and the HalfOpen
+	// that follows it: a remote Close ends only such a period.
+	remote bool
 	// reject is the rejection for the whole period (nil in Closed and
 	// ForcedClosed), built when the period starts.
 	reject *OpenError

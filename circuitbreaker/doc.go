@@ -47,7 +47,10 @@
 // [Policy] decides when to trip and when probes close: [Consecutive] (the
 // default), [FailureRate], [SlowCalls], [SuccessRate], [Any], or a
 // [TripFunc] of a few lines. A [Switch] forces breakers open or closed by
-// hand. [Breaker.Subscribe] reports every transition.
+// hand. [Breaker.Subscribe] reports every transition, and
+// [Breaker.ApplyRemote] takes state shared by the other replicas of a
+// service (module rampartredis shares it through Redis) without adding
+// anything to a call's path.
 //
 // Besides [Run] and the layer from [NewLayer], any code can drive a breaker
 // by hand with [Breaker.TryAcquire] and the returned [Permit].

@@ -67,6 +67,9 @@ type Snapshot struct {
 	// of the current HalfOpen period. A probe whose lease expired is no
 	// longer in flight.
 	ProbesInFlight, ProbesSucceeded, ProbesFailed int
+	// Remote is true for an Open period imposed by [Breaker.ApplyRemote]
+	// and the HalfOpen that follows it.
+	Remote bool
 }
 
 // Transition is one change of a [Breaker]'s state, given to the listeners
@@ -84,6 +87,15 @@ type Transition struct {
 	// probe failure, or [ErrSlowCalls], from HalfOpen), the reason for a
 	// transition to ForcedOpen, and nil otherwise.
 	Cause error
+	// RetryAfter is, for a transition to Open, how long the breaker stays
+	// Open before it admits a probe ([Forever] for no end, zero for an
+	// Immediate cool-down); zero otherwise.
+	RetryAfter time.Duration
+	// Remote is true for a transition applied with [Breaker.ApplyRemote]
+	// (state shared by other processes), false for one this breaker made
+	// itself. A component that shares the breaker's state publishes only
+	// the transitions whose Remote is false.
+	Remote bool
 }
 
 // State returns a snapshot of the breaker. It does not change the state:
@@ -100,7 +112,7 @@ func (b *Breaker) State() Snapshot {
 	case Closed:
 		s.Counters = b.tracker.Counters()
 	case Open:
-		s.Cause = per.cause
+		s.Cause, s.Remote = per.cause, per.remote
 		switch {
 		case per.until == never:
 			s.RetryAfter = Forever
@@ -110,7 +122,7 @@ func (b *Breaker) State() Snapshot {
 			s.State = HalfOpen
 		}
 	case HalfOpen:
-		s.Cause = per.cause
+		s.Cause, s.Remote = per.cause, per.remote
 		for _, p := range b.probes {
 			if p.expiry > now {
 				s.ProbesInFlight++

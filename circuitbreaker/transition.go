@@ -18,8 +18,16 @@ func (b *Breaker) trip(from State, cause error) {
 
 // enter moves the breaker to state to, bumps the epoch, publishes the new
 // period and queues the transition for the listeners. at is the
-// transition's wall-clock time. Called with mu held.
+// transition's wall-clock time. An Open lasts the current cool-down.
+// Called with mu held.
 func (b *Breaker) enter(to State, cause error, at time.Time) {
+	b.enterWith(to, cause, at, false, b.cooldown)
+}
+
+// enterWith is enter for a period that remote says whether ApplyRemote
+// imposed, and that, if Open, lasts open. A HalfOpen that follows a
+// remote Open is remote too. Called with mu held.
+func (b *Breaker) enterWith(to State, cause error, at time.Time, remote bool, open time.Duration) {
 	if b.timer != nil {
 		b.timer.Stop() // a callback already running finds its period gone
 		b.timer = nil
@@ -27,15 +35,15 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 	old := b.word.Load()
 	w := (old>>epochShift+1)<<epochShift | old&(flagTimed|flagMade) | uint64(to)
 	name := b.set.name
-	per := &period{word: w, cause: cause}
+	per := &period{word: w, cause: cause, remote: remote}
 	switch to {
 	case Open:
 		per.reject = &OpenError{Name: name, Cause: cause, b: b}
-		per.until = addSat(b.mono(), b.cooldown)
-		if b.cooldown == Forever || per.until == never {
+		per.until = addSat(b.mono(), open)
+		if open == Forever || per.until == never {
 			per.until = never
 			per.reject.b, per.reject.wait = nil, Forever
-		} else if lead := readyLead(b.cooldown); lead > 0 {
+		} else if lead := readyLead(open); lead > 0 {
 			per.reject.until = per.until
 			b.timer = b.afterFunc(lead, func() { b.ready(per) })
 		} else {
@@ -43,6 +51,7 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 			w |= flagReady // no cool-down: the next caller reads the clock
 		}
 	case HalfOpen:
+		per.remote = b.period.Load().remote
 		per.reject = &OpenError{Name: name, Cause: cause}
 		b.probes = b.probes[:0]
 		b.succeeded, b.failed, b.lastFailure = 0, 0, nil
@@ -59,8 +68,11 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 	if stateOf(old) == to && to != ForcedOpen {
 		return // a Reset that keeps the state: a new epoch, no transition
 	}
-	tr := Transition{Name: name, From: stateOf(old), To: to, Time: at}
-	if to == Open || to == ForcedOpen {
+	tr := Transition{Name: name, From: stateOf(old), To: to, Time: at, Remote: remote}
+	switch to {
+	case Open:
+		tr.Cause, tr.RetryAfter = cause, open
+	case ForcedOpen:
 		tr.Cause = cause
 	}
 	b.events.push(tr)

@@ -1,0 +1,153 @@
+package circuitbreaker_test
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+var errFleet = errors.New("open across the fleet")
+
+func TestRemote_CB23_OpenIsATimeLimitedForcedOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{ResetTimeout: time.Minute})
+		rec := record(b)
+		changed, err := b.ApplyRemote(circuitbreaker.Open, 3*time.Second, errFleet)
+		require.NoError(t, err)
+		assert.True(t, changed)
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Open, RetryAfter: 3 * time.Second, Cause: errFleet, Remote: true,
+		}, b.State())
+		oe := openErr(t, b)
+		assert.Equal(t, 3*time.Second, oe.RetryAfter())
+		assert.Equal(t, errFleet, oe.Cause)
+		assert.Equal(t, []circuitbreaker.Transition{{
+			From: circuitbreaker.Closed, To: circuitbreaker.Open, Time: time.Now(),
+			Cause: errFleet, RetryAfter: 3 * time.Second, Remote: true,
+		}}, rec.all())
+
+		time.Sleep(3 * time.Second)
+		p, err := b.TryAcquire()
+		require.NoError(t, err, "the remote Open ended: the next acquire is a probe")
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		assert.True(t, b.State().Remote, "the HalfOpen that follows a remote Open is remote")
+		p.Success()
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+		assert.Equal(t, []string{"closed>open", "open>half-open", "half-open>closed"}, rec.edges())
+		assert.False(t, rec.all()[2].Remote, "the probe's verdict is the breaker's own")
+	})
+}
+
+func TestRemote_CB23_CloseClearsOnlyARemoteOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		fail(t, b, 1, errBoom)
+		changed, err := b.ApplyRemote(circuitbreaker.Closed, 0, nil)
+		require.NoError(t, err)
+		assert.False(t, changed, "a breaker tripped by its own calls stays Open")
+		assert.Equal(t, circuitbreaker.Open, b.State().State)
+		assert.False(t, b.State().Remote)
+
+		changed, _ = b.ApplyRemote(circuitbreaker.Open, 0, errFleet)
+		assert.False(t, changed, "remaining 0 ends only a remote Open")
+		assert.Equal(t, time.Minute, b.State().RetryAfter)
+
+		// A remote Open over its own replaces the end and makes it remote.
+		changed, _ = b.ApplyRemote(circuitbreaker.Open, 10*time.Second, errFleet)
+		assert.True(t, changed)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 10 * time.Second, Cause: errFleet, Remote: true}, b.State())
+		changed, _ = b.ApplyRemote(circuitbreaker.Closed, 0, nil)
+		assert.True(t, changed)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, b.State())
+		changed, _ = b.ApplyRemote(circuitbreaker.Closed, 0, nil)
+		assert.False(t, changed, "already Closed")
+	})
+}
+
+func TestRemote_CB23_ZeroRemainingEndsTheRemoteOpenNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{MaxProbes: 2})
+		_, _ = b.ApplyRemote(circuitbreaker.Open, time.Hour, errFleet)
+		changed, err := b.ApplyRemote(circuitbreaker.Open, 0, nil)
+		require.NoError(t, err)
+		assert.True(t, changed)
+		p1, err := b.TryAcquire()
+		require.NoError(t, err)
+		p2, err := b.TryAcquire()
+		require.NoError(t, err)
+		_, err = b.TryAcquire()
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen, "MaxProbes probes, no more")
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		p1.Ignore()
+		p2.Ignore()
+
+		changed, _ = b.ApplyRemote(circuitbreaker.Closed, 0, nil)
+		assert.True(t, changed, "a remote Close ends the HalfOpen that followed a remote Open")
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	})
+}
+
+func TestRemote_CB23_OpenDiscardsPermitsOfTheStateItReplaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+		p, err := b.TryAcquire()
+		require.NoError(t, err)
+		_, _ = b.ApplyRemote(circuitbreaker.Open, time.Second, errFleet)
+		assert.False(t, p.Failure(errBoom), "a permit from the replaced Closed period does not count")
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Second, Cause: errFleet, Remote: true}, b.State())
+	})
+}
+
+func TestRemote_CB23_SwitchOwnsForcedStates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sw := &circuitbreaker.Switch{}
+		b := newBreaker(t, circuitbreaker.Config{Switch: sw})
+		sw.ForceClosed()
+		changed, err := b.ApplyRemote(circuitbreaker.Open, time.Second, errFleet)
+		require.NoError(t, err)
+		assert.False(t, changed)
+		assert.Equal(t, circuitbreaker.ForcedClosed, b.State().State)
+		sw.ForceOpen(errMaintenance)
+		changed, _ = b.ApplyRemote(circuitbreaker.Closed, 0, nil)
+		assert.False(t, changed)
+		assert.Equal(t, circuitbreaker.ForcedOpen, b.State().State)
+
+		// A remote Open, then the switch forces and releases: Closed.
+		sw.Release()
+		_, _ = b.ApplyRemote(circuitbreaker.Open, time.Second, errFleet)
+		sw.ForceOpen(errMaintenance)
+		sw.Release()
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, b.State())
+	})
+}
+
+func TestRemote_CB23_BadStateIsAnError(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{})
+	for _, s := range []circuitbreaker.State{circuitbreaker.HalfOpen, circuitbreaker.ForcedOpen, circuitbreaker.ForcedClosed, circuitbreaker.State(9)} {
+		changed, err := b.ApplyRemote(s, time.Second, nil)
+		require.EqualError(t, err, "circuitbreaker: ApplyRemote: state must be Open or Closed, got "+s.String())
+		assert.False(t, changed)
+	}
+	assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	var zero circuitbreaker.Breaker
+	changed, err := zero.ApplyRemote(circuitbreaker.Open, time.Second, errFleet)
+	require.NoError(t, err)
+	assert.True(t, changed, "a zero Breaker sets itself up")
+}
+
+func TestRemote_CB23_OwnOpenTransitionCarriesItsCooldown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 7 * time.Second})
+		rec := record(b)
+		fail(t, b, 1, errBoom)
+		assert.Equal(t, []circuitbreaker.Transition{{
+			From: circuitbreaker.Closed, To: circuitbreaker.Open, Time: time.Now(), Cause: errBoom, RetryAfter: 7 * time.Second,
+		}}, rec.all())
+	})
+}
