@@ -16,8 +16,9 @@ import (
 
 // Defaults of [QuotaConfig]'s zero fields.
 const (
-	DefaultSlice        = 100 * time.Millisecond
-	DefaultQuotaTimeout = 50 * time.Millisecond
+	DefaultSlice           = 100 * time.Millisecond
+	DefaultQuotaTimeout    = 50 * time.Millisecond
+	DefaultQuotaMaxBackoff = time.Second
 )
 
 // Unreachable says what a [Quota] admits while Redis cannot be reached.
@@ -56,6 +57,10 @@ type QuotaConfig struct {
 	// Unreachable says what to admit while Redis cannot be reached. The
 	// zero value is [LocalShare].
 	Unreachable Unreachable
+	// MaxBackoff caps the wait between attempts while Redis fails: it
+	// starts at Slice and doubles. Zero means [DefaultQuotaMaxBackoff]
+	// (1s); negative is an error.
+	MaxBackoff time.Duration
 	// Replicas is the number of replicas assumed when Redis has never
 	// answered, for LocalShare. Zero means 1 (the whole quota); negative
 	// is an error.
@@ -81,7 +86,8 @@ type QuotaConfig struct {
 // one Slice; a change of demand (a replica starting, stopping, or
 // growing) is followed within about one Slice. Each replica's local burst
 // is its share of one Slice (at least 1). A replica that stops reporting
-// drops out of the division after three Slices.
+// drops out of the division after three Slices. A replica's bucket starts
+// empty, so that replicas starting together add no burst above the quota.
 //
 // Redis's round trip per call (github.com/go-redis/redis_rate's GCRA) is
 // exact at any instant but adds a round trip to every call and, with
@@ -166,16 +172,19 @@ func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
 		return nil, fmt.Errorf("rampartredis: QuotaConfig.Slice must be >= 0 (0 means %v), got %v", DefaultSlice, cfg.Slice)
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("rampartredis: QuotaConfig.Timeout must be >= 0 (0 means %v), got %v", DefaultQuotaTimeout, cfg.Timeout)
+	case cfg.MaxBackoff < 0:
+		return nil, fmt.Errorf("rampartredis: QuotaConfig.MaxBackoff must be >= 0 (0 means %v), got %v", DefaultQuotaMaxBackoff, cfg.MaxBackoff)
 	case cfg.Unreachable > Refuse:
 		return nil, fmt.Errorf("rampartredis: QuotaConfig.Unreachable must be LocalShare or Refuse, got %d", cfg.Unreachable)
 	case cfg.Replicas < 0:
 		return nil, fmt.Errorf("rampartredis: QuotaConfig.Replicas must be >= 0 (0 means 1), got %d", cfg.Replicas)
 	}
-	cfg.Slice = cmp(cfg.Slice, DefaultSlice)
-	cfg.Timeout = cmp(cfg.Timeout, DefaultQuotaTimeout)
-	cfg.Replicas = cmp(cfg.Replicas, 1)
-	cfg.Prefix = cmp(cfg.Prefix, DefaultPrefix)
-	cfg.ID = cmp(cfg.ID, randomID())
+	cfg.Slice = orDefault(cfg.Slice, DefaultSlice)
+	cfg.Timeout = orDefault(cfg.Timeout, DefaultQuotaTimeout)
+	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, DefaultQuotaMaxBackoff)
+	cfg.Replicas = orDefault(cfg.Replicas, 1)
+	cfg.Prefix = orDefault(cfg.Prefix, DefaultPrefix)
+	cfg.ID = orDefault(cfg.ID, randomID())
 	tag := cfg.Prefix + "{" + cfg.Key + "}:"
 	q := &Quota{
 		client:   client,
@@ -190,8 +199,8 @@ func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
 	return q, nil
 }
 
-// cmp returns v, or def when v is the zero value.
-func cmp[T comparable](v, def T) T {
+// orDefault returns v, or def when v is the zero value.
+func orDefault[T comparable](v, def T) T {
 	var zero T
 	if v == zero {
 		return def
@@ -229,15 +238,21 @@ func (q *Quota) Stats() QuotaStats {
 
 func (q *Quota) run() {
 	defer q.wg.Done()
-	tick := time.NewTicker(q.cfg.Slice)
-	defer tick.Stop()
+	next := time.NewTimer(q.cfg.Slice)
+	defer next.Stop()
+	wait := q.cfg.Slice
 	for {
 		select {
 		case <-q.ctx.Done():
 			return
-		case <-tick.C:
-			q.lease(q.demand())
+		case <-next.C:
 		}
+		if q.lease(q.demand()) {
+			wait = q.cfg.Slice
+		} else {
+			wait = min(2*wait, max(q.cfg.MaxBackoff, q.cfg.Slice))
+		}
+		next.Reset(wait)
 	}
 }
 
@@ -262,8 +277,9 @@ func (q *Quota) demand() float64 {
 }
 
 // lease reports demand and sets the limiter to the share Redis returns,
-// or to the Unreachable share when Redis does not answer.
-func (q *Quota) lease(demand float64) {
+// or to the Unreachable share when Redis does not answer; it reports
+// whether Redis answered.
+func (q *Quota) lease(demand float64) bool {
 	ctx, cancel := context.WithTimeout(q.ctx, q.cfg.Timeout)
 	defer cancel()
 	q.commands.Add(1)
@@ -283,7 +299,7 @@ func (q *Quota) lease(demand float64) {
 	}
 	if err != nil {
 		if q.ctx.Err() != nil {
-			return
+			return false
 		}
 		q.failures.Add(1)
 		share = 0
@@ -292,6 +308,7 @@ func (q *Quota) lease(demand float64) {
 		}
 	}
 	q.set(share)
+	return err == nil
 }
 
 // set gives the limiter a share (calls per second) and a burst of one
@@ -302,8 +319,11 @@ func (q *Quota) set(share float64) {
 	if share > 0 {
 		burst = max(1, int(math.Ceil(share*q.cfg.Slice.Seconds())))
 	}
-	if q.lim == nil { // the first share: the bucket starts full
+	if q.lim == nil {
+		// The first share. The bucket starts empty: a replica that joins
+		// adds no burst above the fleet's quota.
 		q.lim = rate.NewLimiter(rate.Limit(share), burst)
+		q.lim.AllowN(now, burst)
 	} else {
 		q.lim.SetLimitAt(now, rate.Limit(share))
 		q.lim.SetBurstAt(now, burst)

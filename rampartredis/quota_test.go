@@ -111,7 +111,8 @@ func TestQuota_FL13_StartsWithoutRedis(t *testing.T) {
 	srv.Kill()
 	q := quotas(t, srv.Options(), 1, rampartredis.QuotaConfig{Key: "api", Limit: 100, Replicas: 4})[0]
 	assert.Equal(t, rate.Limit(25), q.Stats().Share, "Limit / Replicas before Redis answers")
-	assert.True(t, q.Limiter().Allow())
+	assert.Equal(t, 3, q.Limiter().Burst(), "a Slice of the share, rounded up")
+	assert.False(t, q.Limiter().Allow(), "the bucket starts empty")
 }
 
 func TestQuota_FL14_BadInput(t *testing.T) {
@@ -127,6 +128,7 @@ func TestQuota_FL14_BadInput(t *testing.T) {
 		{name: "infinite", cfg: rampartredis.QuotaConfig{Key: "k", Limit: rate.Inf}, want: "rampartredis: QuotaConfig.Limit must be positive and finite, got 1.7976931348623157e+308"},
 		{name: "slice", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, Slice: -1}, want: "rampartredis: QuotaConfig.Slice must be >= 0 (0 means 100ms), got -1ns"},
 		{name: "timeout", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, Timeout: -1}, want: "rampartredis: QuotaConfig.Timeout must be >= 0 (0 means 50ms), got -1ns"},
+		{name: "backoff", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, MaxBackoff: -1}, want: "rampartredis: QuotaConfig.MaxBackoff must be >= 0 (0 means 1s), got -1ns"},
 		{name: "unreachable", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, Unreachable: 2}, want: "rampartredis: QuotaConfig.Unreachable must be LocalShare or Refuse, got 2"},
 		{name: "replicas", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, Replicas: -1}, want: "rampartredis: QuotaConfig.Replicas must be >= 0 (0 means 1), got -1"},
 	} {
