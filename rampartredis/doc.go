@@ -1,16 +1,56 @@
 // Package rampartredis shares protection across the replicas of a
 // service through Redis, without a Redis round trip on any call's path.
 //
-// [Quota] is a rate limit for the whole fleet: each replica admits calls
-// from a local [golang.org/x/time/rate.Limiter] whose rate is its share of
-// the quota, leased from Redis every slice.
+// # Quick start
+//
+//	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+//	br, err := circuitbreaker.New(circuitbreaker.Config{Name: "payments"})
+//	if err != nil { ... }
+//	shared, err := rampartredis.Share(br, client, rampartredis.Config{})
+//	if err != nil { ... }
+//	defer shared.Close()
+//	// Use br as usual: its calls never wait for Redis.
 //
 //	q, err := rampartredis.NewQuota(client, rampartredis.QuotaConfig{Key: "partner-api", Limit: 100})
 //	if err != nil { ... }
 //	defer q.Close()
 //	svc, err := ratelimit.Wrap(backend, q.Limiter(), ratelimit.Wait)
 //
-// The client must end its commands at their context's deadline
-// (Options.ContextTimeoutEnabled), so that a slow or paused Redis costs
-// the background work a short timeout and never a call.
+// # A shared breaker
+//
+// Each replica's breaker learns alone: with 20 replicas a failing
+// dependency takes 20 times the failures to be noticed and receives 20
+// times the probes while it recovers. [Share] connects a
+// [circuitbreaker.Breaker] to a record in Redis that every replica shares.
+// The breaker still decides every call locally: its own transitions are
+// written to the record in the background, one Lua script each (compare
+// the fleet-wide generation, write state and end on Redis's clock, set
+// the expiry, publish); the record's changes reach the other replicas by
+// pub/sub and by a periodic read, and are applied with
+// [circuitbreaker.Breaker.ApplyRemote] as an Open that lasts the
+// remaining cool-down (a duration, so the replicas' clocks need not
+// agree). When the shared cool-down ends, one replica claims the HalfOpen
+// round (SET NX PX) and runs its breaker's probes; the others stay open
+// until the result is published, so a round has MaxProbes probes across
+// the fleet. An optional quorum opens the fleet only when several
+// replicas report the failure. Every key of one breaker shares one hash
+// tag, so it works on Redis Cluster.
+//
+// # Failing safe
+//
+// Redis down, slow or paused never blocks or fails a call and never
+// counts as a failure: each replica's breaker goes on alone, an Open
+// received from Redis ends by itself, startup needs no Redis, and on
+// reconnect a replica reads the record and publishes what it missed. The
+// client must end its commands at their context's deadline
+// (Options.ContextTimeoutEnabled), so that a hung Redis costs the
+// background work a short timeout; background work backs off while Redis
+// fails, and Close stops every goroutine.
+//
+// # A fleet-wide rate limit
+//
+// [Quota] gives each replica a local [golang.org/x/time/rate.Limiter]
+// whose rate is its share of a fleet-wide quota, leased every slice (one
+// script per slice, none per call), and says what to admit while Redis
+// cannot be reached ([Unreachable]).
 package rampartredis

@@ -21,4 +21,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func server(t *testing.T) *redistest.Server { return redistest.Start(t) }
+func server(t testing.TB) *redistest.Server { return redistest.Start(t) }

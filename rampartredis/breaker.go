@@ -1,0 +1,393 @@
+package rampartredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+// Defaults of [Config]'s zero fields.
+const (
+	DefaultTimeout      = 200 * time.Millisecond
+	DefaultRefresh      = time.Second
+	DefaultProbeClaim   = 5 * time.Second
+	DefaultQuorumWindow = 10 * time.Second
+	DefaultRecordTTL    = 24 * time.Hour
+	DefaultMaxBackoff   = 5 * time.Second
+)
+
+// ErrFleetOpen is the cause of a rejection by a breaker that another
+// replica opened, when the shared record gives no failure text: the
+// [*circuitbreaker.OpenError]'s Cause is a [*FleetOpenError], which matches
+// it.
+var ErrFleetOpen = errors.New("rampartredis: open across the fleet")
+
+// FleetOpenError is the Cause of a breaker opened by the shared record: the
+// text of the failure that tripped it and the replica that reported it.
+// It matches [ErrFleetOpen].
+type FleetOpenError struct {
+	// Cause is the text of the error that tripped the reporting replica's
+	// breaker; empty if it had none.
+	Cause string
+	// By is the [Config.ID] of the replica that wrote the record.
+	By string
+}
+
+// Error returns "rampartredis: open across the fleet (reported by ID)",
+// followed by ": " and the cause when there is one.
+func (e *FleetOpenError) Error() string {
+	s := "rampartredis: open across the fleet (reported by " + e.By + ")"
+	if e.Cause != "" {
+		s += ": " + e.Cause
+	}
+	return s
+}
+
+// Is reports whether target is [ErrFleetOpen].
+func (e *FleetOpenError) Is(target error) bool { return target == ErrFleetOpen }
+
+// Config configures [Share]. Every zero field selects a documented
+// default.
+type Config struct {
+	// Key names the shared record: every replica whose breaker protects
+	// the same dependency uses the same Key. Empty means the breaker's
+	// [circuitbreaker.Config.Name]; one of them must be set.
+	Key string
+
+	// Prefix starts every Redis key and the channel. Empty means
+	// [DefaultPrefix] ("rampart:"). The Key is put in a hash tag
+	// (prefix{key}:state), so every key of one breaker is in one Redis
+	// Cluster slot.
+	Prefix string
+
+	// ID identifies this replica in the record and the quorum. Empty means
+	// a random one.
+	ID string
+
+	// Timeout bounds every Redis command, and is the margin by which a
+	// replica outlasts a shared cool-down before it would probe on its own
+	// (time to claim the probe). Zero means [DefaultTimeout] (200ms);
+	// negative is an error.
+	Timeout time.Duration
+
+	// Refresh is the period of the read that catches published changes
+	// this replica missed (pub/sub does not redeliver). Zero means
+	// [DefaultRefresh] (1s); negative is an error.
+	Refresh time.Duration
+
+	// ProbeClaim is how long one replica's claim on a HalfOpen round
+	// holds: the other replicas stay Open until its probes' result is
+	// published or the claim ends, then claim again. Zero means
+	// [DefaultProbeClaim] (5s); negative is an error.
+	ProbeClaim time.Duration
+
+	// Quorum, when above 1, opens the shared record only once that many
+	// distinct replicas have reported a trip within QuorumWindow: a single
+	// replica's trip stays its own until then. Zero or 1 means every trip
+	// opens the fleet; negative is an error.
+	Quorum int
+
+	// QuorumWindow is how recent a report must be to count toward Quorum.
+	// Zero means [DefaultQuorumWindow] (10s); negative is an error.
+	QuorumWindow time.Duration
+
+	// RecordTTL is how long the record outlives its last change (plus the
+	// cool-down of an open record; an open record without end does not
+	// expire). Zero means [DefaultRecordTTL] (24h); negative is an error.
+	RecordTTL time.Duration
+
+	// MaxBackoff caps the wait between reads while Redis fails: it starts
+	// at Timeout and doubles. Zero means [DefaultMaxBackoff] (5s); negative
+	// is an error.
+	MaxBackoff time.Duration
+}
+
+// Shared shares one breaker's state with the other replicas through
+// Redis. It is created by [Share] and stopped by [Shared.Close].
+//
+// The breaker's admission stays local: a call never waits for Redis and
+// Redis never fails a call. The breaker's own transitions to Open and to
+// Closed are handed to a background goroutine, which writes them with
+// one script each (one round trip); changes from other replicas arrive
+// by pub/sub and by a periodic read, and are applied with
+// [circuitbreaker.Breaker.ApplyRemote]. When the shared cool-down ends,
+// one replica claims the HalfOpen round and runs its breaker's probes;
+// the others stay open until the result is published.
+//
+// While Redis is down, slow or paused, each replica's breaker works as if
+// alone; an Open received from Redis still ends by itself. On reconnect
+// the replica reads the record and publishes what it missed.
+type Shared struct {
+	br     *circuitbreaker.Breaker
+	client redis.UniversalClient
+	cfg    Config
+	keys   []string
+	ch     string
+
+	own     chan circuitbreaker.Transition // the breaker's own transitions
+	dropped atomic.Bool                    // an own transition did not fit in own
+	msgs    chan record                    // records received by pub/sub
+	resub   chan struct{}                  // pub/sub (re)subscribed
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	ps     *redis.PubSub
+	unsub  func()
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	stats struct{ commands, failures, published, applied atomic.Int64 }
+
+	// The worker's state: read and written by the worker goroutine only.
+	gen     int64         // generation of the record last adopted
+	down    bool          // the last command failed
+	dirty   bool          // an own transition was not published
+	backoff time.Duration // wait before the next read while down
+}
+
+// Share attaches br to the shared record in Redis and starts the
+// background work (two goroutines: a pub/sub reader and a worker). It
+// does not contact Redis before returning: startup succeeds without it.
+//
+// The client must bound its commands by their context (for a
+// [*redis.Client] or [*redis.ClusterClient], Options.ContextTimeoutEnabled
+// set), so that Config.Timeout bounds every command and Close returns
+// promptly; Share returns an error otherwise, and for a nil br or client
+// or a bad Config field (naming it). One breaker should be shared once.
+func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config) (*Shared, error) {
+	if br == nil {
+		return nil, errors.New("rampartredis: breaker must not be nil")
+	}
+	if client == nil {
+		return nil, errors.New("rampartredis: client must not be nil")
+	}
+	if err := checkClient(client); err != nil {
+		return nil, err
+	}
+	if cfg.Key == "" {
+		cfg.Key = br.State().Name
+	}
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	tag := cfg.Prefix + "{" + cfg.Key + "}:"
+	s := &Shared{
+		br:     br,
+		client: client,
+		cfg:    cfg,
+		keys:   []string{tag + "state", tag + "probe", tag + "reports"},
+		ch:     tag + "changes",
+		own:    make(chan circuitbreaker.Transition, 64),
+		msgs:   make(chan record, 64),
+		resub:  make(chan struct{}, 1),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ps = client.Subscribe(s.ctx, s.ch)
+	s.unsub = br.Subscribe(s.onTransition)
+	s.wg.Add(2)
+	go s.listen()
+	go s.work()
+	return s, nil
+}
+
+// fill checks c and fills its defaults. Errors name the field.
+func (c *Config) fill() error {
+	if c.Key == "" {
+		return errors.New("rampartredis: Config.Key is empty and the breaker has no Name; set one of them")
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"Timeout", &c.Timeout, DefaultTimeout},
+		{"Refresh", &c.Refresh, DefaultRefresh},
+		{"ProbeClaim", &c.ProbeClaim, DefaultProbeClaim},
+		{"QuorumWindow", &c.QuorumWindow, DefaultQuorumWindow},
+		{"RecordTTL", &c.RecordTTL, DefaultRecordTTL},
+		{"MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff},
+	} {
+		if *d.v < 0 {
+			return fmt.Errorf("rampartredis: Config.%s must be >= 0 (0 means %v), got %v", d.name, d.def, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.Quorum < 0 {
+		return fmt.Errorf("rampartredis: Config.Quorum must be >= 0 (0 or 1: every trip opens the fleet), got %d", c.Quorum)
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.ID == "" {
+		c.ID = randomID()
+	}
+	return nil
+}
+
+// onTransition is the breaker's listener: it hands the breaker's own
+// transitions to Open and Closed to the worker without blocking. It runs
+// on the goroutine that caused the transition and sends no command.
+func (s *Shared) onTransition(t circuitbreaker.Transition) {
+	if t.Remote || (t.To != circuitbreaker.Open && t.To != circuitbreaker.Closed) {
+		return
+	}
+	select {
+	case s.own <- t:
+	default:
+		s.dropped.Store(true) // the worker reconciles from the breaker's state
+	}
+}
+
+// Close stops the background work, waits for its goroutines to return
+// and detaches the breaker, which keeps its current state and goes on
+// alone. It does not close the client. Calling it again does nothing.
+func (s *Shared) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.unsub()
+		s.cancel()
+		err = s.ps.Close()
+		s.wg.Wait()
+	})
+	return err
+}
+
+// Stats are counts of a [Shared]'s work since [Share].
+type Stats struct {
+	// Commands is the number of Redis commands sent (scripts run), not
+	// counting pub/sub.
+	Commands int64
+	// Failures is how many of them failed (Redis down, slow, or paused).
+	Failures int64
+	// Published is how many of the breaker's own transitions were
+	// written to the shared record.
+	Published int64
+	// Applied is how many applications of the record changed the breaker
+	// (its state, or the end of a remote Open).
+	Applied int64
+}
+
+// Stats returns the counts so far. Safe for concurrent use.
+func (s *Shared) Stats() Stats {
+	return Stats{
+		Commands:  s.stats.commands.Load(),
+		Failures:  s.stats.failures.Load(),
+		Published: s.stats.published.Load(),
+		Applied:   s.stats.applied.Load(),
+	}
+}
+
+// record is the shared record as a script returns it or a message
+// carries it.
+type record struct {
+	gen   int64
+	open  bool
+	rem   time.Duration // open: remaining cool-down, -1 no end, 0 ended
+	cause string
+	by    string
+}
+
+// listen reads pub/sub until Close, handing records and resubscriptions
+// to the worker.
+func (s *Shared) listen() {
+	defer s.wg.Done()
+	wait := time.Duration(0)
+	for {
+		m, err := s.ps.ReceiveTimeout(s.ctx, s.cfg.Refresh)
+		if s.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			var ne interface{ Timeout() bool }
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // quiet channel
+			}
+			// Redis unreachable: try again later, backing off.
+			wait = min(max(2*wait, s.cfg.Timeout), s.cfg.MaxBackoff)
+			if !s.sleep(wait) {
+				return
+			}
+			continue
+		}
+		wait = 0
+		switch m := m.(type) {
+		case *redis.Subscription:
+			select {
+			case s.resub <- struct{}{}:
+			default:
+			}
+		case *redis.Message:
+			if rec, ok := parseMessage(m.Payload); ok {
+				select {
+				case s.msgs <- rec:
+				default: // the periodic read catches up
+				}
+			}
+		}
+	}
+}
+
+// sleep waits d or until Close, reporting false on Close.
+func (s *Shared) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// parseMessage parses "gen|state|remaining ms|by|cause".
+func parseMessage(p string) (record, bool) {
+	f := strings.SplitN(p, "|", 5)
+	if len(f) != 5 {
+		return record{}, false
+	}
+	gen, err1 := strconv.ParseInt(f[0], 10, 64)
+	rem, err2 := strconv.ParseInt(f[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return record{}, false
+	}
+	return record{gen: gen, open: f[1] == "open", rem: ms(rem), by: f[3], cause: f[4]}, true
+}
+
+// ms converts a script's milliseconds (-1: no end) to a duration.
+func ms(n int64) time.Duration {
+	if n < 0 {
+		return -1
+	}
+	return time.Duration(n) * time.Millisecond
+}
+
+// run runs a script with the configured timeout and parses its reply
+// {won, gen, state, remaining, cause, by, claim ms}.
+func (s *Shared) run(script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	defer cancel()
+	s.stats.commands.Add(1)
+	v, err := script.Run(ctx, s.client, s.keys, args...).Slice()
+	if err == nil && len(v) != 7 {
+		err = fmt.Errorf("rampartredis: unexpected script reply %v", v)
+	}
+	if err != nil {
+		s.stats.failures.Add(1)
+		return record{}, false, 0, err
+	}
+	num := func(i int) int64 { n, _ := v[i].(int64); return n }
+	str := func(i int) string { t, _ := v[i].(string); return t }
+	rec = record{gen: num(1), open: str(2) == "open", rem: ms(num(3)), cause: str(4), by: str(5)}
+	return rec, num(0) == 1, ms(num(6)), nil
+}

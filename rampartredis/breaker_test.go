@@ -1,0 +1,341 @@
+package rampartredis_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/rampartredis"
+)
+
+func breakerConfig() circuitbreaker.Config {
+	return circuitbreaker.Config{
+		Name:         "payments",
+		Policy:       circuitbreaker.Consecutive{Failures: 3},
+		ResetTimeout: 5 * time.Second,
+	}
+}
+
+func TestShare_FL1_TripOpensEveryReplica(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 3, breakerConfig(), rampartredis.Config{ID: "r"})
+	rs[0].trip(t)
+	for i, r := range rs[1:] {
+		waitFor(t, "replica to open", stateIs(r.br, circuitbreaker.Open))
+		snap := r.br.State()
+		assert.True(t, snap.Remote, "replica %d", i+1)
+		assert.ErrorIs(t, snap.Cause, rampartredis.ErrFleetOpen)
+		var fe *rampartredis.FleetOpenError
+		require.ErrorAs(t, snap.Cause, &fe)
+		assert.Equal(t, rampartredis.FleetOpenError{Cause: "backend down", By: "r"}, *fe)
+		assert.Greater(t, snap.RetryAfter, 4*time.Second, "the remaining cool-down, not a fresh one")
+		assert.LessOrEqual(t, snap.RetryAfter, 5*time.Second+rampartredis.DefaultTimeout)
+		_, err := r.br.TryAcquire()
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+	}
+	assert.Equal(t, int64(1), rs[0].sh.Stats().Published)
+}
+
+func TestShare_FL1_RaceLoserAdoptsTheWinnersRecord(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 4, breakerConfig(), rampartredis.Config{})
+	for _, r := range rs {
+		waitFor(t, "startup reads", func() bool { return r.sh.Stats().Commands >= 1 })
+	}
+	// Every replica fails at once: some trip before the first trip reaches
+	// them; exactly one write wins, the others adopt it.
+	var wg sync.WaitGroup
+	for _, r := range rs {
+		wg.Go(func() {
+			for r.br.State().State == circuitbreaker.Closed {
+				if p, err := r.br.TryAcquire(); err == nil {
+					p.Failure(errBackend)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var published int64
+	for _, r := range rs {
+		waitFor(t, "every replica on the shared record", func() bool { return r.br.State().Remote })
+		published += r.sh.Stats().Published
+	}
+	assert.Equal(t, int64(1), published)
+}
+
+func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
+	for _, maxProbes := range []int{1, 2} {
+		t.Run("MaxProbes="+string(rune('0'+maxProbes)), func(t *testing.T) {
+			srv := server(t)
+			cfg := breakerConfig()
+			cfg.ResetTimeout, cfg.MaxProbes = 300*time.Millisecond, maxProbes
+			rs := fleet(t, srv.Options(), 4, cfg, rampartredis.Config{})
+			rs[0].trip(t)
+			for _, r := range rs {
+				waitFor(t, "every replica open", stateIs(r.br, circuitbreaker.Open))
+			}
+			// Every replica asks to call until MaxProbes probes have been
+			// admitted somewhere, and goes on a while: no replica admits more.
+			var admitted atomic.Int32
+			var permits sync.Map
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for i, r := range rs {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						if p, err := r.br.TryAcquire(); err == nil {
+							admitted.Add(1)
+							permits.Store(i*100+int(admitted.Load()), &p)
+						}
+						time.Sleep(time.Millisecond)
+					}
+				})
+			}
+			waitFor(t, "the probes", func() bool { return admitted.Load() >= int32(maxProbes) })
+			time.Sleep(300 * time.Millisecond) // the others must stay open meanwhile
+			close(stop)
+			wg.Wait()
+			assert.Equal(t, int32(maxProbes), admitted.Load(), "probes fleet-wide")
+			permits.Range(func(_, v any) bool { v.(*circuitbreaker.Permit).Success(); return true })
+			for _, r := range rs {
+				waitFor(t, "every replica closed", stateIs(r.br, circuitbreaker.Closed))
+			}
+		})
+	}
+}
+
+func TestShare_FL2_FailedProbeReopensTheFleet(t *testing.T) {
+	srv := server(t)
+	cfg := breakerConfig()
+	cfg.ResetTimeout = 200 * time.Millisecond
+	rs := fleet(t, srv.Options(), 3, cfg, rampartredis.Config{})
+	rs[0].trip(t)
+	for _, r := range rs {
+		waitFor(t, "every replica open", stateIs(r.br, circuitbreaker.Open))
+	}
+	var probe *circuitbreaker.Permit
+	var prober *replica
+	waitFor(t, "a probe", func() bool {
+		for _, r := range rs {
+			if p, err := r.br.TryAcquire(); err == nil {
+				probe, prober = &p, r
+				return true
+			}
+		}
+		return false
+	})
+	gen := prober.sh.Stats().Published
+	require.True(t, probe.Failure(errBackend))
+	waitFor(t, "the re-open published", func() bool { return prober.sh.Stats().Published == gen+1 })
+	for _, r := range rs {
+		waitFor(t, "every replica open again", stateIs(r.br, circuitbreaker.Open))
+	}
+}
+
+func TestShare_FL3_QuorumHonoursAnOpenOnlyFromKReplicas(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 3, breakerConfig(), rampartredis.Config{Quorum: 2})
+	rs[0].trip(t)
+	waitFor(t, "the report written", func() bool { return rs[0].sh.Stats().Commands >= 2 })
+	// The read that follows every write shows the record still closed.
+	for _, r := range rs[1:] {
+		assert.Equal(t, circuitbreaker.Closed, r.br.State().State, "one replica is not a quorum")
+	}
+	assert.False(t, rs[0].br.State().Remote, "the reporter's own Open stays its own")
+	rs[1].trip(t)
+	waitFor(t, "the third replica to open", stateIs(rs[2].br, circuitbreaker.Open))
+	assert.True(t, rs[2].br.State().Remote)
+}
+
+func TestShare_FL4_ClosedSuccessSendsNoCommand(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 1, breakerConfig(), rampartredis.Config{Refresh: time.Hour})
+	r := rs[0]
+	waitFor(t, "the startup read and the read on subscribing", func() bool { return r.sh.Stats().Commands >= 2 })
+	before := r.sh.Stats().Commands
+	for range 10000 {
+		p, err := r.br.TryAcquire()
+		require.NoError(t, err)
+		p.Success()
+	}
+	p, _ := r.br.TryAcquire()
+	p.Failure(errBackend) // below the threshold: no transition
+	assert.Equal(t, before, r.sh.Stats().Commands, "calls and outcomes send nothing to Redis")
+}
+
+func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Timeout: 2 * time.Second, Refresh: 50 * time.Millisecond})
+	waitFor(t, "startup reads", func() bool { return rs[1].sh.Stats().Commands >= 1 })
+	srv.Pause()
+	// With Redis paused, a blocking implementation would hold the calls for
+	// the 2s command timeout: tripping and every call must return at once.
+	start := time.Now()
+	rs[0].trip(t)
+	for range 1000 {
+		p, err := rs[1].br.TryAcquire()
+		require.NoError(t, err)
+		p.Success()
+	}
+	assert.Less(t, time.Since(start), 500*time.Millisecond, "calls waited for Redis")
+	assert.Equal(t, circuitbreaker.Open, rs[0].br.State().State, "the replica's own breaker works alone")
+	assert.Equal(t, circuitbreaker.Closed, rs[1].br.State().State)
+	srv.Resume()
+	waitFor(t, "the trip published after Redis resumed", stateIs(rs[1].br, circuitbreaker.Open))
+}
+
+func TestShare_FL5_RemoteOpenEndsByItselfWhileRedisIsPaused(t *testing.T) {
+	srv := server(t)
+	cfg := breakerConfig()
+	cfg.ResetTimeout = 300 * time.Millisecond
+	rs := fleet(t, srv.Options(), 2, cfg, rampartredis.Config{Timeout: 100 * time.Millisecond})
+	rs[0].trip(t)
+	waitFor(t, "the other replica to open", stateIs(rs[1].br, circuitbreaker.Open))
+	srv.Pause()
+	defer srv.Resume()
+	// No claim can be made: the Open ends by itself (its cool-down plus
+	// Timeout) and the replica probes on its own.
+	waitFor(t, "a local probe", func() bool {
+		p, err := rs[1].br.TryAcquire()
+		if err != nil {
+			return false
+		}
+		p.Success()
+		return true
+	})
+	assert.Equal(t, circuitbreaker.Closed, rs[1].br.State().State)
+}
+
+func TestShare_FL6_KillAndRestartReconciles(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	waitFor(t, "startup reads", func() bool { return rs[1].sh.Stats().Commands >= 1 })
+	srv.Kill()
+	rs[0].trip(t) // not published: Redis is down
+	waitFor(t, "a failed command", func() bool { return rs[0].sh.Stats().Failures >= 1 })
+	assert.Equal(t, circuitbreaker.Closed, rs[1].br.State().State)
+	srv.Restart() // empty: the record is gone
+	waitFor(t, "the other replica to open after reconnect", stateIs(rs[1].br, circuitbreaker.Open))
+	assert.True(t, rs[0].br.State().Remote, "the tripping replica adopted the record it wrote")
+}
+
+func TestShare_FL7_LostMessagesConvergeByTheRead(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Refresh: 100 * time.Millisecond})
+	waitFor(t, "startup reads", func() bool { return rs[1].sh.Stats().Commands >= 1 })
+	require.GreaterOrEqual(t, srv.KillPubSub(), int64(2))
+	rs[0].trip(t)
+	waitFor(t, "the other replica to open", stateIs(rs[1].br, circuitbreaker.Open))
+
+	// A change whose message nobody receives (written by hand, published
+	// nowhere): only the periodic read can deliver it.
+	c := srv.Client()
+	ctx := context.Background()
+	gen, err := c.HGet(ctx, "rampart:{payments}:state", "gen").Int64()
+	require.NoError(t, err)
+	require.NoError(t, c.HSet(ctx, "rampart:{payments}:state", "gen", gen+1, "state", "closed", "until", 0).Err())
+	waitFor(t, "the periodic read to close the replica", stateIs(rs[1].br, circuitbreaker.Closed))
+}
+
+func TestShare_FL8_StartsWithoutRedis(t *testing.T) {
+	srv := server(t)
+	srv.Kill()
+	opts := srv.Options()
+	rs := fleet(t, opts, 2, breakerConfig(), rampartredis.Config{Timeout: 100 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	p, err := rs[0].br.TryAcquire()
+	require.NoError(t, err, "the breaker works without Redis")
+	p.Success()
+	rs[0].trip(t)
+	srv.Restart()
+	waitFor(t, "the trip shared once Redis is up", stateIs(rs[1].br, circuitbreaker.Open))
+}
+
+func TestShare_FL9_CloseStopsEveryGoroutine(t *testing.T) {
+	srv := server(t)
+	srv.Pause() // Close must not wait for a hung Redis beyond the timeout
+	c := redis.NewClient(srv.Options())
+	defer c.Close()
+	br, err := circuitbreaker.New(breakerConfig())
+	require.NoError(t, err)
+	sh, err := rampartredis.Share(br, c, rampartredis.Config{Timeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sh.Close() })
+	waitFor(t, "the background goroutines", func() bool { return len(ownGoroutines()) == 2 })
+	require.NoError(t, sh.Close())
+	require.NoError(t, sh.Close(), "a second Close does nothing")
+	// Close waited for both; each may still be returning from its deferred
+	// wg.Done.
+	waitFor(t, "no goroutine left", func() bool { return len(ownGoroutines()) == 0 })
+	srv.Resume()
+	// Detached: the breaker's transitions no longer reach Redis.
+	r := &replica{br: br}
+	r.trip(t)
+	assert.Equal(t, int64(0), sh.Stats().Published)
+}
+
+func TestShare_FL10_EveryKeyUnderOneHashTag(t *testing.T) {
+	srv := server(t)
+	rs := fleet(t, srv.Options(), 1, breakerConfig(), rampartredis.Config{Quorum: 2, Prefix: "app:"})
+	rs[0].trip(t)
+	c := srv.Client()
+	waitFor(t, "the report", func() bool { return c.Exists(context.Background(), "app:{payments}:reports").Val() == 1 })
+	keys, err := c.Keys(context.Background(), "*").Result()
+	require.NoError(t, err)
+	require.NotEmpty(t, keys)
+	for _, k := range keys {
+		assert.True(t, strings.HasPrefix(k, "app:{payments}:"), k)
+	}
+}
+
+func TestShare_FL11_BadInput(t *testing.T) {
+	good := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer good.Close()
+	noTimeout := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer noTimeout.Close()
+	named, err := circuitbreaker.New(breakerConfig())
+	require.NoError(t, err)
+	unnamed, err := circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name   string
+		br     *circuitbreaker.Breaker
+		client redis.UniversalClient
+		cfg    rampartredis.Config
+		want   string
+	}{
+		{name: "nil breaker", client: good, want: "rampartredis: breaker must not be nil"},
+		{name: "nil client", br: named, want: "rampartredis: client must not be nil"},
+		{name: "context timeouts off", br: named, client: noTimeout, want: "rampartredis: the client's Options.ContextTimeoutEnabled must be true, so that the configured Timeout bounds every command"},
+		{name: "no key", br: unnamed, client: good, want: "rampartredis: Config.Key is empty and the breaker has no Name; set one of them"},
+		{name: "timeout", br: named, client: good, cfg: rampartredis.Config{Timeout: -1}, want: "rampartredis: Config.Timeout must be >= 0 (0 means 200ms), got -1ns"},
+		{name: "refresh", br: named, client: good, cfg: rampartredis.Config{Refresh: -1}, want: "rampartredis: Config.Refresh must be >= 0 (0 means 1s), got -1ns"},
+		{name: "probe claim", br: named, client: good, cfg: rampartredis.Config{ProbeClaim: -1}, want: "rampartredis: Config.ProbeClaim must be >= 0 (0 means 5s), got -1ns"},
+		{name: "quorum", br: named, client: good, cfg: rampartredis.Config{Quorum: -1}, want: "rampartredis: Config.Quorum must be >= 0 (0 or 1: every trip opens the fleet), got -1"},
+		{name: "quorum window", br: named, client: good, cfg: rampartredis.Config{QuorumWindow: -1}, want: "rampartredis: Config.QuorumWindow must be >= 0 (0 means 10s), got -1ns"},
+		{name: "ttl", br: named, client: good, cfg: rampartredis.Config{RecordTTL: -1}, want: "rampartredis: Config.RecordTTL must be >= 0 (0 means 24h0m0s), got -1ns"},
+		{name: "backoff", br: named, client: good, cfg: rampartredis.Config{MaxBackoff: -1}, want: "rampartredis: Config.MaxBackoff must be >= 0 (0 means 5s), got -1ns"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sh, err := rampartredis.Share(tc.br, tc.client, tc.cfg)
+			require.EqualError(t, err, tc.want)
+			assert.Nil(t, sh)
+		})
+	}
+	var fe error = &rampartredis.FleetOpenError{By: "r1"}
+	assert.True(t, errors.Is(fe, rampartredis.ErrFleetOpen))
+	assert.Equal(t, "rampartredis: open across the fleet (reported by r1)", fe.Error())
+}

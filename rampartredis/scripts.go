@@ -1,0 +1,118 @@
+package rampartredis
+
+import "github.com/redis/go-redis/v9"
+
+// The shared record of one breaker is a hash at KEYS[1]:
+//
+//	gen    the fleet-wide generation, +1 on every change
+//	state  "open" or "closed" (a missing record is closed, generation 0)
+//	until  when an open record's cool-down ends, in ms on Redis's own
+//	       clock, or -1 for no end; replicas never see it, only the
+//	       remaining duration computed by the script
+//	cause  the text of the failure that tripped it
+//	by     the id of the replica that wrote it
+//
+// KEYS[2] is the probe claim of the current HalfOpen round (SET NX PX),
+// KEYS[3] the quorum's sorted set of reporting replicas (score: ms).
+// Every key carries the same hash tag, so one script touches one slot.
+//
+// Each script replies with the record as {won, gen, state, remaining ms
+// (-1: no end; <= 0: the cool-down has ended), cause, by, claim ms}.
+
+// now and the record's fields, read at the start of every script.
+const scriptHead = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local r = redis.call('HMGET', KEYS[1], 'gen', 'state', 'until', 'cause', 'by')
+local gen = tonumber(r[1]) or 0
+local state = r[2] or 'closed'
+local untl = tonumber(r[3]) or 0
+local cause = r[4] or ''
+local by = r[5] or ''
+local function remaining()
+  if state ~= 'open' then return 0 end
+  if untl < 0 then return -1 end
+  local rem = untl - now
+  if rem <= 0 then return 0 end
+  return rem
+end
+`
+
+// transitionScript publishes a replica's own transition in one round
+// trip. ARGV: expected generation, "open" or "closed", cool-down ms (-1:
+// no end), cause, replica id, quorum, quorum window ms, record ttl ms,
+// channel.
+//
+// An open wins over a closed record (a trip is news; with a quorum K > 1,
+// only once K distinct replicas reported within the window), and over an
+// open one only when the replica knew its generation (its probe failed).
+// A close wins only over the open record of the generation the replica
+// knew (its probe succeeded). The winner writes, sets the expiry,
+// clears the probe claim and publishes; a loser gets the current record
+// to adopt.
+var transitionScript = redis.NewScript(scriptHead + `
+local expect = tonumber(ARGV[1])
+local to = ARGV[2]
+local win = false
+if to == 'open' then
+  local k = tonumber(ARGV[6])
+  if k > 1 then
+    redis.call('ZADD', KEYS[3], now, ARGV[5])
+    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now - tonumber(ARGV[7]))
+    redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  end
+  if state == 'closed' then
+    win = k <= 1 or redis.call('ZCARD', KEYS[3]) >= k
+  else
+    win = gen == expect
+  end
+else
+  win = state == 'open' and gen == expect
+end
+if not win then
+  return {0, gen, state, remaining(), cause, by, 0}
+end
+gen = gen + 1
+state = to
+by = ARGV[5]
+local ttl = tonumber(ARGV[8])
+if to == 'open' then
+  local cd = tonumber(ARGV[3])
+  cause = ARGV[4]
+  if cd < 0 then untl = -1 else untl = now + cd; ttl = ttl + cd end
+  redis.call('DEL', KEYS[3])
+else
+  untl = 0
+  cause = ''
+end
+redis.call('HSET', KEYS[1], 'gen', gen, 'state', state, 'until', untl, 'cause', cause, 'by', by)
+if untl < 0 then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ttl) end
+redis.call('DEL', KEYS[2])
+local rem = remaining()
+redis.call('PUBLISH', ARGV[9], gen .. '|' .. state .. '|' .. rem .. '|' .. by .. '|' .. cause)
+return {1, gen, state, rem, cause, by, 0}
+`)
+
+// readScript reads the record, with the remaining cool-down on Redis's
+// clock.
+var readScript = redis.NewScript(scriptHead + `
+return {0, gen, state, remaining(), cause, by, 0}
+`)
+
+// claimScript claims the probe of the current HalfOpen round: it wins
+// when the record is still the open record of the expected generation,
+// its cool-down has ended, and no other replica holds the claim (SET NX
+// PX; a replica that holds it already wins again). ARGV: expected
+// generation, replica id, claim ms. A loser gets the record and how long
+// the current claim still holds (ms).
+var claimScript = redis.NewScript(scriptHead + `
+local rem = remaining()
+if state ~= 'open' or gen ~= tonumber(ARGV[1]) or rem ~= 0 then
+  return {0, gen, state, rem, cause, by, 0}
+end
+local me = ARGV[2] .. '@' .. gen
+if redis.call('SET', KEYS[2], me, 'NX', 'PX', ARGV[3]) or redis.call('GET', KEYS[2]) == me then
+  return {1, gen, state, 0, cause, by, tonumber(ARGV[3])}
+end
+return {0, gen, state, 0, cause, by, redis.call('PTTL', KEYS[2])}
+`)
