@@ -4,9 +4,16 @@ go 1.26.0
 
 require (
 	github.com/rampart-go/rampart v0.0.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/time v0.16.0
 	gonum.org/v1/plot v0.17.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )
 
 require (
@@ -16,6 +23,7 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/rampart-go/rampart/rampartredis v0.0.0
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
@@ -23,3 +31,5 @@ require (
 )
 
 replace github.com/rampart-go/rampart => ../
+
+replace github.com/rampart-go/rampart/rampartredis => ../rampartredis

@@ -1,0 +1,149 @@
+// Command fleet shows what sharing a circuit breaker's state through Redis
+// buys a service that runs as many replicas.
+//
+// It starts one backend (a net/http server on 127.0.0.1) that fails every
+// request for a while (the outage), and N replicas, each with its own HTTP
+// client, circuit breaker and, when shared, its own Redis connection
+// (rampartredis.Share). The same run is made twice: with independent
+// breakers, each replica learning alone, and with shared state. It prints
+// a side-by-side table, or with -json one JSON object: backend hits during
+// the outage, probes while the backend is down and how many per HalfOpen
+// round across the fleet, the time from the first trip until every
+// replica is open, and the Redis commands sent.
+//
+// It needs a redis-server: -redis host:port uses a running one; by default
+// it starts its own on a free port when redis-server is installed
+// (Debian: apt-get install -y --no-install-recommends redis-server).
+//
+//	cd examples && go run ./fleet
+//	cd examples && go run ./fleet -json
+//	cd examples && go run ./fleet -quota 200   # also the fleet-wide rate limit, over 10s
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+type options struct {
+	replicas  int
+	healthy   time.Duration // before the outage
+	outage    time.Duration
+	after     time.Duration // after the outage
+	interval  time.Duration // between the calls of one replica's caller
+	callers   int           // concurrent callers per replica
+	latency   time.Duration // the backend's time per request
+	cooldown  time.Duration
+	failures  int
+	maxProbes int
+	redis     string
+	jsonOut   bool
+	quota     float64       // calls per second; 0 skips the rate limit run
+	quotaFor  time.Duration // how long the rate limit run lasts
+}
+
+func defaults() options {
+	return options{
+		replicas: 8, healthy: 500 * time.Millisecond, outage: 4 * time.Second, after: time.Second,
+		interval: 5 * time.Millisecond, callers: 1, cooldown: 100 * time.Millisecond, failures: 5, maxProbes: 1,
+		quotaFor: 10 * time.Second,
+	}
+}
+
+func main() {
+	o := defaults()
+	flag.IntVar(&o.replicas, "replicas", o.replicas, "replicas, each with its own client, breaker and Redis connection")
+	flag.DurationVar(&o.healthy, "healthy", o.healthy, "how long the backend serves before the outage")
+	flag.DurationVar(&o.outage, "outage", o.outage, "how long the backend fails every request")
+	flag.DurationVar(&o.after, "after", o.after, "how long the run goes on after the outage")
+	flag.DurationVar(&o.interval, "interval", o.interval, "time between the calls of one caller")
+	flag.IntVar(&o.callers, "callers", o.callers, "callers per replica, each making one call at a time")
+	flag.DurationVar(&o.latency, "latency", o.latency, "the backend's time per request (lets probes overlap)")
+	flag.DurationVar(&o.cooldown, "cooldown", o.cooldown, "the breakers' reset timeout")
+	flag.IntVar(&o.failures, "failures", o.failures, "consecutive failures that trip a breaker")
+	flag.IntVar(&o.maxProbes, "max-probes", o.maxProbes, "probes a HalfOpen breaker admits")
+	flag.StringVar(&o.redis, "redis", "", "address of a running Redis (host:port); empty starts a redis-server")
+	flag.Float64Var(&o.quota, "quota", 0, "also run a fleet-wide rate limit of this many calls per second (rampartredis.Quota) with every replica wanting more; 0 skips it")
+	flag.DurationVar(&o.quotaFor, "quota-for", o.quotaFor, "how long the rate limit run lasts")
+	flag.BoolVar(&o.jsonOut, "json", false, "print the results as one JSON object instead of the table")
+	flag.Parse()
+	if err := run(o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(1)
+	}
+}
+
+// report is the program's output: one result per mode.
+type report struct {
+	Replicas    int    `json:"replicas"`
+	Callers     int    `json:"callers"`
+	MaxProbes   int    `json:"max_probes"`
+	Outage      string `json:"outage"`
+	Independent result `json:"independent"`
+	Shared      result `json:"shared"`
+	// Quota is the fleet-wide rate limit run, with -quota.
+	Quota *quotaResult `json:"quota,omitempty"`
+}
+
+func run(o options, w io.Writer) error {
+	addr := o.redis
+	if addr == "" {
+		srv, err := startRedis()
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		addr = srv.addr
+	}
+	rep := report{Replicas: o.replicas, Callers: o.callers, MaxProbes: o.maxProbes, Outage: o.outage.String()}
+	var err error
+	if rep.Independent, err = simulate(o, ""); err != nil {
+		return err
+	}
+	if rep.Shared, err = simulate(o, addr); err != nil {
+		return err
+	}
+	if o.quota > 0 {
+		q, err := measureQuota(o, addr)
+		if err != nil {
+			return err
+		}
+		rep.Quota = &q
+	}
+	if o.jsonOut {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printTable(w, rep)
+	return nil
+}
+
+func printTable(w io.Writer, r report) {
+	fmt.Fprintf(w, "%d replicas of %d caller(s) each, one backend down for %s, MaxProbes %d\n\n", r.Replicas, r.Callers, r.Outage, r.MaxProbes)
+	row := func(name string, f func(result) string) {
+		fmt.Fprintf(w, "%-42s %14s %14s\n", name, f(r.Independent), f(r.Shared))
+	}
+	row("", func(x result) string {
+		if x.Shared {
+			return "shared"
+		}
+		return "independent"
+	})
+	row("backend hits during the outage", func(x result) string { return fmt.Sprint(x.OutageHits) })
+	row("probes while down (HalfOpen admissions)", func(x result) string { return fmt.Sprint(x.Probes) })
+	row("probes per HalfOpen round, fleet-wide", func(x result) string { return fmt.Sprintf("%d..%d", x.MinRoundProbes, x.MaxRoundProbes) })
+	row("HalfOpen rounds", func(x result) string { return fmt.Sprint(x.Rounds) })
+	row("first trip to every replica open", func(x result) string { return x.AllOpenAfter })
+	row("calls the breakers refused", func(x result) string { return fmt.Sprint(x.Rejected) })
+	row("Redis commands sent", func(x result) string { return fmt.Sprint(x.RedisCommands) })
+	fmt.Fprintf(w, "\nhits with shared state / independent: %.2f\n", float64(r.Shared.OutageHits)/float64(max(r.Independent.OutageHits, 1)))
+	if q := r.Quota; q != nil {
+		fmt.Fprintf(w, "\nfleet-wide rate limit: quota %g/s, %d replicas each wanting more, %gs: admitted %.1f/s (%.1f%% of the quota), %d Redis commands\n",
+			q.Quota, r.Replicas, q.Seconds, q.PerSecond, q.PercentOfQ, q.RedisCmds)
+	}
+}

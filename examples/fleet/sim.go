@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/rampartredis"
+)
+
+// result is what one run measured.
+type result struct {
+	Shared bool `json:"shared"`
+	// OutageHits counts the requests the backend received while down.
+	OutageHits int64 `json:"outage_hits"`
+	// Rejected counts the calls the breakers refused.
+	Rejected int64 `json:"rejected"`
+	// Probes counts the calls admitted by a HalfOpen breaker, Rounds the
+	// HalfOpen rounds across the fleet (probes closer together than half a
+	// cool-down are one round), MinRoundProbes and MaxRoundProbes the
+	// fewest and most probes of one round.
+	Probes         int `json:"probes"`
+	Rounds         int `json:"rounds"`
+	MinRoundProbes int `json:"min_round_probes"`
+	MaxRoundProbes int `json:"max_round_probes"`
+	// AllOpenAfter is the time from the first replica's trip until every
+	// replica was open.
+	AllOpenAfter   string  `json:"all_open_after"`
+	AllOpenAfterMS float64 `json:"all_open_after_ms"`
+	// RedisCommands counts the commands the replicas sent to Redis.
+	RedisCommands int64 `json:"redis_commands"`
+}
+
+var errUnavailable = errors.New("backend: 503")
+
+// replica is one process of the fleet.
+type replica struct {
+	client *http.Client
+	br     *circuitbreaker.Breaker
+	sh     *rampartredis.Shared
+	rc     *redis.Client
+	state  atomic.Int32 // the breaker's state, kept by a listener
+
+	mu       sync.Mutex
+	openedAt time.Time // the first Open after the outage began
+}
+
+// simulate runs the scenario once: with independent breakers when
+// redisAddr is empty, else with state shared through Redis at redisAddr.
+func simulate(o options, redisAddr string) (result, error) {
+	res := result{Shared: redisAddr != ""}
+	var failing atomic.Bool
+	var outageHits atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return res, err
+	}
+	backend := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(o.latency)
+		if failing.Load() {
+			outageHits.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})}
+	go backend.Serve(ln)
+	defer backend.Close()
+	url := "http://" + ln.Addr().String() + "/"
+
+	key := fmt.Sprintf("fleet-example-%d", time.Now().UnixNano())
+	rs := make([]*replica, o.replicas)
+	for i := range rs {
+		br, err := circuitbreaker.New(circuitbreaker.Config{
+			Name:         "backend",
+			Policy:       circuitbreaker.Consecutive{Failures: o.failures},
+			ResetTimeout: o.cooldown,
+			MaxProbes:    o.maxProbes,
+		})
+		if err != nil {
+			return res, err
+		}
+		r := &replica{client: &http.Client{Transport: &http.Transport{}}, br: br}
+		br.Subscribe(func(t circuitbreaker.Transition) {
+			r.state.Store(int32(t.To))
+			if t.To == circuitbreaker.Open && failing.Load() {
+				r.mu.Lock()
+				if r.openedAt.IsZero() {
+					r.openedAt = time.Now()
+				}
+				r.mu.Unlock()
+			}
+		})
+		if redisAddr != "" {
+			r.rc = redis.NewClient(&redis.Options{
+				Addr: redisAddr, ContextTimeoutEnabled: true,
+				DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
+			})
+			r.sh, err = rampartredis.Share(br, r.rc, rampartredis.Config{Key: key, ID: fmt.Sprint("replica-", i)})
+			if err != nil {
+				return res, err
+			}
+		}
+		rs[i] = r
+	}
+
+	var probesMu sync.Mutex
+	var probes []time.Time
+	var rejected atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range o.replicas * o.callers {
+		r := rs[i%o.replicas]
+		wg.Go(func() {
+			tick := time.NewTicker(o.interval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				p, err := r.br.TryAcquire()
+				if err != nil {
+					rejected.Add(1)
+					continue
+				}
+				if circuitbreaker.State(r.state.Load()) == circuitbreaker.HalfOpen {
+					probesMu.Lock()
+					probes = append(probes, time.Now())
+					probesMu.Unlock()
+				}
+				p.Done(call(ctx, r.client, url))
+			}
+		})
+	}
+	time.Sleep(o.healthy)
+	failing.Store(true)
+	time.Sleep(o.outage)
+	failing.Store(false)
+	time.Sleep(o.after)
+	cancel()
+	wg.Wait()
+
+	res.OutageHits, res.Rejected = outageHits.Load(), rejected.Load()
+	res.Probes = len(probes)
+	slices.SortFunc(probes, func(a, b time.Time) int { return a.Compare(b) })
+	for i, n := 0, 0; i < len(probes); i++ {
+		n++
+		if i == len(probes)-1 || probes[i+1].Sub(probes[i]) > o.cooldown/2 {
+			res.Rounds++
+			if res.MinRoundProbes == 0 || n < res.MinRoundProbes {
+				res.MinRoundProbes = n
+			}
+			res.MaxRoundProbes = max(res.MaxRoundProbes, n)
+			n = 0
+		}
+	}
+	var first, last time.Time
+	for _, r := range rs {
+		r.mu.Lock()
+		t := r.openedAt
+		r.mu.Unlock()
+		if t.IsZero() {
+			last = time.Time{}
+			break
+		}
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+		if t.After(last) {
+			last = t
+		}
+	}
+	if last.IsZero() {
+		res.AllOpenAfter, res.AllOpenAfterMS = "never", -1
+	} else {
+		d := last.Sub(first)
+		res.AllOpenAfter, res.AllOpenAfterMS = d.Round(100*time.Microsecond).String(), float64(d)/float64(time.Millisecond)
+	}
+	for _, r := range rs {
+		if r.sh != nil {
+			res.RedisCommands += r.sh.Stats().Commands
+			if err := r.sh.Close(); err != nil {
+				return res, err
+			}
+			r.rc.Close()
+		}
+		r.client.CloseIdleConnections()
+	}
+	return res, nil
+}
+
+// call makes one request and returns its failure, if any.
+func call(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errUnavailable
+	}
+	return nil
+}
