@@ -86,7 +86,9 @@ type Config struct {
 
 	// ProbeClaim is how long one replica's claim on a HalfOpen round
 	// holds: the other replicas stay Open until its probes' result is
-	// published or the claim ends, then claim again. Zero means
+	// published or the claim ends, then claim again. Make it longer than a
+	// probe call can take (the breaker's ProbeLease bounds that), or a
+	// slow probe lets another replica's round start. Zero means
 	// [DefaultProbeClaim] (5s); negative is an error.
 	ProbeClaim time.Duration
 
@@ -236,10 +238,13 @@ func (c *Config) fill() error {
 }
 
 // onTransition is the breaker's listener: it hands the breaker's own
-// transitions to Open and Closed to the worker without blocking. It runs
-// on the goroutine that caused the transition and sends no command.
+// verdicts to the worker without blocking — a trip (to Open) and a probe
+// round's close (HalfOpen to Closed). A Reset or a Switch stays local: the
+// record re-opens such a breaker while the fleet is open. It runs on the
+// goroutine that caused the transition and sends no command.
 func (s *Shared) onTransition(t circuitbreaker.Transition) {
-	if t.Remote || (t.To != circuitbreaker.Open && t.To != circuitbreaker.Closed) {
+	own := t.To == circuitbreaker.Open || t.To == circuitbreaker.Closed && t.From == circuitbreaker.HalfOpen
+	if t.Remote || !own {
 		return
 	}
 	select {

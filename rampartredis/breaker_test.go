@@ -72,6 +72,24 @@ func TestShare_FL1_RaceLoserAdoptsTheWinnersRecord(t *testing.T) {
 	assert.Equal(t, int64(1), published)
 }
 
+func TestShare_FL1_ResetAndSwitchStayLocal(t *testing.T) {
+	srv := server(t)
+	sw := &circuitbreaker.Switch{}
+	cfg := breakerConfig()
+	cfg.Switch = sw
+	rs := fleet(t, srv.Options(), 2, cfg, rampartredis.Config{Refresh: 50 * time.Millisecond})
+	rs[0].trip(t)
+	waitFor(t, "the other replica to open", stateIs(rs[1].br, circuitbreaker.Open))
+	sw.ForceOpen(nil)
+	sw.Release() // both Closed, locally
+	rs[1].br.Reset()
+	for _, r := range rs {
+		waitFor(t, "the shared Open applied again", stateIs(r.br, circuitbreaker.Open))
+		assert.True(t, r.br.State().Remote)
+	}
+	assert.Equal(t, int64(1), rs[0].sh.Stats().Published+rs[1].sh.Stats().Published, "only the trip was published")
+}
+
 func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 	for _, maxProbes := range []int{1, 2} {
 		t.Run("MaxProbes="+string(rune('0'+maxProbes)), func(t *testing.T) {
