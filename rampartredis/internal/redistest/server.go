@@ -68,12 +68,37 @@ func Start(t testing.TB) *Server {
 }
 
 func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := free()
 	if err != nil {
 		t.Fatalf("redistest: no free port: %v", err)
 	}
+	return addr
+}
+
+func free() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
+}
+
+// Run starts a redis-server outside a test (for runnable examples) and
+// returns its address and a function that stops it.
+func Run() (addr string, stop func(), err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, err
+	}
+	s := &Server{bin: bin}
+	if s.Addr, err = free(); err != nil {
+		return "", nil, err
+	}
+	if err := s.start(); err != nil {
+		return "", nil, err
+	}
+	return s.Addr, s.stop, nil
 }
 
 // start runs redis-server on s.Addr and waits until it answers PING.
