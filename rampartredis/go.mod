@@ -6,6 +6,7 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/rampart-go/rampart v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/time v0.16.0
 )

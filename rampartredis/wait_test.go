@@ -10,7 +10,7 @@ import (
 // waitFor polls cond until it holds, failing the test after 10 seconds.
 // Tests against a real redis-server cannot run on virtual time; they wait
 // for an outcome, never for a duration.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
