@@ -151,3 +151,23 @@ func TestRemote_CB23_OwnOpenTransitionCarriesItsCooldown(t *testing.T) {
 		}}, rec.all())
 	})
 }
+
+func TestRemote_CB23_ANewEndRearmsTheCooldownTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{})
+		_, _ = b.ApplyRemote(circuitbreaker.Open, time.Hour, errFleet)
+		_, _ = b.ApplyRemote(circuitbreaker.Open, 2*time.Second, errFleet)
+		time.Sleep(2*time.Second - time.Nanosecond)
+		assert.Equal(t, time.Nanosecond, openErr(t, b).RetryAfter())
+		time.Sleep(time.Nanosecond)
+		p, err := b.TryAcquire()
+		require.NoError(t, err, "the shorter end holds, not the hour")
+		p.Success()
+
+		// A longer end over a shorter one: no probe before it.
+		_, _ = b.ApplyRemote(circuitbreaker.Open, time.Second, errFleet)
+		_, _ = b.ApplyRemote(circuitbreaker.Open, time.Minute, errFleet)
+		time.Sleep(time.Second)
+		assert.Equal(t, 59*time.Second, openErr(t, b).RetryAfter())
+	})
+}
