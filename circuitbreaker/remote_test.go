@@ -2,6 +2,8 @@ package circuitbreaker_test
 
 import (
 	"errors"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -170,4 +172,67 @@ func TestRemote_CB23_ANewEndRearmsTheCooldownTimer(t *testing.T) {
 		time.Sleep(time.Second)
 		assert.Equal(t, 59*time.Second, openErr(t, b).RetryAfter())
 	})
+}
+
+// TestHammer_CB23_RemoteChanges drives a breaker from many goroutines while
+// remote changes arrive, and checks that probes in flight never exceed
+// MaxProbes and every transition is legal and in order.
+func TestHammer_CB23_RemoteChanges(t *testing.T) {
+	const maxProbes = 2
+	b := newBreaker(t, circuitbreaker.Config{
+		Policy:       circuitbreaker.Consecutive{Failures: 2},
+		ResetTimeout: circuitbreaker.Immediate,
+		MaxProbes:    maxProbes,
+	})
+	var (
+		mu   sync.Mutex
+		last = circuitbreaker.Closed
+		bad  []string
+	)
+	b.Subscribe(func(tr circuitbreaker.Transition) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tr.From != last || !legal[[2]circuitbreaker.State{tr.From, tr.To}] {
+			bad = append(bad, tr.String())
+		}
+		if tr.Remote && tr.To == circuitbreaker.HalfOpen {
+			bad = append(bad, "a cool-down's end marked remote: "+tr.String())
+		}
+		last = tr.To
+	})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			for range 3000 {
+				if g == 0 {
+					switch r.IntN(3) {
+					case 0:
+						_, _ = b.ApplyRemote(circuitbreaker.Open, time.Duration(r.IntN(2))*time.Microsecond, errFleet)
+					case 1:
+						_, _ = b.ApplyRemote(circuitbreaker.Open, 0, nil)
+					default:
+						_, _ = b.ApplyRemote(circuitbreaker.Closed, 0, nil)
+					}
+					continue
+				}
+				p, err := b.TryAcquire()
+				if err != nil {
+					continue
+				}
+				if s := b.State(); s.ProbesInFlight > maxProbes {
+					t.Errorf("%d probes in flight", s.ProbesInFlight)
+				}
+				if r.IntN(2) == 0 {
+					p.Failure(errBoom)
+				} else {
+					p.Success()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, bad)
 }
