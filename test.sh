@@ -45,6 +45,8 @@ done
 
 echo "== bench: every benchmark once (checks each contender's outcome)"
 (cd bench && go test -run='^$' -bench=. -benchtime=1x ./...)
+echo "== rampartredis: every benchmark once (against its own redis-server)"
+(cd rampartredis && go test -run='^$' -bench=. -benchtime=1x ./...)
 
 # The demo's claims on real sockets and real time, alone on the machine and
 # without the race detector, whose five- to tenfold slowdown would be
