@@ -158,7 +158,8 @@ type Shared struct {
 
 // Share attaches br to the shared record in Redis and starts the
 // background work (two goroutines: a pub/sub reader and a worker). It
-// does not contact Redis before returning: startup succeeds without it.
+// sends nothing to Redis and opens no connection before returning:
+// startup succeeds, at once, without Redis.
 //
 // The client must bound its commands by their context (for a
 // [*redis.Client] or [*redis.ClusterClient], Options.ContextTimeoutEnabled
@@ -193,7 +194,7 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		resub:  make(chan struct{}, 1),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.ps = client.Subscribe(s.ctx, s.ch)
+	s.ps = client.Subscribe(s.ctx) // no channel yet: no connection
 	s.unsub = br.Subscribe(s.onTransition)
 	s.wg.Add(2)
 	go s.listen()
@@ -307,6 +308,11 @@ type record struct {
 // to the worker.
 func (s *Shared) listen() {
 	defer s.wg.Done()
+	// Subscribing connects: here, not in Share. If it fails, the channel
+	// is still recorded, and the next receive connects and subscribes.
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	_ = s.ps.Subscribe(ctx, s.ch)
+	cancel()
 	wait := time.Duration(0)
 	for {
 		m, err := s.ps.ReceiveTimeout(s.ctx, s.cfg.Refresh)

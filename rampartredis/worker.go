@@ -62,9 +62,14 @@ func (s *Shared) succeeded() {
 }
 
 // publish writes one of the breaker's own transitions to the record and
-// adopts the outcome. While Redis fails it only marks the state to be
-// published on reconnect.
+// adopts the outcome, unless the breaker has left the state since. While
+// Redis fails it only marks the state to be published on reconnect.
 func (s *Shared) publish(t circuitbreaker.Transition, claim *time.Timer) {
+	if snap := s.br.State(); snap.Remote || snap.State != t.To {
+		// Superseded: the record reached the breaker after the transition
+		// was queued (its Open is the record's now), or the breaker moved on.
+		return
+	}
 	if s.down {
 		s.dirty = true
 		return
