@@ -1,9 +1,12 @@
 package circuitbreaker
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/rampart-go/rampart/observe"
 )
 
 const (
@@ -95,6 +98,14 @@ type Config struct {
 	// Switch, when set, can force this breaker open or closed. One Switch
 	// may control many breakers.
 	Switch *Switch
+
+	// Observer, when set, is told about every transition of the breaker
+	// (an [observe.Transition] event with the states by their names and
+	// the cause of a trip), delivered as a listener of [Breaker.Subscribe]
+	// is: in order, after the lock is released, asynchronously with
+	// AsyncListeners, and always with [context.Background]. See package
+	// observe.
+	Observer observe.Observer
 }
 
 // settings are a validated Config with defaults filled in.
@@ -175,4 +186,15 @@ func durationString(d time.Duration) string {
 		return "Forever"
 	}
 	return d.String()
+}
+
+// observeTransitions returns the listener that reports the transitions of
+// a breaker named name to obs.
+func observeTransitions(name string, obs observe.Observer) func(Transition) {
+	return func(tr Transition) {
+		obs.Observe(context.Background(), observe.Event{
+			Source: observe.Breaker, Name: name, Kind: observe.Transition,
+			From: tr.From.String(), To: tr.To.String(), Err: tr.Cause,
+		})
+	}
 }
