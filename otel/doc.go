@@ -1,0 +1,58 @@
+// Package rampartotel turns the events of rampart's layers (package
+// observe) into OpenTelemetry metrics and span events.
+//
+// Quick start:
+//
+//	obs, err := rampartotel.New(rampartotel.Config{MeterProvider: mp})
+//	...
+//	br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: obs})
+//	retried, err := retry.NewLayer[Req, Resp](retry.Config[Req, Resp]{Name: "db", Observer: obs})
+//
+// One Observer serves every layer of a program; give each layer a Name,
+// which becomes the rampart.name attribute. Combine it with a log with
+// observe.Join.
+//
+// # Metrics
+//
+// OpenTelemetry has no semantic conventions for circuit breakers or
+// retries, so the names are rampart's own, under "rampart." (as Polly's
+// are under "resilience.polly."). Every metric has the attributes
+// rampart.layer (the package: "circuitbreaker", "retry", …) and
+// rampart.name (the layer's Name, "" when unnamed); durations are in
+// seconds.
+//
+//	name                         instrument             unit          extra attributes            recorded on
+//	rampart.breaker.transitions  Int64Counter           {transition}  rampart.breaker.from, .to   each transition
+//	rampart.breaker.state        Int64ObservableGauge   {state}       rampart.breaker.state       1 for the state a breaker is in, 0 for the others; a breaker appears after its first transition
+//	rampart.retry.retries        Int64Counter           {retry}       rampart.retry.reason        each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
+//	rampart.retry.delay          Float64Histogram       s             -                           each retry's wait
+//	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "canceled" (the caller's context)
+//	rampart.retry.attempts       Int64Histogram         {attempt}     rampart.retry.stop          the attempts made by each loop that ended
+//	rampart.budget.refusals      Int64Counter           {withdrawal}  -                           each withdrawal a budget refused
+//	rampart.timeout.fired        Int64Counter           {call}        -                           each call a timeout layer ended
+//	rampart.hedge.sent           Int64Counter           {request}     -                           each hedge copy sent
+//	rampart.hedge.wins           Int64Counter           {call}        rampart.hedge.winner        each hedged call with a winner: "original" or "hedge"
+//	rampart.limit.refusals       Int64Counter           {call}        -                           each call refused by ratelimit, concurrency or loadshed
+//	rampart.limit.wait           Float64Histogram       s             rampart.limit.admitted      each wait for a limit (bool: let through or refused after waiting)
+//	rampart.fallback.uses        Int64Counter           {call}        -                           each call a fallback answered
+//	rampart.coalesce.joins       Int64Counter           {call}        -                           each call that joined a shared call
+//
+// # Traces
+//
+// Each event that belongs to a call is added to the span active in the
+// call's context, if it is recording, as a span event named
+// "rampart.<layer>.<kind>" ("rampart.retry.retrying",
+// "rampart.concurrency.refused") with the attributes rampart.name,
+// rampart.attempt, rampart.duration (seconds) and rampart.error where the
+// event sets them. Events without a call (a breaker's transition, a
+// budget's refusal) come with context.Background and reach no span.
+//
+// # Cost
+//
+// Attribute sets are built once for each combination and kept, so
+// recording an event allocates nothing in the Observer itself; the
+// OpenTelemetry SDK's own cost comes on top. Span events allocate, and
+// only when the span is recording. Layers report only what they did beyond
+// letting a call through (see package observe), so a call that every
+// layer lets through records nothing.
+package rampartotel
