@@ -19,7 +19,8 @@
 // are under "resilience.polly."). Every metric has the attributes
 // rampart.layer (the package: "circuitbreaker", "retry", …) and
 // rampart.name (the layer's Name, "" when unnamed); durations are in
-// seconds.
+// seconds, in buckets from 5ms to 10s (those of the semantic conventions'
+// http.server.request.duration).
 //
 //	name                         instrument             unit          extra attributes            recorded on
 //	rampart.breaker.transitions  Int64Counter           {transition}  rampart.breaker.from, .to   each transition

@@ -44,6 +44,11 @@ var breakerStates = []string{
 	circuitbreaker.ForcedOpen.String(), circuitbreaker.ForcedClosed.String(),
 }
 
+// secondsBuckets are the bucket boundaries of the histograms in seconds:
+// those OpenTelemetry's semantic conventions give http.server.request.duration,
+// from 5ms to 10s.
+var secondsBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+
 // Config configures an [Observer].
 type Config struct {
 	// MeterProvider provides the meter of the metrics. Nil means the
@@ -110,7 +115,8 @@ func New(cfg Config) (*Observer, error) {
 		return c
 	}
 	seconds := func(name, desc string) metric.Float64Histogram {
-		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc))
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(secondsBuckets...))
 		errs = append(errs, err)
 		return h
 	}
