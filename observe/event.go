@@ -187,6 +187,20 @@ const (
 	// Joined: a coalesce layer joined a call to an identical call in
 	// flight instead of making its own. No other field.
 	Joined
+	// Success: a call through a circuit breaker's layer succeeded.
+	// Duration is the call's duration when the breaker's policy times
+	// calls, zero otherwise.
+	Success
+	// Failure: a call through a circuit breaker's layer failed, as its
+	// policy counts failures. Err is the failure; Duration as for Success.
+	Failure
+	// Ignored: a call through a circuit breaker's layer counted neither
+	// as a success nor as a failure (the caller gave up, or a classifier
+	// said so). Err is the call's error, if any.
+	Ignored
+	// Rejected: a circuit breaker refused a call without making it. Err
+	// is the rejection (matching circuitbreaker.ErrOpen).
+	Rejected
 )
 
 var kindNames = [...]string{
@@ -201,6 +215,10 @@ var kindNames = [...]string{
 	Queued:        "queued",
 	FallbackUsed:  "fallback-used",
 	Joined:        "joined",
+	Success:       "success",
+	Failure:       "failure",
+	Ignored:       "ignored",
+	Rejected:      "rejected",
 }
 
 // String returns the kind's name, such as "retry-end".

@@ -23,6 +23,8 @@
 // http.server.request.duration).
 //
 //	name                         instrument             unit          extra attributes            recorded on
+//	rampart.breaker.calls        Int64ObservableCounter {call}        rampart.outcome             each call through a breaker's layer: outcome "success", "failure", "ignored" or "rejected"
+//	rampart.breaker.duration     Float64Histogram       s             rampart.outcome             each call through a breaker whose policy times calls: "success" or "failure"
 //	rampart.breaker.transitions  Int64Counter           {transition}  rampart.breaker.from, .to   each transition
 //	rampart.breaker.state        Int64ObservableGauge   {state}       rampart.breaker.state       1 for the state a breaker is in, 0 for the others; a breaker appears after its first transition
 //	rampart.retry.retries        Int64Counter           {retry}       rampart.retry.reason        each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
@@ -40,7 +42,8 @@
 //
 // # Traces
 //
-// Each event that belongs to a call is added to the span active in the
+// Each event that belongs to a call, except a breaker's successes, failures
+// and ignored calls (one per call), is added to the span active in the
 // call's context, if it is recording, as a span event named
 // "rampart.<layer>.<kind>" ("rampart.retry.retrying",
 // "rampart.concurrency.refused") with the attributes rampart.name,
@@ -52,7 +55,10 @@
 //
 // Attribute sets are built once for each combination and kept, so
 // recording an event allocates nothing in the Observer itself; the
-// OpenTelemetry SDK's own cost comes on top. Span events allocate, and
+// OpenTelemetry SDK's own cost comes on top. A breaker's call outcomes,
+// one per call, are counted with an atomic add per call and read by the
+// counter's callback at collection, without a measurement through the SDK
+// (unless the policy times calls: then the duration is recorded too). Span events allocate, and
 // only when the span is recording. Layers report only what they did beyond
 // letting a call through (see package observe), so a call that every
 // layer lets through records nothing.

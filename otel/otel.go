@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -23,6 +24,7 @@ const ScopeName = "github.com/rampart-go/rampart/otel"
 // Attribute keys, as documented in the package's table.
 const (
 	KeyLayer         = attribute.Key("rampart.layer")
+	KeyOutcome       = attribute.Key("rampart.outcome")
 	KeyName          = attribute.Key("rampart.name")
 	KeyBreakerFrom   = attribute.Key("rampart.breaker.from")
 	KeyBreakerTo     = attribute.Key("rampart.breaker.to")
@@ -73,13 +75,33 @@ type Observer struct {
 	attempts                                               metric.Int64Histogram
 	retryDelay, limitWait                                  metric.Float64Histogram
 
+	callDuration metric.Float64Histogram
+
+	// last is the breaker whose call counts the latest call event
+	// updated: consecutive calls through one breaker find their counts
+	// without a map lookup.
+	last atomic.Pointer[callCounts]
+
 	mu sync.RWMutex
+	// calls holds the call counts of each breaker (by name) that has
+	// reported a call. Guarded by mu; the counts themselves are atomic.
+	calls map[string]*callCounts
 	// sets holds the measurement options of each attribute combination
 	// seen, so that an event builds no attribute set. Guarded by mu.
 	sets map[setKey]*options
 	// states is the last state each breaker (by name) entered. Guarded
 	// by mu.
 	states map[string]string
+}
+
+// callCounts are the calls of one breaker by outcome, counted with
+// atomics and read by the rampart.breaker.calls callback, so that a call's
+// outcome costs one atomic add rather than an SDK measurement. Padded so
+// that two breakers' counts do not share a cache line.
+type callCounts struct {
+	name                                string
+	success, failure, ignored, rejected atomic.Int64
+	_                                   [64]byte
 }
 
 // setKey identifies an attribute set: the layer, its name, up to two
@@ -107,7 +129,7 @@ func New(cfg Config) (*Observer, error) {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(ScopeName)
-	o := &Observer{spans: !cfg.NoSpanEvents, sets: make(map[setKey]*options), states: make(map[string]string)}
+	o := &Observer{spans: !cfg.NoSpanEvents, sets: make(map[setKey]*options), states: make(map[string]string), calls: make(map[string]*callCounts)}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -132,6 +154,7 @@ func New(cfg Config) (*Observer, error) {
 	o.joins = counter("rampart.coalesce.joins", "{call}", "Calls that joined an identical call in flight.")
 	o.retryDelay = seconds("rampart.retry.delay", "The wait before each retry.")
 	o.limitWait = seconds("rampart.limit.wait", "Time calls waited for a limit.")
+	o.callDuration = seconds("rampart.breaker.duration", "Duration of the calls through circuit breakers whose policy times them.")
 	var err error
 	o.attempts, err = m.Int64Histogram("rampart.retry.attempts", metric.WithUnit("{attempt}"),
 		metric.WithDescription("Attempts made by each retry loop that ended."),
@@ -140,6 +163,10 @@ func New(cfg Config) (*Observer, error) {
 	_, err = m.Int64ObservableGauge("rampart.breaker.state", metric.WithUnit("{state}"),
 		metric.WithDescription("1 for the state a circuit breaker is in, 0 for the others."),
 		metric.WithInt64Callback(o.observeStates))
+	errs = append(errs, err)
+	_, err = m.Int64ObservableCounter("rampart.breaker.calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls through circuit breakers, by outcome."),
+		metric.WithInt64Callback(o.observeCalls))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("rampartotel: creating instruments: %w", err)
@@ -150,6 +177,24 @@ func New(cfg Config) (*Observer, error) {
 // Observe records e as the package documentation lists.
 func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 	switch e.Kind {
+	case observe.Success:
+		// The hot path: every successful call through a breaker.
+		o.callsOf(e.Name).success.Add(1)
+		if e.Duration > 0 {
+			o.recordDuration(ctx, e)
+		}
+		return
+	case observe.Failure:
+		o.callsOf(e.Name).failure.Add(1)
+		if e.Duration > 0 {
+			o.recordDuration(ctx, e)
+		}
+		return
+	case observe.Ignored:
+		o.callsOf(e.Name).ignored.Add(1)
+		return
+	case observe.Rejected:
+		o.callsOf(e.Name).rejected.Add(1)
 	case observe.Transition:
 		o.mu.Lock()
 		o.states[e.Name] = e.To
@@ -189,6 +234,50 @@ func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 	if o.spans {
 		addSpanEvent(ctx, e)
 	}
+}
+
+// callsOf returns the call counts of the breaker named name, creating
+// them on its first call.
+func (o *Observer) callsOf(name string) *callCounts {
+	if c := o.last.Load(); c != nil && c.name == name {
+		return c
+	}
+	o.mu.RLock()
+	c := o.calls[name]
+	o.mu.RUnlock()
+	if c == nil {
+		o.mu.Lock()
+		if c = o.calls[name]; c == nil {
+			c = &callCounts{name: name}
+			o.calls[name] = c
+		}
+		o.mu.Unlock()
+	}
+	o.last.Store(c)
+	return c
+}
+
+// recordDuration records the duration of a call through a breaker.
+func (o *Observer) recordDuration(ctx context.Context, e observe.Event) {
+	o.callDuration.Record(ctx, e.Duration.Seconds(), o.opts(setKey{source: e.Source, name: e.Name, k1: KeyOutcome, s1: e.Kind.String()}).record...)
+}
+
+// observeCalls reports the rampart.breaker.calls counter.
+func (o *Observer) observeCalls(_ context.Context, obs metric.Int64Observer) error {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	for name, c := range o.calls {
+		for _, oc := range []struct {
+			outcome observe.Kind
+			n       int64
+		}{
+			{observe.Success, c.success.Load()}, {observe.Failure, c.failure.Load()},
+			{observe.Ignored, c.ignored.Load()}, {observe.Rejected, c.rejected.Load()},
+		} {
+			obs.Observe(oc.n, metric.WithAttributes(KeyLayer.String(observe.Breaker.String()), KeyName.String(name), KeyOutcome.String(oc.outcome.String())))
+		}
+	}
+	return nil
 }
 
 // opts returns the prebuilt options for k's attribute set, building them

@@ -105,6 +105,13 @@ func TestObserver_EV11_MetricsOfEachEvent(t *testing.T) {
 		{Source: observe.LoadShed, Name: "ls", Kind: observe.Refused, Err: errDown},
 		{Source: observe.Fallback, Name: "f", Kind: observe.FallbackUsed, Err: errDown},
 		{Source: observe.Coalesce, Name: "c", Kind: observe.Joined},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Success},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Success, Duration: 20 * time.Millisecond},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: errDown},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Ignored, Err: context.Canceled},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Rejected, Err: open},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Rejected, Err: open},
+		{Source: observe.Breaker, Name: "other", Kind: observe.Success},
 	} {
 		obs.Observe(ctx, e)
 	}
@@ -151,6 +158,16 @@ func TestObserver_EV11_MetricsOfEachEvent(t *testing.T) {
 		"rampart.limit.wait{rampart.layer=concurrency,rampart.limit.admitted=true,rampart.name=pool} sum":                                  0.5,
 		"rampart.fallback.uses{rampart.layer=fallback,rampart.name=f}":                                                                     1,
 		"rampart.coalesce.joins{rampart.layer=coalesce,rampart.name=c}":                                                                    1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=success}":                                      2,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}":                                      1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=ignored}":                                      1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=rejected}":                                     2,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=success}":                                   1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=failure}":                                   0,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=ignored}":                                   0,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=rejected}":                                  0,
+		"rampart.breaker.duration{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=success}":                                   1,
+		"rampart.breaker.duration{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=success} sum":                               0.02,
 	}, points)
 	require.Equal(t, map[string]string{
 		"rampart.breaker.transitions": "{transition}",
@@ -167,6 +184,8 @@ func TestObserver_EV11_MetricsOfEachEvent(t *testing.T) {
 		"rampart.limit.wait":          "s",
 		"rampart.fallback.uses":       "{call}",
 		"rampart.coalesce.joins":      "{call}",
+		"rampart.breaker.calls":       "{call}",
+		"rampart.breaker.duration":    "s",
 	}, units)
 }
 
