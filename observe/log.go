@@ -57,7 +57,9 @@ type LogConfig struct {
 // counted, and the next record written for that kind of event of that
 // layer carries the count as the attribute "suppressed", so nothing goes
 // unaccounted. A breaker's transitions are never suppressed: a breaker
-// changes state at most a few times per cool-down. Events whose level the
+// changes state at most a few times per cool-down. A breaker's successful
+// calls are not logged at all: they are the normal case, one per call, and
+// a check of the event's kind is all they cost. Events whose level the
 // Logger does not enable cost one Enabled call, and nothing is counted for
 // them.
 //
@@ -135,9 +137,12 @@ func defaultLevel(e Event) slog.Level {
 	return slog.LevelInfo
 }
 
-// Observe writes e, unless its level is disabled or its bucket is empty
-// (see [Log]).
+// Observe writes e, unless it is a breaker's success, its level is
+// disabled or its bucket is empty (see [Log]).
 func (l *Log) Observe(ctx context.Context, e Event) {
+	if e.Kind == Success {
+		return
+	}
 	level := l.level(e)
 	if !l.logger.Enabled(ctx, level) {
 		return

@@ -43,11 +43,14 @@ func TestLog_EV10_LevelsAndAttributes(t *testing.T) {
 	log.Observe(ctx, observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "open", To: "half-open"})
 	log.Observe(ctx, observe.Event{Source: observe.Retry, Kind: observe.Retrying, Attempt: 2, Duration: 100 * time.Millisecond, Err: errDown})
 	log.Observe(ctx, observe.Event{Source: observe.Concurrency, Name: "pool", Kind: observe.Refused, Err: errDown})
+	log.Observe(ctx, observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Success}) // never logged
+	log.Observe(ctx, observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Rejected, Err: errDown})
 	require.Equal(t, []string{
 		`level=WARN msg="circuitbreaker transition" layer=circuitbreaker name=db error=down from=closed to=open`,
 		`level=INFO msg="circuitbreaker transition" layer=circuitbreaker name=db from=open to=half-open`,
 		`level=DEBUG msg="retry retrying" layer=retry attempt=2 duration=100ms error=down`,
 		`level=DEBUG msg="concurrency refused" layer=concurrency name=pool error=down`,
+		`level=DEBUG msg="circuitbreaker rejected" layer=circuitbreaker name=db error=down`,
 	}, lines(&buf))
 }
 
