@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -87,8 +88,10 @@ type Observer struct {
 	// reported a call. Guarded by mu; the counts themselves are atomic.
 	calls map[string]*callCounts
 	// sets holds the measurement options of each attribute combination
-	// seen, so that an event builds no attribute set. Guarded by mu.
-	sets map[setKey]*options
+	// seen, so that an event builds no attribute set. The map is never
+	// changed once stored: a new combination stores a copy, with mu held,
+	// so that a lookup is one atomic load and takes no lock.
+	sets atomic.Pointer[map[setKey]*options]
 	// states is the last state each breaker (by name) entered. Guarded
 	// by mu.
 	states map[string]string
@@ -129,7 +132,7 @@ func New(cfg Config) (*Observer, error) {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(ScopeName)
-	o := &Observer{spans: !cfg.NoSpanEvents, sets: make(map[setKey]*options), states: make(map[string]string), calls: make(map[string]*callCounts)}
+	o := &Observer{spans: !cfg.NoSpanEvents, states: make(map[string]string), calls: make(map[string]*callCounts)}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -168,6 +171,7 @@ func New(cfg Config) (*Observer, error) {
 		metric.WithDescription("Calls through circuit breakers, by outcome."),
 		metric.WithInt64Callback(o.observeCalls))
 	errs = append(errs, err)
+	o.sets.Store(&map[setKey]*options{})
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("rampartotel: creating instruments: %w", err)
 	}
@@ -283,10 +287,7 @@ func (o *Observer) observeCalls(_ context.Context, obs metric.Int64Observer) err
 // opts returns the prebuilt options for k's attribute set, building them
 // the first time.
 func (o *Observer) opts(k setKey) *options {
-	o.mu.RLock()
-	p := o.sets[k]
-	o.mu.RUnlock()
-	if p != nil {
+	if p := (*o.sets.Load())[k]; p != nil {
 		return p
 	}
 	kvs := []attribute.KeyValue{KeyLayer.String(k.source.String()), KeyName.String(k.name)}
@@ -300,16 +301,20 @@ func (o *Observer) opts(k setKey) *options {
 		kvs = append(kvs, KeyLimitAdmitted.Bool(k.admitted))
 	}
 	set := attribute.NewSet(kvs...)
-	p = &options{
+	p := &options{
 		add:    []metric.AddOption{metric.WithAttributeSet(set)},
 		record: []metric.RecordOption{metric.WithAttributeSet(set)},
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if q := o.sets[k]; q != nil {
+	old := *o.sets.Load()
+	if q := old[k]; q != nil {
 		return q
 	}
-	o.sets[k] = p
+	sets := make(map[setKey]*options, len(old)+1)
+	maps.Copy(sets, old)
+	sets[k] = p
+	o.sets.Store(&sets)
 	return p
 }
 

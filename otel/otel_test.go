@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -252,4 +253,37 @@ func TestObserver_EV11_NoAllocationPerEvent(t *testing.T) {
 	e := observe.Event{Source: observe.Concurrency, Name: "pool", Kind: observe.Refused, Err: errors.New("full")}
 	obs.Observe(ctx, e)
 	require.Zero(t, testing.AllocsPerRun(100, func() { obs.Observe(ctx, e) }))
+}
+
+// Many goroutines report events of many layers while metrics are read:
+// no race, and every event is counted.
+func TestObserver_EV11_ConcurrentEventsAllCounted(t *testing.T) {
+	obs, reader := newObserver(t)
+	const goroutines, events = 8, 500
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for range 20 {
+			var rm metricdata.ResourceMetrics
+			err = errors.Join(err, reader.Collect(context.Background(), &rm))
+		}
+		done <- err
+	}()
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			name := fmt.Sprint("pool", g%4)
+			for range events {
+				obs.Observe(context.Background(), observe.Event{Source: observe.Concurrency, Name: name, Kind: observe.Refused})
+				obs.Observe(context.Background(), observe.Event{Source: observe.Breaker, Name: name, Kind: observe.Success})
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, <-done)
+	points, _ := collect(t, reader)
+	for i := range 4 {
+		require.Equal(t, float64(2*events), points[fmt.Sprintf("rampart.limit.refusals{rampart.layer=concurrency,rampart.name=pool%d}", i)])
+		require.Equal(t, float64(2*events), points[fmt.Sprintf("rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=pool%d,rampart.outcome=success}", i)])
+	}
 }
