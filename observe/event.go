@@ -9,11 +9,12 @@ import (
 // Observer is told about the events of the layers it is given to. The
 // same Observer may serve any number of layers, concurrently.
 //
-// Observe is called on the goroutine of the call the event belongs to,
-// before the layer goes on, with that call's context (a context that
-// carries the call's trace span, say); an event that belongs to no call (a
-// breaker's transition when its listeners run asynchronously, a budget's
-// refusal) comes with [context.Background]. Observe must be safe for
+// Observe is called synchronously, before the layer goes on, with the
+// context of the call the event belongs to (a context that carries the
+// call's trace span, say), on that call's goroutine except where a layer's
+// Config says otherwise (a hedge copy is reported by the timer that sends
+// it). An event that belongs to no call (a breaker's transition, a
+// budget's refusal) comes with [context.Background]. Observe must be safe for
 // concurrent use, return quickly and not block: it delays the call. It
 // must not keep ctx after it returns. A panic in Observe is not recovered
 // by the layer; it reaches the caller as any panic in the call does
