@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-modules=(. bench examples otel)
+modules=(. bench examples otel rampartgrpc)
 
 command -v go >/dev/null || { echo "test.sh: go is not on PATH" >&2; exit 1; }
 command -v gofmt >/dev/null || { echo "test.sh: gofmt is not on PATH" >&2; exit 1; }

@@ -56,3 +56,26 @@ func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 		}
 	})
 }
+
+func TestConcurrency_EV6_AdaptiveRefusedAndQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec observetest.Recorder
+		lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 1, MaxWaiting: 1})
+		require.NoError(t, err)
+		svc, err := concurrency.WrapConfig(sleeper, concurrency.Config{Limiter: lim, Name: "adaptive", Observer: &rec})
+		require.NoError(t, err)
+
+		go svc.Call(t.Context(), 2*time.Second) // holds the only slot
+		synctest.Wait()
+		go svc.Call(t.Context(), 0) // waits: the one waiter allowed
+		synctest.Wait()
+		_, errFull := svc.Call(t.Context(), 0) // refused at once: MaxWaiting
+		require.ErrorIs(t, errFull, concurrency.ErrLimited)
+		time.Sleep(3 * time.Second)
+
+		require.Equal(t, []observe.Event{
+			{Source: observe.Concurrency, Name: "adaptive", Kind: observe.Refused, Err: errFull},
+			{Source: observe.Concurrency, Name: "adaptive", Kind: observe.Queued, Duration: 2 * time.Second},
+		}, rec.Events())
+	})
+}

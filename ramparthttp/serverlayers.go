@@ -14,15 +14,17 @@ import (
 )
 
 // ServerConcurrencyLimitLayer returns a layer that runs each request in a
-// slot of lim, so at most lim.Max() handlers run at once across every
-// layer built with lim. It is [concurrency.NewLayer] for a server stack.
+// slot of lim, a fixed [*concurrency.Limiter] (at most lim.Max() handlers
+// at once across every layer built with lim) or an adaptive
+// [*concurrency.AdaptiveLimiter]. It is [concurrency.NewLayer] for a server
+// stack.
 // In [concurrency.Reject] mode a request finding every slot taken is
 // refused at once with a [*concurrency.LimitedError] (answered 503); in
 // [concurrency.Wait] mode it queues until a slot frees or its context is
 // done. Put [ServerShedLayer] with the same lim outside a Wait layer to
 // refuse instead of queueing. It returns an error when lim is nil or mode
 // is invalid.
-func ServerConcurrencyLimitLayer(lim *concurrency.Limiter, mode concurrency.Mode) (ServerLayer, error) {
+func ServerConcurrencyLimitLayer(lim concurrency.Slots, mode concurrency.Mode) (ServerLayer, error) {
 	return concurrency.NewLayer[Exchange, struct{}](lim, mode)
 }
 

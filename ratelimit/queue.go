@@ -93,6 +93,9 @@ func (q *queue) reject() error {
 		return nil // a token came due after Allow
 	}
 	r.CancelAt(now)
+	if q.never(delay) {
+		return &LimitedError{RetryAfter: rate.InfDuration}
+	}
 	return &LimitedError{RetryAfter: delay}
 }
 
@@ -152,7 +155,7 @@ func (q *queue) serve(ctx context.Context, w *waiter) error {
 	case delay == 0:
 		q.leave(w, false)
 		return nil
-	case delay == rate.InfDuration:
+	case q.never(delay):
 		// No token will ever come (a burst of 0, or a limit of 0 with the
 		// burst spent): refuse rather than wait forever.
 		q.leave(w, true)
@@ -205,6 +208,17 @@ func (q *queue) leave(w *waiter, cancel bool) {
 		next.r = q.lim.ReserveN(now, 1)
 		close(next.turn)
 	}
+}
+
+// never reports whether a reservation due after delay will never come due:
+// x/time/rate reports a limiter that can never grant (a limit of 0 or less
+// with its burst spent, or a burst of 0) either as a reservation that is not
+// OK (a delay of rate.InfDuration) or as one due in about rate.InfDuration.
+func (q *queue) never(delay time.Duration) bool {
+	if delay == rate.InfDuration {
+		return true
+	}
+	return delay > 0 && (!(q.lim.Limit() > 0) || (q.lim.Burst() < 1 && q.lim.Limit() != rate.Inf))
 }
 
 // behind returns how long from now until a call joining the back of the

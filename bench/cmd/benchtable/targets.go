@@ -71,6 +71,8 @@ var targets = []target{
 	{"Budget deposit: ≤ 10 ns" + depositClock, ns(serial("BudgetDeposit", "rampart")), depositLimit, false, "ns"},
 	{"Budget deposit: 0 allocs", allocs(serial("BudgetDeposit", "rampart")), constant(0), false, "allocs"},
 	{"Budget deposit: parallel -cpu 2 no slower per op than serial", ns(parallel("BudgetDeposit", "rampart")), ns(serial("BudgetDeposit", "rampart")), false, "ns"},
+	{"Adaptive concurrency limit, acquire + release: ≤ 50 ns", ns(serial("ConcurrencyAcquire", "rampart")), constant(50), false, "ns"},
+	{"Adaptive concurrency limit, acquire + release: 0 allocs", allocs(serial("ConcurrencyAcquire", "rampart")), constant(0), false, "allocs"},
 }
 
 // depositReadsClock and retryStackReadsClock say whether rampart's budget
