@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -23,8 +24,9 @@ const (
 	// It prints as "Immediate".
 	Immediate time.Duration = -1
 	// Forever, as Config.ResetTimeout, keeps a tripped breaker Open until
-	// [Breaker.Reset] or a [Switch] changes it. It is also the RetryAfter
-	// of a breaker that will not admit a probe by itself. It prints as
+	// [Breaker.Reset] or a [Switch] changes it. It is also the
+	// [OpenError.RetryAfter] of a breaker that will not admit a probe by
+	// itself. It prints as
 	// "Forever".
 	Forever time.Duration = math.MaxInt64
 
@@ -99,6 +101,19 @@ type Config struct {
 	// may control many breakers.
 	Switch *Switch
 
+	// Clock, when set, is the breaker's time: every reading (cool-downs,
+	// time windows, slow-call latencies, probe leases, the time of a
+	// [Transition]) and every timer goes through it, so that recorded
+	// traffic can be replayed on virtual time. Durations are measured
+	// only as differences of its Monotonic readings, so a step of its
+	// wall time moves no cool-down and no window. nil means the system's
+	// clock, read directly: no interface call and no allocation per call.
+	// Its AfterFunc must call f on another goroutine, never before it
+	// returns, as the Clock contract says.
+	// Tests do not need it: testing/synctest gives the system's clock
+	// virtual time.
+	Clock clock.Clock
+
 	// Observer, when set, is told about every transition of the breaker
 	// (an [observe.Transition] event with the states by their names and
 	// the cause of a trip), delivered as a listener of [Breaker.Subscribe]
@@ -118,6 +133,7 @@ type settings struct {
 	name                  string
 	async                 bool
 	onPanic               func(any, []byte)
+	clock                 clock.Clock // nil: the system's clock
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -132,6 +148,7 @@ func (c Config) validate() (settings, error) {
 		name:        c.Name,
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
+		clock:       c.Clock,
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
