@@ -118,8 +118,15 @@ type Config struct {
 	// (an [observe.Transition] event with the states by their names and
 	// the cause of a trip), delivered as a listener of [Breaker.Subscribe]
 	// is: in order, after the lock is released, asynchronously with
-	// AsyncListeners, and always with [context.Background]. See package
-	// observe.
+	// AsyncListeners, and always with [context.Background]. It is also
+	// told about the outcome of every call through the breaker's layers
+	// and [Run], with the call's context, before the call returns: an
+	// [observe.Rejected] event for a call the breaker refused, and
+	// [observe.Success], [observe.Failure] or [observe.Ignored] for a call
+	// made, as the breaker counted it (after the classifier and
+	// IsFailure), with the call's duration when the policy measures
+	// latency (two more clock readings per call, taken only then). Calls
+	// made with a [Permit] by hand report no outcome. See package observe.
 	Observer observe.Observer
 }
 
@@ -134,6 +141,7 @@ type settings struct {
 	async                 bool
 	onPanic               func(any, []byte)
 	clock                 clock.Clock // nil: the system's clock
+	observer              observe.Observer
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -149,6 +157,7 @@ func (c Config) validate() (settings, error) {
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
 		clock:       c.Clock,
+		observer:    c.Observer,
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:

@@ -19,8 +19,9 @@
 //
 // A layer whose Observer is nil reports nothing and pays one nil check at
 // the places where it would report: no allocation, no atomic write. A layer
-// reports only what it did beyond passing a call through, so a call that
-// every layer simply lets through reports nothing, observer or not. An
+// reports only what it did beyond passing a call through (a retry, a
+// refusal, a wait), except a circuit breaker, which reports every call's
+// outcome: with an Observer, that is one interface call per call. An
 // Event is a value passed to one interface method call; building it
 // allocates nothing.
 //

@@ -58,8 +58,8 @@
 // OpenTelemetry SDK's own cost comes on top. A breaker's call outcomes,
 // one per call, are counted with an atomic add per call and read by the
 // counter's callback at collection, without a measurement through the SDK
-// (unless the policy times calls: then the duration is recorded too). Span events allocate, and
-// only when the span is recording. Layers report only what they did beyond
-// letting a call through (see package observe), so a call that every
-// layer lets through records nothing.
+// (unless the policy times calls: then the duration is recorded too).
+// Span events allocate, and only when the span is recording. The other
+// layers report only what they did beyond letting a call through (see
+// package observe).
 package rampartotel

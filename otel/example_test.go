@@ -14,7 +14,7 @@ import (
 )
 
 // A breaker named "db" trips after two failures and refuses the third
-// call; its transition and state are metrics, read here with a
+// call; its calls by outcome, its transition and its state are metrics, read here with a
 // ManualReader (a Prometheus exporter or an OTLP reader in a program).
 func Example() {
 	reader := sdkmetric.NewManualReader()
@@ -34,6 +34,7 @@ func Example() {
 		_, _ = svc.Call(context.Background(), "select 1")
 	}
 
+	calls := map[string]int64{} // rampart.breaker.calls by outcome
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		panic(err)
@@ -42,6 +43,10 @@ func Example() {
 		switch d := m.Data.(type) {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
+				if outcome, ok := p.Attributes.Value(rampartotel.KeyOutcome); ok {
+					calls[outcome.AsString()] = p.Value
+					continue
+				}
 				from, _ := p.Attributes.Value(rampartotel.KeyBreakerFrom)
 				to, _ := p.Attributes.Value(rampartotel.KeyBreakerTo)
 				fmt.Printf("%s %s→%s: %d\n", m.Name, from.AsString(), to.AsString(), p.Value)
@@ -54,7 +59,14 @@ func Example() {
 			}
 		}
 	}
+	for _, outcome := range []string{"success", "failure", "ignored", "rejected"} {
+		fmt.Printf("rampart.breaker.calls %s: %d\n", outcome, calls[outcome])
+	}
 	// Output:
 	// rampart.breaker.transitions closed→open: 1
 	// rampart.breaker.state: open
+	// rampart.breaker.calls success: 0
+	// rampart.breaker.calls failure: 2
+	// rampart.breaker.calls ignored: 0
+	// rampart.breaker.calls rejected: 1
 }

@@ -223,6 +223,7 @@ func TestObserver_EV11_SpanEventsAndMetricsFromAStack(t *testing.T) {
 		require.Equal(t, []string{
 			"rampart.retry.retrying rampart.attempt=2,rampart.duration=0.01,rampart.error=down,rampart.name=db",
 			"rampart.retry.retrying rampart.attempt=3,rampart.duration=0.01,rampart.error=down,rampart.name=db",
+			"rampart.circuitbreaker.rejected rampart.error=" + err.Error() + ",rampart.name=db",
 			"rampart.retry.retry-end rampart.attempt=3,rampart.error=" + err.Error() + ",rampart.name=db",
 		}, got)
 
@@ -231,6 +232,8 @@ func TestObserver_EV11_SpanEventsAndMetricsFromAStack(t *testing.T) {
 		require.Equal(t, float64(1), points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=breaker_open}"])
 		require.Equal(t, float64(1), points["rampart.breaker.transitions{rampart.breaker.from=closed,rampart.breaker.to=open,rampart.layer=circuitbreaker,rampart.name=db}"])
 		require.Equal(t, float64(1), points["rampart.breaker.state{rampart.breaker.state=open,rampart.layer=circuitbreaker,rampart.name=db}"])
+		require.Equal(t, float64(2), points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}"])
+		require.Equal(t, float64(1), points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=rejected}"])
 	})
 }
 

@@ -31,7 +31,7 @@ func scripted(errs ...error) rampart.Service[string, string] {
 
 func TestRetry_EV2_Events(t *testing.T) {
 	errDown := errors.New("down")
-	open := &circuitbreaker.OpenError{Name: "db", RetryAfter: time.Second}
+	open := &circuitbreaker.OpenError{Name: "db"}
 	ev := func(kind observe.Kind, attempt int, d time.Duration, err error) observe.Event {
 		return observe.Event{Source: observe.Retry, Name: "payments", Kind: kind, Attempt: attempt, Duration: d, Err: err}
 	}
