@@ -93,3 +93,21 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkClosedSuccessParallel is BenchmarkClosedSuccess from every P
+// at once: the observers' shared state must not make parallel calls
+// contend.
+func BenchmarkClosedSuccessParallel(b *testing.B) {
+	for _, o := range observers(b) {
+		b.Run(o.name, func(b *testing.B) {
+			svc := closedStack(b, o.obs)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, _ = svc.Call(ctx, 1)
+				}
+			})
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -99,12 +100,47 @@ type Observer struct {
 
 // callCounts are the calls of one breaker by outcome, counted with
 // atomics and read by the rampart.breaker.calls callback, so that a call's
-// outcome costs one atomic add rather than an SDK measurement. Padded so
-// that two breakers' counts do not share a cache line.
+// outcome costs one atomic add rather than an SDK measurement. Successes,
+// one per call, are striped over cache lines so that parallel calls do not
+// contend for one line (the idea of budget's deposits).
 type callCounts struct {
-	name                                string
-	success, failure, ignored, rejected atomic.Int64
-	_                                   [64]byte
+	name                       string
+	failure, ignored, rejected atomic.Int64
+	success                    [successStripes]stripe
+}
+
+// successStripes is how many lines a breaker's successes are spread over.
+const successStripes = 16
+
+// stripe is a counter alone on its cache line (128 bytes keep the
+// adjacent-line prefetcher from pairing two).
+type stripe struct {
+	n atomic.Int64
+	_ [120]byte
+}
+
+// addSuccess counts one success on the calling goroutine's stripe.
+func (c *callCounts) addSuccess() {
+	c.success[stripeOf()].n.Add(1)
+}
+
+// successes returns the successes counted so far.
+func (c *callCounts) successes() int64 {
+	var n int64
+	for i := range c.success {
+		n += c.success[i].n.Load()
+	}
+	return n
+}
+
+// stripeOf picks the calling goroutine's stripe: a hash of the address of
+// a local variable, which lies in the goroutine's own stack, so that a
+// goroutine keeps its stripe (and its core keeps the line) while its stack
+// does not move. The address is only hashed, never dereferenced.
+func stripeOf() uint32 {
+	var local byte
+	h := uint64(uintptr(unsafe.Pointer(&local))>>11) * 0x9E3779B97F4A7C15 // Fibonacci hashing
+	return uint32(h>>32) % successStripes
 }
 
 // setKey identifies an attribute set: the layer, its name, up to two
@@ -183,7 +219,7 @@ func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 	switch e.Kind {
 	case observe.Success:
 		// The hot path: every successful call through a breaker.
-		o.callsOf(e.Name).success.Add(1)
+		o.callsOf(e.Name).addSuccess()
 		if e.Duration > 0 {
 			o.recordDuration(ctx, e)
 		}
@@ -275,7 +311,7 @@ func (o *Observer) observeCalls(_ context.Context, obs metric.Int64Observer) err
 			outcome observe.Kind
 			n       int64
 		}{
-			{observe.Success, c.success.Load()}, {observe.Failure, c.failure.Load()},
+			{observe.Success, c.successes()}, {observe.Failure, c.failure.Load()},
 			{observe.Ignored, c.ignored.Load()}, {observe.Rejected, c.rejected.Load()},
 		} {
 			obs.Observe(oc.n, metric.WithAttributes(KeyLayer.String(observe.Breaker.String()), KeyName.String(name), KeyOutcome.String(oc.outcome.String())))
