@@ -26,7 +26,7 @@
 //	rampart.breaker.calls        Int64ObservableCounter {call}        rampart.outcome             each call through a breaker's layer: outcome "success", "failure", "ignored" or "rejected"
 //	rampart.breaker.duration     Float64Histogram       s             rampart.outcome             each call through a breaker whose policy times calls: "success" or "failure"
 //	rampart.breaker.transitions  Int64Counter           {transition}  rampart.breaker.from, .to   each transition
-//	rampart.breaker.state        Int64ObservableGauge   {state}       rampart.breaker.state       1 for the state a breaker is in, 0 for the others; a breaker appears after its first transition
+//	rampart.breaker.state        Int64ObservableGauge   {state}       rampart.breaker.state       1 for the state a breaker is in, 0 for the others; a breaker appears with its first call or transition
 //	rampart.retry.retries        Int64Counter           {retry}       rampart.retry.reason        each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
 //	rampart.retry.delay          Float64Histogram       s             -                           each retry's wait
 //	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "canceled" (the caller's context)

@@ -358,13 +358,23 @@ func (o *Observer) opts(k setKey) *options {
 func (o *Observer) observeStates(_ context.Context, obs metric.Int64Observer) error {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	for name, cur := range o.states {
+	report := func(name, cur string) {
 		for _, st := range breakerStates {
 			v := int64(0)
 			if st == cur {
 				v = 1
 			}
 			obs.Observe(v, metric.WithAttributes(KeyLayer.String(observe.Breaker.String()), KeyName.String(name), KeyBreakerState.String(st)))
+		}
+	}
+	for name, cur := range o.states {
+		report(name, cur)
+	}
+	// A breaker that has reported calls and no transition is closed: a
+	// breaker reports every transition from its creation on.
+	for name := range o.calls {
+		if _, ok := o.states[name]; !ok {
+			report(name, circuitbreaker.Closed.String())
 		}
 	}
 	return nil

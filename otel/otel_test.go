@@ -125,6 +125,11 @@ func TestObserver_EV11_MetricsOfEachEvent(t *testing.T) {
 		"rampart.breaker.state{rampart.breaker.state=half-open,rampart.layer=circuitbreaker,rampart.name=db}":                              1,
 		"rampart.breaker.state{rampart.breaker.state=forced-open,rampart.layer=circuitbreaker,rampart.name=db}":                            0,
 		"rampart.breaker.state{rampart.breaker.state=forced-closed,rampart.layer=circuitbreaker,rampart.name=db}":                          0,
+		"rampart.breaker.state{rampart.breaker.state=closed,rampart.layer=circuitbreaker,rampart.name=other}":                              1, // calls, no transition
+		"rampart.breaker.state{rampart.breaker.state=open,rampart.layer=circuitbreaker,rampart.name=other}":                                0,
+		"rampart.breaker.state{rampart.breaker.state=half-open,rampart.layer=circuitbreaker,rampart.name=other}":                           0,
+		"rampart.breaker.state{rampart.breaker.state=forced-open,rampart.layer=circuitbreaker,rampart.name=other}":                         0,
+		"rampart.breaker.state{rampart.breaker.state=forced-closed,rampart.layer=circuitbreaker,rampart.name=other}":                       0,
 		"rampart.retry.retries{rampart.layer=retry,rampart.name=api,rampart.retry.reason=error}":                                           1,
 		"rampart.retry.retries{rampart.layer=retry,rampart.name=api,rampart.retry.reason=timeout}":                                         1,
 		"rampart.retry.retries{rampart.layer=retry,rampart.name=api,rampart.retry.reason=response}":                                        1,
