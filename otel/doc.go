@@ -40,6 +40,14 @@
 //	rampart.fallback.uses        Int64Counter           {call}        -                           each call a fallback answered
 //	rampart.coalesce.joins       Int64Counter           {call}        -                           each call that joined a shared call
 //
+// A breaker inside a retry layer, as the package rampart documentation
+// orders them, sees each attempt: rampart.breaker.calls and
+// rampart.breaker.duration then count and time attempts, not requests.
+// Through the OpenTelemetry Prometheus exporter the names become
+// rampart_breaker_calls_total, rampart_retry_delay_seconds,
+// rampart_breaker_state and so on, and the attributes rampart_name,
+// rampart_outcome…
+//
 // # Traces
 //
 // Each event that belongs to a call, except a breaker's successes, failures
