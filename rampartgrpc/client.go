@@ -51,7 +51,8 @@ type ClientConfig struct {
 	// with: a failure, a success or neither ([circuitbreaker.Ignored]).
 	// Nil means [Classify]. It is not asked about an attempt the caller
 	// cancelled (that is ignored), and is used only with a breaker. It must
-	// be safe for concurrent use.
+	// be safe for concurrent use. A panic in it is recorded as the failure
+	// [circuitbreaker.ErrPanicked] and continues to the caller.
 	Classify func(err error) circuitbreaker.Outcome
 	// Retry configures the retries of the methods declared safe to repeat.
 	Retry RetryConfig
