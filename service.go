@@ -1,12 +1,6 @@
 // Package rampart composes request/response services out of small, reusable
 // middleware layers, in the manner of Rust's Tower and Twitter's Finagle.
 //
-// A [Service] answers one request with one response or an error. A [Layer]
-// wraps a Service in another Service that adds one behaviour: a circuit
-// breaker, retries bounded by a retry budget, a timeout, a rate limit. A
-// [Builder] stacks layers once, at construction, so a call through the stack
-// costs only what each layer does.
-//
 // # Quick start
 //
 //	var br circuitbreaker.Breaker // the zero Breaker has the default settings
@@ -19,6 +13,12 @@
 //		return err // names the layer and the bad field
 //	}
 //	resp, err := svc.Call(ctx, req)
+//
+// A [Service] answers one request with one response or an error. A [Layer]
+// wraps a Service in another Service that adds one behaviour: a circuit
+// breaker, retries bounded by a retry budget, a timeout, a rate limit. A
+// [Builder] stacks layers once, at construction, so a call through the stack
+// costs only what each layer does.
 //
 // [Builder.With] takes a layer constructor's two results; [Builder.Build]
 // returns the first error. To guard a plain function instead of a Service,
