@@ -20,34 +20,14 @@ import (
 func TestPackageDocs_OpenWithQuickStart(t *testing.T) {
 	docs := map[string]string{} // directory → package doc text
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != "." && (name == "testdata" || name == "internal" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." && path != "rampartgrpc" {
-				return filepath.SkipDir // a nested module other than rampartgrpc
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	for _, path := range publicSourceFiles(t) {
 		f, err := parser.ParseFile(fset, path, nil, parser.PackageClauseOnly|parser.ParseComments)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		if f.Doc != nil {
 			docs[filepath.Dir(path)] += f.Doc.Text()
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, dir := range []string{".", "circuitbreaker", "retry", "rampartgrpc"} {
 		if docs[dir] == "" {
@@ -76,6 +56,36 @@ func TestPackageDocs_OpenWithQuickStart(t *testing.T) {
 			t.Errorf("%s: # Quick start is followed by %s, want a code block", dir, describe(code))
 		}
 	}
+}
+
+// publicSourceFiles returns the non-test .go files of the packages a user
+// imports: this module's, internal packages aside, and rampartgrpc's
+// (the other nested modules, examples and bench, are left out).
+func publicSourceFiles(t *testing.T) []string {
+	var files []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			name := d.Name()
+			if path != "." && (name == "testdata" || name == "internal" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." && path != "rampartgrpc" {
+				return filepath.SkipDir // a nested module other than rampartgrpc
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 func headingText(h *comment.Heading) string { return inlineText(h.Text) }
