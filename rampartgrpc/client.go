@@ -39,7 +39,8 @@ type ClientConfig struct {
 	Breaker *circuitbreaker.Breaker
 	// Breakers, if not nil, guards every attempt with the breaker that the
 	// group holds for BreakerKey's key, so a method (or a target) that
-	// fails trips only its own breaker.
+	// fails trips only its own breaker. A zero Group is one with the
+	// defaults of [circuitbreaker.NewGroup].
 	Breakers *circuitbreaker.Group[string]
 	// BreakerKey chooses the key of Breakers for a call, from its full
 	// method name ("/pkg.Service/Method") and its connection. Nil means
