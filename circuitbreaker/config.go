@@ -80,6 +80,8 @@ type Config struct {
 	// [Run]); returning false makes the error count as a success (it still
 	// reaches the caller), also toward closing from HalfOpen. It must be
 	// safe for concurrent use. nil counts every such error as a failure.
+	// A panic in it is recorded as the failure [ErrPanicked] and continues
+	// to the caller.
 	IsFailure func(err error) bool
 
 	// AsyncListeners, when true, runs the listeners of [Breaker.Subscribe]

@@ -9,15 +9,21 @@ import (
 	"github.com/rampart-go/rampart/observe"
 )
 
-// ErrPanicked is the failure recorded when the protected call panics. The
-// panic itself continues to the caller unchanged.
-var ErrPanicked = errors.New("circuitbreaker: protected call panicked")
+// ErrPanicked is the failure recorded when the protected call panics, or
+// when judging its outcome does: a [Classifier] or [Config.IsFailure] that
+// panics. The panic itself continues to the caller unchanged, with its
+// value and stack (it is never recovered, so its value is not in the
+// error), and the call's permit is finished: a panicking probe frees its
+// slot at once by re-opening the breaker.
+var ErrPanicked = errors.New("circuitbreaker: protected call or its classifier panicked")
 
 // Classifier judges a finished call from its response and error, for
 // dependencies whose failures are responses (an HTTP 503). It must be safe
 // for concurrent use. It is not asked about an error returned after the
 // caller cancelled the call's context (that call is ignored), so it should
-// return Failure for every other error it does not judge otherwise.
+// return Failure for every other error it does not judge otherwise. A panic
+// in it is recorded as the failure [ErrPanicked] and continues to the
+// caller.
 type Classifier[Resp any] func(resp Resp, err error) Outcome
 
 // NewLayer returns a layer that guards a service with b. A call through it:
@@ -27,8 +33,9 @@ type Classifier[Resp any] func(resp Resp, err error) Outcome
 //   - otherwise calls the inner service, records the outcome with
 //     [Permit.DoneContext], and returns the response and error unchanged.
 //
-// A panic in the inner call is recorded as the failure [ErrPanicked] and
-// continues with its original stack (never recovered; the idea of
+// A panic in the inner call, or in judging its outcome ([Config.IsFailure],
+// a [Classifier]), is recorded as the failure [ErrPanicked] and continues
+// with its original stack (never recovered; the idea of
 // x/sync/singleflight); a runtime.Goexit counts as a failure too.
 // Layers over one b share its state. A layer over a nil b fails every
 // call with an error saying so; its Wrap(nil) returns a service failing
@@ -116,13 +123,15 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 		}
 	}()
 	resp, err = s.inner.Call(ctx, req)
-	normal = true
+	// normal is set only once the outcome is recorded: a panic in the
+	// classifier or in IsFailure is a failure, as one in the call is.
 	if s.classify == nil && err == nil && s.b.quiet(p.word) {
 		p.b = nil // Success's fast path, also written out
 		if s.b.set.observer != nil {
 			// A quiet success is untimed: the word had no flagTimed.
 			s.b.observe(ctx, observe.Success, nil, 0)
 		}
+		normal = true
 		return resp, err
 	}
 	o, judged := s.judge(ctx, resp, err)
@@ -141,6 +150,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 			s.b.observe(ctx, observe.Failure, judged, d)
 		}
 	}
+	normal = true
 	return resp, err
 }
 

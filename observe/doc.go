@@ -3,7 +3,9 @@
 // by a limiter, a timeout that fired, a fallback used) as an [Event] to an
 // [Observer] given in its Config, together with its Name.
 //
-// Quick start, logging every layer's events with log/slog:
+// # Quick start
+//
+// Log every layer's events with log/slog:
 //
 //	obs, err := observe.NewLog(observe.LogConfig{Logger: slog.Default()})
 //	...

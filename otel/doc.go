@@ -1,7 +1,7 @@
 // Package rampartotel turns the events of rampart's layers (package
 // observe) into OpenTelemetry metrics and span events.
 //
-// Quick start:
+// # Quick start
 //
 //	obs, err := rampartotel.New(rampartotel.Config{MeterProvider: mp})
 //	...
