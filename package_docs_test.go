@@ -6,7 +6,6 @@ import (
 	"go/token"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,8 +58,9 @@ func TestPackageDocs_OpenWithQuickStart(t *testing.T) {
 }
 
 // publicSourceFiles returns the non-test .go files of the packages a user
-// imports: this module's, internal packages aside, and rampartgrpc's
-// (the other nested modules, examples and bench, are left out).
+// imports: this module's and its nested library modules' (rampartgrpc,
+// otel, rampartredis…), internal packages aside; the nested modules of
+// programs (examples, bench, cmd/…) are left out.
 func publicSourceFiles(t *testing.T) []string {
 	var files []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -72,8 +72,8 @@ func publicSourceFiles(t *testing.T) []string {
 			if path != "." && (name == "testdata" || name == "internal" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
 				return filepath.SkipDir
 			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." && path != "rampartgrpc" {
-				return filepath.SkipDir // a nested module other than rampartgrpc
+			if path == "examples" || path == "bench" || path == "cmd" {
+				return filepath.SkipDir // programs, not packages a user imports
 			}
 			return nil
 		}
