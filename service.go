@@ -1,12 +1,6 @@
 // Package rampart composes request/response services out of small, reusable
 // middleware layers, in the manner of Rust's Tower and Twitter's Finagle.
 //
-// A [Service] answers one request with one response or an error. A [Layer]
-// wraps a Service in another Service that adds one behaviour: a circuit
-// breaker, retries bounded by a retry budget, a timeout, a rate limit. A
-// [Builder] stacks layers once, at construction, so a call through the stack
-// costs only what each layer does.
-//
 // # Quick start
 //
 //	var br circuitbreaker.Breaker // the zero Breaker has the default settings
@@ -19,6 +13,12 @@
 //		return err // names the layer and the bad field
 //	}
 //	resp, err := svc.Call(ctx, req)
+//
+// A [Service] answers one request with one response or an error. A [Layer]
+// wraps a Service in another Service that adds one behaviour: a circuit
+// breaker, retries bounded by a retry budget, a timeout, a rate limit. A
+// [Builder] stacks layers once, at construction, so a call through the stack
+// costs only what each layer does.
 //
 // [Builder.With] takes a layer constructor's two results; [Builder.Build]
 // returns the first error. To guard a plain function instead of a Service,
@@ -85,9 +85,15 @@
 // stateful value, when it has one (a *circuitbreaker.Breaker, a
 // *budget.Budget, a *concurrency.Limiter); NewLayer returns a layer; and
 // Wrap(svc, …) wraps a service directly with the same arguments as
-// NewLayer, so Go infers the type arguments from svc. A second kind of
-// layer in a package has a name of its own in all three places
-// (ratelimit.NewKeyed, NewKeyedLayer, WrapKeyed).
+// NewLayer, so Go infers the type arguments from svc. Every other layer
+// constructor, New<Kind>Layer, has its twin Wrap<Kind> with the same
+// arguments after the service (circuitbreaker.NewClassifiedLayer and
+// WrapClassified, ratelimit.NewKeyedLayer and WrapKeyed), and a second
+// stateful value has a New of its own (ratelimit.NewKeyed,
+// circuitbreaker.NewGroup). Two packages name things otherwise: mapping's
+// functions are named for what they map (mapping.Error is the twin of
+// mapping.NewErrorLayer), and ramparthttp's layers, which need no type
+// arguments, are named <Kind>Layer and have no Wrap twin.
 package rampart
 
 import (

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -8,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Defaults for the zero fields of [Config]. They are Finagle's RetryBudget
@@ -80,6 +83,15 @@ type Config struct {
 	// what 0.000001 does, and a Ratio written with at most six decimals is
 	// exact.
 	Ratio float64
+
+	// Name names the budget in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each withdrawal the budget
+	// refuses (an [observe.BudgetRefused] event, with
+	// [context.Background]: a withdrawal belongs to no call). See package
+	// observe.
+	Observer observe.Observer
 }
 
 // Budget bounds retries to a share of recent traffic plus a floor, after
@@ -152,6 +164,8 @@ type Budget struct {
 	reserve int64         // floor units per window
 	slotLen time.Duration // Window / slots
 	start   time.Time     // slot n covers [start+n*slotLen, start+(n+1)*slotLen)
+	name    string
+	obs     observe.Observer
 	_       [128]byte
 
 	// balance is the units that may be withdrawn now. It only shrinks by a
@@ -206,7 +220,7 @@ func New(cfg Config) (*Budget, error) {
 	case !(ratio >= MinRatio && ratio <= MaxRatio): // also catches NaN
 		return nil, fmt.Errorf("budget: Ratio must be 0 (the default, %v) or between %v and %v, got %v", DefaultRatio, MinRatio, MaxRatio, ratio)
 	}
-	b := new(Budget)
+	b := &Budget{name: cfg.Name, obs: cfg.Observer}
 	b.setup(window, perSecond, ratio)
 	return b, nil
 }
@@ -295,6 +309,9 @@ func (b *Budget) Withdraw() bool {
 	for {
 		old := b.balance.Load()
 		if old < unit {
+			if b.obs != nil {
+				b.obs.Observe(context.Background(), observe.Event{Source: observe.Budget, Name: b.name, Kind: observe.BudgetRefused})
+			}
 			return false
 		}
 		if b.balance.CompareAndSwap(old, old-unit) {

@@ -155,6 +155,9 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	b := &Breaker{}
 	b.init(set, tracker)
+	if cfg.Observer != nil {
+		b.events.subscribe(observeTransitions(cfg.Name, cfg.Observer))
+	}
 	if cfg.Switch != nil {
 		cfg.Switch.attach(b)
 	}

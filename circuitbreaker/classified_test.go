@@ -99,7 +99,7 @@ func TestOpenError_MessageSaysWhy(t *testing.T) {
 	sw := &circuitbreaker.Switch{}
 	b := newBreaker(t, circuitbreaker.Config{Switch: sw})
 	sw.ForceOpen(nil)
-	assert.Equal(t, "circuitbreaker: open (until reset or released)", openErr(t, b).Error())
+	assert.Equal(t, "circuitbreaker: forced open (until released)", openErr(t, b).Error())
 }
 
 func TestNew_CB13_NilPointerPoliciesAreErrors(t *testing.T) {

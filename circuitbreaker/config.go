@@ -1,11 +1,13 @@
 package circuitbreaker
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/observe"
 )
 
 const (
@@ -78,6 +80,8 @@ type Config struct {
 	// [Run]); returning false makes the error count as a success (it still
 	// reaches the caller), also toward closing from HalfOpen. It must be
 	// safe for concurrent use. nil counts every such error as a failure.
+	// A panic in it is recorded as the failure [ErrPanicked] and continues
+	// to the caller.
 	IsFailure func(err error) bool
 
 	// AsyncListeners, when true, runs the listeners of [Breaker.Subscribe]
@@ -111,6 +115,21 @@ type Config struct {
 	// Tests do not need it: testing/synctest gives the system's clock
 	// virtual time.
 	Clock clock.Clock
+
+	// Observer, when set, is told about every transition of the breaker
+	// (an [observe.Transition] event with the states by their names and
+	// the cause of a trip), delivered as a listener of [Breaker.Subscribe]
+	// is: in order, after the lock is released, asynchronously with
+	// AsyncListeners, and always with [context.Background]. It is also
+	// told about the outcome of every call through the breaker's layers
+	// and [Run], with the call's context, before the call returns: an
+	// [observe.Rejected] event for a call the breaker refused, and
+	// [observe.Success], [observe.Failure] or [observe.Ignored] for a call
+	// made, as the breaker counted it (after the classifier and
+	// IsFailure), with the call's duration when the policy measures
+	// latency (two more clock readings per call, taken only then). Calls
+	// made with a [Permit] by hand report no outcome. See package observe.
+	Observer observe.Observer
 }
 
 // settings are a validated Config with defaults filled in.
@@ -124,6 +143,7 @@ type settings struct {
 	async                 bool
 	onPanic               func(any, []byte)
 	clock                 clock.Clock // nil: the system's clock
+	observer              observe.Observer
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -139,6 +159,7 @@ func (c Config) validate() (settings, error) {
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
 		clock:       c.Clock,
+		observer:    c.Observer,
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
@@ -193,4 +214,15 @@ func durationString(d time.Duration) string {
 		return "Forever"
 	}
 	return d.String()
+}
+
+// observeTransitions returns the listener that reports the transitions of
+// a breaker named name to obs.
+func observeTransitions(name string, obs observe.Observer) func(Transition) {
+	return func(tr Transition) {
+		obs.Observe(context.Background(), observe.Event{
+			Source: observe.Breaker, Name: name, Kind: observe.Transition,
+			From: tr.From.String(), To: tr.To.String(), Err: tr.Cause,
+		})
+	}
 }

@@ -47,6 +47,8 @@ type OpenError struct {
 	b     *Breaker
 	until int64
 	wait  time.Duration
+	// forced is set in the rejection of a breaker forced open.
+	forced bool
 }
 
 // RetryAfter returns how long from now until the breaker admits a probe:
@@ -63,23 +65,48 @@ func (e *OpenError) RetryAfter() time.Duration {
 	return max(0, time.Duration(e.until-e.b.mono()))
 }
 
-// Error describes the rejection, with the remaining cool-down (rounded up
-// to a millisecond) and the cause.
+// Error describes the rejection: why the breaker is open and until when.
+// A trip reads "open (retry after 1.5s): tripped by: <cause>", the rest
+// of the cool-down rounded up to a millisecond ("until reset" for a
+// [Forever] cool-down, "half-open, every probe slot taken" when waiting
+// for a probe slot); a breaker forced open reads "forced open (until
+// released): <reason>" ([Breaker.Reset] does not release it).
 func (e *OpenError) Error() string {
-	const ms = time.Millisecond
+	if e.forced {
+		return prefix(e.Name) + "forced open (until released)" + causeText(ForcedOpen, e.Cause)
+	}
 	wait := "half-open, every probe slot taken"
-	switch r := e.RetryAfter(); {
+	if r := e.RetryAfter(); e.b != nil || r == Forever {
+		wait = waitText(r)
+	}
+	return prefix(e.Name) + "open (" + wait + ")" + causeText(Open, e.Cause)
+}
+
+// waitText says when an Open breaker whose cool-down has r left admits a
+// probe, as the messages print it: "retry after" r rounded up to a
+// millisecond, or "until reset" for [Forever].
+func waitText(r time.Duration) string {
+	const ms = time.Millisecond
+	switch {
 	case r == Forever:
-		wait = "until reset or released"
-	case e.b != nil && r > Forever-ms:
-		wait = "retry after " + r.String()
-	case e.b != nil:
-		wait = "retry after " + ((r + ms - 1) / ms * ms).String()
+		return "until reset"
+	case r > Forever-ms:
+		return "retry after " + r.String()
 	}
-	if e.Cause == nil {
-		return fmt.Sprintf("%sopen (%s)", prefix(e.Name), wait)
+	return "retry after " + ((r + ms - 1) / ms * ms).String()
+}
+
+// causeText ends a message about a breaker in state s with its cause:
+// ": tripped by: <cause>" for a trip, ": <reason>" for the reason given to
+// a force open, nothing when cause is nil.
+func causeText(s State, cause error) string {
+	switch {
+	case cause == nil:
+		return ""
+	case s == ForcedOpen:
+		return ": " + cause.Error()
 	}
-	return fmt.Sprintf("%sopen (%s): tripped by: %v", prefix(e.Name), wait, e.Cause)
+	return ": tripped by: " + cause.Error()
 }
 
 // prefix starts a message about the breaker named name.

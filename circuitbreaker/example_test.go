@@ -122,7 +122,7 @@ func ExampleSwitch() {
 	fmt.Println(err)
 	// Output:
 	// closed -> forced-open
-	// circuitbreaker: open (until reset or released): tripped by: database migration
+	// circuitbreaker: forced open (until released): database migration
 	// forced-open -> closed
 	// <nil>
 }

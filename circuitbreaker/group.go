@@ -46,7 +46,10 @@ type GroupConfig struct {
 // its own breaker; the models are Envoy's outlier detection and Finagle's
 // per-endpoint failure accrual. [NewGroupLayer] puts a group in a stack.
 // A Group is safe for concurrent use; looking up a held key takes no lock
-// and allocates nothing.
+// and allocates nothing. Create one with [NewGroup]; the zero Group
+// behaves as one from NewGroup(GroupConfig{}) and sets itself up on first
+// use (the lookup of a held key pays nothing for this). A Group must not
+// be copied after first use.
 //
 // Memory is bounded without a background goroutine: when the group adds a
 // key, or on [Group.Len] and [Group.States], it drops breakers unused for
@@ -99,31 +102,52 @@ type groupEntry[K comparable] struct {
 // NewGroup returns an empty group configured by cfg, or an error naming the
 // first bad field.
 func NewGroup[K comparable](cfg GroupConfig) (*Group[K], error) {
+	g := &Group[K]{}
+	if err := g.init(cfg); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// init sets g up from cfg, or returns an error naming the first bad field.
+// Called by NewGroup on a group nobody else sees yet, or by setUp with mu
+// held.
+func (g *Group[K]) init(cfg GroupConfig) error {
 	switch {
 	case cfg.MaxKeys < 0:
-		return nil, fmt.Errorf("circuitbreaker: GroupConfig.MaxKeys must be >= 0 (0 means %d), got %d", DefaultGroupMaxKeys, cfg.MaxKeys)
+		return fmt.Errorf("circuitbreaker: GroupConfig.MaxKeys must be >= 0 (0 means %d), got %d", DefaultGroupMaxKeys, cfg.MaxKeys)
 	case cfg.IdleTimeout < 0:
-		return nil, fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %v", DefaultGroupIdleTimeout, cfg.IdleTimeout)
+		return fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %v", DefaultGroupIdleTimeout, cfg.IdleTimeout)
 	}
 	// The overflow breaker is also the check of cfg.Breaker.
 	ocfg := cfg.Breaker
 	ocfg.Name = keyName(cfg.Breaker.Name, "(overflow)")
 	overflow, err := New(ocfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w (GroupConfig.Breaker)", err)
+		return fmt.Errorf("%w (GroupConfig.Breaker)", err)
 	}
-	g := &Group[K]{
-		cfg:      cfg.Breaker,
-		maxKeys:  orDefault(cfg.MaxKeys, DefaultGroupMaxKeys),
-		idle:     orDefault(cfg.IdleTimeout, DefaultGroupIdleTimeout),
-		overflow: overflow,
-	}
+	g.cfg = cfg.Breaker
+	g.maxKeys = orDefault(cfg.MaxKeys, DefaultGroupMaxKeys)
+	g.idle = orDefault(cfg.IdleTimeout, DefaultGroupIdleTimeout)
+	g.overflow = overflow
 	if c := cfg.Breaker.Clock; c != nil {
 		g.origin = c.Monotonic()
 	} else {
 		g.base = time.Now()
 	}
-	return g, nil
+	return nil
+}
+
+// setUp sets up a zero Group on its first use as NewGroup(GroupConfig{})
+// would, and does nothing to a group already set up. Called with mu held:
+// every field it writes is read only with mu held, or (keys' entries) after
+// a store made with mu held.
+func (g *Group[K]) setUp() {
+	if g.overflow == nil {
+		// Cannot fail: the zero GroupConfig is valid, which the
+		// zero-value tests check.
+		_ = g.init(GroupConfig{})
+	}
 }
 
 // mono returns the monotonic time since the group's origin in nanoseconds,
@@ -158,6 +182,7 @@ func (g *Group[K]) add(key K) *Breaker {
 		e.used.Store(true)
 		return e.b
 	}
+	g.setUp() // a zero Group's first key
 	now := g.mono()
 	if now-g.looked >= int64(g.idle/4) {
 		g.look(now)
@@ -259,6 +284,7 @@ func (g *Group[K]) makeRoom(now int64) bool {
 func (g *Group[K]) Len() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.setUp()
 	g.look(g.mono())
 	return len(g.ring)
 }
@@ -275,6 +301,7 @@ type KeyState[K comparable] struct {
 // and leaves out the overflow breaker.
 func (g *Group[K]) States() []KeyState[K] {
 	g.mu.Lock()
+	g.setUp()
 	g.look(g.mono())
 	ring := slices.Clone(g.ring)
 	g.mu.Unlock()
@@ -287,11 +314,17 @@ func (g *Group[K]) States() []KeyState[K] {
 
 // Overflow returns the breaker shared by the keys that did not fit in the
 // group.
-func (g *Group[K]) Overflow() *Breaker { return g.overflow }
+func (g *Group[K]) Overflow() *Breaker {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.setUp()
+	return g.overflow
+}
 
 // NewGroupLayer returns a layer that guards each call with g's breaker for
 // key(req), and otherwise behaves as [NewLayer]. key must be safe for
-// concurrent use. It returns an error if g or key is nil.
+// concurrent use. It returns an error if g or key is nil; a zero Group is
+// usable (see [Group]).
 func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K) (rampart.Layer[Req, Resp], error) {
 	return NewClassifiedGroupLayer[Req, Resp](g, key, nil)
 }

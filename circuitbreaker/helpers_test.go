@@ -3,6 +3,7 @@ package circuitbreaker_test
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,4 +109,16 @@ func (s *backend) Call(ctx context.Context, req string) (string, error) {
 
 func guard(b *circuitbreaker.Breaker, s rampart.Service[string, string]) rampart.Service[string, string] {
 	return rampart.NewBuilder[string, string]().Layer(circuitbreaker.NewLayer[string, string](b)).Service(s)
+}
+
+// panicOf calls f and returns the value it panicked with and the stack
+// seen where that panic was recovered: the stack names the function that
+// panicked only if nothing between it and f recovered and re-panicked.
+func panicOf(f func()) (value any, stack string) {
+	defer func() {
+		value = recover()
+		stack = string(debug.Stack())
+	}()
+	f()
+	return nil, ""
 }

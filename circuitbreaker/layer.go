@@ -3,19 +3,27 @@ package circuitbreaker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/observe"
 )
 
-// ErrPanicked is the failure recorded when the protected call panics. The
-// panic itself continues to the caller unchanged.
-var ErrPanicked = errors.New("circuitbreaker: protected call panicked")
+// ErrPanicked is the failure recorded when the protected call panics, or
+// when judging its outcome does: a [Classifier] or [Config.IsFailure] that
+// panics. The panic itself continues to the caller unchanged, with its
+// value and stack (it is never recovered, so its value is not in the
+// error), and the call's permit is finished: a panicking probe frees its
+// slot at once by re-opening the breaker.
+var ErrPanicked = errors.New("circuitbreaker: protected call or its classifier panicked")
 
 // Classifier judges a finished call from its response and error, for
 // dependencies whose failures are responses (an HTTP 503). It must be safe
 // for concurrent use. It is not asked about an error returned after the
 // caller cancelled the call's context (that call is ignored), so it should
-// return Failure for every other error it does not judge otherwise.
+// return Failure for every other error it does not judge otherwise. A panic
+// in it is recorded as the failure [ErrPanicked] and continues to the
+// caller.
 type Classifier[Resp any] func(resp Resp, err error) Outcome
 
 // NewLayer returns a layer that guards a service with b. A call through it:
@@ -25,8 +33,9 @@ type Classifier[Resp any] func(resp Resp, err error) Outcome
 //   - otherwise calls the inner service, records the outcome with
 //     [Permit.DoneContext], and returns the response and error unchanged.
 //
-// A panic in the inner call is recorded as the failure [ErrPanicked] and
-// continues with its original stack (never recovered; the idea of
+// A panic in the inner call, or in judging its outcome ([Config.IsFailure],
+// a [Classifier]), is recorded as the failure [ErrPanicked] and continues
+// with its original stack (never recovered; the idea of
 // x/sync/singleflight); a runtime.Goexit counts as a failure too.
 // Layers over one b share its state. A layer over a nil b fails every
 // call with an error saying so; its Wrap(nil) returns a service failing
@@ -93,34 +102,88 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	// TryAcquire's Closed fast path, written out because the compiler
 	// does not inline TryAcquire: this is the hottest line of the package.
 	var p Permit
+	var start int64 // when the call started, if timed is set
+	timed := false  // the call is observed and its duration measured
 	if w := s.b.word.Load(); w&fastMask == fastWord {
 		p = Permit{b: s.b, word: w}
-	} else if p, err = s.b.tryAcquire(); err != nil {
-		return resp, err
+	} else {
+		if p, err = s.b.tryAcquire(); err != nil {
+			s.b.observe(ctx, observe.Rejected, err, 0)
+			return resp, err
+		}
+		if s.b.set.observer != nil && s.b.timing == TimingLatency {
+			start, timed = s.b.mono(), true
+		}
 	}
 	normal := false
 	defer func() {
 		if !normal {
 			p.Failure(ErrPanicked)
+			s.b.observe(ctx, observe.Failure, ErrPanicked, 0)
 		}
 	}()
 	resp, err = s.inner.Call(ctx, req)
-	normal = true
-	switch {
-	case s.classify == nil && err == nil && s.b.quiet(p.word):
+	// normal is set only once the outcome is recorded: a panic in the
+	// classifier or in IsFailure is a failure, as one in the call is.
+	if s.classify == nil && err == nil && s.b.quiet(p.word) {
 		p.b = nil // Success's fast path, also written out
-	case s.classify == nil:
-		p.DoneContext(ctx, err)
-	case ClassifyContext(ctx, err) == Ignored:
-		p.Ignore() // the caller gave up: classify is not asked
-	case err != nil:
-		p.classified(s.classify(resp, err), err) // IsFailure may overrule
-	default:
-		if o := s.classify(resp, nil); o == Failure {
-			p.finish(o, ErrBadResponse)
-		} else {
-			p.finish(o, nil)
+		if s.b.set.observer != nil {
+			// A quiet success is untimed: the word had no flagTimed.
+			s.b.observe(ctx, observe.Success, nil, 0)
+		}
+		normal = true
+		return resp, err
+	}
+	o, judged := s.judge(ctx, resp, err)
+	p.finish(o, judged)
+	if s.b.set.observer != nil {
+		var d time.Duration
+		if timed {
+			d = time.Duration(s.b.mono() - start)
+		}
+		switch o {
+		case Success:
+			s.b.observe(ctx, observe.Success, nil, d)
+		case Ignored:
+			s.b.observe(ctx, observe.Ignored, err, 0)
+		default:
+			s.b.observe(ctx, observe.Failure, judged, d)
 		}
 	}
+	normal = true
 	return resp, err
+}
+
+// judge returns how a call that returned (resp, err) counts, and the
+// error to record with it: the caller's cancellation is ignored, then
+// classify (or [ClassifyContext] without one) judges, and
+// [Config.IsFailure] may overrule a failure of a non-nil error.
+func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (Outcome, error) {
+	var o Outcome
+	switch {
+	case s.classify == nil:
+		o = ClassifyContext(ctx, err)
+	case ClassifyContext(ctx, err) == Ignored:
+		return Ignored, err // the caller gave up: classify is not asked
+	case err != nil:
+		o = s.classify(resp, err)
+	default:
+		if o = s.classify(resp, nil); o == Failure {
+			return Failure, ErrBadResponse
+		}
+		return o, nil
+	}
+	if o == Failure && err != nil && s.b.set.isFailure != nil && !s.b.set.isFailure(err) {
+		o = Success
+	}
+	return o, err
+}
+
+// observe reports an event of kind about one call to the breaker's
+// Observer, if it has one: its rejection err, its failure err, or its
+// duration d. Called only on a breaker that is set up.
+func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d time.Duration) {
+	if obs := b.set.observer; obs != nil {
+		obs.Observe(ctx, observe.Event{Source: observe.Breaker, Name: b.set.name, Kind: kind, Err: err, Duration: d})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,17 +29,7 @@ func testPanicIsFailure(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
 	svc := guard(b, rampart.ServiceFunc[string, string](panickingBackend))
 
-	var (
-		value any
-		stack string
-	)
-	func() {
-		defer func() {
-			value = recover()
-			stack = string(debug.Stack())
-		}()
-		_, _ = svc.Call(context.Background(), "x")
-	}()
+	value, stack := panicOf(func() { _, _ = svc.Call(context.Background(), "x") })
 	assert.Equal(t, "backend exploded", value)
 	assert.Contains(t, stack, "circuitbreaker_test.panickingBackend", "the original stack is kept")
 	assert.Equal(t, circuitbreaker.Snapshot{

@@ -85,7 +85,7 @@ func TestBreaker_CB2_RejectionWithoutCauseUnwrapsToNil(t *testing.T) {
 	sw.ForceOpen(nil)
 	oe := openErr(t, b)
 	assert.NoError(t, oe.Unwrap())
-	assert.Equal(t, "circuitbreaker: open (until reset or released)", oe.Error())
+	assert.Equal(t, "circuitbreaker: forced open (until released)", oe.Error())
 }
 
 // TestClassify_CB8_RejectionIsAFailureWhateverItsCause checks that a

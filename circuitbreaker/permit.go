@@ -51,7 +51,8 @@ func (p *Permit) Failure(err error) bool { return p.finish(Failure, err) }
 func (p *Permit) Ignore() { p.finish(Ignored, nil) }
 
 // Done classifies err with [Classify] and [Config.IsFailure], records the
-// result and reports whether it counted. It cannot tell the caller's
+// result and reports whether it counted. If IsFailure panics, the failure
+// [ErrPanicked] is recorded and the panic continues. It cannot tell the caller's
 // cancellation from a dependency's and ignores both: prefer
 // [Permit.DoneContext] when the call's context is at hand.
 func (p *Permit) Done(err error) bool {
@@ -76,10 +77,25 @@ func (p *Permit) classified(o Outcome, err error) bool {
 	if p.b == nil {
 		return false
 	}
-	if o == Failure && p.b.set.isFailure != nil && !p.b.set.isFailure(err) {
+	if o == Failure && p.b.set.isFailure != nil && !p.isFailure(err) {
 		o = Success
 	}
 	return p.finish(o, err)
+}
+
+// isFailure asks Config.IsFailure about err. If IsFailure panics, the
+// permit records the failure ErrPanicked and the panic continues, never
+// recovered, so its stack is kept (the way of x/sync/singleflight).
+func (p *Permit) isFailure(err error) bool {
+	normal := false
+	defer func() {
+		if !normal {
+			p.finish(Failure, ErrPanicked)
+		}
+	}()
+	failure := p.b.set.isFailure(err)
+	normal = true
+	return failure
 }
 
 // finish records outcome o once.

@@ -23,8 +23,8 @@ var errRunNilFunc = fmt.Errorf("circuitbreaker: Run: nil fn: %w", rampart.ErrNil
 // behaves exactly as a call through [NewLayer] over b: fn is not called
 // when ctx is already done (Run returns ctx.Err()) or when b rejects the
 // call (Run returns the [*OpenError]); otherwise the outcome of fn is
-// recorded with [Permit.DoneContext], and a panic in fn is recorded as
-// [ErrPanicked] and continues. A nil b, fn or ctx is an error, never a
+// recorded with [Permit.DoneContext], and a panic in fn or in
+// [Config.IsFailure] is recorded as [ErrPanicked] and continues. A nil b, fn or ctx is an error, never a
 // panic (for fn, one matching [rampart.ErrNilService]). Safe for
 // concurrent use.
 func Run[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {

@@ -3,7 +3,6 @@ package circuitbreaker_test
 import (
 	"context"
 	"errors"
-	"runtime/debug"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -127,17 +126,7 @@ func panickingFn(context.Context) (int, error) { panic("fn exploded") }
 func TestRun_CB16_CB7_PanicIsFailureAndRepanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
-		var (
-			value any
-			stack string
-		)
-		func() {
-			defer func() {
-				value = recover()
-				stack = string(debug.Stack())
-			}()
-			_, _ = circuitbreaker.Run(t.Context(), b, panickingFn)
-		}()
+		value, stack := panicOf(func() { _, _ = circuitbreaker.Run(t.Context(), b, panickingFn) })
 		assert.Equal(t, "fn exploded", value)
 		assert.Contains(t, stack, "circuitbreaker_test.panickingFn", "the original stack is kept")
 		assert.Equal(t, circuitbreaker.Snapshot{

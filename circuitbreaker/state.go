@@ -135,10 +135,12 @@ func (b *Breaker) State() Snapshot {
 	return s
 }
 
-// String describes the snapshot on one line, for logs: the name (if any),
-// the state and the fields that apply to it, for example
-// `"payments": open: retry after 1.5s: connection refused`. [Forever]
-// prints as the word Forever.
+// String describes the snapshot on one line, for logs, in the words of
+// [OpenError.Error]: the name (if any), the state and the fields that
+// apply to it, for example `"payments": open (retry after 1.5s): tripped
+// by: connection refused` (the rest of the cool-down rounded up to a
+// millisecond, "until reset" for [Forever]) or `forced-open (until
+// released): maintenance`.
 func (s Snapshot) String() string {
 	var b strings.Builder
 	if s.Name != "" {
@@ -150,28 +152,26 @@ func (s Snapshot) String() string {
 		c := s.Counters
 		fmt.Fprintf(&b, ": %d consecutive failures; %d calls, %d failures, %d slow calls in the window",
 			c.ConsecutiveFailures, c.Calls, c.Failures, c.SlowCalls)
-	case Open, ForcedOpen:
-		b.WriteString(": retry after " + durationString(s.RetryAfter))
+	case Open:
+		b.WriteString(" (" + waitText(s.RetryAfter) + ")")
+	case ForcedOpen:
+		b.WriteString(" (until released)")
 	case HalfOpen:
 		fmt.Fprintf(&b, ": probes %d in flight, %d succeeded, %d failed",
 			s.ProbesInFlight, s.ProbesSucceeded, s.ProbesFailed)
 	}
-	if s.Cause != nil {
-		fmt.Fprintf(&b, ": %v", s.Cause)
-	}
+	b.WriteString(causeText(s.State, s.Cause))
 	return b.String()
 }
 
-// String describes the transition on one line, for logs: the name (if
-// any), the states and the cause (if any), for example
-// `"payments": closed > open: connection refused`.
+// String describes the transition on one line, for logs, in the words of
+// [OpenError.Error]: the name (if any), the states and the cause (if
+// any), for example `"payments": closed > open: tripped by: connection
+// refused` or `closed > forced-open: maintenance`.
 func (t Transition) String() string {
 	s := t.From.String() + " > " + t.To.String()
 	if t.Name != "" {
 		s = fmt.Sprintf("%q: %s", t.Name, s)
 	}
-	if t.Cause != nil {
-		s += ": " + t.Cause.Error()
-	}
-	return s
+	return s + causeText(t.To, t.Cause)
 }

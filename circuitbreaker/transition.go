@@ -57,7 +57,7 @@ func (b *Breaker) enterWith(to State, cause error, at time.Time, remote bool, op
 		b.succeeded, b.failed, b.lastFailure = 0, 0, nil
 		b.tracker.Reset(HalfOpen)
 	case ForcedOpen:
-		per.reject = &OpenError{Name: name, Cause: cause, wait: Forever}
+		per.reject = &OpenError{Name: name, Cause: cause, wait: Forever, forced: true}
 	case Closed:
 		b.cooldown = b.set.cooldown
 		b.lastFailure = nil

@@ -1,8 +1,8 @@
 // Package clock lets rampart's layers run on time that you supply, so that
-// hours of recorded traffic can be replayed through them in seconds (see
-// package sim), while an unset clock costs nothing.
+// hours of recorded traffic can be replayed through them in seconds, while
+// an unset clock costs nothing.
 //
-// Quick start:
+// # Quick start
 //
 //	br, err := circuitbreaker.New(circuitbreaker.Config{Clock: myClock})
 //

@@ -3,6 +3,8 @@
 // and built on golang.org/x/sync/semaphore. Package ratelimit bounds how
 // often calls start; this package bounds how many are in flight.
 //
+// # Quick start
+//
 //	lim, err := concurrency.New(10) // at most 10 calls at once
 //	if err != nil {
 //		return err

@@ -4,10 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
+
+// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
+// the arguments of [NewLayer], and a Name and an Observer for its events.
+type Config struct {
+	// Limiter is the limiter whose slots the layer's calls take: a
+	// [*Limiter] made by [New] or an [*AdaptiveLimiter] made by
+	// [NewAdaptive].
+	Limiter Slots
+
+	// Mode says what a call does when every slot is taken: [Wait] (the
+	// zero Mode) or [Reject].
+	Mode Mode
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call the layer refuses (an
+	// [observe.Refused] event with the error returned and how long the
+	// call waited) and each call that waited for a slot before it got one
+	// (an [observe.Queued] event with the wait). A call that finds a slot
+	// free reports nothing. With an Observer, a call in Wait mode first
+	// tries for a free slot without waiting, and reads the clock only when
+	// there is none. See package observe.
+	Observer observe.Observer
+}
 
 // NewLayer returns a layer that runs each call in a slot of l, so at most
 // as many calls run at once across every service built with l as l allows:
@@ -45,16 +72,31 @@ import (
 // AdaptiveLimiter (not made by [New] or [NewAdaptive]), or mode is not Wait
 // or Reject.
 func NewLayer[Req, Resp any](l Slots, mode Mode) (rampart.Layer[Req, Resp], error) {
-	if l == nil {
+	return NewConfigLayer[Req, Resp](Config{Limiter: l, Mode: mode})
+}
+
+// NewConfigLayer returns the layer [NewLayer] returns for cfg.Limiter and
+// cfg.Mode, reporting its events to cfg.Observer. It returns the errors
+// NewLayer returns.
+func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
+	if cfg.Limiter == nil {
 		return nil, errors.New("concurrency: limiter must not be nil")
 	}
-	if err := l.valid(); err != nil {
+	if err := cfg.Limiter.valid(); err != nil {
 		return nil, err
 	}
-	if mode != Wait && mode != Reject {
-		return nil, fmt.Errorf("concurrency: mode must be Wait or Reject, got %d", mode)
+	if cfg.Mode != Wait && cfg.Mode != Reject {
+		return nil, fmt.Errorf("concurrency: mode must be Wait or Reject, got %d", cfg.Mode)
 	}
-	return layer[Req, Resp]{lim: l, mode: mode}, nil
+	return layer[Req, Resp]{cfg: cfg}, nil
+}
+
+// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
+// the type parameters from svc. It returns the errors NewConfigLayer
+// returns, and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config) (rampart.Service[Req, Resp], error) {
+	l, err := NewConfigLayer[Req, Resp](cfg)
+	return wrap.Service("concurrency", svc, l, err)
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
@@ -83,29 +125,62 @@ type Slots interface {
 }
 
 type layer[Req, Resp any] struct {
-	lim  Slots
-	mode Mode
+	cfg Config
 }
 
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 	if inner == nil {
 		return rampart.Failing[Req, Resp]("concurrency: Wrap")
 	}
-	return &service[Req, Resp]{inner: inner, lim: l.lim, mode: l.mode}
+	return &service[Req, Resp]{inner: inner, lim: l.cfg.Limiter, mode: l.cfg.Mode, name: l.cfg.Name, obs: l.cfg.Observer}
 }
 
 type service[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	lim   Slots
 	mode  Mode
+	name  string
+	obs   observe.Observer
 }
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	p, err := s.lim.take(ctx, s.mode)
+	var p Permit
+	var err error
+	if s.obs == nil {
+		p, err = s.lim.take(ctx, s.mode)
+	} else {
+		p, err = s.takeObserved(ctx)
+	}
 	if err != nil {
 		var zero Resp
 		return zero, err
 	}
 	defer s.lim.give(p)
 	return s.inner.Call(ctx, req)
+}
+
+// takeObserved is s.lim.take for a layer with an Observer: it reports a
+// refusal, and a wait for a slot. It first tries for a slot without
+// waiting, so that it reads the clock only for a call that waits.
+func (s *service[Req, Resp]) takeObserved(ctx context.Context) (Permit, error) {
+	if ctx.Err() != nil {
+		return s.lim.take(ctx, s.mode) // the caller's own error: no event
+	}
+	p, err := s.lim.take(ctx, Reject)
+	if err == nil {
+		return p, nil
+	}
+	e := observe.Event{Source: observe.Concurrency, Name: s.name, Kind: observe.Refused, Err: err}
+	if s.mode == Wait {
+		start := time.Now()
+		p, err = s.lim.take(ctx, Wait)
+		e.Duration = time.Since(start)
+		if err == nil {
+			e.Kind, e.Err = observe.Queued, nil
+		} else {
+			e.Err = err
+		}
+	}
+	s.obs.Observe(ctx, e)
+	return p, err
 }

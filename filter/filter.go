@@ -10,8 +10,8 @@
 //		return nil
 //	})
 //
-// [NewLayer] builds the same as a layer; [NewAllowLayer] takes a yes/no
-// check and refuses with [ErrRejected].
+// [NewLayer] builds the same as a layer; [NewAllowLayer] and [WrapAllow]
+// take a yes/no check and refuse with [ErrRejected].
 //
 // # Why
 //
@@ -33,9 +33,9 @@ package filter
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // ErrRejected is the error a layer from [NewAllowLayer] returns when its
@@ -77,13 +77,7 @@ func NewLayer[Req, Resp any](check func(ctx context.Context, req Req) error) (ra
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], check func(ctx context.Context, req Req) error) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](check)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("filter: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("filter", svc, l, err)
 }
 
 // NewAllowLayer returns a layer that calls the inner service only for
@@ -104,4 +98,12 @@ func NewAllowLayer[Req, Resp any](allow func(ctx context.Context, req Req) bool)
 		}
 		return nil
 	})
+}
+
+// WrapAllow wraps svc in the layer [NewAllowLayer] returns, inferring the
+// type parameters from svc. It returns the errors NewAllowLayer returns,
+// and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapAllow[Req, Resp any](svc rampart.Service[Req, Resp], allow func(ctx context.Context, req Req) bool) (rampart.Service[Req, Resp], error) {
+	l, err := NewAllowLayer[Req, Resp](allow)
+	return wrap.Service("filter", svc, l, err)
 }

@@ -82,6 +82,20 @@ func TestAllowLayer_RejectsWithSentinel(t *testing.T) {
 	assert.Equal(t, 2, resp)
 }
 
+// WrapAllow is NewAllowLayer's Wrap twin: it refuses with ErrRejected
+// what allow refuses, and calls svc for the rest.
+func TestWrapAllow_RejectsWithSentinel(t *testing.T) {
+	var calls atomic.Int64
+	svc, err := filter.WrapAllow(backend(&calls), func(ctx context.Context, req int) bool { return req > 0 })
+	require.NoError(t, err)
+	_, err = svc.Call(t.Context(), -1)
+	assert.Same(t, filter.ErrRejected, err)
+	assert.Zero(t, calls.Load())
+	resp, err := svc.Call(t.Context(), 1)
+	require.NoError(t, err)
+	assert.Equal(t, 2, resp)
+}
+
 func TestAllowLayer_AllocatesNothing(t *testing.T) {
 	layer, err := filter.NewAllowLayer[int, int](func(ctx context.Context, req int) bool { return req > 0 })
 	require.NoError(t, err)

@@ -37,6 +37,19 @@ func TestNilAndZeroValues(t *testing.T) {
 			NilService: true,
 		},
 		{
+			Name:  "WrapAllow with nil allow",
+			Build: func() (rampart.Service[string, string], error) { return filter.WrapAllow(ok, nil) },
+			Want:  "filter: allow must not be nil",
+		},
+		{
+			Name: "WrapAllow of nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				return filter.WrapAllow[string, string](nil, func(context.Context, string) bool { return true })
+			},
+			Want:       "filter: svc must not be nil: rampart: nil service",
+			NilService: true,
+		},
+		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[string, string], error) {
 				l, err := filter.NewLayer[string, string](pass)

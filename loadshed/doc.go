@@ -1,6 +1,8 @@
 // Package loadshed refuses work early, at once, when accepting it would only
 // make an overload worse.
 //
+// # Quick start
+//
 //	throttle, err := loadshed.NewThrottle(loadshed.ThrottleConfig{}) // the SRE book's defaults
 //	if err != nil {
 //		return err

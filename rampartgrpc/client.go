@@ -39,7 +39,8 @@ type ClientConfig struct {
 	Breaker *circuitbreaker.Breaker
 	// Breakers, if not nil, guards every attempt with the breaker that the
 	// group holds for BreakerKey's key, so a method (or a target) that
-	// fails trips only its own breaker.
+	// fails trips only its own breaker. A zero Group is one with the
+	// defaults of [circuitbreaker.NewGroup].
 	Breakers *circuitbreaker.Group[string]
 	// BreakerKey chooses the key of Breakers for a call, from its full
 	// method name ("/pkg.Service/Method") and its connection. Nil means
@@ -51,7 +52,8 @@ type ClientConfig struct {
 	// with: a failure, a success or neither ([circuitbreaker.Ignored]).
 	// Nil means [Classify]. It is not asked about an attempt the caller
 	// cancelled (that is ignored), and is used only with a breaker. It must
-	// be safe for concurrent use.
+	// be safe for concurrent use. A panic in it is recorded as the failure
+	// [circuitbreaker.ErrPanicked] and continues to the caller.
 	Classify func(err error) circuitbreaker.Outcome
 	// Retry configures the retries of the methods declared safe to repeat.
 	Retry RetryConfig

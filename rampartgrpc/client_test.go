@@ -3,6 +3,7 @@ package rampartgrpc_test
 import (
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -415,4 +416,23 @@ func TestClientConfig_BadFieldsNamed(t *testing.T) {
 			assert.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// A zero circuitbreaker.Group is a usable default group: a unary call and
+// a stream through Breakers each get their method's breaker, named after it.
+func TestClient_GR5_ZeroGroupIsDefaultGroup(t *testing.T) {
+	var g circuitbreaker.Group[string]
+	e := start(t, networks[0], &testServer{}, nil,
+		unaryClient(t, rampartgrpc.ClientConfig{Breakers: &g}),
+		streamClient(t, rampartgrpc.ClientConfig{Breakers: &g}))
+	_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+	require.NoError(t, err)
+	stream, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.Equal(t, io.EOF, err)
+	assert.Equal(t, []circuitbreaker.KeyState[string]{
+		{Key: unaryMethod, Snapshot: circuitbreaker.Snapshot{Name: unaryMethod}},
+		{Key: streamMethod, Snapshot: circuitbreaker.Snapshot{Name: streamMethod}},
+	}, g.States())
 }

@@ -212,7 +212,17 @@ func finish(p *circuitbreaker.Permit, ctx context.Context, err error, classify f
 		p.Ignore()
 		return
 	}
-	switch classify(err) {
+	// A panic in classify is a failure, as one in the call is; it
+	// continues with its stack (never recovered).
+	normal := false
+	defer func() {
+		if !normal {
+			p.Failure(circuitbreaker.ErrPanicked)
+		}
+	}()
+	o := classify(err)
+	normal = true
+	switch o {
 	case circuitbreaker.Success:
 		p.Success()
 	case circuitbreaker.Ignored:

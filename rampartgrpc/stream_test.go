@@ -409,3 +409,36 @@ func TestStream_GR9_NoGoroutineOutlivesTheStream(t *testing.T) {
 		goleak.VerifyNone(t)
 	})
 }
+
+// A panic in ClientConfig.Classify, during a HalfOpen probe, continues to
+// the caller and re-opens the breaker with the cause ErrPanicked: the
+// probe's slot is free at once (the cool-down is Immediate), for a unary
+// call as for a stream judged on its final status.
+func TestClient_GR8_PanickingClassifyFreesTheProbe(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(t *testing.T, e *env)
+	}{{
+		name: "unary",
+		call: func(t *testing.T, e *env) { _, _ = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{}) },
+	}, {
+		name: "stream",
+		call: func(t *testing.T, e *env) {
+			st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+			require.NoError(t, err)
+			_, _ = st.Recv()
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+			cfg := rampartgrpc.ClientConfig{Breaker: br, Classify: func(error) circuitbreaker.Outcome { panic("judge exploded") }}
+			e := start(t, networks[0], &testServer{}, nil, unaryClient(t, cfg), streamClient(t, cfg))
+			trip(t, br)
+			assert.PanicsWithValue(t, "judge exploded", func() { tc.call(t, e) })
+			assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: circuitbreaker.ErrPanicked}, br.State())
+			p, err := br.TryAcquire()
+			require.NoError(t, err, "the probe's slot is free")
+			p.Ignore()
+		})
+	}
+}

@@ -44,7 +44,8 @@ func BreakerLayer(b *circuitbreaker.Breaker) Layer {
 // wrapper. While a response's body is open its call holds its permit: in
 // HalfOpen a probe slot is freed when the body is closed (or after the
 // breaker's ProbeLease, if it never is). Layers from the same b share its
-// state. A panic in the call is recorded as a failure and continues. A nil
+// state. A panic in the call, in classify or in the breaker's IsFailure is
+// recorded as the failure [circuitbreaker.ErrPanicked] and continues. A nil
 // b gives a layer whose every call fails with an error naming it.
 func ClassifiedBreakerLayer(b *circuitbreaker.Breaker, classify circuitbreaker.Classifier[*http.Response]) Layer {
 	if classify == nil {
@@ -93,7 +94,8 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 		}
 	}()
 	resp, err := s.inner.Call(ctx, req)
-	normal = true
+	// normal is set only once the outcome is judged: a panic in classify
+	// or in IsFailure is a failure, as one in the call is.
 	switch {
 	case err != nil && circuitbreaker.ClassifyContext(ctx, err) == circuitbreaker.Ignored:
 		j.p.Ignore() // the caller gave up: classify is not asked
@@ -116,6 +118,7 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 			j.p.Failure(circuitbreaker.ErrBadResponse)
 		}
 	}
+	normal = true
 	return resp, err
 }
 

@@ -217,3 +217,42 @@ func TestNewTransport_HT7_BreakerAndHostBreakersIsAnError(t *testing.T) {
 	_, err = ramparthttp.NewTransport(ramparthttp.Config{Breaker: br, HostBreakers: hosts})
 	assert.EqualError(t, err, "ramparthttp: Config.Breaker and Config.HostBreakers must not both be set (one breaker for every host, or one per host)")
 }
+
+// A zero circuitbreaker.Group is a usable default group, given to
+// Config.HostBreakers or to GroupBreakerLayer: a request to a real server
+// goes through its host's breaker.
+func TestHostBreakers_HT7_ZeroGroupIsDefaultGroup(t *testing.T) {
+	srv, n := countingServer(t, http.StatusOK)
+	host := hostOf(t, srv.URL)
+	for _, tc := range []struct {
+		name   string
+		client func(g *circuitbreaker.Group[string]) *http.Client
+	}{{
+		name: "Config.HostBreakers",
+		client: func(g *circuitbreaker.Group[string]) *http.Client {
+			rt, err := ramparthttp.NewTransport(ramparthttp.Config{HostBreakers: g})
+			require.NoError(t, err)
+			return &http.Client{Transport: rt}
+		},
+	}, {
+		name: "GroupBreakerLayer",
+		client: func(g *circuitbreaker.Group[string]) *http.Client {
+			svc := ramparthttp.NewBuilder().Layer(ramparthttp.GroupBreakerLayer(g, nil, nil)).Service(ramparthttp.FromRoundTripper(nil))
+			return &http.Client{Transport: ramparthttp.NewRoundTripper(svc)}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g circuitbreaker.Group[string]
+			resp, err := tc.client(&g).Get(srv.URL)
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, []circuitbreaker.KeyState[string]{
+				{Key: host, Snapshot: circuitbreaker.Snapshot{Name: host}},
+			}, g.States())
+		})
+	}
+	assert.Equal(t, int32(2), n.Load())
+}

@@ -33,8 +33,8 @@ type Config struct {
 	// [GroupBreakerLayer]). Use it for a client that talks to many
 	// endpoints (replicas, shards, tenants' servers); build the group with
 	// [circuitbreaker.NewGroup], which sets each breaker's Config and how
-	// many hosts are held. Setting both Breaker and HostBreakers is an
-	// error.
+	// many hosts are held (a zero Group is one with the defaults). Setting
+	// both Breaker and HostBreakers is an error.
 	HostBreakers *circuitbreaker.Group[string]
 	// Classify judges each attempt for Breaker or HostBreakers: a failure,
 	// a success, or neither ([circuitbreaker.Ignored]); see

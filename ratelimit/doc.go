@@ -3,6 +3,8 @@
 // how long until a token is free. Package concurrency bounds how many calls
 // are in flight; this package bounds how often they start.
 //
+// # Quick start
+//
 //	lim := rate.NewLimiter(100, 10) // 100 calls a second, bursts of 10
 //	svc, err := ratelimit.Wrap(backend, lim, ratelimit.Wait)
 //	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // DefaultMaxKeys is the number of keys a [Keyed] holds when
@@ -29,6 +30,15 @@ type KeyedConfig struct {
 	// MaxKeys bounds how many keys are held at once. Zero means
 	// [DefaultMaxKeys]. It must not be negative.
 	MaxKeys int
+
+	// Name names the Keyed in the events of the layers built with it.
+	// Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call a layer built with the
+	// Keyed refuses or makes wait, as [Config.Observer] is for
+	// [NewConfigLayer]. See package observe.
+	Observer observe.Observer
 }
 
 // Keyed holds one [*rate.Limiter] per key (per user, per tenant, per client
@@ -62,6 +72,8 @@ type Keyed struct {
 	limit   rate.Limit
 	burst   int
 	maxKeys int
+	name    string
+	obs     observe.Observer
 
 	mu   sync.Mutex
 	keys map[string]*entry // guarded by mu
@@ -88,7 +100,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.MaxKeys < 0 {
 		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0 (0 means DefaultMaxKeys, %d), got %d", DefaultMaxKeys, cfg.MaxKeys)
 	}
-	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, keys: make(map[string]*entry)}
+	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, keys: make(map[string]*entry), name: cfg.Name, obs: cfg.Observer}
 	if k.maxKeys == 0 {
 		k.maxKeys = DefaultMaxKeys
 	}
@@ -212,7 +224,7 @@ type keyedService[Req, Resp any] struct {
 }
 
 func (s *keyedService[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := take(ctx, &s.keyed.entry(s.key(req)).q, s.mode); err != nil {
+	if err := take(ctx, &s.keyed.entry(s.key(req)).q, s.mode, s.keyed.name, s.keyed.obs); err != nil {
 		var zero Resp
 		return zero, err
 	}

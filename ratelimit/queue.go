@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart/observe"
 )
 
 // queue is the line of calls waiting for tokens of one limiter. Only its
@@ -42,8 +44,9 @@ type waiter struct {
 	r *rate.Reservation
 }
 
-// take takes one token from q.lim for a call, as [NewLayer] documents.
-func take(ctx context.Context, q *queue, mode Mode) error {
+// take takes one token from q.lim for a call, as [NewLayer] documents,
+// and reports a refusal or a wait to obs, if not nil, under name.
+func take(ctx context.Context, q *queue, mode Mode, name string, obs observe.Observer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -53,9 +56,26 @@ func take(ctx context.Context, q *queue, mode Mode) error {
 		return nil
 	}
 	if mode == Reject {
-		return q.reject()
+		err := q.reject()
+		if err != nil && obs != nil {
+			obs.Observe(ctx, observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Refused, Err: err})
+		}
+		return err
 	}
-	return q.wait(ctx)
+	if obs == nil {
+		return q.wait(ctx)
+	}
+	start := time.Now()
+	err := q.wait(ctx)
+	e := observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Queued, Duration: time.Since(start)}
+	switch {
+	case err != nil:
+		e.Kind, e.Err = observe.Refused, err
+	case e.Duration == 0:
+		return nil // a token came due after Allow: no wait
+	}
+	obs.Observe(ctx, e)
+	return err
 }
 
 // reject takes a token if one is free and nobody waits for it, and

@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrExhausted is matched with [errors.Is] by every [*ExhaustedError]: the
@@ -51,14 +52,19 @@ type ExhaustedError struct {
 	Reason error
 }
 
-// Error describes the stop and the last error, for example
-// "retry: gave up after 3 attempts: retry: max attempts reached: last error: connection reset".
+// Error describes the stop, the reason without its "retry: " prefix and
+// the last error, each once, for example
+// "retry: gave up after 3 attempts (max attempts reached): connection reset".
 func (e *ExhaustedError) Error() string {
 	plural := "s"
 	if e.Attempts == 1 {
 		plural = ""
 	}
-	return fmt.Sprintf("retry: gave up after %d attempt%s: %v: last error: %v", e.Attempts, plural, e.Reason, e.Err)
+	if e.Reason == nil {
+		return fmt.Sprintf("retry: gave up after %d attempt%s: %v", e.Attempts, plural, e.Err)
+	}
+	reason, _ := strings.CutPrefix(e.Reason.Error(), "retry: ")
+	return fmt.Sprintf("retry: gave up after %d attempt%s (%s): %v", e.Attempts, plural, reason, e.Err)
 }
 
 // Unwrap returns the last error and the reason, so [errors.Is] and

@@ -54,7 +54,7 @@ func ExampleExhaustedError() {
 	// Output:
 	// true 2
 	// true true
-	// retry: gave up after 2 attempts: retry: max attempts reached: last error: connection refused
+	// retry: gave up after 2 attempts (max attempts reached): connection refused
 }
 
 // A budget shared by every request caps retries at a share of the traffic.

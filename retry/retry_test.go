@@ -78,7 +78,7 @@ func TestRetry_RT1_MaxAttemptsCountsTheFirstCall(t *testing.T) {
 		assert.ErrorIs(t, err, retry.ErrExhausted)
 		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
 		assert.NotErrorIs(t, err, retry.ErrBudgetExhausted)
-		assert.EqualError(t, err, "retry: gave up after 3 attempts: retry: max attempts reached: last error: third")
+		assert.EqualError(t, err, "retry: gave up after 3 attempts (max attempts reached): third")
 	})
 }
 
@@ -270,7 +270,7 @@ func TestRetry_RT2_CancelDuringBackoffStopsAtOnce(t *testing.T) {
 		assert.Equal(t, 1, s.calls())
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.ErrorIs(t, err, retry.ErrExhausted)
-		assert.EqualError(t, err, "retry: gave up after 1 attempt: context canceled: last error: boom")
+		assert.EqualError(t, err, "retry: gave up after 1 attempt (context canceled): boom")
 	})
 }
 
@@ -337,7 +337,7 @@ func TestRetry_RT2_CancelCauseIsKept(t *testing.T) {
 
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.ErrorIs(t, err, errShutdown)
-		assert.EqualError(t, err, "retry: gave up after 1 attempt: context canceled: shutting down: last error: boom")
+		assert.EqualError(t, err, "retry: gave up after 1 attempt (context canceled: shutting down): boom")
 	})
 }
 

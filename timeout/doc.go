@@ -1,6 +1,8 @@
 // Package timeout bounds how long a call may take, as Tower's Timeout and
 // Finagle's TimeoutFilter do.
 //
+// # Quick start
+//
 //	svc, err := timeout.Wrap(backend, time.Second)
 //	if err != nil {
 //		return err // names the bad value

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Config configures a timeout layer built by [NewConfigLayer] or
@@ -69,6 +70,14 @@ type Config[Req, Resp any] struct {
 	// this layer (see For, and a caller deadline that is not later than the
 	// layer's); it must be safe for concurrent use.
 	Detach func(resp Resp, cancel context.CancelFunc) Resp
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call the layer's deadline
+	// ends (an [observe.TimeoutFired] event with the timeout, each time the
+	// layer returns an [*Error]). See package observe.
+	Observer observe.Observer
 }
 
 // NewLayer returns a layer that gives every call a deadline d after it
@@ -226,7 +235,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}()
 	resp, err := s.inner.Call(tctx, req)
 	if err != nil {
-		return resp, b.judge(ctx, err)
+		return resp, s.judge(ctx, &b, err)
 	}
 	if s.l.cfg.Detach != nil {
 		resp = s.l.cfg.Detach(resp, cancel)
@@ -238,12 +247,20 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 // judge returns the error the layer reports for an inner error err: a
 // timeout when the layer's deadline has passed and the caller's context is
 // not done, err unchanged otherwise.
-func (b *bounds) judge(parent context.Context, err error) error {
+func (s *service[Req, Resp]) judge(parent context.Context, b *bounds, err error) error {
 	if !b.first || parent.Err() != nil || time.Now().Before(b.deadline) {
 		return err
 	}
 	if err == error(b.cause) {
 		err = nil
 	}
+	s.l.fired(parent, b.timeout)
 	return &Error{After: b.timeout, Err: err}
+}
+
+// fired reports that the layer's deadline d ended a call.
+func (l *layer[Req, Resp]) fired(ctx context.Context, d time.Duration) {
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.Observe(ctx, observe.Event{Source: observe.Timeout, Name: l.cfg.Name, Kind: observe.TimeoutFired, Duration: d})
+	}
 }

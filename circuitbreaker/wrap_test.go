@@ -1,0 +1,86 @@
+package circuitbreaker_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+)
+
+// badResponse judges the response "bad" a failure.
+func badResponse(resp string, err error) circuitbreaker.Outcome {
+	if err != nil || resp == "ok:bad" {
+		return circuitbreaker.Failure
+	}
+	return circuitbreaker.Success
+}
+
+// The Wrap twins guard svc as their layers do, with the type arguments
+// inferred: a response the classifier judges bad trips a breaker that
+// trips on one failure, and a group trips only the request's key.
+func TestWrapTwins_CB4_CB18_GuardAsTheirLayers(t *testing.T) {
+	cfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}}
+	key := func(req string) string { return req }
+	tests := []struct {
+		name string
+		// wrap returns the wrapped backend and the breaker that guards
+		// the request "bad".
+		wrap func(t *testing.T) (rampart.Service[string, string], *circuitbreaker.Breaker)
+	}{{
+		name: "WrapClassified",
+		wrap: func(t *testing.T) (rampart.Service[string, string], *circuitbreaker.Breaker) {
+			b := newBreaker(t, cfg)
+			return circuitbreaker.WrapClassified(&backend{}, b, badResponse), b
+		},
+	}, {
+		name: "WrapClassifiedGroup",
+		wrap: func(t *testing.T) (rampart.Service[string, string], *circuitbreaker.Breaker) {
+			g := newGroup(t, circuitbreaker.GroupConfig{Breaker: cfg})
+			svc, err := circuitbreaker.WrapClassifiedGroup(&backend{}, g, key, badResponse)
+			require.NoError(t, err)
+			return svc, g.Breaker("bad")
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc, b := tt.wrap(t)
+			resp, err := svc.Call(t.Context(), "bad")
+			require.NoError(t, err)
+			assert.Equal(t, "ok:bad", resp)
+			assert.Equal(t, circuitbreaker.Open, b.State().State)
+			_, err = svc.Call(t.Context(), "bad")
+			assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		})
+	}
+
+	t.Run("WrapGroup", func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: cfg})
+		svc, err := circuitbreaker.WrapGroup(&backend{err: errBoom}, g, key)
+		require.NoError(t, err)
+		_, err = svc.Call(t.Context(), "a")
+		assert.Same(t, errBoom, err)
+		_, err = svc.Call(t.Context(), "a")
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		_, err = svc.Call(t.Context(), "b")
+		assert.Same(t, errBoom, err, "b has its own breaker")
+	})
+}
+
+// The group Wrap twins return their layer's errors, and one matching
+// rampart.ErrNilService for a nil service.
+func TestWrapTwins_CB15_NilArguments(t *testing.T) {
+	var g circuitbreaker.Group[string]
+	key := func(req string) string { return req }
+	_, err := circuitbreaker.WrapGroup[string, string, string](&backend{}, nil, key)
+	assert.EqualError(t, err, "circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")
+	_, err = circuitbreaker.WrapClassifiedGroup[string, string, string](&backend{}, &g, nil, nil)
+	assert.EqualError(t, err, "circuitbreaker: group layer: nil key func")
+	_, err = circuitbreaker.WrapGroup[string, string](nil, &g, key)
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "circuitbreaker: svc must not be nil: rampart: nil service")
+	_, err = circuitbreaker.WrapClassified[string, string](nil, &circuitbreaker.Breaker{}, nil).Call(t.Context(), "a")
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+}
