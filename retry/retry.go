@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Budget bounds retries to a share of recent traffic. The layer calls
@@ -130,6 +131,16 @@ type Config[Req, Resp any] struct {
 	// error and no response). A response the layer returns is never
 	// discarded.
 	Discard func(resp Resp)
+
+	// Clock, when set, times the waits between attempts: each wait is
+	// [clock.Sleep] on it, so retries can be replayed on virtual time (see
+	// package sim). A context's deadline is system time whatever the
+	// Clock: with a Clock set, the layer does not compare a wait with the
+	// context's deadline (it cannot: the two run on different clocks) and
+	// never stops with [ErrDeadline]; the wait still ends when the
+	// context is done. Nil means the system's clock, with a timer per
+	// call as described on [NewLayer].
+	Clock clock.Clock
 }
 
 // retryDelayer is implemented by errors that carry a producer's hint, such
@@ -150,6 +161,7 @@ type policy[Req, Resp any] struct {
 	hint        func(Resp, error) (time.Duration, bool)
 	maxHint     time.Duration
 	discard     func(Resp)
+	clock       clock.Clock
 }
 
 func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error) {
@@ -161,6 +173,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 		hint:        cfg.Hint,
 		maxHint:     cfg.MaxHint,
 		discard:     cfg.Discard,
+		clock:       cfg.Clock,
 	}
 	switch {
 	case p.maxAttempts < 0 || p.maxAttempts > MaxAttemptsLimit:
@@ -364,13 +377,15 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			}
 			d = max(d, min(max(h, 0), p.maxHint))
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
+		if deadline, ok := ctx.Deadline(); ok && p.clock == nil && time.Until(deadline) <= d {
 			return stop(resp, err, attempt, ErrDeadline)
 		}
 		if p.budget != nil && !p.budget.Withdraw() {
 			return stop(resp, err, attempt, ErrBudgetExhausted)
 		}
-		if d > 0 {
+		if d > 0 && p.clock != nil {
+			_ = clock.Sleep(ctx, p.clock, d) // ctx's error is checked below
+		} else if d > 0 {
 			if timer == nil {
 				timer = time.NewTimer(d)
 			} else {
