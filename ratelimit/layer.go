@@ -8,6 +8,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/wrap"
 )
@@ -80,13 +81,41 @@ func checkMode(m Mode) error {
 // A zero [rate.Limiter] is valid and refuses every call, as x/time/rate
 // documents.
 func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
+	return NewConfigLayer[Req, Resp](Config{Limiter: lim, Mode: mode})
+}
+
+// Config configures the layer [NewConfigLayer] returns.
+type Config struct {
+	// Limiter is the limiter to take tokens from, as for [NewLayer].
+	// Required.
+	Limiter *rate.Limiter
+	// Mode is [Wait] (the zero value) or [Reject], as for [NewLayer].
+	Mode Mode
+	// Clock, when set, is the time the layer runs on, so it can be
+	// replayed on virtual time: the times it passes to Limiter (AllowN,
+	// ReserveN, CancelAt) are made of the clock's monotonic readings
+	// alone, so a step of its wall reading moves no token, and the first
+	// waiting call waits with [clock.Sleep]. Limiter must then be used
+	// only through layers with the same Clock (its own Allow and Wait read
+	// the system's clock). The caller's deadline, which is system time,
+	// is not compared with a token's due time: a call is not refused with
+	// PastDeadline, it waits until its token or its context ends. Nil
+	// means the system's clock, read directly.
+	Clock clock.Clock
+}
+
+// NewConfigLayer returns the layer of [NewLayer] for cfg.Limiter and
+// cfg.Mode, on cfg.Clock. It returns an error when Limiter is nil or Mode
+// is not Wait or Reject.
+func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
+	lim, mode := cfg.Limiter, cfg.Mode
 	if lim == nil {
 		return nil, errors.New("ratelimit: limiter must not be nil")
 	}
 	if err := checkMode(mode); err != nil {
 		return nil, err
 	}
-	q := &queue{lim: lim}
+	q := &queue{lim: lim, clk: cfg.Clock}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
