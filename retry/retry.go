@@ -252,7 +252,8 @@ func isNilValue(v any) bool {
 //
 // The layer waits with a timer and a select on ctx.Done, so it never sleeps
 // after cancellation. It never starts a wait that would end at or after
-// ctx's deadline.
+// ctx's deadline. With [Config.Clock] set, it waits on that clock
+// instead, and the deadline is not compared (see Config.Clock).
 //
 // # Cost
 //

@@ -150,6 +150,9 @@ func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, R
 // the deadline is either returned or abandoned (and passed to Late); it is
 // never lost.
 //
+// With [Config.Clock] set, the deadline runs on that clock; Config.Clock
+// says what changes.
+//
 // Cost: each call allocates what [context.WithDeadlineCause] allocates (a
 // timer context and its timer); the layer adds no allocation of its own in
 // the default mode with a fixed Timeout. See BenchmarkTimeoutLayer.
