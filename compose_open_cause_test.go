@@ -79,7 +79,7 @@ func TestCompose_CB2_RT3_RetryEndsAtOpenBreakerWithItsCause(t *testing.T) {
 		assert.Equal(t, 500, se.code)
 		assert.ErrorIs(t, err, oe.Cause)
 		assert.Same(t, se, oe.Cause)
-		assert.Equal(t, time.Minute-10*time.Millisecond, oe.RetryAfter)
+		assert.Equal(t, time.Minute-10*time.Millisecond, oe.RetryAfter())
 		assert.Equal(t, "circuitbreaker: open (retry after 59.99s): tripped by: backend: status 500", err.Error())
 	})
 }

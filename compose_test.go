@@ -293,7 +293,7 @@ func TestCompose_RT3_BreakerConsultedBeforeEachAttempt(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 100 * ms}, s.backend.times(), "service calls")
 		assert.Equal(t, []time.Duration{0, 100 * ms, 200 * ms}, s.attempts.times(), "attempts through the breaker")
 		// Tripped at 100ms, rejected at 200ms: 59.9s of cool-down left.
-		assert.Equal(t, time.Minute-100*ms, open.RetryAfter)
+		assert.Equal(t, time.Minute-100*ms, open.RetryAfter())
 		assert.Equal(t, errBoom, open.Cause)
 		assert.Equal(t, 200*ms, took, "two backoffs, none after the rejection")
 		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State)
@@ -325,7 +325,7 @@ func TestCompose_RT3_OpenBreakerShortCircuitsTheRetryLoop(t *testing.T) {
 		assert.Equal(t, attempts+1, s.attempts.calls(), "exactly one attempt, refused by the breaker")
 		assert.Equal(t, deposits+1, s.budget.Counts().Deposits, "the request deposits")
 		assert.Equal(t, withdrawals, s.budget.Withdrawals(), "no retry is withdrawn")
-		assert.Equal(t, time.Minute-1100*ms, open.RetryAfter)
+		assert.Equal(t, time.Minute-1100*ms, open.RetryAfter())
 	})
 }
 
@@ -657,7 +657,7 @@ func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 		assert.Equal(t, []time.Duration{0, 100 * ms, 1100 * ms}, s.backend.times())
 		assert.Equal(t, []time.Duration{0, 100 * ms, 200 * ms, 1100 * ms, 1200 * ms}, s.attempts.times())
 		assert.Equal(t, 100*ms, took, "one backoff, then the rejection")
-		assert.Equal(t, 900*ms, open.RetryAfter, "a fresh 1s cool-down from the probe failure at 1.1s")
+		assert.Equal(t, 900*ms, open.RetryAfter(), "a fresh 1s cool-down from the probe failure at 1.1s")
 		assert.Equal(t, errBoom, open.Cause)
 		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State)
 
@@ -691,14 +691,14 @@ func TestCompose_CB3_ProbeSlotTakenRefusesOtherCallersAtOnce(t *testing.T) {
 
 		_, err, took := s.call(t.Context())
 		open := requireOpenError(t, err)
-		assert.Equal(t, time.Duration(0), open.RetryAfter, "refused for want of a probe slot")
+		assert.Equal(t, time.Duration(0), open.RetryAfter(), "refused for want of a probe slot")
 		assert.Equal(t, time.Duration(0), took)
 		assert.Equal(t, 1, s.backend.calls())
 
 		r := <-prober
 		open = requireOpenError(t, r.err)
 		assert.Equal(t, 150*ms, r.took, "probe timed out at 100ms, refused after a 50ms backoff")
-		assert.Equal(t, 950*ms, open.RetryAfter, "a fresh 1s cool-down from 1.1s, seen at 1.15s")
+		assert.Equal(t, 950*ms, open.RetryAfter(), "a fresh 1s cool-down from 1.1s, seen at 1.15s")
 		assert.ErrorIs(t, open.Cause, timeout.ErrTimeout, "the timed-out probe re-opened the breaker")
 		assert.Equal(t, 1, s.backend.calls())
 	})
@@ -884,7 +884,7 @@ func TestCompose_CB5_StaleAttemptOutcomeIsDiscarded(t *testing.T) {
 		open := requireOpenError(t, r.err)
 		assert.Equal(t, 120*ms, r.took, "timed out at 100ms, refused after a 20ms backoff")
 		assert.Equal(t, errBoom, open.Cause, "the stale timeout did not replace the cause")
-		assert.Equal(t, time.Minute-90*ms, open.RetryAfter, "the cool-down from the trip at 30ms, not renewed")
+		assert.Equal(t, time.Minute-90*ms, open.RetryAfter(), "the cool-down from the trip at 30ms, not renewed")
 		assert.Equal(t, []time.Duration{0, 10 * ms, 30 * ms}, s.backend.times())
 		assert.Equal(t, []time.Duration{30 * ms}, transitions, "one trip, nothing from the stale outcome")
 	})
@@ -1107,7 +1107,7 @@ func TestCompose_CB4_BreakerSharedByTwoStacks(t *testing.T) {
 		assert.Equal(t, time.Duration(0), took)
 		assert.Equal(t, 0, healthy.backend.calls())
 
-		time.Sleep(open.RetryAfter)
+		time.Sleep(open.RetryAfter())
 		resp, err, _ := healthy.call(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp)

@@ -21,10 +21,16 @@ var errBackend = errors.New("bench: backend failure")
 // backend is the protected service: a no-op that answers req and fails every
 // failEvery-th call (never when failEvery is 0). Each benchmark goroutine owns
 // one, so it counts without atomics and the pattern is exact per goroutine.
+//
+// It fills a cache line of its own (64-byte objects are 64-byte aligned),
+// so that the backend one goroutine writes on every call never shares a
+// line with what another goroutine reads (false sharing would slow every
+// contender's parallel rows by chance of allocation).
 type backend struct {
 	failEvery int
 	countdown int
 	calls     int
+	_         [64 - 24]byte
 }
 
 func (s *backend) Call(_ context.Context, req Req) (Resp, error) {

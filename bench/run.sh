@@ -4,10 +4,16 @@
 #   bench/run.sh [results.txt]
 #
 # Serial benchmarks run at -cpu 1, their RunParallel twins (BenchmarkXParallel)
-# at -cpu 2, each -count 6 times (override with COUNT, BENCHTIME, SERIAL_CPU,
-# PARALLEL_CPU). Writes the raw results, benchstat's summary next to them
-# (results.benchstat.txt) and the README's tables (results.md).
-# About 6 minutes on a 2-core machine.
+# at -cpu 2. The run is ROUNDS rounds (default 6); each round runs every
+# benchmark once (-count 1) in two fresh processes, one serial, one
+# parallel, so that the samples of a benchmark come from separate processes
+# taking turns with the others: a placement of one process (what the
+# allocator put next to what) cannot make all of them look good or bad,
+# and slow drift of the machine's load spreads over every row. Override
+# with ROUNDS, BENCHTIME, SERIAL_CPU, PARALLEL_CPU. Writes the raw results,
+# benchstat's summary next to them (results.benchstat.txt) and the
+# README's tables (results.md, medians with the min–max spread).
+# About 7 minutes on a 2-core machine.
 #
 # Other load on the machine distorts the numbers badly (a 5 ns atomic add
 # measured at 300 ns while other test suites ran). Run it on an idle machine,
@@ -24,7 +30,7 @@ fi
 cd "$(dirname "$0")"
 
 out=${1:-results.txt}
-count=${COUNT:-6}
+rounds=${ROUNDS:-${COUNT:-6}}
 benchtime=${BENCHTIME:-500ms}
 serial_cpu=${SERIAL_CPU:-1}
 parallel_cpu=${PARALLEL_CPU:-2}
@@ -38,10 +44,17 @@ parallel=$(grep 'Parallel$' <<<"$all" | paste -sd'|')
   echo "go: $(go env GOVERSION)"
   echo "nproc: $(nproc)"
   echo "cpumodel: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$out"
-flags=(-run '^$' -timeout 30m -benchmem -count "$count" -benchtime "$benchtime")
-go test "${flags[@]}" -cpu "$serial_cpu" -bench "^($serial)\$" . | tee -a "$out"
-go test "${flags[@]}" -cpu "$parallel_cpu" -bench "^($parallel)\$" . | tee -a "$out"
+go test -c -o bench.test . # one binary: every round runs the same code
+trap 'rm -f bench.test' EXIT
+flags=(-test.run '^$' -test.timeout 30m -test.benchmem -test.count 1 -test.benchtime "$benchtime")
+for round in $(seq "$rounds"); do
+  echo "# round $round of $rounds" | tee -a "$out"
+  ./bench.test "${flags[@]}" -test.cpu "$serial_cpu" -test.bench "^($serial)\$" | grep -v '^# ' | tee -a "$out"
+  ./bench.test "${flags[@]}" -test.cpu "$parallel_cpu" -test.bench "^($parallel)\$" | grep -v '^# ' | tee -a "$out"
+done
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)" >>"$out"
 
 go tool benchstat "$out" >"${out%.txt}.benchstat.txt"
 go run ./cmd/benchtable "$out" >"${out%.txt}.md"

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Defaults for the zero fields of [Config]. They are Finagle's RetryBudget
@@ -82,6 +84,7 @@ type Config struct {
 	// what 0.000001 does, and a Ratio written with at most six decimals is
 	// exact.
 	Ratio float64
+
 	// Clock, when set, is the time the budget runs on: its slots turn at
 	// the clock's monotonic readings and its timer is the clock's
 	// AfterFunc, so a budget can be replayed on virtual time (see package
@@ -89,6 +92,15 @@ type Config struct {
 	// clock moves nothing. Nil means the system's clock, read directly.
 	// Deposit reads no clock either way.
 	Clock clock.Clock
+
+	// Name names the budget in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each withdrawal the budget
+	// refuses (an [observe.BudgetRefused] event, with
+	// [context.Background]: a withdrawal belongs to no call). See package
+	// observe.
+	Observer observe.Observer
 }
 
 // Budget bounds retries to a share of recent traffic plus a floor, after
@@ -167,6 +179,8 @@ type Budget struct {
 	start     time.Time
 	startMono time.Duration
 	clk       clock.Clock
+	name      string
+	obs       observe.Observer
 	_         [128]byte
 
 	// balance is the units that may be withdrawn now. It only shrinks by a
@@ -221,7 +235,7 @@ func New(cfg Config) (*Budget, error) {
 	case !(ratio >= MinRatio && ratio <= MaxRatio): // also catches NaN
 		return nil, fmt.Errorf("budget: Ratio must be 0 (the default, %v) or between %v and %v, got %v", DefaultRatio, MinRatio, MaxRatio, ratio)
 	}
-	b := &Budget{clk: cfg.Clock}
+	b := &Budget{clk: cfg.Clock, name: cfg.Name, obs: cfg.Observer}
 	b.setup(window, perSecond, ratio)
 	return b, nil
 }
@@ -314,6 +328,9 @@ func (b *Budget) Withdraw() bool {
 	for {
 		old := b.balance.Load()
 		if old < unit {
+			if b.obs != nil {
+				b.obs.Observe(context.Background(), observe.Event{Source: observe.Budget, Name: b.name, Kind: observe.BudgetRefused})
+			}
 			return false
 		}
 		if b.balance.CompareAndSwap(old, old-unit) {

@@ -10,8 +10,8 @@ import "time"
 // slot after the configured ProbeLease.
 //
 // A rejection is an [*OpenError] (see there for RetryAfter and Cause),
-// which matches [ErrOpen]. Callers rejected in the same millisecond may
-// share one: treat it as read-only.
+// which matches [ErrOpen]. Every rejection of one Open, HalfOpen or
+// ForcedOpen period is the same *OpenError: treat it as read-only.
 func (b *Breaker) TryAcquire() (Permit, error) {
 	// The Closed fast path: one atomic load and one comparison, which also
 	// rules out a policy that needs the clock (flagTimed) and a zero
@@ -34,46 +34,22 @@ func (b *Breaker) tryAcquire() (Permit, error) {
 		}
 		switch stateOf(w) {
 		case Closed, ForcedClosed:
-			return b.permit(w, 0), nil
-		case Open:
+			return b.permit(w), nil
+		case Open, ForcedOpen:
 			per := b.period.Load()
-			if per.word != w {
+			if per.word != w&^flagReady {
 				continue // a transition is being published; look again
 			}
-			if per.fixed != nil {
-				return Permit{}, per.fixed
-			}
-			if left := per.until - b.mono(); left > 0 {
-				return Permit{}, per.rejection(left)
+			// Before the timer has marked the end of the cool-down as
+			// near, the rejection is the period's, without a clock read.
+			if w&flagReady == 0 || per.until-b.mono() > 0 {
+				return Permit{}, per.reject
 			}
 			return b.acquireSlow()
-		case ForcedOpen:
-			per := b.period.Load()
-			if per.word != w {
-				continue
-			}
-			return Permit{}, per.fixed
 		default: // HalfOpen
 			return b.acquireSlow()
 		}
 	}
-}
-
-// rejection returns the Open rejection for a remaining cool-down of left
-// nanoseconds (> 0), rounded up to a millisecond, reusing the last one
-// built in this period when it has the same RetryAfter.
-func (per *period) rejection(left int64) *OpenError {
-	const ms = int64(time.Millisecond)
-	r := time.Duration(left)
-	if left <= never-ms {
-		r = time.Duration((left + ms - 1) / ms * ms)
-	}
-	if e := per.last.Load(); e != nil && e.RetryAfter == r {
-		return e
-	}
-	e := &OpenError{Name: per.name, RetryAfter: r, Cause: per.cause}
-	per.last.Store(e)
-	return e
 }
 
 // acquireSlow admits a call with the lock held: in HalfOpen, and at the end
@@ -87,39 +63,40 @@ func (b *Breaker) acquireSlow() (Permit, error) {
 	per := b.period.Load()
 	switch stateOf(w) {
 	case Closed, ForcedClosed:
-		return b.permit(w, 0), nil
+		return b.permit(w), nil
 	case ForcedOpen:
-		return Permit{}, per.fixed
+		return Permit{}, per.reject
 	case Open:
-		if per.fixed != nil {
-			return Permit{}, per.fixed
-		}
 		if now < per.until {
-			return Permit{}, per.rejection(per.until - now)
+			return Permit{}, per.reject
 		}
 		// The cool-down ended at per.until: the transition happened then.
-		b.enter(HalfOpen, per.cause, b.base.Add(time.Duration(per.until)))
+		b.enter(HalfOpen, per.cause, b.wallAt(per.until, now))
 		w = b.word.Load()
 		per = b.period.Load()
 	}
 	// HalfOpen.
 	b.expireProbes(now)
 	if len(b.probes) >= b.set.maxProbes {
-		return Permit{}, per.fixed
+		return Permit{}, per.reject
 	}
 	b.ticket++
-	b.probes = append(b.probes, probe{ticket: b.ticket, expiry: addSat(now, b.set.lease)})
-	return b.permit(w, b.ticket), nil
+	p := probe{ticket: b.ticket, expiry: addSat(now, b.set.lease)}
+	if b.timing == TimingLatency {
+		p.start = now
+	}
+	b.probes = append(b.probes, p)
+	return Permit{b: b, word: w, aux: b.ticket}, nil
 }
 
-// permit returns a permit for state word w and probe ticket t, reading the
-// clock only if the policy measures latency.
-func (b *Breaker) permit(w, t uint64) Permit {
+// permit returns a permit of a Closed or ForcedClosed period for state
+// word w, reading the clock only if the policy measures latency.
+func (b *Breaker) permit(w uint64) Permit {
 	var start int64
 	if b.timing == TimingLatency {
 		start = b.mono()
 	}
-	return Permit{b: b, word: w, ticket: t, start: start}
+	return Permit{b: b, word: w, aux: start}
 }
 
 // expireProbes drops the probes whose lease ended at or before now.

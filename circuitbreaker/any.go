@@ -3,6 +3,9 @@ package circuitbreaker
 import (
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Any returns a [Policy] that trips when any of policies trips (each sees
@@ -93,6 +96,15 @@ func (a *anyTracker) TripCause() error {
 func (a *anyTracker) Reset(s State) {
 	for _, t := range a.ts {
 		t.Reset(s)
+	}
+}
+
+// useClock gives the breaker's clock to every policy that reads it.
+func (a *anyTracker) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
+	for _, t := range a.ts {
+		if u, ok := t.(clockUser); ok {
+			u.useClock(now, after)
+		}
 	}
 }
 

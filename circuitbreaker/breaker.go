@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Breaker is a circuit breaker: a state machine shared by every caller of
@@ -16,7 +18,9 @@ import (
 // Breaker behaves as one from New(Config{}) and sets itself up on first
 // use. A Breaker must not be copied after first use. It starts no
 // goroutine (unless [Config.AsyncListeners] asks for one to deliver
-// transitions).
+// transitions); while Open it keeps one runtime timer (time.AfterFunc, or
+// the Config.Clock's), which marks the last eighth of the cool-down (at
+// most a second) and is stopped by any transition.
 //
 // Time is measured on the monotonic clock from creation (or first use of a
 // zero Breaker): in a testing/synctest bubble, create the Breaker inside
@@ -39,31 +43,37 @@ type Breaker struct {
 	word atomic.Uint64
 
 	// period describes the current Open, HalfOpen or ForcedOpen period:
-	// its cool-down deadline, cause and prebuilt rejection errors. It is
-	// replaced (never mutated, except for its error cache) with mu held
-	// and stored before word, so a reader that loads word and then period
-	// and finds period.word equal to the word it loaded has a consistent
-	// pair: the store of the newer period happens before the store of the
-	// newer word.
+	// its cool-down deadline, cause and prebuilt rejection. It is replaced
+	// (never mutated) with mu held and stored before word, so a reader
+	// that loads word and then period and finds period.word equal to the
+	// word it loaded (without flagReady) has a consistent pair: the store
+	// of the newer period happens before the store of the newer word.
 	period atomic.Pointer[period]
 
 	tracker Tracker
+	counter SuccessCounter // tracker, if it is one
 	timing  Timing
 	set     settings
-	// base is the origin of the monotonic clock readings (mono): the
-	// cool-down deadline is a number of nanoseconds since base.
-	base time.Time
+	// base and origin are the origin of the monotonic clock readings
+	// (mono): the cool-down deadline is a number of nanoseconds since
+	// then. base is the system's clock reading, origin the supplied
+	// Clock's Monotonic reading (when set.clock is set).
+	base   time.Time
+	origin time.Duration
 
 	mu sync.Mutex
 	// cooldown is the cool-down of the current or most recent Open period;
 	// it grows on consecutive re-opens. Guarded by mu.
 	cooldown time.Duration
+	// timer, while the breaker is Open with a finite cool-down, sets
+	// flagReady near its end; every transition stops it. Guarded by mu.
+	timer clock.Timer
 	// probes are the probes in flight in HalfOpen, at most MaxProbes.
 	// Guarded by mu.
 	probes []probe
 	// ticket numbers probe permits, so that a probe whose lease expired
 	// can be told apart from the one that took its slot. Guarded by mu.
-	ticket uint64
+	ticket int64
 	// succeeded and failed count the judged probes of the current HalfOpen
 	// period. lastFailure is the error of the most recent failure recorded
 	// in the current Closed or HalfOpen period. Guarded by mu.
@@ -74,11 +84,11 @@ type Breaker struct {
 	events dispatcher[Transition]
 }
 
-// The state word: the low three bits are the State, the next two bits are
-// flagTimed and flagMade, the rest the epoch.
+// The state word: the low three bits are the State, the next three bits
+// are flagTimed, flagMade and flagReady, the rest the epoch.
 const (
 	stateMask  = 7
-	epochShift = 5
+	epochShift = 6
 	// flagTimed is set in every word of a breaker whose policy measures
 	// latency, and flagMade in every word of a breaker that is set up (by
 	// New, or by the first use of a zero Breaker), so that a single
@@ -89,6 +99,11 @@ const (
 	flagMade  = 16
 	fastMask  = stateMask | flagTimed | flagMade
 	fastWord  = flagMade // Closed, untimed, set up
+	// flagReady is set in an Open word once the end of the cool-down is
+	// near (see readyLead): until then a rejection reads no clock; from
+	// then on it reads the clock to tell whether the cool-down is over.
+	// Setting it changes neither the state nor the epoch.
+	flagReady = 32
 )
 
 func stateOf(w uint64) State { return State(w & stateMask) }
@@ -98,23 +113,19 @@ const never = int64(Forever)
 
 // period is one Open, HalfOpen or ForcedOpen period.
 type period struct {
-	word  uint64 // the state word of the period
-	name  string // the breaker's Name
+	word  uint64 // the state word of the period, without flagReady
 	until int64  // Open: mono time when the cool-down ends, or never
 	cause error
-	// fixed is the prebuilt rejection for the whole period when its
-	// RetryAfter does not change: zero in HalfOpen (probe slots full),
-	// Forever in ForcedOpen and in an Open period with a Forever cool-down.
-	fixed *OpenError
-	// last caches the most recent Open rejection, reused while the
-	// rounded RetryAfter is the same.
-	last atomic.Pointer[OpenError]
+	// reject is the rejection for the whole period (nil in Closed and
+	// ForcedClosed), built when the period starts.
+	reject *OpenError
 }
 
 // probe is a probe permit in flight.
 type probe struct {
-	ticket uint64
+	ticket int64
 	expiry int64 // mono time when its lease ends
+	start  int64 // mono time when admitted, if the policy measures latency
 }
 
 // New returns a Closed breaker configured by cfg, or an error naming the
@@ -141,6 +152,9 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	b := &Breaker{}
 	b.init(set, tracker)
+	if cfg.Observer != nil {
+		b.events.subscribe(observeTransitions(cfg.Name, cfg.Observer))
+	}
 	if cfg.Switch != nil {
 		cfg.Switch.attach(b)
 	}
@@ -156,14 +170,22 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	b.timing = tracker.Timing()
 	b.set = set
 	b.events.async, b.events.onPanic, b.events.name = set.async, set.onPanic, set.name
-	b.base = time.Now()
+	if c := set.clock; c != nil {
+		b.origin = c.Monotonic()
+	} else {
+		b.base = time.Now()
+	}
+	if u, ok := tracker.(clockUser); ok {
+		u.useClock(func() time.Duration { return time.Duration(b.mono()) }, b.afterFunc)
+	}
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
 	w := uint64(flagMade)
 	if b.timing == TimingLatency {
 		w |= flagTimed
 	}
-	b.period.Store(&period{word: w, name: set.name})
+	b.counter, _ = tracker.(SuccessCounter)
+	b.period.Store(&period{word: w})
 	b.word.Store(w)
 }
 
@@ -182,6 +204,37 @@ func (b *Breaker) setUp() {
 	b.init(set, tracker)
 }
 
-// mono returns the monotonic time since b.base in nanoseconds. It reads
-// only the monotonic clock.
-func (b *Breaker) mono() int64 { return int64(time.Since(b.base)) }
+// mono returns the monotonic time since the breaker's origin in
+// nanoseconds, from the supplied Clock's Monotonic reading or the system's
+// monotonic clock.
+func (b *Breaker) mono() int64 {
+	if c := b.set.clock; c != nil {
+		return int64(c.Monotonic() - b.origin)
+	}
+	return int64(time.Since(b.base))
+}
+
+// wall returns the wall time, for a transition's timestamp.
+func (b *Breaker) wall() time.Time {
+	if c := b.set.clock; c != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// afterFunc calls f in its own goroutine after d, on the breaker's clock.
+func (b *Breaker) afterFunc(d time.Duration, f func()) clock.Timer {
+	if c := b.set.clock; c != nil {
+		return c.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f)
+}
+
+// wallAt returns the wall time of the monotonic reading m, which is not
+// later than now (a mono reading taken just before).
+func (b *Breaker) wallAt(m, now int64) time.Time {
+	if b.set.clock == nil {
+		return b.base.Add(time.Duration(m))
+	}
+	return b.wall().Add(time.Duration(m - now))
+}

@@ -76,25 +76,26 @@ func TestBreaker_CB2_OpenFailsFast(t *testing.T) {
 		assert.ErrorIs(t, err, errBoom, "a rejection carries the failure that tripped the breaker")
 		var oe *circuitbreaker.OpenError
 		require.ErrorAs(t, err, &oe)
-		assert.Equal(t, 7500*time.Millisecond, oe.RetryAfter)
+		assert.Equal(t, 7500*time.Millisecond, oe.RetryAfter())
 		assert.Equal(t, errBoom, oe.Cause)
 		assert.Equal(t, 7500*time.Millisecond, oe.RetryDelay())
 		assert.Equal(t, "circuitbreaker: open (retry after 7.5s): tripped by: boom", oe.Error())
 		assert.Equal(t, int64(1), be.calls.Load(), "the protected call is never invoked")
 
-		// RetryAfter is rounded up to a millisecond; State is exact.
+		// RetryAfter is exact, computed when asked, as State is.
 		time.Sleep(time.Microsecond)
-		assert.Equal(t, 7500*time.Millisecond, openErr(t, b).RetryAfter)
+		assert.Equal(t, 7500*time.Millisecond-time.Microsecond, oe.RetryAfter(), "the same error, asked later")
+		assert.Same(t, oe, openErr(t, b), "one rejection for the whole period")
 		assert.Equal(t, 7500*time.Millisecond-time.Microsecond, b.State().RetryAfter)
 		time.Sleep(time.Millisecond)
-		assert.Equal(t, 7499*time.Millisecond, openErr(t, b).RetryAfter)
+		assert.Equal(t, 7499*time.Millisecond-time.Microsecond, openErr(t, b).RetryAfter())
 
 		// HalfOpen with its only probe slot taken: RetryAfter zero.
 		time.Sleep(7499*time.Millisecond - time.Microsecond)
 		probe, err := b.TryAcquire()
 		require.NoError(t, err)
 		oe = openErr(t, b)
-		assert.Equal(t, time.Duration(0), oe.RetryAfter)
+		assert.Equal(t, time.Duration(0), oe.RetryAfter())
 		assert.Equal(t, errBoom, oe.Cause)
 		probe.Ignore()
 	})
@@ -139,7 +140,7 @@ func TestBreaker_CB3_ProbeLimitAndOneTransition(t *testing.T) {
 		require.Len(t, admitted, 3)
 		require.Len(t, rejected, 61)
 		for _, oe := range rejected {
-			assert.Equal(t, time.Duration(0), oe.RetryAfter)
+			assert.Equal(t, time.Duration(0), oe.RetryAfter())
 		}
 		assert.Equal(t, []string{"closed>open", "open>half-open"}, rec.edges(), "exactly one transition")
 		assert.Equal(t, 3, b.State().ProbesInFlight)
@@ -378,7 +379,7 @@ func TestBreaker_CB13_ZeroImmediateAndForeverCooldown(t *testing.T) {
 		fail(t, f, 1, errBoom)
 		time.Sleep(1000 * 24 * time.Hour)
 		oe := openErr(t, f)
-		assert.Equal(t, circuitbreaker.Forever, oe.RetryAfter)
+		assert.Equal(t, circuitbreaker.Forever, oe.RetryAfter())
 		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.Forever, Cause: errBoom}, f.State())
 		f.Reset()
 		succeed(t, f, 1)
@@ -517,5 +518,24 @@ func TestStrings(t *testing.T) {
 	assert.Equal(t, "pending close reopen Verdict(7)", fmt.Sprint(
 		circuitbreaker.VerdictPending, circuitbreaker.VerdictClose, circuitbreaker.VerdictReopen, circuitbreaker.Verdict(7)))
 	assert.Equal(t, "circuitbreaker: open (half-open, every probe slot taken)", (&circuitbreaker.OpenError{}).Error())
-	assert.Equal(t, "circuitbreaker: open (until reset or released)", (&circuitbreaker.OpenError{RetryAfter: circuitbreaker.Forever}).Error())
+	assert.Zero(t, (&circuitbreaker.OpenError{}).RetryAfter())
+}
+
+// In a synctest bubble the end of every cool-down is exact: the timer that
+// marks it near fires strictly before it, so a caller that wakes exactly
+// at the end is the probe and one a nanosecond before is rejected, every
+// time, whatever order the bubble's goroutines run in.
+func TestBreaker_CB21_CooldownEndExactInSynctest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 3 * time.Millisecond})
+		for i := range 200 {
+			fail(t, b, 1, errBoom)
+			time.Sleep(3*time.Millisecond - time.Nanosecond)
+			require.Equal(t, time.Nanosecond, openErr(t, b).RetryAfter(), "round %d", i)
+			time.Sleep(time.Nanosecond)
+			p, err := b.TryAcquire()
+			require.NoError(t, err, "round %d", i)
+			require.True(t, p.Success())
+		}
+	})
 }

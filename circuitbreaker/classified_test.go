@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,8 +87,19 @@ func TestLayer_NilBreakerFailsEachCallWithoutPanic(t *testing.T) {
 
 func TestOpenError_MessageSaysWhy(t *testing.T) {
 	assert.Equal(t, "circuitbreaker: open (half-open, every probe slot taken)", (&circuitbreaker.OpenError{}).Error())
-	assert.Equal(t, "circuitbreaker: open (retry after 2s): tripped by: boom",
-		(&circuitbreaker.OpenError{RetryAfter: 2e9, Cause: errors.New("boom")}).Error())
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 2 * time.Second})
+		fail(t, b, 1, errors.New("boom"))
+		assert.Equal(t, "circuitbreaker: open (retry after 2s): tripped by: boom", openErr(t, b).Error())
+		time.Sleep(time.Nanosecond)
+		assert.Equal(t, "circuitbreaker: open (retry after 2s): tripped by: boom", openErr(t, b).Error(), "rounded up to a millisecond")
+		time.Sleep(time.Millisecond)
+		assert.Equal(t, "circuitbreaker: open (retry after 1.999s): tripped by: boom", openErr(t, b).Error())
+	})
+	sw := &circuitbreaker.Switch{}
+	b := newBreaker(t, circuitbreaker.Config{Switch: sw})
+	sw.ForceOpen(nil)
+	assert.Equal(t, "circuitbreaker: open (until reset or released)", openErr(t, b).Error())
 }
 
 func TestNew_CB13_NilPointerPoliciesAreErrors(t *testing.T) {

@@ -1,9 +1,13 @@
 package circuitbreaker
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/observe"
 )
 
 const (
@@ -20,8 +24,9 @@ const (
 	// It prints as "Immediate".
 	Immediate time.Duration = -1
 	// Forever, as Config.ResetTimeout, keeps a tripped breaker Open until
-	// [Breaker.Reset] or a [Switch] changes it. It is also the RetryAfter
-	// of a breaker that will not admit a probe by itself. It prints as
+	// [Breaker.Reset] or a [Switch] changes it. It is also the
+	// [OpenError.RetryAfter] of a breaker that will not admit a probe by
+	// itself. It prints as
 	// "Forever".
 	Forever time.Duration = math.MaxInt64
 
@@ -95,6 +100,34 @@ type Config struct {
 	// Switch, when set, can force this breaker open or closed. One Switch
 	// may control many breakers.
 	Switch *Switch
+
+	// Clock, when set, is the breaker's time: every reading (cool-downs,
+	// time windows, slow-call latencies, probe leases, the time of a
+	// [Transition]) and every timer goes through it, so that recorded
+	// traffic can be replayed on virtual time. Durations are measured
+	// only as differences of its Monotonic readings, so a step of its
+	// wall time moves no cool-down and no window. nil means the system's
+	// clock, read directly: no interface call and no allocation per call.
+	// Its AfterFunc must call f on another goroutine, never before it
+	// returns, as the Clock contract says.
+	// Tests do not need it: testing/synctest gives the system's clock
+	// virtual time.
+	Clock clock.Clock
+
+	// Observer, when set, is told about every transition of the breaker
+	// (an [observe.Transition] event with the states by their names and
+	// the cause of a trip), delivered as a listener of [Breaker.Subscribe]
+	// is: in order, after the lock is released, asynchronously with
+	// AsyncListeners, and always with [context.Background]. It is also
+	// told about the outcome of every call through the breaker's layers
+	// and [Run], with the call's context, before the call returns: an
+	// [observe.Rejected] event for a call the breaker refused, and
+	// [observe.Success], [observe.Failure] or [observe.Ignored] for a call
+	// made, as the breaker counted it (after the classifier and
+	// IsFailure), with the call's duration when the policy measures
+	// latency (two more clock readings per call, taken only then). Calls
+	// made with a [Permit] by hand report no outcome. See package observe.
+	Observer observe.Observer
 }
 
 // settings are a validated Config with defaults filled in.
@@ -107,6 +140,8 @@ type settings struct {
 	name                  string
 	async                 bool
 	onPanic               func(any, []byte)
+	clock                 clock.Clock // nil: the system's clock
+	observer              observe.Observer
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -121,6 +156,8 @@ func (c Config) validate() (settings, error) {
 		name:        c.Name,
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
+		clock:       c.Clock,
+		observer:    c.Observer,
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
@@ -175,4 +212,15 @@ func durationString(d time.Duration) string {
 		return "Forever"
 	}
 	return d.String()
+}
+
+// observeTransitions returns the listener that reports the transitions of
+// a breaker named name to obs.
+func observeTransitions(name string, obs observe.Observer) func(Transition) {
+	return func(tr Transition) {
+		obs.Observe(context.Background(), observe.Event{
+			Source: observe.Breaker, Name: name, Kind: observe.Transition,
+			From: tr.From.String(), To: tr.To.String(), Err: tr.Cause,
+		})
+	}
 }

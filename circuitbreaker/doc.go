@@ -41,7 +41,9 @@
 //	   └──── probes succeed ───┼──────────── a probe fails ────────────┘
 //
 // A [Breaker] has no goroutine: Open becomes HalfOpen lazily, on the first
-// acquire after the cool-down, and that caller is the first probe. A
+// acquire after the cool-down, and that caller is the first probe. (A
+// runtime timer armed when it opens tells it when to start looking at the
+// clock.) A
 // [Policy] decides when to trip and when probes close: [Consecutive] (the
 // default), [FailureRate], [SlowCalls], [SuccessRate], [Any], or a
 // [TripFunc] of a few lines. A [Switch] forces breakers open or closed by
@@ -64,5 +66,6 @@
 // A call through a Closed breaker takes no lock and allocates nothing;
 // with the default policy it reads no clock and writes no shared memory.
 // Locks are taken for transitions, failures and in HalfOpen. An Open
-// breaker rejects without allocating, with one clock read.
+// breaker rejects with a prebuilt error, reading no clock until the last
+// eighth (at most a second) of its cool-down.
 package circuitbreaker

@@ -31,30 +31,50 @@ var ErrSlowCalls = errors.New("circuitbreaker: slow calls")
 // an error whether the call was made should ask errors.Is(err, ErrOpen)
 // first, as [Classify] does.
 //
-// Callers rejected in the same millisecond may share one *OpenError, so
-// that rejecting allocates nothing: treat it as read-only.
+// The breaker builds one OpenError when it opens and returns it for every
+// rejection of that period, so that rejecting reads no clock and allocates
+// nothing: treat it as read-only. How long to wait is computed when asked,
+// by [OpenError.RetryAfter].
 type OpenError struct {
 	// Name is the breaker's [Config.Name].
 	Name string
-	// RetryAfter is how long until the breaker admits a probe: the rest of
-	// the cool-down, rounded up to a whole millisecond. It is zero when
-	// every probe slot was taken in HalfOpen, and [Forever] when the
-	// breaker will not admit a probe by itself (forced open, or a Forever
-	// cool-down); never negative.
-	RetryAfter time.Duration
 	// Cause is the failure that tripped the breaker, or the reason given
 	// to [Switch.ForceOpen] (nil if none).
 	Cause error
+
+	// b is the breaker whose cool-down ends at until (on b's monotonic
+	// clock), or nil when the wait does not change: it is then wait.
+	b     *Breaker
+	until int64
+	wait  time.Duration
 }
 
-// Error describes the rejection, with the remaining cool-down and the cause.
+// RetryAfter returns how long from now until the breaker admits a probe:
+// the rest of the cool-down, exact, read from the breaker's clock when
+// called, so that rejecting needs no clock read. It is zero once the
+// cool-down has ended and when the rejection was for want of a free probe
+// slot in HalfOpen, and [Forever] when the breaker will not admit a probe
+// by itself (forced open, or a Forever cool-down); never negative. The
+// zero OpenError returns zero.
+func (e *OpenError) RetryAfter() time.Duration {
+	if e.b == nil {
+		return e.wait
+	}
+	return max(0, time.Duration(e.until-e.b.mono()))
+}
+
+// Error describes the rejection, with the remaining cool-down (rounded up
+// to a millisecond) and the cause.
 func (e *OpenError) Error() string {
-	wait := "retry after " + durationString(e.RetryAfter)
-	switch e.RetryAfter {
-	case Forever:
+	const ms = time.Millisecond
+	wait := "half-open, every probe slot taken"
+	switch r := e.RetryAfter(); {
+	case r == Forever:
 		wait = "until reset or released"
-	case 0:
-		wait = "half-open, every probe slot taken"
+	case e.b != nil && r > Forever-ms:
+		wait = "retry after " + r.String()
+	case e.b != nil:
+		wait = "retry after " + ((r + ms - 1) / ms * ms).String()
 	}
 	if e.Cause == nil {
 		return fmt.Sprintf("%sopen (%s)", prefix(e.Name), wait)
@@ -70,9 +90,9 @@ func prefix(name string) string {
 	return fmt.Sprintf("circuitbreaker %q: ", name)
 }
 
-// RetryDelay returns RetryAfter, for layers that honour a wait hint
-// (retry, ramparthttp's Retry-After).
-func (e *OpenError) RetryDelay() time.Duration { return e.RetryAfter }
+// RetryDelay returns [OpenError.RetryAfter], for layers that honour a
+// wait hint (retry, ramparthttp's Retry-After).
+func (e *OpenError) RetryDelay() time.Duration { return e.RetryAfter() }
 
 // Is reports whether target is [ErrOpen].
 func (e *OpenError) Is(target error) bool { return target == ErrOpen }

@@ -30,7 +30,7 @@ func ExampleRun() {
 		_, err := readPackage("parser")
 		var oe *circuitbreaker.OpenError
 		if errors.As(err, &oe) {
-			fmt.Println("registry cooling down; retry after", oe.RetryAfter)
+			fmt.Println("registry cooling down; retry after", oe.RetryAfter().Round(time.Second))
 			continue
 		}
 		fmt.Println("registry request failed:", err)

@@ -63,7 +63,7 @@ func (m *model) acquire(id int) (*modelPermit, time.Duration) {
 		return nil, circuitbreaker.Forever
 	case circuitbreaker.Open:
 		if m.now < m.until {
-			return nil, (m.until - m.now + time.Millisecond - 1).Truncate(time.Millisecond)
+			return nil, m.until - m.now
 		}
 		m.enter(circuitbreaker.HalfOpen, nil)
 	}
@@ -224,7 +224,7 @@ func runModel(t *testing.T, data []byte) {
 			if mp == nil {
 				var oe *circuitbreaker.OpenError
 				require.ErrorAs(t, err, &oe, "op %d: model rejects", i)
-				require.Equal(t, retry, oe.RetryAfter, "op %d", i)
+				require.Equal(t, retry, oe.RetryAfter(), "op %d", i)
 				continue
 			}
 			require.NoError(t, err, "op %d: model admits", i)

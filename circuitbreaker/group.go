@@ -23,7 +23,8 @@ const (
 // default.
 type GroupConfig struct {
 	// Breaker configures every breaker of the group (a bad field is an
-	// error from [NewGroup]). Each breaker is named "Name/key" ("key"
+	// error from [NewGroup]); its Clock also measures the group's idle
+	// time. Each breaker is named "Name/key" ("key"
 	// when Name is empty; the overflow breaker's key is "(overflow)"). Its
 	// Switch, when set, controls every breaker of the group, those created
 	// later included.
@@ -60,8 +61,11 @@ type Group[K comparable] struct {
 	cfg      Config
 	maxKeys  int
 	idle     time.Duration
-	base     time.Time
 	overflow *Breaker
+	// base and origin are the origin of the group's monotonic readings
+	// (mono), from the system's clock or cfg.Clock, as in Breaker.
+	base   time.Time
+	origin time.Duration
 
 	// keys maps each held key to its *groupEntry[K]. It is read without
 	// mu; it is written only with mu held, together with ring.
@@ -108,17 +112,28 @@ func NewGroup[K comparable](cfg GroupConfig) (*Group[K], error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (GroupConfig.Breaker)", err)
 	}
-	return &Group[K]{
+	g := &Group[K]{
 		cfg:      cfg.Breaker,
 		maxKeys:  orDefault(cfg.MaxKeys, DefaultGroupMaxKeys),
 		idle:     orDefault(cfg.IdleTimeout, DefaultGroupIdleTimeout),
-		base:     time.Now(),
 		overflow: overflow,
-	}, nil
+	}
+	if c := cfg.Breaker.Clock; c != nil {
+		g.origin = c.Monotonic()
+	} else {
+		g.base = time.Now()
+	}
+	return g, nil
 }
 
-// mono returns the monotonic time since g.base in nanoseconds.
-func (g *Group[K]) mono() int64 { return int64(time.Since(g.base)) }
+// mono returns the monotonic time since the group's origin in nanoseconds,
+// on the Breaker config's Clock or the system's monotonic clock.
+func (g *Group[K]) mono() int64 {
+	if c := g.cfg.Clock; c != nil {
+		return int64(c.Monotonic() - g.origin)
+	}
+	return int64(time.Since(g.base))
+}
 
 // Breaker returns the breaker for key, creating it if needed (or the
 // overflow breaker when the group is full), and marks key as used. Use it
@@ -298,11 +313,13 @@ func NewClassifiedGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(
 	}), nil
 }
 
+// groupService is the group layer's service, one cache line (see service).
 type groupService[Req, Resp any, K comparable] struct {
 	g        *Group[K]
 	key      func(Req) K
 	classify Classifier[Resp]
 	inner    rampart.Service[Req, Resp]
+	_        [cacheLine - 40]byte
 }
 
 func (s *groupService[Req, Resp, K]) Call(ctx context.Context, req Req) (Resp, error) {

@@ -3,8 +3,10 @@ package circuitbreaker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // ErrPanicked is the failure recorded when the protected call panics. The
@@ -70,11 +72,21 @@ func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service
 	return &service[Req, Resp]{b: l.b, classify: l.classify, inner: inner}
 }
 
+// service is the layer's service. Every call reads it, so it fills a
+// whole cache line: the allocator puts 64-byte objects on 64-byte
+// boundaries, so nothing written by another goroutine shares its line
+// (false sharing made parallel calls slower than serial ones, depending on
+// what the allocator had put next to a 32-byte service).
 type service[Req, Resp any] struct {
 	b        *Breaker
 	classify Classifier[Resp]
 	inner    rampart.Service[Req, Resp]
+	_        [cacheLine - 32]byte
 }
+
+// cacheLine is the size of a cache line on the machines that matter
+// (amd64, arm64 servers), for padding.
+const cacheLine = 64
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err error) {
 	if err := ctx.Err(); err != nil {
@@ -83,34 +95,85 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	// TryAcquire's Closed fast path, written out because the compiler
 	// does not inline TryAcquire: this is the hottest line of the package.
 	var p Permit
+	var start int64 // when the call started, if timed is set
+	timed := false  // the call is observed and its duration measured
 	if w := s.b.word.Load(); w&fastMask == fastWord {
 		p = Permit{b: s.b, word: w}
-	} else if p, err = s.b.tryAcquire(); err != nil {
-		return resp, err
+	} else {
+		if p, err = s.b.tryAcquire(); err != nil {
+			s.b.observe(ctx, observe.Rejected, err, 0)
+			return resp, err
+		}
+		if s.b.set.observer != nil && s.b.timing == TimingLatency {
+			start, timed = s.b.mono(), true
+		}
 	}
 	normal := false
 	defer func() {
 		if !normal {
 			p.Failure(ErrPanicked)
+			s.b.observe(ctx, observe.Failure, ErrPanicked, 0)
 		}
 	}()
 	resp, err = s.inner.Call(ctx, req)
 	normal = true
-	switch {
-	case s.classify == nil && err == nil && s.b.quiet(p.word):
-		p.done = true // Success's fast path, also written out
-	case s.classify == nil:
-		p.DoneContext(ctx, err)
-	case ClassifyContext(ctx, err) == Ignored:
-		p.Ignore() // the caller gave up: classify is not asked
-	case err != nil:
-		p.classified(s.classify(resp, err), err) // IsFailure may overrule
-	default:
-		if o := s.classify(resp, nil); o == Failure {
-			p.finish(o, ErrBadResponse)
-		} else {
-			p.finish(o, nil)
+	if s.classify == nil && err == nil && s.b.quiet(p.word) {
+		p.b = nil // Success's fast path, also written out
+		if s.b.set.observer != nil {
+			// A quiet success is untimed: the word had no flagTimed.
+			s.b.observe(ctx, observe.Success, nil, 0)
+		}
+		return resp, err
+	}
+	o, judged := s.judge(ctx, resp, err)
+	p.finish(o, judged)
+	if s.b.set.observer != nil {
+		var d time.Duration
+		if timed {
+			d = time.Duration(s.b.mono() - start)
+		}
+		switch o {
+		case Success:
+			s.b.observe(ctx, observe.Success, nil, d)
+		case Ignored:
+			s.b.observe(ctx, observe.Ignored, err, 0)
+		default:
+			s.b.observe(ctx, observe.Failure, judged, d)
 		}
 	}
 	return resp, err
+}
+
+// judge returns how a call that returned (resp, err) counts, and the
+// error to record with it: the caller's cancellation is ignored, then
+// classify (or [ClassifyContext] without one) judges, and
+// [Config.IsFailure] may overrule a failure of a non-nil error.
+func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (Outcome, error) {
+	var o Outcome
+	switch {
+	case s.classify == nil:
+		o = ClassifyContext(ctx, err)
+	case ClassifyContext(ctx, err) == Ignored:
+		return Ignored, err // the caller gave up: classify is not asked
+	case err != nil:
+		o = s.classify(resp, err)
+	default:
+		if o = s.classify(resp, nil); o == Failure {
+			return Failure, ErrBadResponse
+		}
+		return o, nil
+	}
+	if o == Failure && err != nil && s.b.set.isFailure != nil && !s.b.set.isFailure(err) {
+		o = Success
+	}
+	return o, err
+}
+
+// observe reports an event of kind about one call to the breaker's
+// Observer, if it has one: its rejection err, its failure err, or its
+// duration d. Called only on a breaker that is set up.
+func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d time.Duration) {
+	if obs := b.set.observer; obs != nil {
+		obs.Observe(ctx, observe.Event{Source: observe.Breaker, Name: b.set.name, Kind: kind, Err: err, Duration: d})
+	}
 }

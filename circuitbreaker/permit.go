@@ -18,20 +18,24 @@ import (
 // and the methods report whether the outcome counted. A Permit is not safe
 // for concurrent use; the zero Permit is finished already.
 type Permit struct {
-	_      noCopy
-	b      *Breaker
-	word   uint64 // the breaker's state word when the permit was issued
-	ticket uint64 // the probe ticket in HalfOpen, else zero
-	start  int64  // when issued (ns since b.base), if the policy measures latency
-	done   bool
+	// Four fields at most, three words: the compiler then keeps a Permit
+	// returned by TryAcquire in registers instead of a stack temporary.
+	_ noCopy
+	// b is the breaker, nil once the permit is finished (or for the zero
+	// Permit).
+	b    *Breaker
+	word uint64 // the breaker's state word when the permit was issued
+	// aux is the probe ticket of a HalfOpen permit; for any other permit,
+	// when the policy measures latency, the mono time it was issued.
+	aux int64
 }
 
 // Success records that the call succeeded and reports whether that counted
 // (false if the permit was already finished or its epoch has passed).
 func (p *Permit) Success() bool {
 	// The fast path, inlined into the caller: a quiet Closed success.
-	if b := p.b; b != nil && !p.done && b.quiet(p.word) {
-		p.done = true
+	if b := p.b; b != nil && b.quiet(p.word) {
+		p.b = nil
 		return true
 	}
 	return p.finish(Success, nil)
@@ -80,17 +84,18 @@ func (p *Permit) classified(o Outcome, err error) bool {
 
 // finish records outcome o once.
 func (p *Permit) finish(o Outcome, err error) bool {
-	if p.done || p.b == nil {
+	b := p.b
+	if b == nil {
 		return false
 	}
-	p.done = true
+	p.b = nil
 	switch o {
 	case Success, Ignored:
 		err = nil // Call.Err is nil for a success
 	default:
 		o = Failure // an unknown Outcome from a Classifier is a failure
 	}
-	return p.b.record(p, o, err)
+	return b.record(p.word, p.aux, o, err)
 }
 
 // noCopy lets go vet's copylocks check report copies of a Permit.

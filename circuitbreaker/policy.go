@@ -61,6 +61,19 @@ type Tracker interface {
 	Counters() Counters
 }
 
+// SuccessCounter is an optional interface of a [Tracker] that can count a
+// success in Closed without the breaker's lock, as the time window of
+// [FailureRate] does. When [Tracker.WantsSuccess] returns true, the breaker
+// calls CountSuccess, without its lock and concurrently with other calls
+// of every method; true means the success is counted (Record is not
+// called for it), false that the breaker must call Record with its lock
+// held, as it does for a tracker without this interface. CountSuccess must
+// return false for a success that could trip the breaker, and a success it
+// counts concurrently with Reset must not be counted after it.
+type SuccessCounter interface {
+	CountSuccess() bool
+}
+
 // TripCauser is an optional interface of a [Tracker] that trips (in
 // [Tracker.Record]) or re-opens (in [Tracker.Probe]) on a success for a
 // reason of its own, as [SlowCalls] does: TripCause, called right after
@@ -91,9 +104,14 @@ type Call struct {
 	// Err is the error of a failure; nil for a success, and possibly for
 	// a failure judged from a response.
 	Err error
-	// Now is when the outcome was recorded (with TimingNow or
-	// TimingLatency).
+	// Now is when the outcome was recorded, by the wall clock (with
+	// TimingNow or TimingLatency): a timestamp, not for measuring time.
 	Now time.Time
+	// Monotonic is when the outcome was recorded, as the time since an
+	// origin fixed by the breaker on its monotonic clock (with TimingNow
+	// or TimingLatency): the difference of two readings is a duration
+	// that no step of the wall clock changes. Time windows use it.
+	Monotonic time.Duration
 	// Latency is how long the call ran, from the permit to the outcome, on
 	// the monotonic clock (with TimingLatency).
 	Latency time.Duration

@@ -153,7 +153,7 @@ func TestPolicies_CB3_SuccessRateMoreProbesThanSlots(t *testing.T) {
 		require.NoError(t, err)
 		p2, err := b.TryAcquire()
 		require.NoError(t, err)
-		assert.Zero(t, openErr(t, b).RetryAfter, "both slots are taken")
+		assert.Zero(t, openErr(t, b).RetryAfter(), "both slots are taken")
 
 		require.True(t, p1.Failure(errBoom))
 		p3, err := b.TryAcquire()
@@ -184,12 +184,14 @@ func TestPolicies_CB12_Timing(t *testing.T) {
 	}{
 		{name: "Consecutive", policy: circuitbreaker.Consecutive{}, want: circuitbreaker.TimingNone},
 		{name: "count window", policy: count, want: circuitbreaker.TimingNone},
-		{name: "time window", policy: windowed, want: circuitbreaker.TimingNow},
+		// A FailureRate time window reads the breaker's clock itself, and
+		// only near a bucket boundary.
+		{name: "time window", policy: windowed, want: circuitbreaker.TimingNone},
 		{name: "slow calls", policy: slow, want: circuitbreaker.TimingLatency},
 		{name: "slow calls in a time window", policy: circuitbreaker.SlowCalls{Window: windowed.Window}, want: circuitbreaker.TimingLatency},
 		{name: "success rate over a count window", policy: circuitbreaker.SuccessRate{Trip: count}, want: circuitbreaker.TimingNone},
-		{name: "success rate over a time window", policy: circuitbreaker.SuccessRate{Trip: windowed}, want: circuitbreaker.TimingNow},
-		{name: "any of count and time", policy: circuitbreaker.Any(count, windowed), want: circuitbreaker.TimingNow},
+		{name: "success rate over a time window", policy: circuitbreaker.SuccessRate{Trip: windowed}, want: circuitbreaker.TimingNone},
+		{name: "any of count and time", policy: circuitbreaker.Any(count, windowed), want: circuitbreaker.TimingNone},
 		{name: "any with slow calls", policy: circuitbreaker.Any(slow, count), want: circuitbreaker.TimingLatency},
 	}
 	for _, tt := range tests {
@@ -239,19 +241,20 @@ func TestPolicies_CB11_AnyCounters(t *testing.T) {
 }
 
 // The time window keeps running totals. Outcomes may reach it out of
-// order (the clock is read before the breaker's lock is taken): a late
-// outcome still in the window counts in its own bucket, one whose bucket
-// has already left does not count, and no bucket leaves twice.
+// order (SlowCalls's clock is read before the breaker's lock is taken): a
+// late outcome still in the window counts in its own bucket, one whose
+// bucket has already left does not count, and no bucket leaves twice.
 func TestPolicies_CB12_TimeWindowOutOfOrderOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr, err := circuitbreaker.FailureRate{
-			Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 10, MinCalls: 100},
+		tr, err := circuitbreaker.SlowCalls{
+			Threshold: time.Hour,
+			Window:    circuitbreaker.Window{Period: 10 * time.Second, Buckets: 10, MinCalls: 100},
 		}.NewTracker()
 		require.NoError(t, err)
 		base := time.Now()
 		record := func(o circuitbreaker.Outcome, at time.Duration) circuitbreaker.Counters {
 			t.Helper()
-			require.False(t, tr.Record(circuitbreaker.Call{Outcome: o, Now: base.Add(at)}), "never trips below MinCalls")
+			require.False(t, tr.Record(circuitbreaker.Call{Outcome: o, Now: base.Add(at), Monotonic: at}), "never trips below MinCalls")
 			return tr.Counters()
 		}
 		s, f := circuitbreaker.Success, circuitbreaker.Failure

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // DefaultRatio is the failure ratio used when FailureRate.Ratio is zero:
@@ -19,7 +21,14 @@ const DefaultRatio = 0.5
 // otherwise, as soon as the outcome is certain.
 //
 // Outcomes take the breaker's lock, except a success into a full count
-// window that holds no failure.
+// window that holds no failure, and a success into a time window that no
+// success could trip, which is counted on a striped counter without a lock
+// and without a clock read. A time window keeps a runtime timer while it
+// holds calls (two events per bucket), which tells successes the current
+// bucket and closes the lock-free path for a short lead (a sixty-fourth of
+// a bucket, at most 10ms) on each side of every bucket boundary, where
+// outcomes read the clock: the window counts each call in its own bucket
+// exactly, unless the timer runs later than its lead.
 type FailureRate struct {
 	// Window is the stretch of calls judged; the zero Window is the last
 	// 100 calls.
@@ -40,6 +49,9 @@ func (f FailureRate) NewTracker() (Tracker, error) {
 		return nil, err
 	}
 	t := &failureRate{w: w, ratio: ratio}
+	if w.timed() {
+		t.fast = newFastWindow(w, w.minCalls, ratio)
+	}
 	t.setBusy() // an empty window is not clean
 	return t, nil
 }
@@ -47,13 +59,27 @@ func (f FailureRate) NewTracker() (Tracker, error) {
 type failureRate struct {
 	w     *window
 	ratio float64
+	// fast, for a time window, owns w and counts successes without the
+	// breaker's lock (CountSuccess); nil for a count window.
+	fast *fastWindow
 	// busy is 0 while w.clean() and 1 otherwise, kept for WantsSuccess and
 	// the breaker's fast path, which read it without the breaker's lock. It
-	// is written only under the lock, after every change to w.
+	// is written only under the lock, after every change to w. Every
+	// Closed success reads it: the padding keeps it off the cache lines of
+	// neighbouring objects (see consecutive.run).
+	_    [cacheLine]byte
 	busy atomic.Int64
+	_    [cacheLine - 8]byte
 }
 
-func (f *failureRate) Timing() Timing { return timingOf(f.w) }
+// Timing is TimingNone for a time window too: it reads the breaker's clock
+// itself, only when its timer does not tell it the bucket (fastWindow).
+func (f *failureRate) Timing() Timing {
+	if f.fast != nil {
+		return TimingNone
+	}
+	return timingOf(f.w)
+}
 
 // WantsSuccess is false while the count window is full and holds no
 // failure: a success would evict a success and change nothing, not even
@@ -70,14 +96,26 @@ func (f *failureRate) setBusy() {
 	f.busy.Store(busy)
 }
 
+// CountSuccess counts a success of a time window without the breaker's
+// lock when no success can trip the breaker and no bucket boundary is
+// near; see fastWindow.
+func (f *failureRate) CountSuccess() bool { return f.fast != nil && f.fast.count() }
+
 func (f *failureRate) Record(c Call) bool {
 	var flags uint8
 	if c.Outcome == Failure {
 		flags = flagFailure
 	}
-	f.w.add(c.Now, flags)
+	if f.fast != nil {
+		return f.fast.record(flags, f.trips)
+	}
+	f.w.add(c.Monotonic, flags)
 	f.setBusy()
-	t := f.w.totals(c.Now)
+	return f.trips(f.w.totals(c.Monotonic))
+}
+
+// trips reports whether totals t trip the breaker.
+func (f *failureRate) trips(t Counters) bool {
 	return t.Calls >= f.w.minCalls && reached(t.Failures, t.Calls, f.ratio)
 }
 
@@ -86,11 +124,28 @@ func (f *failureRate) Probe(_ Call, p Probes) Verdict {
 }
 
 func (f *failureRate) Reset(State) {
+	if f.fast != nil {
+		f.fast.reset()
+		return
+	}
 	f.w.reset()
 	f.setBusy()
 }
 
-func (f *failureRate) Counters() Counters { return f.w.totals(nowIf(f.w)) }
+func (f *failureRate) Counters() Counters {
+	if f.fast != nil {
+		return f.fast.counters()
+	}
+	return f.w.totals(nowIf(f.w))
+}
+
+func (f *failureRate) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
+	if f.fast != nil {
+		f.fast.useClock(now, after)
+		return
+	}
+	f.w.useClock(now, after)
+}
 
 // ratioVerdict judges n probes of which bad count toward ratio: re-open
 // once bad/n reaches ratio whatever the rest do, close once it cannot.
@@ -113,11 +168,11 @@ func timingOf(w *window) Timing {
 }
 
 // nowIf reads the clock only for a time window.
-func nowIf(w *window) time.Time {
+func nowIf(w *window) time.Duration {
 	if w.timed() {
-		return time.Now()
+		return w.mono()
 	}
-	return time.Time{}
+	return 0
 }
 
 // DefaultSlowCallThreshold is the latency from which a call is slow when
@@ -180,8 +235,8 @@ func (s *slowCalls) Record(c Call) bool {
 	if c.Latency >= s.threshold {
 		flags |= flagSlow
 	}
-	s.w.add(c.Now, flags)
-	t := s.w.totals(c.Now)
+	s.w.add(c.Monotonic, flags)
+	t := s.w.totals(c.Monotonic)
 	return t.Calls >= s.w.minCalls && reached(t.SlowCalls, t.Calls, s.ratio)
 }
 
@@ -206,3 +261,7 @@ func (s *slowCalls) Reset(State) {
 }
 
 func (s *slowCalls) Counters() Counters { return s.w.totals(nowIf(s.w)) }
+
+func (s *slowCalls) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
+	s.w.useClock(now, after)
+}

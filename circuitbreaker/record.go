@@ -2,14 +2,15 @@ package circuitbreaker
 
 import "time"
 
-// record finishes permit p with outcome o and reports whether the outcome
-// counted. It is the one place outcomes enter the state machine.
-// ForcedClosed permits and stale permits never count.
-func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
-	if o == Success && b.quiet(p.word) {
+// record finishes a permit issued under state word w, with aux its
+// Permit.aux, with outcome o and reports whether the outcome counted. It
+// is the one place outcomes enter the state machine. ForcedClosed permits
+// and stale permits never count.
+func (b *Breaker) record(w uint64, aux int64, o Outcome, err error) bool {
+	if o == Success && b.quiet(w) {
 		return true
 	}
-	return b.recordSlow(p, o, err)
+	return b.recordSlow(w, aux, o, err)
 }
 
 // quiet reports whether a success on a permit issued under state word w
@@ -21,23 +22,26 @@ func (b *Breaker) record(p *Permit, o Outcome, err error) bool {
 // this path alike: WantsSuccess is the one way a tracker declines a
 // success.
 func (b *Breaker) quiet(w uint64) bool {
-	return w&fastMask == fastWord && b.word.Load() == w && !b.tracker.WantsSuccess()
+	if w&fastMask != fastWord || b.word.Load() != w {
+		return false
+	}
+	return !b.tracker.WantsSuccess() || b.counter != nil && b.counter.CountSuccess()
 }
 
 // recordSlow is record for everything but the fast path.
-func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
-	switch stateOf(p.word) {
+func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
+	switch stateOf(w) {
 	case Closed:
 		switch {
 		case o == Ignored:
 			return false
-		case o == Success && b.word.Load() == p.word && !b.tracker.WantsSuccess():
+		case o == Success && b.word.Load() == w && !b.tracker.WantsSuccess():
 			return true // quiet, but the policy measures latency
 		}
-		call := b.call(p, o, err)
+		call := b.call(aux, o, err)
 		b.mu.Lock()
 		defer b.unlock()
-		if b.word.Load() != p.word {
+		if b.word.Load() != w {
 			return false // stale: the breaker changed state since
 		}
 		if o == Failure {
@@ -55,15 +59,16 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		}
 		return true
 	case HalfOpen:
-		call := b.call(p, o, err)
 		b.mu.Lock()
 		defer b.unlock()
-		if b.word.Load() != p.word || !b.releaseProbe(p.ticket, b.mono()) {
-			return false // stale, or its lease expired
+		if b.word.Load() != w {
+			return false // stale
 		}
-		if o == Ignored {
-			return false
+		start, ok := b.releaseProbe(aux, b.mono())
+		if !ok || o == Ignored {
+			return false // its lease expired, or no verdict
 		}
+		call := b.call(start, o, err)
 		if o == Success {
 			b.succeeded++
 		} else {
@@ -78,7 +83,7 @@ func (b *Breaker) recordSlow(p *Permit, o Outcome, err error) bool {
 		})
 		switch v {
 		case VerdictClose:
-			b.enter(Closed, nil, time.Now())
+			b.enter(Closed, nil, b.wall())
 		case VerdictReopen:
 			cause := b.tripCause(o)
 			if cause == nil {
@@ -103,30 +108,38 @@ func (b *Breaker) tripCause(o Outcome) error {
 	return nil
 }
 
-// call builds the Call for a tracker, reading the clock only if asked to.
-func (b *Breaker) call(p *Permit, o Outcome, err error) Call {
+// call builds the Call for a tracker of a call admitted at mono time
+// start, reading the clock only if asked to.
+func (b *Breaker) call(start int64, o Outcome, err error) Call {
 	c := Call{Outcome: o, Err: err}
-	if b.timing != TimingNone {
+	if b.timing == TimingNone {
+		return c
+	}
+	if clk := b.set.clock; clk != nil {
+		c.Now, c.Monotonic = clk.Now(), clk.Monotonic()-b.origin
+	} else {
+		// One clock read: Now carries the monotonic reading.
 		c.Now = time.Now()
-		if b.timing == TimingLatency {
-			// One clock read: Now carries the monotonic reading.
-			c.Latency = c.Now.Sub(b.base) - time.Duration(p.start)
-		}
+		c.Monotonic = c.Now.Sub(b.base)
+	}
+	if b.timing == TimingLatency {
+		c.Latency = c.Monotonic - time.Duration(start)
 	}
 	return c
 }
 
-// releaseProbe removes the probe with ticket t and reports whether it was
-// still in flight at now: false if its lease has expired, whether or not an
-// acquire has reclaimed its slot yet. Called with mu held.
-func (b *Breaker) releaseProbe(t uint64, now int64) bool {
+// releaseProbe removes the probe with ticket t and reports when it was
+// admitted and whether it was still in flight at now: false if its lease
+// has expired, whether or not an acquire has reclaimed its slot yet.
+// Called with mu held.
+func (b *Breaker) releaseProbe(t, now int64) (start int64, ok bool) {
 	for i, p := range b.probes {
 		if p.ticket == t {
 			last := len(b.probes) - 1
 			b.probes[i] = b.probes[last]
 			b.probes = b.probes[:last]
-			return p.expiry > now
+			return p.start, p.expiry > now
 		}
 	}
-	return false
+	return 0, false
 }

@@ -41,7 +41,8 @@ func TestRun_CB16_OpenRejectsWithoutCalling(t *testing.T) {
 		var oe *circuitbreaker.OpenError
 		require.ErrorAs(t, err, &oe)
 		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
-		assert.Equal(t, circuitbreaker.OpenError{RetryAfter: time.Minute, Cause: errBoom}, *oe)
+		assert.Equal(t, time.Minute, oe.RetryAfter())
+		assert.Equal(t, errBoom, oe.Cause)
 		assert.Equal(t, 2, calls, "the rejected call was not made")
 	})
 }

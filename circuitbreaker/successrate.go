@@ -1,6 +1,11 @@
 package circuitbreaker
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart/clock"
+)
 
 // DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
 // zero: 0.8, the example of the Tower circuit-breaker pull request ("close
@@ -71,4 +76,18 @@ func (s *successRate) TripCause() error {
 		return tc.TripCause()
 	}
 	return nil
+}
+
+// CountSuccess forwards to the Trip tracker, if it counts successes
+// without the breaker's lock.
+func (s *successRate) CountSuccess() bool {
+	c, ok := s.Tracker.(SuccessCounter)
+	return ok && c.CountSuccess()
+}
+
+// useClock gives the breaker's clock to the Trip tracker if it reads it.
+func (s *successRate) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
+	if u, ok := s.Tracker.(clockUser); ok {
+		u.useClock(now, after)
+	}
 }

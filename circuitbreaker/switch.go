@@ -3,7 +3,6 @@ package circuitbreaker
 import (
 	"slices"
 	"sync"
-	"time"
 	"weak"
 )
 
@@ -26,7 +25,7 @@ type Switch struct {
 }
 
 // ForceOpen forces every attached breaker open: calls are rejected with
-// an [*OpenError] whose RetryAfter is [Forever] and whose Cause is reason
+// an [*OpenError] whose [OpenError.RetryAfter] is [Forever] and whose Cause is reason
 // (which may be nil). Calling it again replaces the reason (a ForcedOpen
 // to ForcedOpen transition).
 func (s *Switch) ForceOpen(reason error) { s.set(ForcedOpen, reason) }
@@ -104,5 +103,5 @@ func (b *Breaker) force(to State, reason error) {
 			return
 		}
 	}
-	b.enter(to, reason, time.Now())
+	b.enter(to, reason, b.wall())
 }

@@ -28,7 +28,7 @@ func TestSwitch_CB12_ForceOpenClosedRelease(t *testing.T) {
 				State: circuitbreaker.ForcedOpen, RetryAfter: circuitbreaker.Forever, Cause: errMaintenance,
 			}, b.State())
 			oe := openErr(t, b)
-			assert.Equal(t, circuitbreaker.Forever, oe.RetryAfter)
+			assert.Equal(t, circuitbreaker.Forever, oe.RetryAfter())
 			assert.Equal(t, errMaintenance, oe.Cause)
 		}
 		state, forced, reason := sw.Forced()

@@ -13,32 +13,42 @@ func (b *Breaker) trip(from State, cause error) {
 	} else {
 		b.cooldown = b.set.next(b.cooldown)
 	}
-	b.enter(Open, cause, time.Now())
+	b.enter(Open, cause, b.wall())
 }
 
 // enter moves the breaker to state to, bumps the epoch, publishes the new
 // period and queues the transition for the listeners. at is the
 // transition's wall-clock time. Called with mu held.
 func (b *Breaker) enter(to State, cause error, at time.Time) {
+	if b.timer != nil {
+		b.timer.Stop() // a callback already running finds its period gone
+		b.timer = nil
+	}
 	old := b.word.Load()
 	w := (old>>epochShift+1)<<epochShift | old&(flagTimed|flagMade) | uint64(to)
 	name := b.set.name
-	per := &period{word: w, name: name, cause: cause}
+	per := &period{word: w, cause: cause}
 	switch to {
 	case Open:
-		if b.cooldown == Forever {
+		per.reject = &OpenError{Name: name, Cause: cause, b: b}
+		per.until = addSat(b.mono(), b.cooldown)
+		if b.cooldown == Forever || per.until == never {
 			per.until = never
-			per.fixed = &OpenError{Name: name, RetryAfter: Forever, Cause: cause}
+			per.reject.b, per.reject.wait = nil, Forever
+		} else if lead := readyLead(b.cooldown); lead > 0 {
+			per.reject.until = per.until
+			b.timer = b.afterFunc(lead, func() { b.ready(per) })
 		} else {
-			per.until = addSat(b.mono(), b.cooldown)
+			per.reject.until = per.until
+			w |= flagReady // no cool-down: the next caller reads the clock
 		}
 	case HalfOpen:
-		per.fixed = &OpenError{Name: name, Cause: cause}
+		per.reject = &OpenError{Name: name, Cause: cause}
 		b.probes = b.probes[:0]
 		b.succeeded, b.failed, b.lastFailure = 0, 0, nil
 		b.tracker.Reset(HalfOpen)
 	case ForcedOpen:
-		per.fixed = &OpenError{Name: name, RetryAfter: Forever, Cause: cause}
+		per.reject = &OpenError{Name: name, Cause: cause, wait: Forever}
 	case Closed:
 		b.cooldown = b.set.cooldown
 		b.lastFailure = nil
@@ -56,6 +66,28 @@ func (b *Breaker) enter(to State, cause error, at time.Time) {
 	b.events.push(tr)
 }
 
+// readyLead returns when, after an Open period with cool-down d starts, its
+// timer sets flagReady: an eighth of d (at most a second) before the end,
+// so that a timer run late by the scheduler still marks the period before
+// its end, and within synctest's virtual time strictly before it. Zero
+// means at once.
+func readyLead(d time.Duration) time.Duration {
+	return d - min(d/8, time.Second)
+}
+
+// ready is the timer of the Open period per: unless the breaker has left
+// that period, it sets flagReady, after which rejections read the clock and
+// the first caller after the cool-down becomes a probe.
+func (b *Breaker) ready(per *period) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.period.Load() != per {
+		return // stopped too late: the breaker has moved on
+	}
+	b.timer = nil
+	b.word.Store(b.word.Load() | flagReady)
+}
+
 // Reset closes the breaker, clears the policy's history and the growth of
 // the cool-down, and starts a new epoch, so that no permit issued before
 // the reset, probe or not, can change the state afterwards. Listeners
@@ -71,6 +103,6 @@ func (b *Breaker) Reset() {
 		b.cooldown = b.set.cooldown
 		b.tracker.Reset(Closed)
 	default:
-		b.enter(Closed, nil, time.Now())
+		b.enter(Closed, nil, b.wall())
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Window is the stretch of recent calls a rate policy looks at: the last
@@ -57,14 +59,38 @@ type window struct {
 	next, n int
 
 	// Time window: rolling buckets of width nanoseconds. The bucket
-	// numbered k (the k-th width-long interval since base) lives at
+	// numbered k (the k-th width-long interval of the monotonic clock) lives at
 	// buckets[k%len(buckets)]; a slot whose idx is not in the window holds
 	// nothing that the totals count. head is the newest bucket number the
 	// window has reached.
 	buckets []bucket
 	width   int64
-	base    time.Time
 	head    int64
+	// now reads the monotonic clock the calls' Call.Monotonic come from,
+	// for Counters: the breaker's (useClock), or, for a tracker used on
+	// its own, the time since base.
+	now  func() time.Duration
+	base time.Time
+}
+
+// clockUser is implemented by the built-in trackers that read the time
+// outside Record (a time window's Counters). The breaker gives them its
+// monotonic clock, so that these readings and [Call.Monotonic] share one
+// clock and one origin.
+type clockUser interface {
+	useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer)
+}
+
+func (w *window) useClock(now func() time.Duration, _ func(time.Duration, func()) clock.Timer) {
+	w.now = now
+}
+
+// mono reads the window's monotonic clock.
+func (w *window) mono() time.Duration {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Since(w.base)
 }
 
 type bucket struct {
@@ -112,7 +138,8 @@ func newWindow(field string, w Window) (*window, error) {
 	return win, nil
 }
 
-// timed reports whether this is a time window, which needs Call.Now.
+// timed reports whether this is a time window, which needs
+// Call.Monotonic.
 func (w *window) timed() bool { return w.buckets != nil }
 
 // add records one call with flags at now (ignored by a count window). In a
@@ -120,34 +147,43 @@ func (w *window) timed() bool { return w.buckets != nil }
 // through; a call whose bucket has already left the window (its clock was
 // read before a concurrent call moved the window on by a whole Period) is
 // not counted.
-func (w *window) add(now time.Time, flags uint8) {
+func (w *window) add(now time.Duration, flags uint8) {
 	failures, slow := int(flags&flagFailure), int(flags&flagSlow)>>1
 	if w.timed() {
-		idx := w.index(now)
-		w.advance(idx)
-		if idx <= w.head-int64(len(w.buckets)) {
-			return
-		}
-		b := &w.buckets[idx%int64(len(w.buckets))]
-		if b.idx != idx {
-			*b = bucket{idx: idx} // not in the window: nothing counted
-		}
-		b.calls++
-		b.failures += failures
-		b.slow += slow
-	} else {
-		if w.n == len(w.ring) {
-			old := w.ring[w.next]
-			w.calls--
-			w.failures -= int(old & flagFailure)
-			w.slow -= int(old&flagSlow) >> 1
-		} else {
-			w.n++
-		}
-		w.ring[w.next] = flags
-		w.next = (w.next + 1) % len(w.ring)
+		w.addAt(w.index(now), 1, failures, slow)
+		return
 	}
+	if w.n == len(w.ring) {
+		old := w.ring[w.next]
+		w.calls--
+		w.failures -= int(old & flagFailure)
+		w.slow -= int(old&flagSlow) >> 1
+	} else {
+		w.n++
+	}
+	w.ring[w.next] = flags
+	w.next = (w.next + 1) % len(w.ring)
 	w.calls++
+	w.failures += failures
+	w.slow += slow
+}
+
+// addAt records calls calls, of which failures failed and slow were slow,
+// in bucket number idx of a time window, moving the window on to idx
+// first; calls whose bucket has left the window are not counted.
+func (w *window) addAt(idx int64, calls, failures, slow int) {
+	w.advance(idx)
+	if idx <= w.head-int64(len(w.buckets)) {
+		return
+	}
+	b := &w.buckets[idx%int64(len(w.buckets))]
+	if b.idx != idx {
+		*b = bucket{idx: idx} // not in the window: nothing counted
+	}
+	b.calls += calls
+	b.failures += failures
+	b.slow += slow
+	w.calls += calls
 	w.failures += failures
 	w.slow += slow
 }
@@ -180,13 +216,13 @@ func (w *window) clean() bool {
 }
 
 // index returns the number of the bucket interval that holds now.
-func (w *window) index(now time.Time) int64 {
-	return max(0, int64(now.Sub(w.base))) / w.width
+func (w *window) index(now time.Duration) int64 {
+	return max(0, int64(now)) / w.width
 }
 
 // totals returns the counts in the window at now, first moving a time
 // window on to now.
-func (w *window) totals(now time.Time) Counters {
+func (w *window) totals(now time.Duration) Counters {
 	if w.timed() {
 		w.advance(w.index(now))
 	}

@@ -82,7 +82,7 @@ func TestBreaker_CB15_ZeroValueIsDefaultBreaker(t *testing.T) {
 				assert.Equal(t, circuitbreaker.Snapshot{
 					State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultResetTimeout, Cause: errBoom,
 				}, b.State())
-				assert.Equal(t, circuitbreaker.DefaultResetTimeout, openErr(t, &b).RetryAfter)
+				assert.Equal(t, circuitbreaker.DefaultResetTimeout, openErr(t, &b).RetryAfter())
 				time.Sleep(circuitbreaker.DefaultResetTimeout)
 				p, err := b.TryAcquire()
 				require.NoError(t, err)

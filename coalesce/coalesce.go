@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // PanicError is the value every caller sharing a call panics with when the
@@ -70,15 +72,46 @@ func (p *PanicError) Unwrap() error {
 //
 // NewLayer returns an error when key is nil.
 func NewLayer[Req, Resp any](key func(Req) string) (rampart.Layer[Req, Resp], error) {
-	if key == nil {
+	return NewConfigLayer[Req, Resp](Config[Req]{Key: key})
+}
+
+// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
+// the argument of [NewLayer], and a Name and an Observer for its events.
+type Config[Req any] struct {
+	// Key gives the key under which a request is coalesced, as [NewLayer]
+	// says. It must not be nil.
+	Key func(Req) string
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call that joins an
+	// identical call in flight instead of making its own (an
+	// [observe.Joined] event). See package observe.
+	Observer observe.Observer
+}
+
+// NewConfigLayer returns the layer [NewLayer] returns for cfg.Key,
+// reporting its events to cfg.Observer. It returns the errors NewLayer
+// returns.
+func NewConfigLayer[Req, Resp any](cfg Config[Req]) (rampart.Layer[Req, Resp], error) {
+	if cfg.Key == nil {
 		return nil, errors.New("coalesce: key must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("coalesce: Wrap")
 		}
-		return &group[Req, Resp]{inner: inner, key: key, flights: make(map[string]*flight)}
+		return &group[Req, Resp]{inner: inner, key: cfg.Key, name: cfg.Name, obs: cfg.Observer, flights: make(map[string]*flight)}
 	}), nil
+}
+
+// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
+// the type parameters from svc. It returns the errors NewConfigLayer
+// returns, and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req]) (rampart.Service[Req, Resp], error) {
+	l, err := NewConfigLayer[Req, Resp](cfg)
+	return wrap.Service("coalesce", svc, l, err)
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
@@ -98,6 +131,8 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], key func(Req) string) (
 type group[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	key   func(Req) string
+	name  string
+	obs   observe.Observer
 	calls singleflight.Group
 
 	mu sync.Mutex
@@ -142,6 +177,7 @@ func (g *group[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 
 	g.mu.Lock()
 	f := g.flights[key]
+	joined := f != nil
 	if f == nil {
 		f = &flight{exited: make(chan struct{})}
 		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -150,6 +186,9 @@ func (g *group[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	f.waiters++
 	ch := g.calls.DoChan(key, func() (any, error) { return g.run(key, f, req) })
 	g.mu.Unlock()
+	if joined && g.obs != nil {
+		g.obs.Observe(ctx, observe.Event{Source: observe.Coalesce, Name: g.name, Kind: observe.Joined})
+	}
 
 	select {
 	case <-f.exited:

@@ -30,3 +30,23 @@ func BenchmarkLayer(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkLayerSerial(b *testing.B) {
+	for name, mode := range modes {
+		b.Run(name, func(b *testing.B) {
+			l, err := concurrency.New(1 << 20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			svc, err := concurrency.Wrap(rampart.Service[int, int](rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil })), l, mode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = svc.Call(ctx, 1)
+			}
+		})
+	}
+}

@@ -35,6 +35,35 @@
 // service. Its [Limiter.Ready] method lets package loadshed refuse work
 // before it queues (Tower's load_shed idea).
 //
+// # Adaptive limit
+//
+// Nobody knows the right fixed number: too high and a slow dependency's
+// queue grows until calls time out, too low and capacity is wasted. An
+// [*AdaptiveLimiter] finds the number by itself from the calls' latency,
+// with TCP Vegas's estimator as Netflix's concurrency-limits applies it:
+// when calls take longer than the dependency's unloaded latency, some of
+// them are queueing there, and the limit comes down to what the dependency
+// serves; when they do not, it goes up.
+//
+//	lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{
+//		MinLimit: 2, MaxLimit: 200, Window: time.Second,
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	svc, err := concurrency.Wrap(backend, lim, concurrency.Reject)
+//
+// [NewLayer] and [Wrap] take either limiter (both are [Slots]), with the
+// same modes and refusals; in a server, put it in the handler's layers to
+// protect the service itself. Used directly, an AdaptiveLimiter hands out
+// a [Permit] to give back:
+//
+//	p, err := lim.Acquire(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	defer lim.Release(p)
+//
 // # Order
 //
 // Put the limit inside the timeout, so the time spent waiting for a slot

@@ -8,9 +8,10 @@ import (
 )
 
 // ErrLimited is the sentinel that every refusal by a concurrency limit
-// matches with [errors.Is]: no slot was free ([Reject] mode), or the
-// limiter has none at all (a zero [Limiter]). The inner service was not
-// called. The refusal is returned as a [*LimitedError].
+// matches with [errors.Is]: no slot was free ([Reject] mode), the line of
+// waiting calls was full ([AdaptiveConfig.MaxWaiting]), or the limiter has
+// no slots at all (a zero [Limiter] or [AdaptiveLimiter]). The inner
+// service was not called. The refusal is returned as a [*LimitedError].
 var ErrLimited = errors.New("concurrency: limit reached")
 
 // forever is the RetryAfter of a limiter that can never grant a slot: the
@@ -26,13 +27,17 @@ type LimitedError struct {
 	// RetryAfter is how long from the refusal until a slot is expected to
 	// free, when that is known, and 0 when it is not. A [Limiter] never
 	// knows, because a slot frees when a call returns, whenever that is,
-	// so its refusals carry 0, except the zero Limiter's: it has no slots
-	// and never will, and says so with the largest time.Duration (the
-	// value of retry.Forever and rate.InfDuration).
+	// so its refusals carry 0. An [AdaptiveLimiter] measures how long calls
+	// take, and its refusals carry the average latency of its latest
+	// window (by then the calls in flight have mostly finished), 0 before
+	// its first window closes. A zero Limiter or AdaptiveLimiter has no
+	// slots and never will, and says so with the largest time.Duration
+	// (the value of retry.Forever and rate.InfDuration).
 	RetryAfter time.Duration
 	// PastDeadline is true when a call in [Wait] mode was refused because
 	// the room it waits for would come at or after its context's deadline.
-	// A [Limiter] cannot foresee a wait, so its refusals never set it.
+	// A concurrency limiter cannot foresee a wait, so its refusals never
+	// set it.
 	PastDeadline bool
 }
 
@@ -41,7 +46,7 @@ type LimitedError struct {
 func (e *LimitedError) Error() string {
 	switch {
 	case e.RetryAfter == forever:
-		return "concurrency: limit reached: the Limiter has no slots (a zero Limiter; make one with New)"
+		return "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)"
 	case e.PastDeadline:
 		return fmt.Sprintf("concurrency: limit reached: next slot in %v, at or past the context deadline", e.RetryAfter)
 	case e.RetryAfter > 0:

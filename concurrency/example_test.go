@@ -60,3 +60,32 @@ func ExampleLimiter() {
 	// in flight: 2 third can start: false
 	// in flight: 1 third can start: true
 }
+
+// An AdaptiveLimiter starts at its initial limit and moves it once per
+// window from the latency of the calls; a Permit carries each call's start
+// to Release.
+func ExampleAdaptiveLimiter() {
+	lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 2, InitialLimit: 2})
+	if err != nil {
+		panic(err)
+	}
+	a, _ := lim.TryAcquire()
+	b, _ := lim.TryAcquire()
+	_, ok := lim.TryAcquire()
+	fmt.Println("limit:", lim.Limit(), "in flight:", lim.InFlight(), "third can start:", ok)
+	lim.Release(a)
+	lim.Release(b)
+	fmt.Println("in flight:", lim.InFlight(), "ready:", lim.Ready())
+
+	svc, err := concurrency.Wrap(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		return "hello " + req, nil
+	}), lim, concurrency.Reject)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(svc.Call(context.Background(), "world"))
+	// Output:
+	// limit: 2 in flight: 2 third can start: false
+	// in flight: 0 ready: true
+	// hello world <nil>
+}

@@ -4,98 +4,183 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
+// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
+// the arguments of [NewLayer], and a Name and an Observer for its events.
+type Config struct {
+	// Limiter is the limiter whose slots the layer's calls take: a
+	// [*Limiter] made by [New] or an [*AdaptiveLimiter] made by
+	// [NewAdaptive].
+	Limiter Slots
+
+	// Mode says what a call does when every slot is taken: [Wait] (the
+	// zero Mode) or [Reject].
+	Mode Mode
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call the layer refuses (an
+	// [observe.Refused] event with the error returned and how long the
+	// call waited) and each call that waited for a slot before it got one
+	// (an [observe.Queued] event with the wait). A call that finds a slot
+	// free reports nothing. With an Observer, a call in Wait mode first
+	// tries for a free slot without waiting, and reads the clock only when
+	// there is none. See package observe.
+	Observer observe.Observer
+}
+
 // NewLayer returns a layer that runs each call in a slot of l, so at most
-// l.Max() calls run at once across every service built with l.
+// as many calls run at once across every service built with l as l allows:
+// Max for a [*Limiter], the current Limit for an [*AdaptiveLimiter].
 //
-// With mode [Wait], a call takes its slot with [Limiter.Acquire]: one that
-// finds every slot taken waits for one in FIFO order; if ctx is done
-// first, the call fails with an error that wraps ctx.Err() (so
-// errors.Is(err, context.DeadlineExceeded) or context.Canceled holds) and
-// the inner service is not called. With mode [Reject], such a call fails
-// at once with a [*LimitedError] matching [ErrLimited], whose RetryAfter
-// is 0 (a Limiter cannot know when a slot frees); the same value is
-// returned for every refusal by l, so do not modify it. In either mode a
-// ctx already done when the call arrives fails with an error matching
-// ctx.Err() and takes no slot.
+// With mode [Wait], a call takes its slot with [Limiter.Acquire] or
+// [AdaptiveLimiter.Acquire]: one that finds every slot taken waits for one
+// in FIFO order; if ctx is done first, the call fails with an error that
+// wraps ctx.Err() (so errors.Is(err, context.DeadlineExceeded) or
+// context.Canceled holds) and the inner service is not called. An
+// AdaptiveLimiter whose [AdaptiveConfig.MaxWaiting] calls already wait
+// refuses the call at once with a [*LimitedError]. With mode [Reject], a
+// call that finds every slot taken fails at once with a [*LimitedError]
+// matching [ErrLimited], whose RetryAfter is 0 for a Limiter (it cannot
+// know when a slot frees) and the latest window's average latency for an
+// AdaptiveLimiter; refusals share one value (per window, for an
+// AdaptiveLimiter), so do not modify it. In either mode a ctx already done
+// when the call arrives fails with an error matching ctx.Err() and takes
+// no slot.
 //
 // The slot is held while the inner service runs and given back when it
 // returns or panics. Errors from the inner service come back unchanged. A
-// call that gets a slot allocates nothing, nor does a Reject refusal. Each
-// call takes and gives back a slot of the semaphore, which locks its mutex
-// briefly each time: under very high parallelism on one Limiter that mutex
-// is the layer's cost (see BenchmarkLayer).
+// call that gets a slot allocates nothing, nor does a Reject refusal. With
+// a [*Limiter], each call takes and gives back a slot of the semaphore,
+// which locks its mutex briefly each time: under very high parallelism on
+// one Limiter that mutex is the layer's cost (see BenchmarkLayer). With an
+// [*AdaptiveLimiter], each call's latency, measured from when it gets its
+// slot until the inner service returns or panics, feeds the limiter's
+// estimate.
 //
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
 //
-// NewLayer returns an error when l is nil, l is a zero Limiter (not made by
-// [New]), or mode is not Wait or Reject.
-func NewLayer[Req, Resp any](l *Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
-	if l == nil {
+// NewLayer returns an error when l is nil, l is a zero Limiter or
+// AdaptiveLimiter (not made by [New] or [NewAdaptive]), or mode is not Wait
+// or Reject.
+func NewLayer[Req, Resp any](l Slots, mode Mode) (rampart.Layer[Req, Resp], error) {
+	return NewConfigLayer[Req, Resp](Config{Limiter: l, Mode: mode})
+}
+
+// NewConfigLayer returns the layer [NewLayer] returns for cfg.Limiter and
+// cfg.Mode, reporting its events to cfg.Observer. It returns the errors
+// NewLayer returns.
+func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
+	if cfg.Limiter == nil {
 		return nil, errors.New("concurrency: limiter must not be nil")
 	}
-	if l.sem == nil {
-		return nil, errors.New("concurrency: limiter must be made by New, got a zero Limiter")
+	if err := cfg.Limiter.valid(); err != nil {
+		return nil, err
 	}
-	if mode != Wait && mode != Reject {
-		return nil, fmt.Errorf("concurrency: mode must be Wait or Reject, got %d", mode)
+	if cfg.Mode != Wait && cfg.Mode != Reject {
+		return nil, fmt.Errorf("concurrency: mode must be Wait or Reject, got %d", cfg.Mode)
 	}
-	return layer[Req, Resp]{lim: l, mode: mode}, nil
+	return layer[Req, Resp]{cfg: cfg}, nil
+}
+
+// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
+// the type parameters from svc. It returns the errors NewConfigLayer
+// returns, and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config) (rampart.Service[Req, Resp], error) {
+	l, err := NewConfigLayer[Req, Resp](cfg)
+	return wrap.Service("concurrency", svc, l, err)
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
 // parameters from svc. It returns the errors [NewLayer] returns, and an
 // error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim Slots, mode Mode) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](lim, mode)
 	return wrap.Service("concurrency", svc, l, err)
 }
 
+// Slots is a limiter whose slots [NewLayer] runs calls in: a [*Limiter]
+// (a fixed number of slots) or an [*AdaptiveLimiter] (a number that follows
+// the latency of the calls). Both also implement loadshed's Readiness
+// through Ready. Only this package's limiters implement Slots.
+type Slots interface {
+	// Ready reports whether a call arriving now would get a slot without
+	// waiting.
+	Ready() bool
+	// take gets a slot as mode says, or returns the refusal or the
+	// context's error.
+	take(ctx context.Context, mode Mode) (Permit, error)
+	// give returns the slot p was taken with.
+	give(p Permit)
+	// valid reports a limiter not made by its constructor.
+	valid() error
+}
+
 type layer[Req, Resp any] struct {
-	lim  *Limiter
-	mode Mode
+	cfg Config
 }
 
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 	if inner == nil {
 		return rampart.Failing[Req, Resp]("concurrency: Wrap")
 	}
-	return &service[Req, Resp]{inner: inner, lim: l.lim, mode: l.mode}
+	return &service[Req, Resp]{inner: inner, lim: l.cfg.Limiter, mode: l.cfg.Mode, name: l.cfg.Name, obs: l.cfg.Observer}
 }
 
 type service[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
-	lim   *Limiter
+	lim   Slots
 	mode  Mode
+	name  string
+	obs   observe.Observer
 }
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := s.acquire(ctx); err != nil {
+	var p Permit
+	var err error
+	if s.obs == nil {
+		p, err = s.lim.take(ctx, s.mode)
+	} else {
+		p, err = s.takeObserved(ctx)
+	}
+	if err != nil {
 		var zero Resp
 		return zero, err
 	}
-	defer s.lim.Release()
+	defer s.lim.give(p)
 	return s.inner.Call(ctx, req)
 }
 
-// acquire takes a slot as the mode says: in Wait mode it blocks until a
-// slot frees or ctx is done; in Reject mode it fails at once with the
-// limiter's shared refusal. A ctx already done takes no slot, in either
-// mode.
-func (s *service[Req, Resp]) acquire(ctx context.Context) error {
+// takeObserved is s.lim.take for a layer with an Observer: it reports a
+// refusal, and a wait for a slot. It first tries for a slot without
+// waiting, so that it reads the clock only for a call that waits.
+func (s *service[Req, Resp]) takeObserved(ctx context.Context) (Permit, error) {
+	if ctx.Err() != nil {
+		return s.lim.take(ctx, s.mode) // the caller's own error: no event
+	}
+	p, err := s.lim.take(ctx, Reject)
+	if err == nil {
+		return p, nil
+	}
+	e := observe.Event{Source: observe.Concurrency, Name: s.name, Kind: observe.Refused, Err: err}
 	if s.mode == Wait {
-		return s.lim.Acquire(ctx)
+		start := time.Now()
+		p, err = s.lim.take(ctx, Wait)
+		e.Duration = time.Since(start)
+		if err == nil {
+			e.Kind, e.Err = observe.Queued, nil
+		} else {
+			e.Err = err
+		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if !s.lim.TryAcquire() {
-		return s.lim.limited
-	}
-	return nil
+	s.obs.Observe(ctx, e)
+	return p, err
 }

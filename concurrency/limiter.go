@@ -2,6 +2,7 @@ package concurrency
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -105,14 +106,51 @@ func (l *Limiter) TryAcquire() bool {
 // them early (more than Max calls may then run until that caller's own
 // Release, which is ignored). Release once per successful acquisition.
 func (l *Limiter) Release() {
+	if decrementHeld(&l.inFlight) {
+		l.sem.Release(1)
+	}
+}
+
+// decrementHeld takes one from the count of held slots n unless it is
+// zero, and reports whether it did: a release with no slot held gives
+// nothing back.
+func decrementHeld(n *atomic.Int64) bool {
 	for {
-		n := l.inFlight.Load()
-		if n == 0 {
-			return
+		v := n.Load()
+		if v == 0 {
+			return false
 		}
-		if l.inFlight.CompareAndSwap(n, n-1) {
-			break
+		if n.CompareAndSwap(v, v-1) {
+			return true
 		}
 	}
-	l.sem.Release(1)
 }
+
+func (l *Limiter) valid() error {
+	if l == nil {
+		return errors.New("concurrency: limiter must not be nil")
+	}
+	if l.sem == nil {
+		return errors.New("concurrency: limiter must be made by New, got a zero Limiter")
+	}
+	return nil
+}
+
+// take takes a slot as the mode says: in Wait mode it blocks until a slot
+// frees or ctx is done; in Reject mode it fails at once with the limiter's
+// shared refusal. A ctx already done takes no slot, in either mode. A
+// Limiter needs nothing in the Permit.
+func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
+	if mode == Wait {
+		return Permit{}, l.Acquire(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
+	}
+	if !l.TryAcquire() {
+		return Permit{}, l.limited
+	}
+	return Permit{}, nil
+}
+
+func (l *Limiter) give(Permit) { l.Release() }

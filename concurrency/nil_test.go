@@ -67,7 +67,7 @@ func TestLimiter_LM4_ZeroValue(t *testing.T) {
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryDelay())
-	assert.EqualError(t, err, "concurrency: limit reached: the Limiter has no slots (a zero Limiter; make one with New)")
+	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
 	assert.False(t, l.TryAcquire())
 	l.Release()
 	assert.Zero(t, l.InFlight())

@@ -40,6 +40,7 @@ import (
 	"fmt"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Config configures a fallback layer.
@@ -56,6 +57,14 @@ type Config[Req, Resp any] struct {
 	// caller has not abandoned, and must be safe for concurrent use. Nil
 	// means every such error.
 	When func(err error) bool
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call Fallback answers (an
+	// [observe.FallbackUsed] event with the error it replaces), before
+	// Fallback runs. See package observe.
+	Observer observe.Observer
 }
 
 // NewLayer returns a layer that calls the inner service and, when the call
@@ -110,6 +119,9 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	resp, err := s.inner.Call(ctx, req)
 	if err == nil || ctx.Err() != nil || (s.cfg.When != nil && !s.cfg.When(err)) {
 		return resp, err
+	}
+	if s.cfg.Observer != nil {
+		s.cfg.Observer.Observe(ctx, observe.Event{Source: observe.Fallback, Name: s.cfg.Name, Kind: observe.FallbackUsed, Err: err})
 	}
 	return s.cfg.Fallback(ctx, req, err)
 }

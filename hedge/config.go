@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"time"
+
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Defaults that fill the zero fields of a [Config].
@@ -184,6 +186,17 @@ type Config[Req, Resp any] struct {
 	// through (not hedgeable, or MaxAttempts 1), which get no context from
 	// it; it must be safe for concurrent use.
 	Detach func(resp Resp, cancel context.CancelFunc) Resp
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each copy the layer sends (an
+	// [observe.HedgeSent] event, on the goroutine of the timer that sends
+	// it, with the caller's context) and, for each call that sent at
+	// least one, which copy won (an [observe.HedgeWon] event, on the
+	// caller's goroutine; none when every copy failed). A call answered
+	// before the delay reports nothing. See package observe.
+	Observer observe.Observer
 }
 
 // settings is a validated Config with its defaults filled in.
@@ -199,6 +212,8 @@ type settings[Req, Resp any] struct {
 	percentile  float64
 	window      int
 	minSamples  int
+	name        string
+	obs         observe.Observer
 }
 
 // validate fills defaults and returns an error naming the first bad field.
@@ -214,6 +229,8 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		percentile:  c.Percentile,
 		window:      c.Window,
 		minSamples:  c.MinSamples,
+		name:        c.Name,
+		obs:         c.Observer,
 	}
 	switch {
 	case c.Hedgeable == nil:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // NewLayer returns a layer that hedges the hedgeable requests of the
@@ -136,6 +137,9 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	// Every hedge and the timer hold a slot in wg, so after Wait nothing
 	// touches c again and its fields are read without the lock.
 	c.wg.Wait()
+	if s.obs != nil && c.won && c.started > 1 {
+		s.obs.Observe(ctx, observe.Event{Source: observe.Hedge, Name: s.name, Kind: observe.HedgeWon, Attempt: c.kept + 1})
+	}
 	switch {
 	case c.kept < 0:
 		// Several attempts ran and each failed with an error.
@@ -203,6 +207,9 @@ func (c *call[Req, Resp]) hedge() {
 	// follows: a loser's elapsed time at the win is never negative.
 	start := time.Now()
 	c.mu.Unlock()
+	if c.s.obs != nil {
+		c.s.obs.Observe(c.parent, observe.Event{Source: observe.Hedge, Name: c.s.name, Kind: observe.HedgeSent, Attempt: i + 1, Duration: c.delay})
+	}
 	go c.run(i, start, actx)
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // ErrOverloaded is the error both layers of this package return when they
@@ -52,6 +53,29 @@ func (f ReadyFunc) Ready() bool { return f() }
 //
 // NewLayer returns an error when r is nil or a nil pointer or func.
 func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
+	return NewConfigLayer[Req, Resp](Config{Readiness: r})
+}
+
+// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
+// the argument of [NewLayer], and a Name and an Observer for its events.
+type Config struct {
+	// Readiness is the resource whose readiness decides, as [NewLayer]
+	// says. It must not be nil, nor a nil pointer or func.
+	Readiness Readiness
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call the layer refuses (an
+	// [observe.Refused] event with [ErrOverloaded]). See package observe.
+	Observer observe.Observer
+}
+
+// NewConfigLayer returns the layer [NewLayer] returns for cfg.Readiness,
+// reporting its refusals to cfg.Observer. It returns the errors NewLayer
+// returns.
+func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
+	r := cfg.Readiness
 	if r == nil {
 		return nil, errors.New("loadshed: readiness must not be nil")
 	}
@@ -62,8 +86,23 @@ func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("loadshed: Wrap")
 		}
-		return &shed[Req, Resp]{inner: inner, ready: r}
+		return &shed[Req, Resp]{inner: inner, ready: r, name: cfg.Name, obs: cfg.Observer}
 	}), nil
+}
+
+// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
+// the type parameters from svc. It returns the errors NewConfigLayer
+// returns, and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config) (rampart.Service[Req, Resp], error) {
+	l, err := NewConfigLayer[Req, Resp](cfg)
+	return wrap.Service("loadshed", svc, l, err)
+}
+
+// refused reports a refusal to obs, if not nil.
+func refused(ctx context.Context, name string, obs observe.Observer) {
+	if obs != nil {
+		obs.Observe(ctx, observe.Event{Source: observe.LoadShed, Name: name, Kind: observe.Refused, Err: ErrOverloaded})
+	}
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
@@ -77,10 +116,13 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r Readiness) (rampart.S
 type shed[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	ready Readiness
+	name  string
+	obs   observe.Observer
 }
 
 func (s *shed[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	if !s.ready.Ready() {
+		refused(ctx, s.name, s.obs)
 		var zero Resp
 		return zero, ErrOverloaded
 	}

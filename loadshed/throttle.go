@@ -12,6 +12,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Defaults for the zero fields of [ThrottleConfig].
@@ -51,6 +52,15 @@ type ThrottleConfig struct {
 	// safe for concurrent use. Nil means math/rand/v2's Float64. Supply one
 	// to make decisions reproducible.
 	Rand func() float64
+
+	// Name names the Throttle in the events of the layers built with it.
+	// Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call a layer built with the
+	// Throttle refuses (an [observe.Refused] event with [ErrOverloaded]).
+	// See package observe.
+	Observer observe.Observer
 }
 
 // Throttle is client-side adaptive throttling, as described in the Google
@@ -94,6 +104,8 @@ type Throttle struct {
 	origin  time.Time  // bucket i covers [origin + i*width, origin + (i+1)*width)
 	mu      sync.Mutex // serializes rotations
 	buckets []bucket
+	name    string
+	obs     observe.Observer
 }
 
 type bucket struct {
@@ -138,6 +150,8 @@ func NewThrottle(cfg ThrottleConfig) (*Throttle, error) {
 		rand:    cfg.Rand,
 		origin:  time.Now(),
 		buckets: make([]bucket, cfg.Buckets),
+		name:    cfg.Name,
+		obs:     cfg.Observer,
 	}, nil
 }
 
@@ -288,6 +302,7 @@ func (s *throttled[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) 
 		return zero, err
 	}
 	if !s.t.Allow() {
+		refused(ctx, s.t.name, s.t.obs)
 		return zero, ErrOverloaded
 	}
 	resp, err := s.inner.Call(ctx, req)

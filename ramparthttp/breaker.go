@@ -164,3 +164,66 @@ func (j *judgedBody) judge(err error) {
 	}
 	j.p.DoneContext(j.ctx, err)
 }
+
+// Host is the default key of [GroupBreakerLayer] and of
+// [Config.HostBreakers]: req.URL.Host, the host and port as the URL names
+// them ("api.example" and "api.example:443" are two keys).
+func Host(req *http.Request) string { return req.URL.Host }
+
+// GroupBreakerLayer returns a layer that guards each request with the
+// breaker g holds for key(req), created on demand, so that each endpoint
+// has its own breaker: one bad host among many trips only its own, and
+// requests to the others go on (the models are Envoy's outlier detection
+// and Finagle's per-endpoint failure accrual). A nil key means [Host].
+// Each request is judged exactly as by [ClassifiedBreakerLayer] over its
+// key's breaker, with classify (nil means [Classify]), the body included,
+// and a rejection is that breaker's [*circuitbreaker.OpenError]. A request
+// whose context is already done fails with the context's error without
+// looking up its key. [circuitbreaker.Group] says how many breakers the
+// group holds and when it drops them, and [circuitbreaker.Group.States]
+// lists them for a status page.
+//
+// key must be safe for concurrent use and must not panic. A nil g gives a
+// layer whose every call fails with an error matching
+// [rampart.ErrNilService] that names it.
+func GroupBreakerLayer(g *circuitbreaker.Group[string], key func(*http.Request) string, classify circuitbreaker.Classifier[*http.Response]) Layer {
+	if key == nil {
+		key = Host
+	}
+	if classify == nil {
+		classify = Classify
+	}
+	return groupBreakerLayer{g: g, key: key, classify: classify}
+}
+
+type groupBreakerLayer struct {
+	g        *circuitbreaker.Group[string]
+	key      func(*http.Request) string
+	classify circuitbreaker.Classifier[*http.Response]
+}
+
+// Wrap returns inner guarded by the group's breakers; a nil inner, or a
+// nil group, gives a Service whose every call fails with an error matching
+// [rampart.ErrNilService].
+func (l groupBreakerLayer) Wrap(inner Service) Service {
+	switch {
+	case inner == nil:
+		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: GroupBreakerLayer: Wrap")
+	case l.g == nil:
+		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: GroupBreakerLayer: nil *circuitbreaker.Group")
+	}
+	return groupBreakerService{l: l, inner: inner}
+}
+
+type groupBreakerService struct {
+	l     groupBreakerLayer
+	inner Service
+}
+
+func (s groupBreakerService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	one := breakerService{b: s.l.g.Breaker(s.l.key(req)), classify: s.l.classify, inner: s.inner}
+	return one.Call(ctx, req)
+}

@@ -2,7 +2,6 @@ package ramparthttp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,18 +68,15 @@ func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http
 // request body when the stack fails without sending it (a breaker
 // rejection, say). Errors from the stack reach the caller unchanged; an
 // [http.Client] wraps them in a *url.Error, which [errors.Is] and
-// [errors.As] see through. It is safe for concurrent use when svc is.
+// [errors.As] see through. It is safe for concurrent use when svc is. A
+// nil svc gives a RoundTripper whose every request fails with an error
+// matching [rampart.ErrNilService].
 func NewRoundTripper(svc Service) http.RoundTripper {
 	if svc == nil {
-		svc = rampart.ServiceFunc[*http.Request, *http.Response](func(context.Context, *http.Request) (*http.Response, error) {
-			return nil, errNilService
-		})
+		svc = rampart.Failing[*http.Request, *http.Response]("ramparthttp: NewRoundTripper")
 	}
 	return roundTripper{svc: svc}
 }
-
-// errNilService is what a RoundTripper built over a nil Service answers.
-var errNilService = errors.New("ramparthttp: NewRoundTripper was given a nil Service")
 
 type roundTripper struct{ svc Service }
 

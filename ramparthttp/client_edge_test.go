@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
@@ -190,9 +191,11 @@ func TestNewTransport_NilPointerBaseIsAnError(t *testing.T) {
 	assert.EqualError(t, err, "ramparthttp: Config.Base must not be a nil pointer, got *http.Transport(nil)")
 }
 
-func TestNewRoundTripper_NilServiceFailsEachRequest(t *testing.T) {
+// A nil Service follows the one rule for nil services: every request fails
+// with an error matching rampart.ErrNilService that names NewRoundTripper.
+func TestNewRoundTripper_HT2_NilServiceFailsEachRequest(t *testing.T) {
 	c := &http.Client{Transport: ramparthttp.NewRoundTripper(nil)}
 	_, err := c.Get("http://backend/x")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ramparthttp: NewRoundTripper was given a nil Service")
+	require.ErrorIs(t, err, rampart.ErrNilService)
+	assert.Contains(t, err.Error(), "ramparthttp: NewRoundTripper: rampart: nil service")
 }

@@ -3,30 +3,51 @@
 // and per-attempt timeouts, and an [http.Handler] gains concurrency limits,
 // load shedding and rate limits, without the caller writing type parameters.
 //
-// # Client side
+// # Quick start
 //
-// The simplest use is [NewTransport], which builds the recommended stack
-// around a base [http.RoundTripper]:
+// A client ([NewTransport]):
 //
 //	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
-//		Breaker:        br, // a *circuitbreaker.Breaker, shared by every client of the host
-//		Retry:          ramparthttp.RetryConfig{Budget: rb}, // rb: a *budget.Budget
-//		AttemptTimeout: time.Second,
+//		Breaker:       br,                                  // a *circuitbreaker.Breaker
+//		Retry:         ramparthttp.RetryConfig{Budget: rb}, // a *budget.Budget
+//		HeaderTimeout: time.Second,
 //	})
+//	if err != nil { ... }
 //	client := &http.Client{Transport: tr}
 //
-// Its order, outermost first, is retry, then breaker, then timeout: each
-// attempt consults the breaker, so an open breaker ends the retry loop at
-// once (the caller gets an error matching [circuitbreaker.ErrOpen], wrapped
-// by net/http in a *url.Error), and each attempt's timeout counts as a
-// breaker failure.
+// A server ([NewHandler]):
 //
-// For another order or more layers, build the stack from the pre-typed
-// layers ([RetryLayer], [HedgeLayer], [BreakerLayer], [TimeoutLayer], or any
-// rampart.Layer[*http.Request, *http.Response]) with [NewBuilder] and turn it
-// into a RoundTripper with [NewRoundTripper]. With hedging, the order is
-// retry, hedge, breaker, timeout: each hedged copy asks the breaker and gets
-// its own timeout.
+//	h, err := ramparthttp.NewHandler(mux, ramparthttp.HandlerConfig{
+//		Layers: []ramparthttp.ServerLayer{rateLimit, shed, concurrency}, // outermost first
+//	})
+//	if err != nil { ... }
+//	http.ListenAndServe(addr, h)
+//
+// # Client side
+//
+// [NewTransport] builds the recommended stack around a base
+// [http.RoundTripper], in the order the [rampart] package documentation
+// gives: retries outside the breaker, so each attempt consults the breaker
+// and an open breaker ends the retries at once (the caller gets an error
+// matching [circuitbreaker.ErrOpen], wrapped by net/http in a *url.Error);
+// per-attempt timeouts inside it, so a timed-out attempt counts as a
+// breaker failure. For another order or more layers, build the stack from
+// the pre-typed layers ([RetryLayer], [HedgeLayer], [BreakerLayer],
+// [GroupBreakerLayer], [TimeoutLayer], [HeaderTimeoutLayer], or any
+// rampart.Layer[*http.Request, *http.Response]) with [NewBuilder] and turn
+// it into a RoundTripper with [NewRoundTripper].
+//
+// One breaker ([Config.Breaker]) guards one dependency. A client that talks
+// to many hosts (replicas, shards) gives each host its own breaker with
+// [Config.HostBreakers], a [circuitbreaker.Group]: a host that fails trips
+// only its own breaker, and the others keep getting traffic.
+//
+// Two timeouts bound an attempt. [Config.HeaderTimeout] bounds the wait
+// for the response headers only, so a server that never answers is a
+// failure while a slow but healthy download is not: use it when responses
+// may be large or streamed. [Config.AttemptTimeout] bounds the whole
+// attempt, body included: use it when the exchange must end in time
+// whatever is being sent. Both may be set, the header timeout the shorter.
 //
 // How each attempt is judged, by default:
 //
@@ -69,13 +90,7 @@
 //
 // [NewHandler] puts a stack of [ServerLayer]s in front of an [http.Handler],
 // so a server refuses at once what it cannot serve soon instead of letting
-// a queue build up until every request is slow:
-//
-//	h, err := ramparthttp.NewHandler(mux, ramparthttp.HandlerConfig{
-//		Layers: []ramparthttp.ServerLayer{rl, shed, lim}, // outermost first
-//	})
-//
-// A refusal is answered with a status computed from the layer's error, never
+// a queue build up until every request is slow. A refusal is answered with a status computed from the layer's error, never
 // a bare 500: 429 Too Many Requests for a rate limit
 // ([ratelimit.ErrLimited]); 503 Service Unavailable for a full concurrency
 // limit, load shedding, an open breaker or a timeout; with a Retry-After

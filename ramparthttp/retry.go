@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -41,6 +42,11 @@ type RetryConfig struct {
 	// idempotent (POST, PATCH) even without an Idempotency-Key header. Only
 	// set it when the server deduplicates requests some other way.
 	RetryNonIdempotent bool
+	// Name names the retry layer in its events; see [retry.Config].
+	Name string
+	// Observer, if not nil, is told about each retry and the end of each
+	// loop that retried, as [retry.Config] says.
+	Observer observe.Observer
 }
 
 // RetryLayer returns a layer that retries requests whose attempt
@@ -72,6 +78,8 @@ func RetryLayer(cfg RetryConfig) (Layer, error) {
 		Hint:        hint,
 		MaxHint:     cfg.MaxHint,
 		Discard:     discard,
+		Name:        cfg.Name,
+		Observer:    cfg.Observer,
 	})
 	if err != nil {
 		return nil, err

@@ -1,32 +1,20 @@
 package ramparthttp
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/concurrency"
-	"github.com/rampart-go/rampart/filter"
-	"github.com/rampart-go/rampart/loadshed"
-	"github.com/rampart-go/rampart/ratelimit"
-	"github.com/rampart-go/rampart/timeout"
 )
 
 // Exchange is one incoming request and the [http.ResponseWriter] that
 // answers it: the request type of a server-side stack. A server request has
 // no response value to return (the handler writes it), so the response
 // type of the stack is struct{}, and the writer travels with the request.
-// Any rampart layer therefore composes in front of a handler: concurrency,
+// Any rampart layer therefore composes in front of a handler: limit,
 // loadshed, ratelimit, timeout, filter.
 //
 // A layer that wants to change the writer or the request (to wrap the
@@ -223,70 +211,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeError writes the default answer for err, as [Handler] documents.
-func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-	code, delay := status(err)
-	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
-		if delay == 0 {
-			delay = h.retryAfter
-		}
-		// rate.InfDuration (a limiter that never grants) and
-		// circuitbreaker.Forever (held open until reset) say "not by
-		// waiting": no Retry-After.
-		if delay > 0 && delay != rate.InfDuration && delay != circuitbreaker.Forever {
-			w.Header().Set("Retry-After", seconds(delay))
-		}
-	}
-	http.Error(w, http.StatusText(code), code)
-}
-
-// retryDelayer is implemented by every rampart error that asks the caller
-// to wait: *ratelimit.LimitedError, *concurrency.LimitedError,
-// *circuitbreaker.OpenError.
-type retryDelayer interface {
-	error
-	RetryDelay() time.Duration
-}
-
-// status returns the status code that answers err and the delay err asks
-// the caller to wait (zero when none).
-func status(err error) (code int, delay time.Duration) {
-	if d, ok := errors.AsType[retryDelayer](err); ok {
-		delay = max(d.RetryDelay(), 0)
-	}
-	switch {
-	case errors.Is(err, circuitbreaker.ErrOpen):
-		// First: a rejection also matches the failures that tripped the
-		// breaker (429s from a rate limit, say), yet it is a 503.
-		return http.StatusServiceUnavailable, delay
-	case errors.Is(err, ratelimit.ErrLimited):
-		return http.StatusTooManyRequests, delay
-	case errors.Is(err, concurrency.ErrLimited),
-		errors.Is(err, loadshed.ErrOverloaded),
-		errors.Is(err, timeout.ErrTimeout),
-		errors.Is(err, context.DeadlineExceeded),
-		delay > 0:
-		return http.StatusServiceUnavailable, delay
-	case errors.Is(err, filter.ErrRejected):
-		return http.StatusForbidden, 0
-	default:
-		return http.StatusInternalServerError, 0
-	}
-}
-
-// seconds formats d as a Retry-After value: whole seconds, rounded up.
-func seconds(d time.Duration) string {
-	s := d / time.Second
-	if d%time.Second != 0 {
-		s++
-	}
-	return strconv.FormatInt(int64(s), 10)
-}
-
 // handlerService is the innermost service of a Handler's stack: it calls
 // the wrapped handler.
 type handlerService struct{ next http.Handler }
@@ -306,219 +230,4 @@ func (s handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) 
 		return struct{}{}, err
 	}
 	return struct{}{}, nil
-}
-
-// responseWriter records whether the response has begun, so that a Handler
-// never writes a second one. It is used by one goroutine at a time, as
-// net/http requires of a ResponseWriter.
-//
-// From the moment the handler is called until the response starts, the
-// handler's headers are kept apart from the server's: Header returns a copy
-// of the server's header map, made on first use, and the copy is sent as the
-// server's headers when the handler writes a status, a body byte, a flush
-// or hijacks. So a refusal written after the handler gave up (a timeout)
-// carries none of the headers the handler set for the answer it never wrote
-// (Content-Encoding, Cache-Control, Set-Cookie), as with
-// [http.TimeoutHandler], while headers set before the handler ran, by an
-// outer middleware or by a layer of the stack (a request ID, CORS), stay.
-// An informational status (103 Early Hints) is sent with the handler's
-// headers, which are then taken back from the server's map: it does not
-// start the response, and a refusal after it carries none of them either.
-// The handler sees one map throughout, as with net/http: trailers it sets
-// in that map after the body are copied to the server's map when it
-// returns.
-type responseWriter struct {
-	w http.ResponseWriter
-	// h is the handler's header map; nil until the handler first asks for
-	// it before the response started.
-	h http.Header
-	// private is set when the handler is called: before that, Header is
-	// the server's map.
-	private bool
-	// started is set once a final status or body bytes may have reached the
-	// client, or the connection was hijacked.
-	started bool
-	// sealed is set when the stack returned an error after the response
-	// began: every later write is discarded.
-	sealed bool
-}
-
-// errSealed is what writes return after the response was finished.
-var errSealed = errors.New("ramparthttp: response already written")
-
-func (w *responseWriter) Header() http.Header {
-	if w.h != nil {
-		return w.h
-	}
-	if !w.private || w.started {
-		return w.w.Header()
-	}
-	w.h = w.w.Header().Clone()
-	if w.h == nil {
-		w.h = http.Header{}
-	}
-	return w.h
-}
-
-// sendHeader makes the handler's headers the server's, before something is
-// sent with them.
-func (w *responseWriter) sendHeader() {
-	if w.h != nil {
-		replaceHeader(w.w.Header(), w.h)
-	}
-}
-
-// replaceHeader makes dst hold exactly src's fields.
-func replaceHeader(dst, src http.Header) {
-	for k := range dst {
-		if _, ok := src[k]; !ok {
-			delete(dst, k)
-		}
-	}
-	for k, v := range src {
-		dst[k] = v
-	}
-}
-
-// start marks the response as begun, sending the handler's headers.
-func (w *responseWriter) start() {
-	if !w.started {
-		w.sendHeader()
-		w.started = true
-	}
-}
-
-func (w *responseWriter) WriteHeader(code int) {
-	if w.sealed {
-		return
-	}
-	// 101 Switching Protocols is final; every other 1xx (103 Early Hints)
-	// precedes the final status and carries the headers set so far.
-	if code >= 200 || code == http.StatusSwitchingProtocols {
-		w.start()
-		w.w.WriteHeader(code)
-		return
-	}
-	if w.started || w.h == nil {
-		w.w.WriteHeader(code)
-		return
-	}
-	// The server sends its map with the 1xx there and then; lend it the
-	// handler's headers for that, and take them back, so that a refusal
-	// written if the handler never answers does not carry them.
-	saved := w.w.Header().Clone()
-	w.sendHeader()
-	w.w.WriteHeader(code)
-	replaceHeader(w.w.Header(), saved)
-}
-
-func (w *responseWriter) Write(p []byte) (int, error) {
-	if w.sealed {
-		return 0, errSealed
-	}
-	w.start()
-	return w.w.Write(p)
-}
-
-// ReadFrom keeps the server's sendfile path (io.Copy into a ResponseWriter).
-func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
-	if w.sealed {
-		return 0, errSealed
-	}
-	w.start()
-	return io.Copy(w.w, src)
-}
-
-// FlushError is what [http.ResponseController.Flush] calls.
-func (w *responseWriter) FlushError() error {
-	if w.sealed {
-		return errSealed
-	}
-	rc := http.NewResponseController(w.w)
-	if w.started || w.h == nil {
-		if err := rc.Flush(); err != nil {
-			return err
-		}
-		w.started = true
-		return nil
-	}
-	saved := w.w.Header().Clone()
-	w.sendHeader()
-	if err := rc.Flush(); err != nil {
-		replaceHeader(w.w.Header(), saved) // nothing was sent
-		return err
-	}
-	w.start()
-	return nil
-}
-
-func (w *responseWriter) Flush() { _ = w.FlushError() }
-
-func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	if w.sealed {
-		return nil, nil, errSealed
-	}
-	conn, brw, err := http.NewResponseController(w.w).Hijack()
-	if err == nil {
-		w.start()
-	}
-	return conn, brw, err
-}
-
-// Unwrap lets [http.ResponseController] reach the server's writer.
-func (w *responseWriter) Unwrap() http.ResponseWriter { return w.w }
-
-// ServerConcurrencyLimitLayer returns a layer that runs each request in a
-// slot of lim, so at most lim.Max() handlers run at once across every
-// layer built with lim. It is [concurrency.NewLayer] for a server stack.
-// In [concurrency.Reject] mode a request finding every slot taken is
-// refused at once with a [*concurrency.LimitedError] (answered 503); in
-// [concurrency.Wait] mode it queues until a slot frees or its context is
-// done. Put [ServerShedLayer] with the same lim outside a Wait layer to
-// refuse instead of queueing. It returns an error when lim is nil or mode
-// is invalid.
-func ServerConcurrencyLimitLayer(lim *concurrency.Limiter, mode concurrency.Mode) (ServerLayer, error) {
-	return concurrency.NewLayer[Exchange, struct{}](lim, mode)
-}
-
-// ServerShedLayer returns a layer that refuses a request with
-// [loadshed.ErrOverloaded] (answered 503) when r is not ready, for example
-// a *concurrency.Limiter with no free slot. It is [loadshed.NewLayer] for a
-// server stack. It returns an error when r is nil.
-func ServerShedLayer(r loadshed.Readiness) (ServerLayer, error) {
-	return loadshed.NewLayer[Exchange, struct{}](r)
-}
-
-// ServerRateLimitLayer returns a layer that takes a token from lim before
-// each request. It is [ratelimit.NewLayer] for a server stack: a refusal is
-// a [*ratelimit.LimitedError], answered 429 with a Retry-After header
-// saying when the next token is due. It returns an error when lim is nil
-// or mode is invalid.
-func ServerRateLimitLayer(lim *rate.Limiter, mode ratelimit.Mode) (ServerLayer, error) {
-	return ratelimit.NewLayer[Exchange, struct{}](lim, mode)
-}
-
-// ServerKeyedRateLimitLayer returns a layer that takes a token, before each
-// request, from the limiter k holds for key(r): per client address, per
-// API key, per tenant. It is [ratelimit.NewKeyedLayer] for a server stack,
-// answered as [ServerRateLimitLayer] is. key must be safe for concurrent
-// use. It returns an error when k or key is nil or mode is invalid.
-func ServerKeyedRateLimitLayer(k *ratelimit.Keyed, key func(r *http.Request) string, mode ratelimit.Mode) (ServerLayer, error) {
-	if key == nil {
-		return nil, errors.New("ramparthttp: key must not be nil")
-	}
-	return ratelimit.NewKeyedLayer[Exchange, struct{}](k, func(x Exchange) string { return key(x.Request) }, mode)
-}
-
-// ServerTimeoutLayer returns a layer that gives each request's handler a
-// context with a deadline d after the request enters the layer. It is
-// [timeout.NewLayer] for a server stack. A handler that returns without
-// answering once its context is done gets a 503 answer (see [Handler]); a
-// handler that answers, even late, keeps its answer. The handler must
-// honour its context: the layer runs it on the request's goroutine and
-// waits for it (timeout's Abandon mode must not be used in a server stack,
-// since an abandoned handler would write after ServeHTTP returned). d must
-// be > 0, otherwise ServerTimeoutLayer returns an error naming it.
-func ServerTimeoutLayer(d time.Duration) (ServerLayer, error) {
-	return timeout.NewLayer[Exchange, struct{}](d)
 }

@@ -44,6 +44,10 @@ func TestLayers_WrapNilFailsEachCall(t *testing.T) {
 	require.NoError(t, err)
 	br, err := circuitbreaker.New(circuitbreaker.Config{})
 	require.NoError(t, err)
+	ht, err := ramparthttp.HeaderTimeoutLayer(time.Second)
+	require.NoError(t, err)
+	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{})
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name    string
 		layer   ramparthttp.Layer
@@ -52,6 +56,8 @@ func TestLayers_WrapNilFailsEachCall(t *testing.T) {
 		{name: "retry", layer: rl, wantErr: "ramparthttp: RetryLayer: Wrap: rampart: nil service"},
 		{name: "hedge", layer: hl, wantErr: "ramparthttp: HedgeLayer: Wrap: rampart: nil service"},
 		{name: "breaker", layer: ramparthttp.BreakerLayer(br), wantErr: "ramparthttp: BreakerLayer: Wrap: rampart: nil service"},
+		{name: "header timeout", layer: ht, wantErr: "ramparthttp: HeaderTimeoutLayer: Wrap: rampart: nil service"},
+		{name: "group breaker", layer: ramparthttp.GroupBreakerLayer(hosts, nil, nil), wantErr: "ramparthttp: GroupBreakerLayer: Wrap: rampart: nil service"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := tc.layer.Wrap(nil)

@@ -12,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // DefaultMaxKeys is the number of keys a [Keyed] holds when
@@ -35,6 +36,15 @@ type KeyedConfig struct {
 	// [Keyed.Limiter] returns must then be used only through the layers.
 	// Nil means the system's clock, read directly.
 	Clock clock.Clock
+
+	// Name names the Keyed in the events of the layers built with it.
+	// Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call a layer built with the
+	// Keyed refuses or makes wait, as [Config.Observer] is for
+	// [NewConfigLayer]. See package observe.
+	Observer observe.Observer
 }
 
 // Keyed holds one [*rate.Limiter] per key (per user, per tenant, per client
@@ -69,6 +79,8 @@ type Keyed struct {
 	burst   int
 	maxKeys int
 	clk     clock.Clock
+	name    string
+	obs     observe.Observer
 
 	mu   sync.Mutex
 	keys map[string]*entry // guarded by mu
@@ -95,7 +107,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.MaxKeys < 0 {
 		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0 (0 means DefaultMaxKeys, %d), got %d", DefaultMaxKeys, cfg.MaxKeys)
 	}
-	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, clk: cfg.Clock, keys: make(map[string]*entry)}
+	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, clk: cfg.Clock, keys: make(map[string]*entry), name: cfg.Name, obs: cfg.Observer}
 	if k.maxKeys == 0 {
 		k.maxKeys = DefaultMaxKeys
 	}
@@ -224,7 +236,7 @@ type keyedService[Req, Resp any] struct {
 }
 
 func (s *keyedService[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := take(ctx, &s.keyed.entry(s.key(req)).q, s.mode); err != nil {
+	if err := take(ctx, &s.keyed.entry(s.key(req)).q, s.mode, s.keyed.name, s.keyed.obs); err != nil {
 		var zero Resp
 		return zero, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Mode says what a call does when the limiter has no token for it now. It
@@ -84,13 +85,27 @@ func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, R
 	return NewConfigLayer[Req, Resp](Config{Limiter: lim, Mode: mode})
 }
 
-// Config configures the layer [NewConfigLayer] returns.
+// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
+// the arguments of [NewLayer], and a Name and an Observer for its events.
 type Config struct {
-	// Limiter is the limiter to take tokens from, as for [NewLayer].
-	// Required.
+	// Limiter is the token bucket the layer's calls draw from, used as
+	// [NewLayer] says. It must not be nil.
 	Limiter *rate.Limiter
-	// Mode is [Wait] (the zero value) or [Reject], as for [NewLayer].
+
+	// Mode says what a call does when no token is free now: [Wait] (the
+	// zero Mode) or [Reject].
 	Mode Mode
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call the layer refuses (an
+	// [observe.Refused] event with the [*LimitedError] or context error
+	// returned and how long the call waited) and each call that waited for
+	// its token (an [observe.Queued] event with the wait). A call that
+	// finds a token free reports nothing. See package observe.
+	Observer observe.Observer
+
 	// Clock, when set, is the time the layer runs on, so it can be
 	// replayed on virtual time: the times it passes to Limiter (AllowN,
 	// ReserveN, CancelAt) are made of the clock's monotonic readings
@@ -104,24 +119,31 @@ type Config struct {
 	Clock clock.Clock
 }
 
-// NewConfigLayer returns the layer of [NewLayer] for cfg.Limiter and
-// cfg.Mode, on cfg.Clock. It returns an error when Limiter is nil or Mode
-// is not Wait or Reject.
+// NewConfigLayer returns the layer [NewLayer] returns for cfg.Limiter and
+// cfg.Mode, reporting its events to cfg.Observer, on cfg.Clock. It returns the errors
+// NewLayer returns.
 func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
-	lim, mode := cfg.Limiter, cfg.Mode
-	if lim == nil {
+	if cfg.Limiter == nil {
 		return nil, errors.New("ratelimit: limiter must not be nil")
 	}
-	if err := checkMode(mode); err != nil {
+	if err := checkMode(cfg.Mode); err != nil {
 		return nil, err
 	}
-	q := &queue{lim: lim, clk: cfg.Clock}
+	q := &queue{lim: cfg.Limiter, clk: cfg.Clock}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
 		}
-		return &service[Req, Resp]{inner: inner, q: q, mode: mode}
+		return &service[Req, Resp]{inner: inner, q: q, mode: cfg.Mode, name: cfg.Name, obs: cfg.Observer}
 	}), nil
+}
+
+// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
+// the type parameters from svc. It returns the errors NewConfigLayer
+// returns, and an error matching [rampart.ErrNilService] when svc is nil.
+func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config) (rampart.Service[Req, Resp], error) {
+	l, err := NewConfigLayer[Req, Resp](cfg)
+	return wrap.Service("ratelimit", svc, l, err)
 }
 
 // Wrap wraps svc in the layer [NewLayer] returns, inferring the type
@@ -136,10 +158,12 @@ type service[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	q     *queue
 	mode  Mode
+	name  string
+	obs   observe.Observer
 }
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := take(ctx, s.q, s.mode); err != nil {
+	if err := take(ctx, s.q, s.mode, s.name, s.obs); err != nil {
 		var zero Resp
 		return zero, err
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // queue is the line of calls waiting for tokens of one limiter. Only its
@@ -47,8 +48,9 @@ type waiter struct {
 	r *rate.Reservation
 }
 
-// take takes one token from q.lim for a call, as [NewLayer] documents.
-func take(ctx context.Context, q *queue, mode Mode) error {
+// take takes one token from q.lim for a call, as [NewLayer] documents,
+// and reports a refusal or a wait to obs, if not nil, under name.
+func take(ctx context.Context, q *queue, mode Mode, name string, obs observe.Observer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -58,9 +60,26 @@ func take(ctx context.Context, q *queue, mode Mode) error {
 		return nil
 	}
 	if mode == Reject {
-		return q.reject()
+		err := q.reject()
+		if err != nil && obs != nil {
+			obs.Observe(ctx, observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Refused, Err: err})
+		}
+		return err
 	}
-	return q.wait(ctx)
+	if obs == nil {
+		return q.wait(ctx)
+	}
+	start := q.now()
+	err := q.wait(ctx)
+	e := observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Queued, Duration: q.now().Sub(start)}
+	switch {
+	case err != nil:
+		e.Kind, e.Err = observe.Refused, err
+	case e.Duration == 0:
+		return nil // a token came due after Allow: no wait
+	}
+	obs.Observe(ctx, e)
+	return err
 }
 
 // allow takes a token if one is free now.
@@ -112,6 +131,9 @@ func (q *queue) reject() error {
 		return nil // a token came due after Allow
 	}
 	r.CancelAt(now)
+	if q.never(delay) {
+		return &LimitedError{RetryAfter: rate.InfDuration}
+	}
 	return &LimitedError{RetryAfter: delay}
 }
 
@@ -171,7 +193,7 @@ func (q *queue) serve(ctx context.Context, w *waiter) error {
 	case delay == 0:
 		q.leave(w, false)
 		return nil
-	case delay == rate.InfDuration:
+	case q.never(delay):
 		// No token will ever come (a burst of 0, or a limit of 0 with the
 		// burst spent): refuse rather than wait forever.
 		q.leave(w, true)
@@ -232,6 +254,17 @@ func (q *queue) leave(w *waiter, cancel bool) {
 		next.r = q.lim.ReserveN(now, 1)
 		close(next.turn)
 	}
+}
+
+// never reports whether a reservation due after delay will never come due:
+// x/time/rate reports a limiter that can never grant (a limit of 0 or less
+// with its burst spent, or a burst of 0) either as a reservation that is not
+// OK (a delay of rate.InfDuration) or as one due in about rate.InfDuration.
+func (q *queue) never(delay time.Duration) bool {
+	if delay == rate.InfDuration {
+		return true
+	}
+	return delay > 0 && (!(q.lim.Limit() > 0) || (q.lim.Burst() < 1 && q.lim.Limit() != rate.Inf))
 }
 
 // behind returns how long from now until a call joining the back of the

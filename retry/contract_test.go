@@ -155,7 +155,7 @@ func newRatioBudget(t testing.TB) *budget.Budget {
 func TestRetry_RT10_RetryRefusedByTheBreakerIsRefunded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newRatioBudget(t)
-		open := &circuitbreaker.OpenError{RetryAfter: time.Second}
+		open := &circuitbreaker.OpenError{}
 		s := newScript(fail("boom"), outcome{err: open})
 		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
 

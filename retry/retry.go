@@ -11,6 +11,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Budget bounds retries to a share of recent traffic. The layer calls
@@ -132,6 +133,17 @@ type Config[Req, Resp any] struct {
 	// discarded.
 	Discard func(resp Resp)
 
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each retry (an
+	// [observe.Retrying] event, before the wait: the attempt it is about to
+	// make, the delay and the failure being retried) and about the end of
+	// every loop that wanted a retry or met an open circuit breaker (an
+	// [observe.RetryEnd] event: the attempts made and why it stopped). A
+	// call that succeeds at once reports nothing. See package observe.
+	Observer observe.Observer
+
 	// Clock, when set, times the waits between attempts: each wait is
 	// [clock.Sleep] on it, so retries can be replayed on virtual time (see
 	// package sim). A context's deadline is system time whatever the
@@ -162,6 +174,8 @@ type policy[Req, Resp any] struct {
 	maxHint     time.Duration
 	discard     func(Resp)
 	clock       clock.Clock
+	name        string
+	obs         observe.Observer
 }
 
 func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error) {
@@ -174,6 +188,8 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 		maxHint:     cfg.MaxHint,
 		discard:     cfg.Discard,
 		clock:       cfg.Clock,
+		name:        cfg.Name,
+		obs:         cfg.Observer,
 	}
 	switch {
 	case p.maxAttempts < 0 || p.maxAttempts > MaxAttemptsLimit:
@@ -315,6 +331,9 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}
 	resp, err := s.inner.Call(ctx, req)
 	if s.p.maxAttempts == 1 || !s.p.wantsRetry(resp, err) {
+		if s.p.obs != nil && err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+			s.p.end(ctx, 1, err)
+		}
 		return resp, err
 	}
 	return s.loop(ctx, req, resp, err)
@@ -360,29 +379,34 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			if err != nil && errors.Is(err, ctx.Err()) {
 				// The attempt only reports the cancellation: return the
 				// failure before it, if any, rather than hide it.
+				why := contextReason(ctx)
+				p.end(ctx, attempt, why)
 				if lastErr == nil {
 					return resp, err
 				}
-				return resp, &ExhaustedError{Attempts: attempt, Err: lastErr, Reason: contextReason(ctx)}
+				return resp, &ExhaustedError{Attempts: attempt, Err: lastErr, Reason: why}
 			}
-			return stop(resp, err, attempt, contextReason(ctx))
+			return p.stop(ctx, resp, err, attempt, contextReason(ctx))
 		}
 		if attempt >= p.maxAttempts {
-			return stop(resp, err, attempt, ErrMaxAttempts)
+			return p.stop(ctx, resp, err, attempt, ErrMaxAttempts)
 		}
 		d := max(p.backoff.Delay(attempt, prev), 0)
 		prev = d
 		if h, ok := p.serverHint(resp, err); ok {
 			if h == Forever {
-				return stop(resp, err, attempt, ErrHintForever)
+				return p.stop(ctx, resp, err, attempt, ErrHintForever)
 			}
 			d = max(d, min(max(h, 0), p.maxHint))
 		}
 		if deadline, ok := ctx.Deadline(); ok && p.clock == nil && time.Until(deadline) <= d {
-			return stop(resp, err, attempt, ErrDeadline)
+			return p.stop(ctx, resp, err, attempt, ErrDeadline)
 		}
 		if p.budget != nil && !p.budget.Withdraw() {
-			return stop(resp, err, attempt, ErrBudgetExhausted)
+			return p.stop(ctx, resp, err, attempt, ErrBudgetExhausted)
+		}
+		if p.obs != nil {
+			p.obs.Observe(ctx, observe.Event{Source: observe.Retry, Name: p.name, Kind: observe.Retrying, Attempt: attempt + 1, Duration: d, Err: err})
 		}
 		if d > 0 && p.clock != nil {
 			_ = clock.Sleep(ctx, p.clock, d) // ctx's error is checked below
@@ -399,7 +423,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		}
 		if ctx.Err() != nil { // cancelled during the wait, or as it ended
 			p.refund() // the retry is not sent
-			return stop(resp, err, attempt, contextReason(ctx))
+			return p.stop(ctx, resp, err, attempt, contextReason(ctx))
 		}
 		if p.discard != nil {
 			p.discard(resp)
@@ -418,8 +442,21 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			continue // the caller gave up during the attempt; reported above
 		}
 		if !p.wantsRetry(resp, err) {
+			var why error
+			if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+				why = err
+			}
+			p.end(ctx, attempt+1, why)
 			return resp, err
 		}
+	}
+}
+
+// end reports the end of a loop after attempts calls, stopped for the
+// reason why (nil when the last outcome was not to be retried).
+func (p *policy[Req, Resp]) end(ctx context.Context, attempts int, why error) {
+	if p.obs != nil {
+		p.obs.Observe(ctx, observe.Event{Source: observe.Retry, Name: p.name, Kind: observe.RetryEnd, Attempt: attempts, Err: why})
 	}
 }
 
@@ -458,8 +495,9 @@ func contextReason(ctx context.Context) error {
 }
 
 // stop ends the loop after attempts calls whose last outcome (resp, err)
-// still wanted a retry, for the given reason.
-func stop[Resp any](resp Resp, err error, attempts int, reason error) (Resp, error) {
+// still wanted a retry, for the given reason, and reports it.
+func (p *policy[Req, Resp]) stop(ctx context.Context, resp Resp, err error, attempts int, reason error) (Resp, error) {
+	p.end(ctx, attempts, reason)
 	if err == nil { // a retryable response: it is the result
 		return resp, nil
 	}

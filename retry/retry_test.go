@@ -342,7 +342,7 @@ func TestRetry_RT2_CancelCauseIsKept(t *testing.T) {
 }
 
 func TestRetry_RT3_OpenErrorIsReturnedAsIs(t *testing.T) {
-	open := &circuitbreaker.OpenError{RetryAfter: time.Second}
+	open := &circuitbreaker.OpenError{}
 	for _, first := range []outcome{{err: open}, fail("boom")} {
 		s := newScript(first, outcome{err: open})
 		svc := wrap(t, s, retry.Config[string, string]{

@@ -50,6 +50,7 @@ func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b boun
 				return zero, callerErr(parent)
 			}
 			// tctx is done and its parent is not: the layer's deadline fired.
+			s.l.fired(parent, b.timeout)
 			return zero, &Error{After: b.timeout}
 		}
 		// The call returned at the same moment and won the race: its
@@ -68,7 +69,7 @@ func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b boun
 		runtime.Goexit()
 	}
 	if c.err != nil {
-		err := b.judge(parent, c.err)
+		err := s.judge(parent, &b, c.err)
 		cancel()
 		return c.resp, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Config configures a timeout layer built by [NewConfigLayer] or
@@ -71,6 +72,14 @@ type Config[Req, Resp any] struct {
 	// layer's); it must be safe for concurrent use.
 	Detach func(resp Resp, cancel context.CancelFunc) Resp
 
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call the layer's deadline
+	// ends (an [observe.TimeoutFired] event with the timeout, each time the
+	// layer returns an [*Error]). See package observe.
+	Observer observe.Observer
+
 	// Clock, when set, is the time the deadline runs on, so calls can be
 	// replayed on virtual time (see package sim): the deadline is the
 	// clock's monotonic reading at the start of Call plus the timeout, and
@@ -81,12 +90,12 @@ type Config[Req, Resp any] struct {
 	// the clock's deadline passes, with the *Error as its cause: read
 	// [context.Cause]), since a deadline on the supplied clock is no time
 	// on the system's; an inner call that returns that context.Canceled
-	// is reported as if it had returned [context.DeadlineExceeded]. And the caller's deadline, which is system time,
-	// is not compared with the layer's: the layer always sets its own, and
-	// a call whose caller's context is done is still reported as the
-	// caller's. Nil means the system's clock and
-	// [context.WithDeadlineCause]. Each call allocates the context, the
-	// clock's timer and its function.
+	// is reported as if it had returned [context.DeadlineExceeded]. And
+	// the caller's deadline, which is system time, is not compared with
+	// the layer's: the layer always sets its own, and a call whose
+	// caller's context is done is still reported as the caller's. Nil
+	// means the system's clock and [context.WithDeadlineCause]. Each call
+	// allocates the context, the clock's timer and its function.
 	Clock clock.Clock
 }
 
@@ -255,7 +264,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}()
 	resp, err := s.inner.Call(tctx, req)
 	if err != nil {
-		return resp, b.judge(ctx, err)
+		return resp, s.judge(ctx, &b, err)
 	}
 	if s.l.cfg.Detach != nil {
 		resp = s.l.cfg.Detach(resp, cancel)
@@ -292,7 +301,7 @@ func (b *bounds) passed() bool {
 // judge returns the error the layer reports for an inner error err: a
 // timeout when the layer's deadline has passed and the caller's context is
 // not done, err unchanged otherwise.
-func (b *bounds) judge(parent context.Context, err error) error {
+func (s *service[Req, Resp]) judge(parent context.Context, b *bounds, err error) error {
 	if !b.first || parent.Err() != nil || !b.passed() {
 		return err
 	}
@@ -304,5 +313,13 @@ func (b *bounds) judge(parent context.Context, err error) error {
 		// deadline would have.
 		err = context.DeadlineExceeded
 	}
+	s.l.fired(parent, b.timeout)
 	return &Error{After: b.timeout, Err: err}
+}
+
+// fired reports that the layer's deadline d ended a call.
+func (l *layer[Req, Resp]) fired(ctx context.Context, d time.Duration) {
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.Observe(ctx, observe.Event{Source: observe.Timeout, Name: l.cfg.Name, Kind: observe.TimeoutFired, Duration: d})
+	}
 }

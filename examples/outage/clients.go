@@ -64,6 +64,8 @@ const (
 
 func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, error) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Name:         "backend",
+		Observer:     o.observer,
 		Policy:       circuitbreaker.Consecutive{Failures: tripAfter},
 		ResetTimeout: o.resetTimeout,
 		MaxProbes:    1,
@@ -71,7 +73,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if err != nil {
 		return nil, err
 	}
-	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor})
+	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor, Name: "backend", Observer: o.observer})
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +85,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		Base:           base,
 		Breaker:        br,
 		AttemptTimeout: o.attemptTimeout,
-		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb},
+		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb, Name: "backend", Observer: o.observer},
 	})
 	if err != nil {
 		return nil, err

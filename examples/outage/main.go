@@ -20,6 +20,15 @@
 //	go run ./examples/outage
 //	go run ./examples/outage -json -chart ''
 //	go run ./examples/outage -chart examples/outage/outage.png   # the README's picture
+//	go run ./examples/outage -metrics :9090 -after 5m             # watch it in Prometheus/Grafana
+//
+// With -metrics, the rampart client's breaker, retries and budget report
+// their events (package observe) to OpenTelemetry metrics (module
+// rampart/otel), served at /metrics through the OpenTelemetry Prometheus
+// exporter while the demo runs and until it is interrupted afterwards:
+// rampart_breaker_state shows the breaker open and close, and
+// rampart_retry_retries_total and rampart_budget_refusals_total the
+// retries the budget allowed and refused.
 package main
 
 import (
@@ -28,7 +37,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"time"
+
+	"github.com/rampart-go/rampart/observe"
 )
 
 type options struct {
@@ -46,6 +58,10 @@ type options struct {
 
 	chart   string
 	jsonOut bool
+
+	metrics string // address to serve /metrics on; empty for none
+	// observer receives the rampart client's events; nil for none.
+	observer observe.Observer
 }
 
 // defaults returns the demo's default options: a 30-second run.
@@ -74,14 +90,31 @@ func main() {
 	flag.DurationVar(&o.resetTimeout, "reset-timeout", o.resetTimeout, "rampart breaker's reset timeout (cool-down)")
 	flag.StringVar(&o.chart, "chart", o.chart, "where to write the timeline chart, a PNG; empty for none")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object instead of the table")
+	flag.StringVar(&o.metrics, "metrics", "", "serve the rampart client's metrics for Prometheus at this address (such as :9090) on /metrics, until interrupted after the run; empty for none")
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "outage:", err)
 		os.Exit(2)
 	}
+	if o.metrics != "" {
+		obs, addr, stop, err := serveMetrics(o.metrics)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "outage:", err)
+			os.Exit(1)
+		}
+		defer stop()
+		fmt.Fprintf(os.Stderr, "metrics on http://%s/metrics\n", addr)
+		o.observer = obs
+	}
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "outage:", err)
 		os.Exit(1)
+	}
+	if o.metrics != "" {
+		fmt.Fprintln(os.Stderr, "run over; still serving metrics, interrupt to stop")
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, os.Interrupt)
+		<-stop
 	}
 }
 

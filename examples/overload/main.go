@@ -1,9 +1,11 @@
 // Command overload shows server-side load shedding with ramparthttp.
 //
-// It runs the same backend twice on 127.0.0.1 and sends it the same
+// It runs the same backend three times on 127.0.0.1 and sends it the same
 // traffic each time, more than it can serve: first bare, then behind a
-// ramparthttp.Handler with a rate limit, load shedding and a concurrency
-// limit. The backend works on -capacity requests at once, each taking
+// ramparthttp.Handler with a rate limit, load shedding and a fixed
+// concurrency limit, then behind the same rate limit and an adaptive
+// concurrency limit that is not told the backend's capacity and finds it
+// from the requests' latency. The backend works on -capacity requests at once, each taking
 // -work; any more wait in line for a slot, as requests wait for a worker
 // pool, a connection pool or the CPU. Requests arrive at -offered per
 // second, whether or not earlier ones have been answered, and are sent by
@@ -17,10 +19,14 @@
 // can serve soon (-limit requests, a short line included) and answers the
 // rest at once, 429 above the rate limit and 503 when every slot is taken,
 // with a Retry-After header; the requests it serves take about
-// (limit / capacity) x work, at the same throughput. At the end it prints
-// a side-by-side table, or with -json one JSON object
-// {"bare": {...}, "rampart": {...}}. The machine's load shows in the
-// numbers: on a busy machine both servers serve less.
+// (limit / capacity) x work, at the same throughput. The adaptive limit
+// starts at 1 and moves every -window: up while requests take about as
+// long as the fastest window did, down when they take longer because they
+// queue in the backend; it refuses with 503 at once when its slots are
+// taken. At the end it prints a side-by-side table, or with -json one
+// JSON object {"bare": {...}, "rampart": {...}, "adaptive": {...}}. The
+// machine's load shows in the numbers: on a busy machine every server
+// serves less.
 //
 //	go run ./examples/overload
 //	go run ./examples/overload -duration 2s -offered 500 -concurrency 200 -rate 0 -json
@@ -61,6 +67,7 @@ type options struct {
 	rate        float64
 	retryAfter  time.Duration
 	timeout     time.Duration
+	window      time.Duration
 	jsonOut     bool
 }
 
@@ -75,6 +82,7 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 250, "rampart's rate limit in requests per second (0: none)")
 	flag.DurationVar(&o.retryAfter, "retry-after", time.Second, "Retry-After for refusals that carry no delay of their own (shedding)")
 	flag.DurationVar(&o.timeout, "timeout", 2*time.Second, "client timeout per request")
+	flag.DurationVar(&o.window, "window", 100*time.Millisecond, "the adaptive limit's window: it moves once per window")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -110,15 +118,28 @@ func (o options) validate() error {
 		return fmt.Errorf("-retry-after must be >= 0, got %v", o.retryAfter)
 	case o.timeout <= 0:
 		return fmt.Errorf("-timeout must be > 0, got %v", o.timeout)
+	case o.window <= 0:
+		return fmt.Errorf("-window must be > 0, got %v", o.window)
 	}
 	return nil
 }
 
+// stack is which server run serves: the backend bare, behind the fixed
+// concurrency limit, or behind the adaptive one.
+type stack int
+
+const (
+	bare stack = iota
+	fixed
+	adaptive
+)
+
 func run(o options, out io.Writer) error {
-	var results [2]summary
-	for i, protect := range []bool{false, true} {
+	var results [3]summary
+	var lim *concurrency.AdaptiveLimiter
+	for i, st := range []stack{bare, fixed, adaptive} {
 		be := &backend{slots: make(chan struct{}, o.capacity), work: o.work}
-		h, err := handler(be, o, protect)
+		h, l, err := handler(be, o, st)
 		if err != nil {
 			return err
 		}
@@ -127,22 +148,29 @@ func run(o options, out io.Writer) error {
 			return err
 		}
 		res.PeakInside = be.peak.Load()
+		if l != nil {
+			lim = l
+			res.FinalLimit = l.Limit()
+			res.BaselineMs = ms(l.Baseline())
+		}
 		results[i] = res
 	}
 	if o.jsonOut {
-		return json.NewEncoder(out).Encode(map[string]summary{"bare": results[0], "rampart": results[1]})
+		return json.NewEncoder(out).Encode(map[string]summary{"bare": results[0], "rampart": results[1], "adaptive": results[2]})
 	}
-	printTable(out, o, results[0], results[1])
+	printTable(out, o, results, lim)
 	return nil
 }
 
-// handler returns the backend bare, or behind rampart's overload stack:
-// rate limit, then shedding when every slot is taken, then the slots. The
-// limit is a little above the backend's capacity, so a short burst waits in
-// a queue of bounded length instead of being refused.
-func handler(be *backend, o options, protect bool) (http.Handler, error) {
-	if !protect {
-		return be, nil
+// handler returns the backend bare, or behind one of rampart's overload
+// stacks, with the adaptive limiter when there is one. Both stacks start
+// with the rate limit. The fixed one then sheds when every slot is taken,
+// then takes a slot: its limit is a little above the backend's capacity,
+// so a short burst waits in a queue of bounded length instead of being
+// refused. The adaptive one refuses at once when its slots are taken.
+func handler(be *backend, o options, st stack) (http.Handler, *concurrency.AdaptiveLimiter, error) {
+	if st == bare {
+		return be, nil, nil
 	}
 	var layers []ramparthttp.ServerLayer
 	if o.rate > 0 {
@@ -151,24 +179,43 @@ func handler(be *backend, o options, protect bool) (http.Handler, error) {
 		burst := max(1, int(o.rate/10))
 		rl, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Limit(o.rate), burst), ratelimit.Reject)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		layers = append(layers, rl)
 	}
-	lim, err := concurrency.New(o.limit)
-	if err != nil {
-		return nil, err
+	var alim *concurrency.AdaptiveLimiter
+	if st == adaptive {
+		// Start at the floor, so that the first windows measure the
+		// backend unloaded; the limit climbs from there.
+		var err error
+		alim, err = concurrency.NewAdaptive(concurrency.AdaptiveConfig{
+			MinLimit: 1, InitialLimit: 1, MaxLimit: o.concurrency, Window: o.window,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](alim, concurrency.Reject)
+		if err != nil {
+			return nil, nil, err
+		}
+		layers = append(layers, slots)
+	} else {
+		lim, err := concurrency.New(o.limit)
+		if err != nil {
+			return nil, nil, err
+		}
+		shed, err := ramparthttp.ServerShedLayer(lim)
+		if err != nil {
+			return nil, nil, err
+		}
+		slots, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
+		if err != nil {
+			return nil, nil, err
+		}
+		layers = append(layers, shed, slots)
 	}
-	shed, err := ramparthttp.ServerShedLayer(lim)
-	if err != nil {
-		return nil, err
-	}
-	slots, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
-	if err != nil {
-		return nil, err
-	}
-	layers = append(layers, shed, slots)
-	return ramparthttp.NewHandler(be, ramparthttp.HandlerConfig{Layers: layers, RetryAfter: o.retryAfter})
+	h, err := ramparthttp.NewHandler(be, ramparthttp.HandlerConfig{Layers: layers, RetryAfter: o.retryAfter})
+	return h, alim, err
 }
 
 // backend works on at most cap(slots) requests at once, for work each; the
@@ -347,7 +394,9 @@ type summary struct {
 	ServedMaxms    float64 `json:"served_max_ms"`
 	RefusedP50ms   float64 `json:"refused_p50_ms"`
 	Throughput     float64 `json:"ok_per_second"`
-	PeakInside     int64   `json:"peak_inside"` // most requests working or waiting in the backend at once
+	PeakInside     int64   `json:"peak_inside"`           // most requests working or waiting in the backend at once
+	FinalLimit     int     `json:"final_limit,omitempty"` // the adaptive limit when the load ended
+	BaselineMs     float64 `json:"baseline_ms,omitempty"` // the adaptive limit's unloaded latency
 }
 
 func (t *tally) summarise(elapsed time.Duration) summary {
@@ -386,31 +435,35 @@ func ms(d time.Duration) float64 {
 	return math.Round(float64(d)/float64(time.Microsecond)) / 1000
 }
 
-func printTable(out io.Writer, o options, bare, ramp summary) {
+func printTable(out io.Writer, o options, res [3]summary, lim *concurrency.AdaptiveLimiter) {
 	fmt.Fprintf(out, "backend: %d at once x %v each (at most %.0f req/s); offered %g req/s by %d clients for %v per server\n",
 		o.capacity, o.work, float64(o.capacity)/o.work.Seconds(), o.offered, o.concurrency, o.duration)
-	stack := "shed + concurrency limit " + strconv.Itoa(o.limit)
+	rl := ""
 	if o.rate > 0 {
-		stack = fmt.Sprintf("rate limit %g/s + ", o.rate) + stack
+		rl = fmt.Sprintf("rate limit %g/s + ", o.rate)
 	}
-	fmt.Fprintf(out, "rampart: %s, Retry-After %v for shed requests\n\n", stack, o.retryAfter)
+	fmt.Fprintf(out, "rampart: %sshed + concurrency limit %d, Retry-After %v for shed requests\n", rl, o.limit, o.retryAfter)
+	fmt.Fprintf(out, "adaptive: %sadaptive concurrency limit from 1, window %v; at the end limit %d, unloaded latency %v\n\n",
+		rl, o.window, lim.Limit(), lim.Baseline())
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(name string, a, b any) { fmt.Fprintf(tw, "%s\t%v\t%v\t\n", name, a, b) }
-	row("", "bare", "rampart")
-	row("not sent: every client busy", bare.NotSent, ramp.NotSent)
-	row("requests sent", bare.Sent, ramp.Sent)
-	row("200 OK", bare.OK, ramp.OK)
-	row("503 Service Unavailable", bare.Unavailable, ramp.Unavailable)
-	row("429 Too Many Requests", bare.TooMany, ramp.TooMany)
-	row("  refusals with Retry-After", bare.WithRetryAfter, ramp.WithRetryAfter)
-	row("other statuses, errors", bare.Other, ramp.Other)
-	row("served p50", msText(bare.ServedP50ms), msText(ramp.ServedP50ms))
-	row("served p99", msText(bare.ServedP99ms), msText(ramp.ServedP99ms))
-	row("served max", msText(bare.ServedMaxms), msText(ramp.ServedMaxms))
-	row("refused p50", msText(bare.RefusedP50ms), msText(ramp.RefusedP50ms))
-	row("200s per second", fmt.Sprintf("%.0f", bare.Throughput), fmt.Sprintf("%.0f", ramp.Throughput))
-	row("peak requests in backend", bare.PeakInside, ramp.PeakInside)
+	row := func(name string, f func(s summary) any) {
+		fmt.Fprintf(tw, "%s\t%v\t%v\t%v\t\n", name, f(res[0]), f(res[1]), f(res[2]))
+	}
+	fmt.Fprintf(tw, "\tbare\trampart\tadaptive\t\n")
+	row("not sent: every client busy", func(s summary) any { return s.NotSent })
+	row("requests sent", func(s summary) any { return s.Sent })
+	row("200 OK", func(s summary) any { return s.OK })
+	row("503 Service Unavailable", func(s summary) any { return s.Unavailable })
+	row("429 Too Many Requests", func(s summary) any { return s.TooMany })
+	row("  refusals with Retry-After", func(s summary) any { return s.WithRetryAfter })
+	row("other statuses, errors", func(s summary) any { return s.Other })
+	row("served p50", func(s summary) any { return msText(s.ServedP50ms) })
+	row("served p99", func(s summary) any { return msText(s.ServedP99ms) })
+	row("served max", func(s summary) any { return msText(s.ServedMaxms) })
+	row("refused p50", func(s summary) any { return msText(s.RefusedP50ms) })
+	row("200s per second", func(s summary) any { return fmt.Sprintf("%.0f", s.Throughput) })
+	row("peak requests in backend", func(s summary) any { return s.PeakInside })
 	_ = tw.Flush()
 }
 

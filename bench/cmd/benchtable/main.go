@@ -56,6 +56,9 @@ type results struct {
 	order     []string          // scenarios in order of first appearance
 	contender map[string][]string
 	medians   map[cell]stats
+	// runs holds each cell's ns/op samples in the order they were run: run
+	// i of every cell comes from round i of run.sh.
+	runs map[cell][]float64
 }
 
 func read(path string) (*results, error) {
@@ -65,7 +68,7 @@ func read(path string) (*results, error) {
 	}
 	defer f.Close()
 
-	r := &results{config: map[string]string{}, contender: map[string][]string{}, medians: map[cell]stats{}}
+	r := &results{config: map[string]string{}, contender: map[string][]string{}, medians: map[cell]stats{}, runs: map[cell][]float64{}}
 	samples := map[cell]map[string][]float64{}
 	reader := benchfmt.NewReader(f, path)
 	for reader.Scan() {
@@ -97,6 +100,13 @@ func read(path string) (*results, error) {
 		r.medians[c] = stats{}
 		for unit, vs := range units {
 			r.medians[c][unit] = median(vs)
+		}
+		if vs := units["sec/op"]; len(vs) > 0 {
+			r.medians[c]["min sec/op"] = slices.Min(vs)
+			r.medians[c]["max sec/op"] = slices.Max(vs)
+			for _, v := range vs {
+				r.runs[c] = append(r.runs[c], v*1e9)
+			}
 		}
 	}
 	return r, nil
@@ -162,8 +172,8 @@ func (r *results) columns(scenario string) []column {
 
 func (r *results) write(w io.Writer) {
 	cpu := cmp.Or(r.config["cpumodel"], r.config["cpu"])
-	fmt.Fprintf(w, "rampart commit %s. Machine: %s, %s/%s, nproc %s; %s.\n\n",
-		r.config["commit"], cpu, r.config["goos"], r.config["goarch"], r.config["nproc"], r.config["go"])
+	fmt.Fprintf(w, "rampart commit %s. Machine: %s, %s/%s, nproc %s; %s. Load average (1, 5, 15 min) at the start: %s.\n\n",
+		r.config["commit"], cpu, r.config["goos"], r.config["goarch"], r.config["nproc"], r.config["go"], cmp.Or(r.config["load"], "not recorded"))
 	for _, s := range r.scenarios() {
 		r.writeScenario(w, s)
 	}
@@ -205,7 +215,7 @@ func (r *results) writeScenario(w io.Writer, scenario string) {
 	base := cols[0]
 	fmt.Fprintf(w, "### %s\n\n| contender |", scenario)
 	for _, col := range cols {
-		fmt.Fprintf(w, " ns/op %s |", col)
+		fmt.Fprintf(w, " ns/op %s, median (min–max) |", col)
 	}
 	fmt.Fprintf(w, " × floor (%s) | rampart faster by (%s) | B/op | allocs/op |\n|---|", base, base)
 	for range len(cols) + 4 {
@@ -217,7 +227,8 @@ func (r *results) writeScenario(w io.Writer, scenario string) {
 	for _, name := range r.contender[scenario] {
 		fmt.Fprintf(w, "| %s |", name)
 		for _, col := range cols {
-			fmt.Fprintf(w, " %s |", num(r.ns(cell{scenario, name, col.parallel, col.procs})))
+			c := cell{scenario, name, col.parallel, col.procs}
+			fmt.Fprintf(w, " %s (%s–%s) |", num(r.ns(c)), num(r.medians[c]["min sec/op"]*1e9), num(r.medians[c]["max sec/op"]*1e9))
 		}
 		c := cell{scenario, name, base.parallel, base.procs}
 		ns := r.ns(c)

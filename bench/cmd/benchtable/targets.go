@@ -71,6 +71,34 @@ var targets = []target{
 	{"Budget deposit: ≤ 10 ns" + depositClock, ns(serial("BudgetDeposit", "rampart")), depositLimit, false, "ns"},
 	{"Budget deposit: 0 allocs", allocs(serial("BudgetDeposit", "rampart")), constant(0), false, "allocs"},
 	{"Budget deposit: parallel -cpu 2 no slower per op than serial", ns(parallel("BudgetDeposit", "rampart")), ns(serial("BudgetDeposit", "rampart")), false, "ns"},
+	{"Adaptive concurrency limit, acquire + release: ≤ 50 ns", ns(serial("ConcurrencyAcquire", "rampart")), constant(50), false, "ns"},
+	{"Adaptive concurrency limit, acquire + release: 0 allocs", allocs(serial("ConcurrencyAcquire", "rampart")), constant(0), false, "allocs"},
+	// The breaker's speed against the fastest peer, the time window, the permit API.
+	{"Open rejection: ≤ 1.5× go-resiliency's", ns(serial("OpenReject", "rampart")), times(serial("OpenReject", "resiliency"), 1.5), false, "ns"},
+	{"Closed breaker, success: ≤ go-resiliency's", ns(serial("ClosedSuccess", "rampart")), ns(serial("ClosedSuccess", "resiliency")), false, "ns"},
+	{"Closed breaker, success: parallel no slower than serial in every round", roundsWhere(parallel("ClosedSuccess", "rampart"), serial("ClosedSuccess", "rampart")), rounds(serial("ClosedSuccess", "rampart")), true, "rounds"},
+	{"Time window, 10% failures: ≤ 40 ns", ns(serial("TimeWindow", "rampart")), constant(40), false, "ns"},
+	{"Time window, 10% failures: parallel no slower per op than serial", ns(parallel("TimeWindow", "rampart")), ns(serial("TimeWindow", "rampart")), false, "ns"},
+	{"Permit API: within 2 ns of the layer", ns(serial("ClosedSuccess", "rampart-permit")), plus(serial("ClosedSuccess", "rampart"), 2), false, "ns"},
+}
+
+// roundsWhere returns the number of rounds in which a's ns/op was at most
+// b's (run i of a against run i of b: the same round of run.sh).
+func roundsWhere(a, b cell) func(*results) float64 {
+	return func(r *results) float64 {
+		n := 0
+		for i, v := range r.runs[a] {
+			if i < len(r.runs[b]) && v <= r.runs[b][i] {
+				n++
+			}
+		}
+		return float64(n)
+	}
+}
+
+// rounds returns the number of rounds c was run.
+func rounds(c cell) func(*results) float64 {
+	return func(r *results) float64 { return float64(len(r.runs[c])) }
 }
 
 // depositReadsClock and retryStackReadsClock say whether rampart's budget
@@ -111,7 +139,7 @@ func (r *results) writeTargets(w io.Writer) {
 			verdict = "met"
 		}
 		format := num
-		if t.unit == "allocs" {
+		if t.unit == "allocs" || t.unit == "rounds" {
 			format = count
 		}
 		unit := " " + t.unit

@@ -1,0 +1,95 @@
+package bench_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go"
+	fsbudget "github.com/failsafe-go/failsafe-go/budget"
+	fscircuitbreaker "github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/failsafegrpc"
+	fstimeout "github.com/failsafe-go/failsafe-go/timeout"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/rampartgrpc"
+)
+
+// BenchmarkGRPCUnary measures one successful unary call over an in-memory
+// connection (bufconn) to a real grpc-go server, bare and through each
+// library's client interceptor with the same stack: a circuit breaker
+// (five consecutive failures trip it), retries of UNAVAILABLE within a retry
+// budget (at most 3 attempts), and a one-second timeout per attempt.
+// failsafe-go has no per-method "safe to repeat" switch: its retry policy
+// applies to every method.
+func BenchmarkGRPCUnary(b *testing.B) {
+	b.Run("bare", func(b *testing.B) { benchGRPC(b) })
+	b.Run("rampart", func(b *testing.B) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rb, err := budget.New(budget.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{
+			Breaker:        br,
+			Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods("/grpc.testing.TestService/UnaryCall"), Budget: rb, MaxAttempts: attempts},
+			AttemptTimeout: time.Second,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchGRPC(b, grpc.WithUnaryInterceptor(ic))
+	})
+	b.Run("failsafe", func(b *testing.B) {
+		rp := failsafegrpc.NewRetryPolicyBuilder[any]().
+			WithMaxAttempts(attempts).
+			WithBackoff(100*time.Millisecond, 10*time.Second).
+			WithBudget(fsbudget.New()).
+			Build()
+		cb := fscircuitbreaker.NewBuilder[any]().WithFailureThreshold(5).WithDelay(time.Minute).Build()
+		ic := failsafegrpc.NewUnaryClientInterceptorWithExecutor(failsafe.With[any](rp, cb, fstimeout.New[any](time.Second)))
+		benchGRPC(b, grpc.WithUnaryInterceptor(ic))
+	})
+}
+
+type grpcServer struct {
+	testgrpc.UnimplementedTestServiceServer
+}
+
+func (grpcServer) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	return &testgrpc.SimpleResponse{}, nil
+}
+
+func benchGRPC(b *testing.B, opts ...grpc.DialOption) {
+	lis := bufconn.Listen(1 << 20)
+	s := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(s, grpcServer{})
+	go func() { _ = s.Serve(lis) }()
+	defer s.Stop()
+	cc, err := grpc.NewClient("passthrough:///bufconn", append(opts,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+	)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cc.Close()
+	client := testgrpc.NewTestServiceClient(cc)
+	req := &testgrpc.SimpleRequest{}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := client.UnaryCall(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,462 @@
+package concurrency
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AdaptiveConfig configures an [AdaptiveLimiter]. Every zero field means
+// its documented default.
+type AdaptiveConfig struct {
+	// MinLimit is the smallest the limit goes, however slow the calls.
+	// Zero means 1; it must not be negative.
+	MinLimit int
+	// MaxLimit is the largest the limit goes, however fast the calls.
+	// Zero means 1000, or MinLimit when that is larger; it must not be
+	// negative nor, when set, below MinLimit.
+	MaxLimit int
+	// InitialLimit is the limit before the first window closes. Zero means
+	// 20, raised to MinLimit or lowered to MaxLimit when 20 is outside
+	// them; when set it must be between MinLimit and MaxLimit. Start below
+	// the dependency's capacity: the limiter learns the unloaded latency
+	// from its first windows, and a start that already queues calls in the
+	// dependency teaches it a latency that is too high.
+	InitialLimit int
+	// Window is the smoothing window: the limiter averages the latency of
+	// the calls that finish in a window, and moves the limit once per
+	// window, from that average. A window closes when the first timed
+	// call finishes after Window has passed since it opened and at least
+	// 10 calls were timed in it, so a quiet limiter keeps its window open
+	// until it has enough samples. Zero means 1s; it must not be negative. A
+	// window should span five of the dependency's usual latencies or more,
+	// so that most calls that start in it also finish in it. A shorter
+	// window follows the dependency faster.
+	Window time.Duration
+	// MaxWaiting bounds the calls that wait for a slot in [Wait] mode: a
+	// call that finds MaxWaiting calls already waiting is refused at once
+	// with a [*LimitedError]. Zero means no bound other than each call's
+	// context; it must not be negative. [Reject] mode never waits.
+	MaxWaiting int
+}
+
+// minSamples is the fewest calls a window averages before the limit moves.
+const minSamples = 10
+
+// AdaptiveLimiter bounds how many calls run at once, as a [Limiter] does,
+// but finds the bound by itself: it measures how long calls take and
+// lowers its limit when calls queue in the dependency, raises it when they
+// do not. The estimator is TCP Vegas's (Brakmo and Peterson, "TCP Vegas:
+// New Techniques for Congestion Detection and Avoidance", SIGCOMM 1994), as
+// Netflix's concurrency-limits library adapted it to request concurrency
+// (VegasLimit): the no-load latency is the baseline; a window whose
+// average latency is rtt, at limit L, has about L × (1 − baseline/rtt)
+// calls queued in the dependency rather than served. Once per
+// [AdaptiveConfig.Window]:
+//
+//   - with fewer than max(1, L/20) calls queued, and at least L/2 calls
+//     in flight at some moment of the window (so that the limit was
+//     actually used), the limit grows by a tenth (at least 1);
+//   - with more than max(2, L/10) queued, or rtt above twice the
+//     baseline, it drops to the estimated capacity L × baseline/rtt plus
+//     max(1, L/20), by at least 1 but never below half of L in one
+//     window (the floor Netflix's Gradient2 puts on its gradient), so one
+//     noisy window cannot collapse it;
+//   - in between it stays.
+//
+// It then stays between MinLimit and MaxLimit. At equilibrium a few calls
+// (a twentieth to a tenth of the limit) wait in the dependency, so it is
+// kept busy and latency stays within about a tenth of the unloaded one.
+//
+// Vegas rather than Gradient2 (Netflix's other estimator, which compares
+// a short-term with a long-term average latency): Vegas's estimate counts
+// queued calls, so the limit settles at the dependency's capacity plus a
+// few, and its baseline is a minimum, which does not drift. The baseline
+// is the smallest window average seen, not an average of recent
+// latencies. An average follows a long incident up until it equals the
+// incident's latency; the limiter then sees no queue and raises the limit
+// while the dependency is still unhealthy (a known complaint about
+// failsafe-go's adaptive limiter, whose baseline is such an average). A
+// minimum does not follow: while an incident lasts, the limit stays at
+// what the dependency still serves. The baseline rises in one case only:
+// a window measured with the limit at MinLimit, the least load this
+// limiter puts on the dependency, whose average is above the baseline.
+// Such latency is not caused by calls queueing behind this limiter's, so
+// it is the dependency's unloaded latency now (a deploy made it slower,
+// say), and the limiter re-learns it, as Envoy's adaptive concurrency
+// filter re-measures its minimum latency at a low fixed concurrency.
+//
+// Like a [Limiter], an AdaptiveLimiter is shared state, safe for
+// concurrent use, and usable on its own: [AdaptiveLimiter.Acquire] or
+// [AdaptiveLimiter.TryAcquire] a [Permit], do the work, and give the
+// permit to [AdaptiveLimiter.Release]. Taking and releasing a free slot
+// allocates nothing and takes no lock, except once per window, when the
+// releasing call moves the limit. A call's latency is measured from when it
+// gets its slot, so time spent waiting for a slot in this limiter does not
+// count as the dependency's. The first 256 calls of a window are all
+// timed, then one call in eight (a clock read costs about as much as the
+// rest of the acquire and release). Timed calls count whatever their
+// outcome: a dependency that fails fast looks fast.
+//
+// The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
+// InFlight are 0, Ready is false, Acquire refuses at once with a
+// RetryAfter of the largest time.Duration, TryAcquire fails, and
+// [NewLayer] rejects it. Make one with [NewAdaptive].
+type AdaptiveLimiter struct {
+	// Set by NewAdaptive, never modified.
+	minLimit, maxLimit int64
+	window             time.Duration
+	maxWaiting         int
+	epoch              time.Time // windowEnd is measured from it
+
+	limit    atomic.Int64 // current limit; written under mu
+	inFlight atomic.Int64
+	// waiting counts calls in waiters, plus a call about to look for a
+	// slot under mu before joining them: see Acquire.
+	waiting atomic.Int64
+
+	// The open window's sums, added to by every Release of a timed call.
+	// A Release that runs while the window closes may count in the closing
+	// window or the next: one sample in many, which the average absorbs.
+	latencySum  atomic.Int64 // nanoseconds
+	samples     atomic.Int64
+	maxInFlight atomic.Int64 // most slots held at once in the window
+	windowEnd   atomic.Int64 // time since epoch, in nanoseconds, at which the window may close
+	// acquired counts slots taken, to time one call in sampleEvery once
+	// the window has sampleAll samples.
+	acquired atomic.Uint64
+
+	// refusal is returned for every refusal until the next window closes,
+	// so refusing allocates nothing. It is replaced, never modified.
+	refusal atomic.Pointer[LimitedError]
+
+	mu       sync.Mutex
+	waiters  list.List     // of chan struct{}; guarded by mu
+	baseline time.Duration // guarded by mu
+}
+
+const (
+	// sampleAll is how many calls of a window are all timed; after them,
+	// one call in sampleEvery is. A clock read costs about as much as the
+	// rest of an acquire and release together, and the average latency of
+	// a regular sample of the calls is their average latency.
+	sampleAll   = 256
+	sampleEvery = 8
+	// untimed is the start of a Permit whose call is not timed.
+	untimed time.Duration = -1
+)
+
+// Permit is a slot taken from an [AdaptiveLimiter]: it records when the
+// slot was taken, so that [AdaptiveLimiter.Release] can measure the call.
+// It is a value; give each one to Release exactly once. The zero Permit
+// holds no slot, and Release ignores it.
+type Permit struct {
+	// start is when the slot was taken, as time since the limiter's
+	// epoch, plus 1 so that a slot taken at the epoch is not the zero
+	// Permit; or untimed.
+	start time.Duration
+}
+
+// permit returns the Permit of a slot just taken, n slots now held: timed
+// (it reads only the monotonic clock, time.Since, about half the cost of
+// time.Now) while the window has fewer than sampleAll samples, and then
+// one call in sampleEvery.
+func (l *AdaptiveLimiter) permit(n int64) Permit {
+	for m := l.maxInFlight.Load(); n > m && !l.maxInFlight.CompareAndSwap(m, n); m = l.maxInFlight.Load() {
+	}
+	if l.acquired.Add(1)%sampleEvery != 0 && l.samples.Load() >= sampleAll {
+		return Permit{start: untimed}
+	}
+	return Permit{start: time.Since(l.epoch) + 1}
+}
+
+// NewAdaptive returns an AdaptiveLimiter configured by cfg. It returns an
+// error naming the field when a field is outside the accepted values given
+// in [AdaptiveConfig].
+func NewAdaptive(cfg AdaptiveConfig) (*AdaptiveLimiter, error) {
+	switch {
+	case cfg.MinLimit < 0:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got %d", cfg.MinLimit)
+	case cfg.MaxLimit < 0:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got %d", cfg.MaxLimit)
+	case cfg.MaxLimit > 0 && cfg.MaxLimit < cfg.MinLimit:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit %d (or 0), got %d", cfg.MinLimit, cfg.MaxLimit)
+	case cfg.Window < 0:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got %v", cfg.Window)
+	case cfg.MaxWaiting < 0:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got %d", cfg.MaxWaiting)
+	}
+	lo := max(1, cfg.MinLimit)
+	hi := cfg.MaxLimit
+	if hi == 0 {
+		hi = max(1000, lo)
+	}
+	initial := cfg.InitialLimit
+	switch {
+	case initial == 0:
+		initial = min(max(20, lo), hi)
+	case initial < lo || initial > hi:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.InitialLimit must be between MinLimit %d and MaxLimit %d (or 0), got %d", lo, hi, initial)
+	}
+	window := cfg.Window
+	if window == 0 {
+		window = time.Second
+	}
+	l := &AdaptiveLimiter{
+		minLimit:   int64(lo),
+		maxLimit:   int64(hi),
+		window:     window,
+		maxWaiting: cfg.MaxWaiting,
+		epoch:      time.Now(),
+	}
+	l.limit.Store(int64(initial))
+	l.windowEnd.Store(int64(window) + 1) // times since epoch are counted from 1: see Permit
+	l.refusal.Store(&LimitedError{})
+	return l, nil
+}
+
+// Limit returns the current limit: how many calls may run at once now.
+func (l *AdaptiveLimiter) Limit() int { return int(l.limit.Load()) }
+
+// InFlight returns how many slots are held right now. It may exceed Limit
+// for a while after the limit drops: calls in flight finish, and no new
+// one starts until InFlight is below Limit.
+func (l *AdaptiveLimiter) InFlight() int { return int(l.inFlight.Load()) }
+
+// Baseline returns the latency the limiter takes for the dependency's
+// unloaded latency, 0 before the first window closes.
+func (l *AdaptiveLimiter) Baseline() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.baseline
+}
+
+// Ready reports whether a call arriving now would get a slot without
+// waiting: one is free and no call waits for one. It is advisory, as
+// [Limiter.Ready] is, and what package loadshed uses.
+func (l *AdaptiveLimiter) Ready() bool {
+	return l.waiting.Load() == 0 && l.inFlight.Load() < l.limit.Load()
+}
+
+// TryAcquire takes a slot if one is free and no call waits in Acquire, and
+// reports whether it did. It never blocks. After it returns true, give the
+// Permit to [AdaptiveLimiter.Release] when the work is done.
+func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
+	if l.waiting.Load() > 0 {
+		return Permit{}, false
+	}
+	n, ok := l.takeSlot()
+	if !ok {
+		return Permit{}, false
+	}
+	return l.permit(n), true
+}
+
+// Acquire takes a slot, blocking until one is free or ctx is done; callers
+// waiting for a slot get one in the order they called Acquire. On success
+// give the Permit to [AdaptiveLimiter.Release] when the work is done.
+//
+// When ctx is done first, or already done when Acquire is called, Acquire
+// takes no slot and returns an error wrapping ctx.Err(), which does not
+// match [ErrLimited]. When [AdaptiveConfig.MaxWaiting] calls already wait,
+// it returns at once a [*LimitedError] matching ErrLimited whose
+// RetryAfter is the latest window's average latency (about when calls in
+// flight finish), 0 before the first window closes; do not modify it. The
+// zero AdaptiveLimiter returns at once a refusal whose RetryAfter is the
+// largest time.Duration.
+//
+// Acquire allocates nothing when a slot is free; waiting allocates a
+// channel.
+func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
+	if l.maxLimit == 0 {
+		return Permit{}, noSlots
+	}
+	if err := ctx.Err(); err != nil {
+		return Permit{}, fmt.Errorf("concurrency: waiting for a slot: %w", err)
+	}
+	if l.waiting.Load() == 0 {
+		if n, ok := l.takeSlot(); ok {
+			return l.permit(n), nil
+		}
+	}
+	l.mu.Lock()
+	// Count this call as waiting before looking for a slot: a Release
+	// decrements inFlight and then loads waiting, this call increments
+	// waiting and then loads inFlight (both sequentially consistent), so
+	// either this call sees the freed slot or that Release sees this call
+	// and hands it the slot once this call is in waiters.
+	l.waiting.Add(1)
+	if l.waiters.Len() == 0 {
+		if n, ok := l.takeSlot(); ok {
+			l.waiting.Add(-1)
+			l.mu.Unlock()
+			return l.permit(n), nil
+		}
+	}
+	if l.maxWaiting > 0 && l.waiters.Len() >= l.maxWaiting {
+		l.waiting.Add(-1)
+		l.mu.Unlock()
+		return Permit{}, l.refusal.Load()
+	}
+	ready := make(chan struct{})
+	elem := l.waiters.PushBack(ready)
+	l.mu.Unlock()
+
+	select {
+	case <-ready:
+		return l.permit(l.inFlight.Load()), nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		select {
+		case <-ready:
+			// Handed a slot as ctx ended: give it to the next in line.
+			l.mu.Unlock()
+			l.inFlight.Add(-1)
+			l.wake()
+		default:
+			l.waiters.Remove(elem)
+			l.waiting.Add(-1)
+			l.mu.Unlock()
+		}
+		return Permit{}, fmt.Errorf("concurrency: waiting for a slot: %w", ctx.Err())
+	}
+}
+
+// Release gives back the slot p holds, records how long the call took,
+// and hands the slot to the first caller waiting in Acquire. Once per
+// window it moves the limit (see [AdaptiveLimiter]). It never blocks on
+// other callers, except for the brief lock of a handoff, and never panics.
+// A zero Permit is ignored, and so is a Release while no slot is held.
+func (l *AdaptiveLimiter) Release(p Permit) {
+	if p.start == 0 || !decrementHeld(&l.inFlight) {
+		return
+	}
+	if p.start != untimed {
+		now := time.Since(l.epoch) + 1
+		l.latencySum.Add(int64(now - p.start))
+		if l.samples.Add(1) >= minSamples && int64(now) >= l.windowEnd.Load() {
+			l.closeWindow(now)
+		}
+	}
+	if l.waiting.Load() > 0 {
+		l.wake()
+	}
+}
+
+// takeSlot takes a slot if fewer than limit are held, and returns how
+// many are held with it.
+func (l *AdaptiveLimiter) takeSlot() (int64, bool) {
+	for {
+		n := l.inFlight.Load()
+		if n >= l.limit.Load() {
+			return n, false
+		}
+		if l.inFlight.CompareAndSwap(n, n+1) {
+			return n + 1, true
+		}
+	}
+}
+
+// wake hands free slots to waiting callers, first come first served.
+func (l *AdaptiveLimiter) wake() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.wakeLocked()
+}
+
+func (l *AdaptiveLimiter) wakeLocked() {
+	for l.waiters.Len() > 0 {
+		if _, ok := l.takeSlot(); !ok {
+			return
+		}
+		ready := l.waiters.Remove(l.waiters.Front()).(chan struct{})
+		l.waiting.Add(-1)
+		close(ready)
+	}
+}
+
+// closeWindow averages the window's samples and moves the limit. Only one
+// caller closes a window; a caller that finds the lock taken leaves it to
+// a later Release.
+func (l *AdaptiveLimiter) closeWindow(now time.Duration) {
+	if !l.mu.TryLock() {
+		return
+	}
+	defer l.mu.Unlock()
+	if int64(now) < l.windowEnd.Load() || l.samples.Load() < minSamples {
+		return // another caller closed it
+	}
+	n := l.samples.Swap(0)
+	sum := l.latencySum.Swap(0)
+	peak := l.maxInFlight.Swap(l.inFlight.Load())
+	l.windowEnd.Store(int64(now + l.window))
+	if sum <= 0 {
+		return // calls faster than the clock's resolution teach nothing
+	}
+	avg := time.Duration(sum / n)
+	limit := l.limit.Load()
+	next := l.estimate(limit, avg, peak)
+	l.refusal.Store(&LimitedError{RetryAfter: avg})
+	if next != limit {
+		l.limit.Store(next)
+		l.wakeLocked()
+	}
+}
+
+// estimate returns the next limit after a window at limit whose calls
+// took avg on average with at most peak calls in flight at once, and
+// updates the baseline. Called with mu held.
+func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, peak int64) int64 {
+	switch {
+	case l.baseline == 0 || avg < l.baseline:
+		l.baseline = avg
+	case limit == l.minLimit && avg > l.baseline:
+		l.baseline = avg // slow at the least load: the dependency's own latency now
+	}
+	lim := float64(limit)
+	queued := lim * (1 - float64(l.baseline)/float64(avg))
+	alpha := max(1, lim/20)
+	beta := max(2, lim/10)
+	next := lim
+	switch {
+	case queued > beta || avg > 2*l.baseline:
+		next = min(max(lim-queued+alpha, lim/2), lim-1)
+	case queued < alpha && 2*peak >= limit:
+		next = lim + max(1, lim/10)
+	}
+	return min(max(int64(math.Round(next)), l.minLimit), l.maxLimit)
+}
+
+func (l *AdaptiveLimiter) valid() error {
+	if l == nil {
+		return errors.New("concurrency: limiter must not be nil")
+	}
+	if l.maxLimit == 0 {
+		return errors.New("concurrency: limiter must be made by NewAdaptive, got a zero AdaptiveLimiter")
+	}
+	return nil
+}
+
+// take takes a slot as the mode says: in Wait mode with Acquire; in Reject
+// mode at once or not at all, refusing with the window's shared refusal. A
+// ctx already done takes no slot, in either mode.
+func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
+	if mode == Wait {
+		return l.Acquire(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
+	}
+	p, ok := l.TryAcquire()
+	if !ok {
+		return Permit{}, l.refusal.Load()
+	}
+	return p, nil
+}
+
+func (l *AdaptiveLimiter) give(p Permit) { l.Release(p) }

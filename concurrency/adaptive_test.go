@@ -1,0 +1,486 @@
+package concurrency_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/loadshed"
+)
+
+func TestNewAdaptive_RejectsBadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  concurrency.AdaptiveConfig
+		want string
+	}{
+		{name: "negative MinLimit", cfg: concurrency.AdaptiveConfig{MinLimit: -1},
+			want: "concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got -1"},
+		{name: "negative MaxLimit", cfg: concurrency.AdaptiveConfig{MaxLimit: -1},
+			want: "concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got -1"},
+		{name: "MaxLimit below MinLimit", cfg: concurrency.AdaptiveConfig{MinLimit: 10, MaxLimit: 5},
+			want: "concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit 10 (or 0), got 5"},
+		{name: "InitialLimit below MinLimit", cfg: concurrency.AdaptiveConfig{MinLimit: 10, InitialLimit: 5},
+			want: "concurrency: AdaptiveConfig.InitialLimit must be between MinLimit 10 and MaxLimit 1000 (or 0), got 5"},
+		{name: "InitialLimit above MaxLimit", cfg: concurrency.AdaptiveConfig{MaxLimit: 8, InitialLimit: 9},
+			want: "concurrency: AdaptiveConfig.InitialLimit must be between MinLimit 1 and MaxLimit 8 (or 0), got 9"},
+		{name: "negative InitialLimit", cfg: concurrency.AdaptiveConfig{InitialLimit: -2},
+			want: "concurrency: AdaptiveConfig.InitialLimit must be between MinLimit 1 and MaxLimit 1000 (or 0), got -2"},
+		{name: "negative Window", cfg: concurrency.AdaptiveConfig{Window: -time.Second},
+			want: "concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got -1s"},
+		{name: "negative MaxWaiting", cfg: concurrency.AdaptiveConfig{MaxWaiting: -1},
+			want: "concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := concurrency.NewAdaptive(tc.cfg)
+			assert.Nil(t, l)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+func TestNewAdaptive_LM6_InitialLimitDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  concurrency.AdaptiveConfig
+		want int
+	}{
+		{name: "zero config", cfg: concurrency.AdaptiveConfig{}, want: 20},
+		{name: "MinLimit above 20", cfg: concurrency.AdaptiveConfig{MinLimit: 30}, want: 30},
+		{name: "MaxLimit below 20", cfg: concurrency.AdaptiveConfig{MaxLimit: 5}, want: 5},
+		{name: "MinLimit above the default MaxLimit", cfg: concurrency.AdaptiveConfig{MinLimit: 2000}, want: 2000},
+		{name: "set", cfg: concurrency.AdaptiveConfig{InitialLimit: 7}, want: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := concurrency.NewAdaptive(tc.cfg)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, l.Limit())
+			assert.Equal(t, 0, l.InFlight())
+			assert.Equal(t, time.Duration(0), l.Baseline())
+			assert.True(t, l.Ready())
+		})
+	}
+}
+
+func TestAdaptive_LM8_ZeroValue(t *testing.T) {
+	var l concurrency.AdaptiveLimiter
+	assert.Equal(t, 0, l.Limit())
+	assert.Equal(t, 0, l.InFlight())
+	assert.False(t, l.Ready())
+	_, ok := l.TryAcquire()
+	assert.False(t, ok)
+	p, err := l.Acquire(context.Background())
+	var le *concurrency.LimitedError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, time.Duration(1<<63-1), le.RetryDelay())
+	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
+	l.Release(p) // the zero Permit: ignored
+	assert.Equal(t, 0, l.InFlight())
+
+	_, err = concurrency.NewLayer[int, int](&l, concurrency.Wait)
+	assert.EqualError(t, err, "concurrency: limiter must be made by NewAdaptive, got a zero AdaptiveLimiter")
+	_, err = concurrency.NewLayer[int, int]((*concurrency.AdaptiveLimiter)(nil), concurrency.Wait)
+	assert.EqualError(t, err, "concurrency: limiter must not be nil")
+}
+
+// fixedAdaptive returns an AdaptiveLimiter whose limit is n and stays n.
+func fixedAdaptive(t *testing.T, n, maxWaiting int) *concurrency.AdaptiveLimiter {
+	t.Helper()
+	l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: n, MaxLimit: n, MaxWaiting: maxWaiting})
+	require.NoError(t, err)
+	return l
+}
+
+func TestAdaptive_LM8_AcquireWaitsInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := fixedAdaptive(t, 1, 0)
+		first, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		var order []int
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 3 {
+			wg.Go(func() {
+				p, err := l.Acquire(t.Context())
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				time.Sleep(time.Second)
+				l.Release(p)
+			})
+			synctest.Wait() // queue them in order 0, 1, 2
+		}
+		assert.False(t, l.Ready())
+		_, ok := l.TryAcquire()
+		assert.False(t, ok, "TryAcquire must not jump the line")
+		start := time.Now()
+		l.Release(first)
+		wg.Wait()
+		assert.Equal(t, []int{0, 1, 2}, order)
+		assert.Equal(t, 3*time.Second, time.Since(start))
+		assert.Equal(t, 0, l.InFlight())
+		assert.True(t, l.Ready())
+	})
+}
+
+func TestAdaptive_LM8_AcquireBoundedByContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := fixedAdaptive(t, 1, 0)
+		held, err := l.Acquire(t.Context())
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		p, err := l.Acquire(ctx)
+		assert.Equal(t, 3*time.Second, time.Since(start))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, concurrency.ErrLimited)
+		assert.Equal(t, concurrency.Permit{}, p)
+		l.Release(held)
+		assert.Equal(t, 0, l.InFlight())
+		assert.True(t, l.Ready(), "the waiter that gave up must not stay in line")
+
+		// A done context takes no slot even when one is free.
+		done, cancelDone := context.WithCancel(t.Context())
+		cancelDone()
+		_, err = l.Acquire(done)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
+func TestAdaptive_LM8_MaxWaitingRefusesWithRetryDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := fixedAdaptive(t, 1, 1)
+		// Close a window of ten 40ms calls, so the refusal knows the latency.
+		for range 10 {
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			time.Sleep(40 * time.Millisecond)
+			l.Release(p)
+		}
+		time.Sleep(time.Second) // past the window's end
+		p, ok := l.TryAcquire()
+		require.True(t, ok)
+		time.Sleep(40 * time.Millisecond)
+		l.Release(p) // the eleventh call closes the window
+		assert.Equal(t, 40*time.Millisecond, l.Baseline())
+
+		held, ok := l.TryAcquire()
+		require.True(t, ok)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			p, err := l.Acquire(t.Context())
+			if assert.NoError(t, err) {
+				l.Release(p)
+			}
+		})
+		synctest.Wait()
+		start := time.Now()
+		_, err := l.Acquire(t.Context())
+		assert.Equal(t, time.Duration(0), time.Since(start), "refused at once")
+		var le *concurrency.LimitedError
+		require.ErrorAs(t, err, &le)
+		assert.ErrorIs(t, err, concurrency.ErrLimited)
+		assert.Equal(t, 40*time.Millisecond, le.RetryDelay())
+		assert.False(t, le.PastDeadline)
+		l.Release(held)
+		wg.Wait()
+	})
+}
+
+// stepWindow is the Window of the estimator tests: 110ms and 1ns, so that
+// rounds of calls that divide 110ms end just before the window may close,
+// and one call held 1ns longer closes it.
+const stepWindow = 110*time.Millisecond + time.Nanosecond
+
+// runWindow runs one window of l: rounds of n calls at once, each taking
+// d, until stepWindow has passed. The last round's last call is held 1ns
+// longer and closes the window with every call of the window in it; the
+// average latency is d (the extra nanosecond vanishes in the integer
+// average). d must divide 110ms.
+func runWindow(t *testing.T, l *concurrency.AdaptiveLimiter, n int, d time.Duration) {
+	t.Helper()
+	rounds := int((stepWindow - time.Nanosecond) / d)
+	for k := 1; k <= rounds; k++ {
+		ps := make([]concurrency.Permit, n)
+		for i := range ps {
+			p, ok := l.TryAcquire()
+			require.True(t, ok, "slot %d of %d (limit %d)", i, n, l.Limit())
+			ps[i] = p
+		}
+		time.Sleep(d)
+		if k == rounds {
+			for _, p := range ps[1:] {
+				l.Release(p)
+			}
+			time.Sleep(time.Nanosecond)
+			ps = ps[:1]
+		}
+		for _, p := range ps {
+			l.Release(p)
+		}
+	}
+}
+
+// The estimator moves the limit by the rules in its doc comment, once per
+// window, with exact arithmetic.
+func TestAdaptive_LM6_EstimatorSteps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		ms := time.Millisecond
+
+		// No queue, 20 of 20 in flight: grow by a tenth.
+		runWindow(t, l, 20, 10*ms)
+		assert.Equal(t, 22, l.Limit())
+		assert.Equal(t, 10*ms, l.Baseline())
+
+		// 10 of 22 in flight: not asked enough to grow.
+		runWindow(t, l, 10, 10*ms)
+		assert.Equal(t, 22, l.Limit())
+
+		// 11ms at 22: 2 queued, between max(1, 1.1) and max(2, 2.2): stay.
+		runWindow(t, l, 22, 11*ms)
+		assert.Equal(t, 22, l.Limit())
+
+		// 22ms at 22: 12 queued, above 2.2: down to 22 - 12 + 1.1 = 11.1.
+		runWindow(t, l, 22, 22*ms)
+		assert.Equal(t, 11, l.Limit())
+		assert.Equal(t, 10*ms, l.Baseline())
+
+		// 110ms at 11: 10 queued; 11 - 10 + 1 is below half of 11: 5.5,
+		// rounded to 6.
+		runWindow(t, l, 11, 110*ms)
+		assert.Equal(t, 6, l.Limit())
+
+		// A faster window lowers the baseline; no queue: grow by 1.
+		runWindow(t, l, 6, 5*ms)
+		assert.Equal(t, 5*ms, l.Baseline())
+		assert.Equal(t, 7, l.Limit())
+	})
+}
+
+// Past the first 256 calls of a window, one call in eight is timed; the
+// window's average is still the calls' average, and the window closes at
+// the first timed call to finish after its end, at most eight calls late.
+func TestAdaptive_LM6_SampledWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 100, Window: stepWindow})
+		require.NoError(t, err)
+		runWindow(t, l, 100, 10*time.Millisecond) // 1100 calls
+		late := 0
+		for ; l.Baseline() == 0 && late < 100; late++ {
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			time.Sleep(10 * time.Millisecond)
+			l.Release(p)
+		}
+		assert.LessOrEqual(t, late, 8)
+		assert.Equal(t, 10*time.Millisecond, l.Baseline())
+		assert.Equal(t, 110, l.Limit())
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
+// The baseline never rises above the smallest window average while the
+// limit is above MinLimit, however long the latency stays high; a window
+// at more than twice the baseline lowers the limit by at least 1, so it
+// reaches MinLimit; there, a slower window becomes the baseline.
+func TestAdaptive_LM7_BaselineRisesOnlyAtMinLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 2, InitialLimit: 4, Window: stepWindow})
+		require.NoError(t, err)
+		ms := time.Millisecond
+		runWindow(t, l, 4, 10*ms)
+		require.Equal(t, 5, l.Limit())
+		var limits []int
+		for range 2 {
+			runWindow(t, l, l.Limit(), 22*ms)
+			limits = append(limits, l.Limit())
+			assert.Equal(t, 10*ms, l.Baseline())
+		}
+		// 5: 2.73 queued, to 5 - 2.73 + 1; 3: 1.64 queued, under 2, but
+		// 22ms is over twice 10ms: to at most 3 - 1.
+		assert.Equal(t, []int{3, 2}, limits)
+		runWindow(t, l, 2, 22*ms)
+		assert.Equal(t, 22*ms, l.Baseline())
+		assert.Equal(t, 3, l.Limit())
+	})
+}
+
+func TestAdaptive_LM8_ReleaseIgnoresZeroAndExtra(t *testing.T) {
+	l := fixedAdaptive(t, 2, 0)
+	l.Release(concurrency.Permit{})
+	assert.Equal(t, 0, l.InFlight())
+	p, ok := l.TryAcquire()
+	require.True(t, ok)
+	l.Release(p)
+	l.Release(p) // extra: no slot held, ignored
+	assert.Equal(t, 0, l.InFlight())
+	assert.True(t, l.Ready())
+}
+
+func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
+	l := fixedAdaptive(t, 1, 0)
+	release := make(chan struct{})
+	var calls atomic.Int64
+	svc, err := concurrency.Wrap(blocking(release, &calls), l, concurrency.Reject)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		got, err := svc.Call(context.Background(), 1)
+		assert.NoError(t, err)
+		assert.Equal(t, 10, got)
+	})
+	require.Eventually(t, func() bool { return calls.Load() == 1 }, time.Second, time.Millisecond)
+	_, err = svc.Call(context.Background(), 2)
+	var le *concurrency.LimitedError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, time.Duration(0), le.RetryDelay(), "no window closed yet")
+	assert.Equal(t, int64(1), calls.Load())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = svc.Call(ctx, 3)
+	assert.ErrorIs(t, err, context.Canceled)
+	close(release)
+	wg.Wait()
+	assert.Equal(t, 0, l.InFlight())
+}
+
+func TestAdaptiveLayer_LM9_WaitAndPanicFreeSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := fixedAdaptive(t, 1, 0)
+		svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+			time.Sleep(time.Second)
+			if req < 0 {
+				panic("boom")
+			}
+			return req, nil
+		}), l, concurrency.Wait)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer func() { assert.Equal(t, "boom", recover()) }()
+			_, _ = svc.Call(t.Context(), -1)
+		})
+		synctest.Wait()
+		start := time.Now()
+		got, err := svc.Call(t.Context(), 5)
+		require.NoError(t, err)
+		assert.Equal(t, 5, got)
+		assert.Equal(t, 2*time.Second, time.Since(start))
+		wg.Wait()
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
+// loadshed refuses while the adaptive limit is full, through Ready.
+func TestAdaptiveLayer_LM9_LoadshedReadiness(t *testing.T) {
+	l := fixedAdaptive(t, 1, 0)
+	var _ loadshed.Readiness = l
+	p, ok := l.TryAcquire()
+	require.True(t, ok)
+	svc, err := loadshed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l)
+	require.NoError(t, err)
+	_, err = svc.Call(context.Background(), 1)
+	assert.ErrorIs(t, err, loadshed.ErrOverloaded)
+	l.Release(p)
+	got, err := svc.Call(context.Background(), 1)
+	require.NoError(t, err)
+	assert.Equal(t, 1, got)
+}
+
+func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
+	l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 4, MaxLimit: 4, Window: time.Nanosecond})
+	require.NoError(t, err)
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		p, ok := l.TryAcquire()
+		if ok {
+			l.Release(p)
+		}
+	}), "TryAcquire/Release")
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		p, err := l.Acquire(ctx)
+		if err == nil {
+			l.Release(p)
+		}
+	}), "Acquire/Release")
+	for name, mode := range modes {
+		svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l, mode)
+		require.NoError(t, err)
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }), name)
+	}
+	// A refusal allocates nothing either.
+	held := make([]concurrency.Permit, 4)
+	for i := range held {
+		held[i], _ = l.TryAcquire()
+	}
+	svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l, concurrency.Reject)
+	require.NoError(t, err)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }), "refusal")
+	for _, p := range held {
+		l.Release(p)
+	}
+}
+
+// Many callers in Wait and Reject mode against a limit that moves: every
+// call is served or refused, no more run at once than MaxLimit, and every
+// slot comes back.
+func TestAdaptive_LM8_Hammer(t *testing.T) {
+	l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 8, InitialLimit: 4, Window: time.Millisecond, MaxWaiting: 16})
+	require.NoError(t, err)
+	var running, peak, served, refused atomic.Int64
+	inner := rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		n := running.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(time.Duration(req%200) * time.Microsecond)
+		running.Add(-1)
+		return req, nil
+	})
+	var wg sync.WaitGroup
+	const goroutines, calls = 32, 200
+	for g := range goroutines {
+		mode := concurrency.Wait
+		if g%2 == 1 {
+			mode = concurrency.Reject
+		}
+		svc, err := concurrency.Wrap[int, int](inner, l, mode)
+		require.NoError(t, err)
+		wg.Go(func() {
+			for i := range calls {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%7)*time.Millisecond)
+				_, err := svc.Call(ctx, i*g)
+				cancel()
+				switch {
+				case err == nil:
+					served.Add(1)
+				case errors.Is(err, concurrency.ErrLimited), errors.Is(err, context.DeadlineExceeded):
+					refused.Add(1)
+				default:
+					t.Errorf("unexpected error %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(goroutines*calls), served.Load()+refused.Load())
+	assert.LessOrEqual(t, peak.Load(), int64(8))
+	assert.Equal(t, 0, l.InFlight())
+	assert.True(t, l.Ready())
+}

@@ -1,0 +1,231 @@
+package observe
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Observer is told about the events of the layers it is given to. The
+// same Observer may serve any number of layers, concurrently.
+//
+// Observe is called synchronously, before the layer goes on, with the
+// context of the call the event belongs to (a context that carries the
+// call's trace span, say), on that call's goroutine except where a layer's
+// Config says otherwise (a hedge copy is reported by the timer that sends
+// it). An event that belongs to no call (a breaker's transition, a
+// budget's refusal) comes with [context.Background]. Observe must be safe for
+// concurrent use, return quickly and not block: it delays the call. It
+// must not keep ctx after it returns. A panic in Observe is not recovered
+// by the layer; it reaches the caller as any panic in the call does
+// (a breaker's transitions are the exception: their listeners' panics are
+// recovered as described at circuitbreaker's Config.ListenerPanic).
+//
+// The idea is failsafe-go's event listeners and resilience4j's event
+// publishers, with one method for every layer so that one Observer can
+// feed a log or a metrics system.
+type Observer interface {
+	Observe(ctx context.Context, e Event)
+}
+
+// Func adapts a function to an [Observer], as http.HandlerFunc adapts a
+// function to a Handler. A nil Func must not be used as an Observer.
+type Func func(ctx context.Context, e Event)
+
+// Observe calls f(ctx, e).
+func (f Func) Observe(ctx context.Context, e Event) { f(ctx, e) }
+
+// Join returns an Observer that hands each event to every non-nil
+// observer in obs, in order. It returns nil when none is left, so that a
+// layer given the result reports nothing, and the observer itself when
+// only one is left.
+func Join(obs ...Observer) Observer {
+	var kept joined
+	for _, o := range obs {
+		if o != nil {
+			kept = append(kept, o)
+		}
+	}
+	switch len(kept) {
+	case 0:
+		return nil
+	case 1:
+		return kept[0]
+	}
+	return kept
+}
+
+type joined []Observer
+
+func (j joined) Observe(ctx context.Context, e Event) {
+	for _, o := range j {
+		o.Observe(ctx, e)
+	}
+}
+
+// Event is one thing a layer did. Fields that do not apply to its Kind are
+// zero; each [Kind] says which apply. An Event is a plain value: an
+// Observer may keep it.
+type Event struct {
+	// Source is the kind of layer that reports the event.
+	Source Source
+	// Name is the Name of the layer (or of its stateful value, a breaker
+	// or a budget, say) from its Config; empty when unnamed.
+	Name string
+	// Kind is what happened.
+	Kind Kind
+	// Attempt is a count whose meaning depends on Kind: the number of the
+	// attempt a [Retrying] is about to make (2 for the first retry), the
+	// attempts made when a [RetryEnd] stops, or the number of a hedge copy
+	// ([HedgeSent], [HedgeWon]: 1 is the original call).
+	Attempt int
+	// Duration is a length of time whose meaning depends on Kind: a
+	// retry's delay, a wait in a queue, the limit of a timeout that fired,
+	// how long after the original call a hedge copy was sent.
+	Duration time.Duration
+	// Err is the error the event is about, depending on Kind: the outcome
+	// being retried, why a retry loop stopped, the refusal returned, the
+	// error a fallback replaced, the cause of a breaker's trip.
+	Err error
+	// From and To are a breaker's states before and after a [Transition],
+	// by the names circuitbreaker.State prints ("closed", "open",
+	// "half-open", "forced-open", "forced-closed").
+	From, To string
+}
+
+// Source is the kind of layer that reports an event.
+type Source uint8
+
+// The sources. Their names, from String, are the package names.
+const (
+	// Breaker is package circuitbreaker.
+	Breaker Source = iota + 1
+	// Retry is package retry.
+	Retry
+	// Budget is package budget.
+	Budget
+	// Timeout is package timeout.
+	Timeout
+	// Hedge is package hedge.
+	Hedge
+	// RateLimit is package ratelimit.
+	RateLimit
+	// Concurrency is package concurrency.
+	Concurrency
+	// LoadShed is package loadshed.
+	LoadShed
+	// Fallback is package fallback.
+	Fallback
+	// Coalesce is package coalesce.
+	Coalesce
+)
+
+var sourceNames = [...]string{
+	Breaker:     "circuitbreaker",
+	Retry:       "retry",
+	Budget:      "budget",
+	Timeout:     "timeout",
+	Hedge:       "hedge",
+	RateLimit:   "ratelimit",
+	Concurrency: "concurrency",
+	LoadShed:    "loadshed",
+	Fallback:    "fallback",
+	Coalesce:    "coalesce",
+}
+
+// String returns the name of the source's package, such as "retry".
+func (s Source) String() string {
+	if int(s) < len(sourceNames) && sourceNames[s] != "" {
+		return sourceNames[s]
+	}
+	return fmt.Sprintf("Source(%d)", uint8(s))
+}
+
+// Kind is what a layer did.
+type Kind uint8
+
+// The kinds of event, with the layers that report them and the fields they
+// set besides Source and Name.
+const (
+	// Transition: a breaker changed state. From, To; Err is the cause of
+	// a trip (a transition to open or forced-open), nil otherwise.
+	Transition Kind = iota + 1
+	// Retrying: a retry layer is about to retry, after waiting Duration.
+	// Attempt is the number of the attempt it is about to make (2 for the
+	// first retry); Err is the failure being retried, nil when a response
+	// asked for the retry.
+	Retrying
+	// RetryEnd: a retry loop stopped after a call wanted a retry, or after
+	// an attempt was refused by an open circuit breaker below. Attempt is
+	// the number of attempts made; Err is why it stopped: nil when the
+	// last outcome was not to be retried (a success, say), or one of
+	// retry.ErrMaxAttempts, retry.ErrBudgetExhausted, retry.ErrDeadline,
+	// retry.ErrHintForever, the caller's context error, or the open
+	// breaker's error (matching circuitbreaker.ErrOpen).
+	RetryEnd
+	// BudgetRefused: a retry budget refused a withdrawal. No other field.
+	BudgetRefused
+	// TimeoutFired: a timeout layer's deadline ended a call. Duration is
+	// the timeout.
+	TimeoutFired
+	// HedgeSent: a hedge layer sent a copy of a call. Attempt is the
+	// copy's number (2 for the first hedge); Duration is how long after
+	// the original it was sent.
+	HedgeSent
+	// HedgeWon: the copy numbered Attempt gave the result of a hedged call
+	// for which at least one hedge was sent (1 is the original).
+	HedgeWon
+	// Refused: a limit (ratelimit, concurrency, loadshed) refused a call.
+	// Err is the refusal returned to the caller; Duration is how long the
+	// call waited before it (zero when refused at once).
+	Refused
+	// Queued: a call waited Duration for a limit (ratelimit, concurrency)
+	// before it was let through.
+	Queued
+	// FallbackUsed: a fallback layer answered instead of the inner
+	// service. Err is the error it replaced.
+	FallbackUsed
+	// Joined: a coalesce layer joined a call to an identical call in
+	// flight instead of making its own. No other field.
+	Joined
+	// Success: a call through a circuit breaker's layer succeeded.
+	// Duration is the call's duration when the breaker's policy times
+	// calls, zero otherwise.
+	Success
+	// Failure: a call through a circuit breaker's layer failed, as its
+	// policy counts failures. Err is the failure; Duration as for Success.
+	Failure
+	// Ignored: a call through a circuit breaker's layer counted neither
+	// as a success nor as a failure (the caller gave up, or a classifier
+	// said so). Err is the call's error, if any.
+	Ignored
+	// Rejected: a circuit breaker refused a call without making it. Err
+	// is the rejection (matching circuitbreaker.ErrOpen).
+	Rejected
+)
+
+var kindNames = [...]string{
+	Transition:    "transition",
+	Retrying:      "retrying",
+	RetryEnd:      "retry-end",
+	BudgetRefused: "budget-refused",
+	TimeoutFired:  "timeout-fired",
+	HedgeSent:     "hedge-sent",
+	HedgeWon:      "hedge-won",
+	Refused:       "refused",
+	Queued:        "queued",
+	FallbackUsed:  "fallback-used",
+	Joined:        "joined",
+	Success:       "success",
+	Failure:       "failure",
+	Ignored:       "ignored",
+	Rejected:      "rejected",
+}
+
+// String returns the kind's name, such as "retry-end".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}

@@ -1,0 +1,198 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Defaults for the zero fields of [LogConfig].
+const (
+	// DefaultLogEvery is how often, at most, a [Log] writes a record for
+	// one kind of event of one layer once its burst is spent.
+	DefaultLogEvery = time.Second
+	// DefaultLogBurst is how many records in a row a [Log] writes for one
+	// kind of event of one layer before it slows to one per Every.
+	DefaultLogBurst = 10
+)
+
+// LogConfig configures a [Log].
+type LogConfig struct {
+	// Logger receives the records. Required.
+	Logger *slog.Logger
+
+	// Every is how often, at most, a record is written for one kind of
+	// event of one layer (one Source, Name and Kind) once Burst records
+	// have been written in a row. Zero means [DefaultLogEvery]; negative
+	// is an error.
+	Every time.Duration
+
+	// Burst is how many records in a row may be written for one kind of
+	// event of one layer. Zero means [DefaultLogBurst]; negative is an
+	// error.
+	Burst int
+
+	// Level, if not nil, chooses each event's level. Nil means: a
+	// breaker's transition to open or forced-open is [slog.LevelWarn],
+	// its other transitions [slog.LevelInfo], and every other event (a
+	// retry, a refusal, a timeout: events of single calls)
+	// [slog.LevelDebug]. It must be safe for concurrent use.
+	Level func(Event) slog.Level
+}
+
+// Log is an [Observer] that writes events to a [*slog.Logger], and cannot
+// flood it: in an outage every call may be refused, and a log line per
+// refusal would bury the lines that matter and cost more than the calls.
+//
+// # How it limits itself
+//
+// Each kind of event of each layer (each Source, Name and Kind) has its
+// own token bucket (golang.org/x/time/rate): Burst records in a row, then
+// one per Every. An event that finds its bucket empty is not written but
+// counted, and the next record written for that kind of event of that
+// layer carries the count as the attribute "suppressed", so nothing goes
+// unaccounted. A breaker's transitions are never suppressed: a breaker
+// changes state at most a few times per cool-down. A breaker's successful
+// calls are not logged at all: they are the normal case, one per call, and
+// a check of the event's kind is all they cost. Events whose level the
+// Logger does not enable cost one Enabled call, and nothing is counted for
+// them.
+//
+// # Records
+//
+// The message is the source and kind ("circuitbreaker transition",
+// "concurrency refused"); the attributes are "layer" (the Source), "name"
+// when not empty, then the event's fields that are set: "attempt",
+// "duration", "error", "from", "to", and "suppressed".
+//
+// A Log is safe for concurrent use. It holds one small entry per kind of
+// event of each layer name it has written. Events at an enabled level
+// allocate (slog's records do); events at a disabled level do not.
+type Log struct {
+	logger *slog.Logger
+	every  rate.Limit
+	burst  int
+	level  func(Event) slog.Level
+
+	mu      sync.Mutex
+	buckets map[logKey]*logBucket // guarded by mu
+}
+
+type logKey struct {
+	source Source
+	kind   Kind
+	name   string
+}
+
+type logBucket struct {
+	lim        *rate.Limiter
+	suppressed int // guarded by Log.mu
+}
+
+// NewLog returns a Log configured by cfg, or an error naming the bad
+// field: a nil Logger, a negative Every or Burst.
+func NewLog(cfg LogConfig) (*Log, error) {
+	switch {
+	case cfg.Logger == nil:
+		return nil, errors.New("observe: LogConfig.Logger must not be nil")
+	case cfg.Every < 0:
+		return nil, fmt.Errorf("observe: LogConfig.Every must be >= 0 (0 means DefaultLogEvery, %v), got %v", DefaultLogEvery, cfg.Every)
+	case cfg.Burst < 0:
+		return nil, fmt.Errorf("observe: LogConfig.Burst must be >= 0 (0 means DefaultLogBurst, %d), got %d", DefaultLogBurst, cfg.Burst)
+	}
+	l := &Log{
+		logger:  cfg.Logger,
+		every:   rate.Every(orDefault(cfg.Every, DefaultLogEvery)),
+		burst:   orDefault(cfg.Burst, DefaultLogBurst),
+		level:   cfg.Level,
+		buckets: make(map[logKey]*logBucket),
+	}
+	if l.level == nil {
+		l.level = defaultLevel
+	}
+	return l, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// defaultLevel is the level of an event when LogConfig.Level is nil.
+func defaultLevel(e Event) slog.Level {
+	switch {
+	case e.Kind != Transition:
+		return slog.LevelDebug
+	case e.To == "open" || e.To == "forced-open":
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
+}
+
+// Observe writes e, unless it is a breaker's success, its level is
+// disabled or its bucket is empty (see [Log]).
+func (l *Log) Observe(ctx context.Context, e Event) {
+	if e.Kind == Success {
+		return
+	}
+	level := l.level(e)
+	if !l.logger.Enabled(ctx, level) {
+		return
+	}
+	suppressed := 0
+	if e.Kind != Transition {
+		var ok bool
+		if suppressed, ok = l.admit(e); !ok {
+			return
+		}
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("layer", e.Source.String()))
+	if e.Name != "" {
+		attrs = append(attrs, slog.String("name", e.Name))
+	}
+	if e.Attempt != 0 {
+		attrs = append(attrs, slog.Int("attempt", e.Attempt))
+	}
+	if e.Duration != 0 {
+		attrs = append(attrs, slog.Duration("duration", e.Duration))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, slog.String("error", e.Err.Error()))
+	}
+	if e.From != "" || e.To != "" {
+		attrs = append(attrs, slog.String("from", e.From), slog.String("to", e.To))
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, slog.Int("suppressed", suppressed))
+	}
+	l.logger.LogAttrs(ctx, level, e.Source.String()+" "+e.Kind.String(), attrs...)
+}
+
+// admit takes a token from e's bucket. It reports whether e may be
+// written and, if so, how many events of its bucket were suppressed
+// since the last one written.
+func (l *Log) admit(e Event) (suppressed int, ok bool) {
+	k := logKey{source: e.Source, kind: e.Kind, name: e.Name}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[k]
+	if b == nil {
+		b = &logBucket{lim: rate.NewLimiter(l.every, l.burst)}
+		l.buckets[k] = b
+	}
+	if !b.lim.Allow() {
+		b.suppressed++
+		return 0, false
+	}
+	suppressed, b.suppressed = b.suppressed, 0
+	return suppressed, true
+}

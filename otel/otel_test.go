@@ -1,0 +1,297 @@
+package rampartotel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/observe"
+	rampartotel "github.com/rampart-go/rampart/otel"
+	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/timeout"
+)
+
+// newObserver returns an Observer recording into a ManualReader.
+func newObserver(t *testing.T) (*rampartotel.Observer, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	obs, err := rampartotel.New(rampartotel.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	require.NoError(t, err)
+	return obs, reader
+}
+
+// collect returns each data point read from reader as
+// "name{attributes}" → its value (sums and gauges) or count (histograms),
+// and each histogram's sum as "name{attributes} sum". Units are checked
+// against want units.
+func collect(t *testing.T, reader *sdkmetric.ManualReader) (points map[string]float64, units map[string]string) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	points, units = map[string]float64{}, map[string]string{}
+	key := func(name string, set attribute.Set) string {
+		return name + "{" + set.Encoded(attribute.DefaultEncoder()) + "}"
+	}
+	for _, sm := range rm.ScopeMetrics {
+		require.Equal(t, rampartotel.ScopeName, sm.Scope.Name)
+		for _, m := range sm.Metrics {
+			units[m.Name] = m.Unit
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				require.True(t, d.IsMonotonic)
+				for _, p := range d.DataPoints {
+					points[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					points[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					points[key(m.Name, p.Attributes)] = float64(p.Count)
+					points[key(m.Name, p.Attributes)+" sum"] = p.Sum
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					points[key(m.Name, p.Attributes)] = float64(p.Count)
+					points[key(m.Name, p.Attributes)+" sum"] = float64(p.Sum)
+				}
+			default:
+				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return points, units
+}
+
+func TestObserver_EV11_MetricsOfEachEvent(t *testing.T) {
+	obs, reader := newObserver(t)
+	ctx := context.Background()
+	errDown := errors.New("down")
+	open := &circuitbreaker.OpenError{Name: "db"}
+	for _, e := range []observe.Event{
+		{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "open", To: "half-open"},
+		{Source: observe.Retry, Name: "api", Kind: observe.Retrying, Attempt: 2, Duration: 100 * time.Millisecond, Err: errDown},
+		{Source: observe.Retry, Name: "api", Kind: observe.Retrying, Attempt: 3, Duration: 300 * time.Millisecond, Err: &timeout.Error{After: time.Second}},
+		{Source: observe.Retry, Name: "api", Kind: observe.Retrying, Attempt: 2, Duration: 100 * time.Millisecond},
+		{Source: observe.Retry, Name: "api", Kind: observe.RetryEnd, Attempt: 3, Err: retry.ErrMaxAttempts},
+		{Source: observe.Retry, Name: "api", Kind: observe.RetryEnd, Attempt: 2},
+		{Source: observe.Retry, Name: "api", Kind: observe.RetryEnd, Attempt: 1, Err: open},
+		{Source: observe.Retry, Name: "api", Kind: observe.RetryEnd, Attempt: 1, Err: retry.ErrBudgetExhausted},
+		{Source: observe.Retry, Name: "api", Kind: observe.RetryEnd, Attempt: 2, Err: context.Canceled},
+		{Source: observe.Budget, Name: "b", Kind: observe.BudgetRefused},
+		{Source: observe.Budget, Name: "b", Kind: observe.BudgetRefused},
+		{Source: observe.Timeout, Name: "t", Kind: observe.TimeoutFired, Duration: time.Second},
+		{Source: observe.Hedge, Name: "h", Kind: observe.HedgeSent, Attempt: 2, Duration: 10 * time.Millisecond},
+		{Source: observe.Hedge, Name: "h", Kind: observe.HedgeWon, Attempt: 2},
+		{Source: observe.Hedge, Name: "h", Kind: observe.HedgeWon, Attempt: 1},
+		{Source: observe.Concurrency, Name: "pool", Kind: observe.Refused, Err: errDown},
+		{Source: observe.Concurrency, Name: "pool", Kind: observe.Refused, Duration: 250 * time.Millisecond, Err: context.DeadlineExceeded},
+		{Source: observe.Concurrency, Name: "pool", Kind: observe.Queued, Duration: 500 * time.Millisecond},
+		{Source: observe.RateLimit, Name: "rl", Kind: observe.Refused, Err: errDown},
+		{Source: observe.LoadShed, Name: "ls", Kind: observe.Refused, Err: errDown},
+		{Source: observe.Fallback, Name: "f", Kind: observe.FallbackUsed, Err: errDown},
+		{Source: observe.Coalesce, Name: "c", Kind: observe.Joined},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Success},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Success, Duration: 20 * time.Millisecond},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: errDown},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Ignored, Err: context.Canceled},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Rejected, Err: open},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Rejected, Err: open},
+		{Source: observe.Breaker, Name: "other", Kind: observe.Success},
+	} {
+		obs.Observe(ctx, e)
+	}
+	points, units := collect(t, reader)
+	require.Equal(t, map[string]float64{
+		"rampart.breaker.transitions{rampart.breaker.from=closed,rampart.breaker.to=open,rampart.layer=circuitbreaker,rampart.name=db}":    1,
+		"rampart.breaker.transitions{rampart.breaker.from=open,rampart.breaker.to=half-open,rampart.layer=circuitbreaker,rampart.name=db}": 1,
+		"rampart.breaker.state{rampart.breaker.state=closed,rampart.layer=circuitbreaker,rampart.name=db}":                                 0,
+		"rampart.breaker.state{rampart.breaker.state=open,rampart.layer=circuitbreaker,rampart.name=db}":                                   0,
+		"rampart.breaker.state{rampart.breaker.state=half-open,rampart.layer=circuitbreaker,rampart.name=db}":                              1,
+		"rampart.breaker.state{rampart.breaker.state=forced-open,rampart.layer=circuitbreaker,rampart.name=db}":                            0,
+		"rampart.breaker.state{rampart.breaker.state=forced-closed,rampart.layer=circuitbreaker,rampart.name=db}":                          0,
+		"rampart.breaker.state{rampart.breaker.state=closed,rampart.layer=circuitbreaker,rampart.name=other}":                              1, // calls, no transition
+		"rampart.breaker.state{rampart.breaker.state=open,rampart.layer=circuitbreaker,rampart.name=other}":                                0,
+		"rampart.breaker.state{rampart.breaker.state=half-open,rampart.layer=circuitbreaker,rampart.name=other}":                           0,
+		"rampart.breaker.state{rampart.breaker.state=forced-open,rampart.layer=circuitbreaker,rampart.name=other}":                         0,
+		"rampart.breaker.state{rampart.breaker.state=forced-closed,rampart.layer=circuitbreaker,rampart.name=other}":                       0,
+		"rampart.retry.retries{rampart.layer=retry,rampart.name=api,rampart.retry.reason=error}":                                           1,
+		"rampart.retry.retries{rampart.layer=retry,rampart.name=api,rampart.retry.reason=timeout}":                                         1,
+		"rampart.retry.retries{rampart.layer=retry,rampart.name=api,rampart.retry.reason=response}":                                        1,
+		"rampart.retry.delay{rampart.layer=retry,rampart.name=api}":                                                                        3,
+		"rampart.retry.delay{rampart.layer=retry,rampart.name=api} sum":                                                                    0.5,
+		"rampart.retry.ends{rampart.layer=retry,rampart.name=api,rampart.retry.stop=max_attempts}":                                         1,
+		"rampart.retry.ends{rampart.layer=retry,rampart.name=api,rampart.retry.stop=done}":                                                 1,
+		"rampart.retry.ends{rampart.layer=retry,rampart.name=api,rampart.retry.stop=breaker_open}":                                         1,
+		"rampart.retry.ends{rampart.layer=retry,rampart.name=api,rampart.retry.stop=budget}":                                               1,
+		"rampart.retry.ends{rampart.layer=retry,rampart.name=api,rampart.retry.stop=canceled}":                                             1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=max_attempts}":                                     1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=max_attempts} sum":                                 3,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=done}":                                             1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=done} sum":                                         2,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=breaker_open}":                                     1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=breaker_open} sum":                                 1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=budget}":                                           1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=budget} sum":                                       1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=canceled}":                                         1,
+		"rampart.retry.attempts{rampart.layer=retry,rampart.name=api,rampart.retry.stop=canceled} sum":                                     2,
+		"rampart.budget.refusals{rampart.layer=budget,rampart.name=b}":                                                                     2,
+		"rampart.timeout.fired{rampart.layer=timeout,rampart.name=t}":                                                                      1,
+		"rampart.hedge.sent{rampart.layer=hedge,rampart.name=h}":                                                                           1,
+		"rampart.hedge.wins{rampart.hedge.winner=hedge,rampart.layer=hedge,rampart.name=h}":                                                1,
+		"rampart.hedge.wins{rampart.hedge.winner=original,rampart.layer=hedge,rampart.name=h}":                                             1,
+		"rampart.limit.refusals{rampart.layer=concurrency,rampart.name=pool}":                                                              2,
+		"rampart.limit.refusals{rampart.layer=ratelimit,rampart.name=rl}":                                                                  1,
+		"rampart.limit.refusals{rampart.layer=loadshed,rampart.name=ls}":                                                                   1,
+		"rampart.limit.wait{rampart.layer=concurrency,rampart.limit.admitted=false,rampart.name=pool}":                                     1,
+		"rampart.limit.wait{rampart.layer=concurrency,rampart.limit.admitted=false,rampart.name=pool} sum":                                 0.25,
+		"rampart.limit.wait{rampart.layer=concurrency,rampart.limit.admitted=true,rampart.name=pool}":                                      1,
+		"rampart.limit.wait{rampart.layer=concurrency,rampart.limit.admitted=true,rampart.name=pool} sum":                                  0.5,
+		"rampart.fallback.uses{rampart.layer=fallback,rampart.name=f}":                                                                     1,
+		"rampart.coalesce.joins{rampart.layer=coalesce,rampart.name=c}":                                                                    1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=success}":                                      2,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}":                                      1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=ignored}":                                      1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=rejected}":                                     2,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=success}":                                   1,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=failure}":                                   0,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=ignored}":                                   0,
+		"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=other,rampart.outcome=rejected}":                                  0,
+		"rampart.breaker.duration{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=success}":                                   1,
+		"rampart.breaker.duration{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=success} sum":                               0.02,
+	}, points)
+	require.Equal(t, map[string]string{
+		"rampart.breaker.transitions": "{transition}",
+		"rampart.breaker.state":       "{state}",
+		"rampart.retry.retries":       "{retry}",
+		"rampart.retry.delay":         "s",
+		"rampart.retry.ends":          "{call}",
+		"rampart.retry.attempts":      "{attempt}",
+		"rampart.budget.refusals":     "{withdrawal}",
+		"rampart.timeout.fired":       "{call}",
+		"rampart.hedge.sent":          "{request}",
+		"rampart.hedge.wins":          "{call}",
+		"rampart.limit.refusals":      "{call}",
+		"rampart.limit.wait":          "s",
+		"rampart.fallback.uses":       "{call}",
+		"rampart.coalesce.joins":      "{call}",
+		"rampart.breaker.calls":       "{call}",
+		"rampart.breaker.duration":    "s",
+	}, units)
+}
+
+// A retry layer over a breaker: the retries and the rejection by the open
+// breaker are span events of the call's span, and metrics count them.
+func TestObserver_EV11_SpanEventsAndMetricsFromAStack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		spans := tracetest.NewSpanRecorder()
+		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")
+
+		errDown := errors.New("down")
+		down := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errDown })
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 2}, Observer: obs})
+		require.NoError(t, err)
+		backoff, err := retry.NewConstant(10 * time.Millisecond)
+		require.NoError(t, err)
+		retried, err := retry.NewLayer(retry.Config[string, string]{Backoff: backoff, Name: "db", Observer: obs})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[string, string]().Layer(retried).Layer(circuitbreaker.NewLayer[string, string](br)).Service(down)
+
+		ctx, span := tracer.Start(context.Background(), "call")
+		_, err = svc.Call(ctx, "q")
+		span.End()
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+
+		ended := spans.Ended()
+		require.Len(t, ended, 1)
+		var got []string
+		for _, ev := range ended[0].Events() {
+			set := attribute.NewSet(ev.Attributes...)
+			got = append(got, fmt.Sprint(ev.Name, " ", set.Encoded(attribute.DefaultEncoder())))
+		}
+		require.Equal(t, []string{
+			"rampart.retry.retrying rampart.attempt=2,rampart.duration=0.01,rampart.error=down,rampart.name=db",
+			"rampart.retry.retrying rampart.attempt=3,rampart.duration=0.01,rampart.error=down,rampart.name=db",
+			"rampart.circuitbreaker.rejected rampart.error=" + err.Error() + ",rampart.name=db",
+			"rampart.retry.retry-end rampart.attempt=3,rampart.error=" + err.Error() + ",rampart.name=db",
+		}, got)
+
+		points, _ := collect(t, reader)
+		require.Equal(t, float64(2), points["rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=error}"])
+		require.Equal(t, float64(1), points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=breaker_open}"])
+		require.Equal(t, float64(1), points["rampart.breaker.transitions{rampart.breaker.from=closed,rampart.breaker.to=open,rampart.layer=circuitbreaker,rampart.name=db}"])
+		require.Equal(t, float64(1), points["rampart.breaker.state{rampart.breaker.state=open,rampart.layer=circuitbreaker,rampart.name=db}"])
+		require.Equal(t, float64(2), points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}"])
+		require.Equal(t, float64(1), points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=rejected}"])
+	})
+}
+
+func TestObserver_EV11_NoSpanEvents(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)).Tracer("test")
+	obs, err := rampartotel.New(rampartotel.Config{MeterProvider: sdkmetric.NewMeterProvider(), NoSpanEvents: true})
+	require.NoError(t, err)
+	ctx, span := tracer.Start(context.Background(), "call")
+	obs.Observe(ctx, observe.Event{Source: observe.Timeout, Kind: observe.TimeoutFired, Duration: time.Second})
+	span.End()
+	require.Empty(t, spans.Ended()[0].Events())
+}
+
+// Recording an event allocates nothing in the Observer once its attribute
+// set is built (the SDK's aggregation included).
+func TestObserver_EV11_NoAllocationPerEvent(t *testing.T) {
+	obs, _ := newObserver(t)
+	ctx := context.Background()
+	e := observe.Event{Source: observe.Concurrency, Name: "pool", Kind: observe.Refused, Err: errors.New("full")}
+	obs.Observe(ctx, e)
+	require.Zero(t, testing.AllocsPerRun(100, func() { obs.Observe(ctx, e) }))
+}
+
+// Many goroutines report events of many layers while metrics are read:
+// no race, and every event is counted.
+func TestObserver_EV11_ConcurrentEventsAllCounted(t *testing.T) {
+	obs, reader := newObserver(t)
+	const goroutines, events = 8, 500
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for range 20 {
+			var rm metricdata.ResourceMetrics
+			err = errors.Join(err, reader.Collect(context.Background(), &rm))
+		}
+		done <- err
+	}()
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			name := fmt.Sprint("pool", g%4)
+			for range events {
+				obs.Observe(context.Background(), observe.Event{Source: observe.Concurrency, Name: name, Kind: observe.Refused})
+				obs.Observe(context.Background(), observe.Event{Source: observe.Breaker, Name: name, Kind: observe.Success})
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, <-done)
+	points, _ := collect(t, reader)
+	for i := range 4 {
+		require.Equal(t, float64(2*events), points[fmt.Sprintf("rampart.limit.refusals{rampart.layer=concurrency,rampart.name=pool%d}", i)])
+		require.Equal(t, float64(2*events), points[fmt.Sprintf("rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=pool%d,rampart.outcome=success}", i)])
+	}
+}

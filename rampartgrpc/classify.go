@@ -1,0 +1,96 @@
+package rampartgrpc
+
+import (
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/retry"
+)
+
+// PushbackKey is the trailer in which a server asks a client to wait before
+// retrying, in whole milliseconds, as gRFC A6 defines it. A negative or
+// malformed value asks the client not to retry at all.
+const PushbackKey = "grpc-retry-pushback-ms"
+
+// Classify is the default judgement of an attempt for the breaker
+// ([ClientConfig.Classify] when nil), from the error the attempt ended
+// with. It returns:
+//   - [circuitbreaker.Failure] for UNAVAILABLE, DEADLINE_EXCEEDED (an
+//     attempt's timeout or the caller's deadline ran out while the call was
+//     in flight), INTERNAL, UNKNOWN, DATA_LOSS and CANCELLED: the
+//     dependency is down, slow or broken;
+//   - [circuitbreaker.Ignored] for RESOURCE_EXHAUSTED: the server asks this
+//     client to slow down, as an HTTP 429 does, which is no evidence that it
+//     is down, so the breaker counts it neither way (in HalfOpen it frees
+//     its probe slot);
+//   - [circuitbreaker.Success] for a nil error and for every other code
+//     (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, UNIMPLEMENTED …): the
+//     service answered.
+//
+// An error that carries no gRPC status counts as UNKNOWN, as
+// [status.Code] reads it. The interceptors call a classifier only once the
+// caller's own cancellation has been ruled out, so a CANCELLED it sees came
+// from the other side (the server, a proxy, or a layer below), and counts
+// as a failure. Wrap Classify to change part of the judgement:
+//
+//	classify := func(err error) circuitbreaker.Outcome {
+//		if status.Code(err) == codes.NotFound {
+//			return circuitbreaker.Ignored
+//		}
+//		return rampartgrpc.Classify(err)
+//	}
+//
+// It is safe for concurrent use.
+func Classify(err error) circuitbreaker.Outcome {
+	switch status.Code(err) {
+	case codes.OK:
+		return circuitbreaker.Success
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.Unknown, codes.DataLoss, codes.Canceled:
+		return circuitbreaker.Failure
+	case codes.ResourceExhausted:
+		return circuitbreaker.Ignored
+	}
+	return circuitbreaker.Success
+}
+
+// Retryable is the default judgement of an attempt for the retry layer
+// ([RetryConfig.Retryable] when nil): it reports true for UNAVAILABLE
+// only, the code gRPC defines as "most likely a transient condition, which
+// can be corrected by retrying with a backoff", and false for a nil error
+// and every other code (a DEADLINE_EXCEEDED call may have done its work,
+// and RESOURCE_EXHAUSTED asks the client to send less). Whatever it says, the interceptors retry only the
+// methods declared safe to repeat ([RetryConfig.Methods]), never retry an
+// open breaker or the caller's cancellation, and never retry an attempt
+// whose server sent a negative or malformed grpc-retry-pushback-ms
+// trailer. It is safe for concurrent use.
+func Retryable(err error) bool {
+	return status.Code(err) == codes.Unavailable
+}
+
+// pushback reads a server's grpc-retry-pushback-ms trailer as gRFC A6
+// does: no trailer is no hint; one non-negative integer is a delay in
+// milliseconds; anything else (a negative number, text, several values)
+// means "do not retry", returned as [retry.Forever], which ends the retry
+// loop at once.
+func pushback(trailer metadata.MD) (time.Duration, bool) {
+	vs := trailer[PushbackKey]
+	switch {
+	case len(vs) == 0:
+		return 0, false
+	case len(vs) > 1:
+		return retry.Forever, true
+	}
+	ms, err := strconv.ParseInt(vs[0], 10, 64)
+	if err != nil || ms < 0 {
+		return retry.Forever, true
+	}
+	if ms > int64(retry.Forever/time.Millisecond) {
+		ms = int64(retry.Forever / time.Millisecond)
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}

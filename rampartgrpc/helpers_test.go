@@ -1,0 +1,162 @@
+package rampartgrpc_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	unaryMethod  = "/grpc.testing.TestService/UnaryCall"
+	streamMethod = "/grpc.testing.TestService/StreamingOutputCall"
+)
+
+// testServer is a TestService whose unary and server-streaming methods do
+// what the test says, and count their calls.
+type testServer struct {
+	testgrpc.UnimplementedTestServiceServer
+	unary   func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error)
+	stream  func(stream testgrpc.TestService_StreamingOutputCallServer, n int) error
+	calls   atomic.Int32
+	streams atomic.Int32
+	// streamReqs holds the request of every StreamingOutputCall.
+	streamReqs chan *testgrpc.StreamingOutputCallRequest
+}
+
+func (s *testServer) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	n := int(s.calls.Add(1))
+	if s.unary == nil {
+		return &testgrpc.SimpleResponse{Username: "ok"}, nil
+	}
+	return s.unary(ctx, n)
+}
+
+func (s *testServer) StreamingOutputCall(req *testgrpc.StreamingOutputCallRequest, stream testgrpc.TestService_StreamingOutputCallServer) error {
+	n := int(s.streams.Add(1))
+	if s.streamReqs != nil {
+		s.streamReqs <- req
+	}
+	if s.stream == nil {
+		return nil
+	}
+	return s.stream(stream, n)
+}
+
+func (s *testServer) StreamingInputCall(stream testgrpc.TestService_StreamingInputCallServer) error {
+	s.streams.Add(1)
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{AggregatedPayloadSize: 1})
+		}
+	}
+}
+
+// network is how a test reaches its server.
+type network struct {
+	name   string
+	listen func(t testing.TB) (net.Listener, grpc.DialOption, string)
+}
+
+var networks = []network{
+	{"bufconn", func(testing.TB) (net.Listener, grpc.DialOption, string) {
+		lis := bufconn.Listen(1 << 20)
+		return lis, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return lis.DialContext(ctx)
+		}), "passthrough:///bufconn"
+	}},
+	{"tcp", func(t testing.TB) (net.Listener, grpc.DialOption, string) {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lis, nil, "passthrough:///" + lis.Addr().String()
+	}},
+}
+
+// conns records the server side of every connection, so a test can reset
+// them.
+type conns struct {
+	net.Listener
+	mu sync.Mutex
+	cs []net.Conn
+}
+
+func (l *conns) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.cs = append(l.cs, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// reset closes every server-side connection.
+func (l *conns) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.cs {
+		_ = c.Close()
+	}
+}
+
+// env is a real grpc-go server and a client connection to it.
+type env struct {
+	srv  *testServer
+	cc   *grpc.ClientConn
+	lis  *conns
+	tc   testgrpc.TestServiceClient
+	stop func()
+}
+
+// start serves srv on n with serverOpts and dials it with dialOpts. The
+// server and the connection are stopped when the test (or synctest
+// bubble) ends.
+func start(t testing.TB, n network, srv *testServer, serverOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) *env {
+	t.Helper()
+	lis, dial, target := n.listen(t)
+	cl := &conns{Listener: lis}
+	s := grpc.NewServer(serverOpts...)
+	testgrpc.RegisterTestServiceServer(s, srv)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Serve(cl)
+	}()
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if dial != nil {
+		opts = append(opts, dial)
+	}
+	cc, err := grpc.NewClient(target, append(opts, dialOpts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{srv: srv, cc: cc, lis: cl, tc: testgrpc.NewTestServiceClient(cc)}
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			_ = cc.Close()
+			s.Stop()
+			<-done
+		})
+	}
+	t.Cleanup(e.stop)
+	return e
+}
+
+// eachNetwork runs f once over bufconn and once over loopback TCP.
+func eachNetwork(t *testing.T, f func(t *testing.T, n network)) {
+	for _, n := range networks {
+		t.Run(n.name, func(t *testing.T) { f(t, n) })
+	}
+}

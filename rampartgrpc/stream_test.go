@@ -1,0 +1,411 @@
+package rampartgrpc_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/rampartgrpc"
+)
+
+func streamClient(t *testing.T, cfg rampartgrpc.ClientConfig) grpc.DialOption {
+	t.Helper()
+	ic, err := rampartgrpc.NewStreamClientInterceptor(cfg)
+	require.NoError(t, err)
+	return grpc.WithStreamInterceptor(ic)
+}
+
+func newBreaker(t *testing.T, cfg circuitbreaker.Config) *circuitbreaker.Breaker {
+	t.Helper()
+	br, err := circuitbreaker.New(cfg)
+	require.NoError(t, err)
+	return br
+}
+
+// trip opens br with one failure (its policy must trip on one).
+func trip(t *testing.T, br *circuitbreaker.Breaker) {
+	t.Helper()
+	p, err := br.TryAcquire()
+	require.NoError(t, err)
+	p.Failure(errors.New("trip"))
+	require.NotEqual(t, circuitbreaker.Closed, br.State().State)
+}
+
+// sendThen sends msgs messages and ends the stream with err.
+func sendThen(msgs int, err error) func(testgrpc.TestService_StreamingOutputCallServer, int) error {
+	return func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+		for range msgs {
+			if e := s.Send(&testgrpc.StreamingOutputCallResponse{}); e != nil {
+				return e
+			}
+		}
+		return err
+	}
+}
+
+func TestStream_GR8_BreakerJudgesFinalStatus(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+		e := start(t, n, &testServer{stream: sendThen(2, status.Error(codes.Internal, "broke"))}, nil, streamClient(t, rampartgrpc.ClientConfig{Breaker: br}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		for range 2 {
+			_, err = st.Recv()
+			require.NoError(t, err)
+		}
+		assert.Equal(t, circuitbreaker.Closed, br.State().State, "not judged before its end")
+		_, err = st.Recv()
+		assert.Equal(t, codes.Internal, status.Code(err))
+		assert.Equal(t, circuitbreaker.Open, br.State().State)
+
+		_, err = e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.Equal(t, int32(1), e.srv.streams.Load())
+	})
+}
+
+func TestStream_GR8_EndOfStreamIsSuccess(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+		p, err := br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errors.New("earlier"))
+		e := start(t, n, &testServer{stream: sendThen(1, nil)}, nil, streamClient(t, rampartgrpc.ClientConfig{Breaker: br}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		require.NoError(t, err)
+		assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+		_, err = st.Recv()
+		assert.Equal(t, io.EOF, err)
+		assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures)
+	})
+}
+
+func TestStream_GR8_OneResponseJudgedOnIt(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+		p, err := br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errors.New("earlier"))
+		e := start(t, n, &testServer{}, nil, streamClient(t, rampartgrpc.ClientConfig{Breaker: br}))
+		st, err := e.tc.StreamingInputCall(t.Context())
+		require.NoError(t, err)
+		require.NoError(t, st.Send(&testgrpc.StreamingInputCallRequest{}))
+		_, err = st.CloseAndRecv()
+		require.NoError(t, err)
+		assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures)
+	})
+}
+
+func TestStream_GR8_CallerCancellationFreesProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+		e := start(t, networks[0], &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+			<-s.Context().Done()
+			return s.Context().Err()
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{Breaker: br}))
+		trip(t, br)
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err := e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		assert.Equal(t, 1, br.State().ProbesInFlight)
+		cancel() // without reading the stream
+		synctest.Wait()
+		assert.Equal(t, circuitbreaker.HalfOpen, br.State().State, "ignored, not a failure")
+		assert.Equal(t, 0, br.State().ProbesInFlight)
+	})
+}
+
+func TestStream_GR9_AbandonedStreamHoldsProbeForTheLeaseOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br := newBreaker(t, circuitbreaker.Config{
+			Policy:       circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout: circuitbreaker.Immediate,
+			ProbeLease:   2 * time.Second,
+		})
+		e := start(t, networks[0], &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+			<-s.Context().Done()
+			return s.Context().Err()
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{Breaker: br}))
+		trip(t, br)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		_, err := e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{}) // abandoned: never read, not cancelled
+		require.NoError(t, err)
+		_, err = e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen, "the probe slot is held")
+		time.Sleep(2*time.Second - time.Nanosecond)
+		_, err = e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen, "until the lease ends")
+		time.Sleep(time.Nanosecond)
+		_, err = e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		assert.NoError(t, err, "the lease has ended")
+	})
+}
+
+func TestStream_GR10_AttemptTimeoutNeverEndsAnOpenStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, networks[0], &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+			for range 5 {
+				time.Sleep(100 * time.Millisecond)
+				if err := s.Send(&testgrpc.StreamingOutputCallResponse{}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{AttemptTimeout: 50 * time.Millisecond}))
+		begin := time.Now()
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		got, err := recvAll(st)
+		assert.Equal(t, io.EOF, err)
+		assert.Equal(t, 5, got)
+		assert.Equal(t, 500*time.Millisecond, time.Since(begin))
+	})
+}
+
+// stubStream is a stream that nobody reads.
+type stubStream struct{ grpc.ClientStream }
+
+func (stubStream) Context() context.Context { return context.Background() }
+
+func TestStream_GR10_OpeningRetriedBeforeCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		methods func(string) bool
+		want    int
+	}{
+		{name: "safe to repeat", methods: rampartgrpc.Methods(streamMethod), want: 3},
+		{name: "not declared", methods: nil, want: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ic, err := rampartgrpc.NewStreamClientInterceptor(rampartgrpc.ClientConfig{Retry: rampartgrpc.RetryConfig{Methods: tc.methods, Backoff: noWait(t)}})
+			require.NoError(t, err)
+			opened := 0
+			streamer := func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+				opened++
+				if opened < 3 {
+					return nil, status.Error(codes.Unavailable, "no connection")
+				}
+				return stubStream{}, nil
+			}
+			_, _ = ic(t.Context(), &grpc.StreamDesc{ServerStreams: true}, nil, streamMethod, streamer)
+			assert.Equal(t, tc.want, opened)
+		})
+	}
+}
+
+func TestStream_GR10_NotRetriedAfterCommit(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		e := start(t, n, &testServer{stream: sendThen(1, status.Error(codes.Unavailable, "later"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+		}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		require.NoError(t, err)
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Equal(t, int32(1), e.srv.streams.Load())
+	})
+}
+
+func TestStream_GR10_HeadersCommit(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		e := start(t, n, &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+			if err := s.SendHeader(nil); err != nil {
+				return err
+			}
+			return status.Error(codes.Unavailable, "after the headers")
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+		}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Equal(t, int32(1), e.srv.streams.Load())
+	})
+}
+
+func TestStream_GR10_RetriedBeforeCommitWithItsRequest(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		srv := &testServer{
+			stream: func(s testgrpc.TestService_StreamingOutputCallServer, n int) error {
+				if n < 3 {
+					return status.Error(codes.Unavailable, "refused before the headers")
+				}
+				return sendThen(2, nil)(s, n)
+			},
+			streamReqs: make(chan *testgrpc.StreamingOutputCallRequest, 3),
+		}
+		e := start(t, n, srv, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+		}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{Payload: &testgrpc.Payload{Body: []byte("again")}})
+		require.NoError(t, err)
+		got, err := recvAll(st)
+		assert.Equal(t, io.EOF, err)
+		assert.Equal(t, 2, got)
+		assert.Equal(t, int32(3), srv.streams.Load())
+		for range srv.streams.Load() {
+			assert.Equal(t, "again", string((<-srv.streamReqs).GetPayload().GetBody()), "every attempt sends the request")
+		}
+	})
+}
+
+func TestStream_GR10_RetriesBeforeCommitExhausted(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		e := start(t, n, &testServer{stream: sendThen(0, status.Error(codes.Unavailable, "always"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t), MaxAttempts: 4},
+		}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err), "the same error again")
+		assert.Equal(t, int32(4), e.srv.streams.Load())
+	})
+}
+
+func TestStream_GR10_UnsafeMethodNotRetriedBeforeCommit(t *testing.T) {
+	e := start(t, networks[0], &testServer{stream: sendThen(0, status.Error(codes.Unavailable, "always"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+		Retry: rampartgrpc.RetryConfig{Backoff: noWait(t)},
+	}))
+	st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	require.NoError(t, err)
+	_, err = st.Recv()
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Equal(t, int32(1), e.srv.streams.Load())
+}
+
+func TestStream_GR10_HeaderBeforeRecvNotRetried(t *testing.T) {
+	e := start(t, networks[0], &testServer{stream: sendThen(0, status.Error(codes.Unavailable, "always"))}, nil, streamClient(t, rampartgrpc.ClientConfig{
+		Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+	}))
+	st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	require.NoError(t, err)
+	_, _ = st.Header()
+	_, err = st.Recv()
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Equal(t, int32(1), e.srv.streams.Load())
+}
+
+func TestStream_GR2_PushbackBeforeCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		value   string
+		streams int32
+		took    time.Duration
+	}{
+		{name: "honoured", value: "200", streams: 2, took: 200 * time.Millisecond},
+		{name: "negative stops", value: "-1", streams: 1, took: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := start(t, networks[0], &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, n int) error {
+					if n == 1 {
+						s.SetTrailer(metadata.Pairs(rampartgrpc.PushbackKey, tc.value))
+						return status.Error(codes.Unavailable, "pushing back")
+					}
+					return nil
+				}}, nil, streamClient(t, rampartgrpc.ClientConfig{
+					Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+				}))
+				begin := time.Now()
+				st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+				require.NoError(t, err)
+				_, _ = st.Recv()
+				assert.Equal(t, tc.took, time.Since(begin))
+				assert.Equal(t, tc.streams, e.srv.streams.Load())
+			})
+		})
+	}
+}
+
+func TestStream_GR10_OpeningTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ic, err := rampartgrpc.NewStreamClientInterceptor(rampartgrpc.ClientConfig{AttemptTimeout: 70 * time.Millisecond})
+		require.NoError(t, err)
+		streamer := func(ctx context.Context, _ *grpc.StreamDesc, _ *grpc.ClientConn, _ string, _ ...grpc.CallOption) (grpc.ClientStream, error) {
+			<-ctx.Done() // waiting for a connection
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		begin := time.Now()
+		_, err = ic(t.Context(), &grpc.StreamDesc{ServerStreams: true}, nil, streamMethod, streamer)
+		assert.Equal(t, 70*time.Millisecond, time.Since(begin))
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+	})
+}
+
+func TestStream_GR11_ResetStreamIsFailure(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+		e := start(t, n, &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+			if err := s.Send(&testgrpc.StreamingOutputCallResponse{}); err != nil {
+				return err
+			}
+			<-s.Context().Done()
+			return s.Context().Err()
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{Breaker: br}))
+		st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		require.NoError(t, err)
+		e.lis.reset() // the connection drops under the stream
+		_, err = st.Recv()
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.Equal(t, circuitbreaker.Open, br.State().State)
+	})
+}
+
+// recvAll receives until the stream ends, and returns how many messages
+// it received and the error it ended with.
+func recvAll(st grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse]) (int, error) {
+	for got := 0; ; got++ {
+		if _, err := st.Recv(); err != nil {
+			return got, err
+		}
+	}
+}
+
+func TestStream_GR9_NoGoroutineOutlivesTheStream(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{})
+		e := start(t, n, &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, n int) error {
+			if n == 1 {
+				return status.Error(codes.Unavailable, "refused before the headers")
+			}
+			return sendThen(1, nil)(s, n)
+		}}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Breaker:        br,
+			AttemptTimeout: time.Minute,
+			Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t)},
+		}))
+		ctx, cancel := context.WithCancel(context.Background()) // live until the check is done
+		defer cancel()
+		st, err := e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		got, err := recvAll(st)
+		assert.Equal(t, io.EOF, err)
+		assert.Equal(t, 1, got)
+		e.stop()
+		goleak.VerifyNone(t)
+	})
+}
