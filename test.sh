@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in one script: formatting, vet and race-enabled
-# tests in each module (the core, bench, examples, otel), every benchmark once,
-# and the outage demo's claims on real loopback HTTP. Run it from anywhere:
+# tests in each module (the core, bench, examples, otel, rampartgrpc,
+# cmd/rampart-sim), every benchmark once, and the outage demo's claims on
+# real loopback HTTP. Run it from anywhere:
 #
 #	./test.sh
 #
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-modules=(. bench examples otel rampartgrpc)
+modules=(. bench examples otel rampartgrpc cmd/rampart-sim)
 
 command -v go >/dev/null || { echo "test.sh: go is not on PATH" >&2; exit 1; }
 command -v gofmt >/dev/null || { echo "test.sh: gofmt is not on PATH" >&2; exit 1; }
