@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything CI checks, in one script: formatting, vet and race-enabled
 # tests in each module (the core, bench, examples, otel, rampartgrpc,
-# rampartredis), every benchmark once, and the outage demo's claims on real
-# loopback HTTP. Run it from anywhere:
+# rampartredis, cmd/rampart-sim), every benchmark once, and the outage
+# demo's claims on real loopback HTTP. Run it from anywhere:
 #
 #	./test.sh
 #
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-modules=(. bench examples otel rampartgrpc rampartredis)
+modules=(. bench examples otel rampartgrpc rampartredis cmd/rampart-sim)
 
 command -v go >/dev/null || { echo "test.sh: go is not on PATH" >&2; exit 1; }
 command -v gofmt >/dev/null || { echo "test.sh: gofmt is not on PATH" >&2; exit 1; }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -84,6 +85,14 @@ type Config struct {
 	// exact.
 	Ratio float64
 
+	// Clock, when set, is the time the budget runs on: its slots turn at
+	// the clock's monotonic readings and its timer is the clock's
+	// AfterFunc, so a budget can be replayed on virtual time (see package
+	// sim). Only [clock.Clock.Monotonic] is read; a step of the wall
+	// clock moves nothing. Nil means the system's clock, read directly.
+	// Deposit reads no clock either way.
+	Clock clock.Clock
+
 	// Name names the budget in its events. Empty means unnamed.
 	Name string
 
@@ -137,6 +146,8 @@ type Config struct {
 // Budget is first used. Neither Deposit nor Withdraw allocates
 // (measurements: bench/README.md).
 //
+// A Budget runs on the system's clock, or on [Config.Clock] when set.
+//
 // A Budget is safe for concurrent use; share one among every caller of a
 // dependency. Inside a testing/synctest bubble, create and use it within
 // the same bubble (its timer belongs to the bubble that first deposits).
@@ -163,10 +174,14 @@ type Budget struct {
 	earn    int64         // units a deposit earns
 	reserve int64         // floor units per window
 	slotLen time.Duration // Window / slots
-	start   time.Time     // slot n covers [start+n*slotLen, start+(n+1)*slotLen)
-	name    string
-	obs     observe.Observer
-	_       [128]byte
+	// Slot n covers [n*slotLen, (n+1)*slotLen) of the time elapsed since
+	// start (the system's clock) or since startMono (clk, when set).
+	start     time.Time
+	startMono time.Duration
+	clk       clock.Clock
+	name      string
+	obs       observe.Observer
+	_         [128]byte
 
 	// balance is the units that may be withdrawn now. It only shrinks by a
 	// compare-and-swap that keeps it >= 0, and at slot turns to the live
@@ -184,7 +199,7 @@ type Budget struct {
 
 	mu     sync.Mutex
 	credit [slots]int64 // guarded by mu: credit of the live slots, by slot number % slots
-	timer  *time.Timer  // guarded by mu: nil until the first wake
+	timer  *time.Timer  // guarded by mu: nil until the first wake; unused with clk
 }
 
 // stripe is a pending-deposit counter alone on its cache line (128 bytes
@@ -220,7 +235,7 @@ func New(cfg Config) (*Budget, error) {
 	case !(ratio >= MinRatio && ratio <= MaxRatio): // also catches NaN
 		return nil, fmt.Errorf("budget: Ratio must be 0 (the default, %v) or between %v and %v, got %v", DefaultRatio, MinRatio, MaxRatio, ratio)
 	}
-	b := &Budget{name: cfg.Name, obs: cfg.Observer}
+	b := &Budget{clk: cfg.Clock, name: cfg.Name, obs: cfg.Observer}
 	b.setup(window, perSecond, ratio)
 	return b, nil
 }
@@ -236,7 +251,11 @@ func (b *Budget) setup(window time.Duration, perSecond int, ratio float64) {
 	b.earn = earnings(ratio)
 	b.reserve = int64(perSecond) * int64(window) / (int64(time.Second) / unit)
 	b.slotLen = window / slots
-	b.start = time.Now()
+	if b.clk != nil {
+		b.startMono = b.clk.Monotonic()
+	} else {
+		b.start = time.Now()
+	}
 	b.mask = n - 1
 	b.stripes = make([]stripe, n)
 	for i := range b.credit {
@@ -364,7 +383,7 @@ func (b *Budget) sync() {
 		b.setupZero()
 		b.mu.Unlock()
 	}
-	now := time.Now()
+	now := b.elapsed()
 	if b.slotAt(now) != b.cur.Load() {
 		b.mu.Lock()
 		b.advance(now)
@@ -373,8 +392,18 @@ func (b *Budget) sync() {
 	b.fold()
 }
 
-func (b *Budget) slotAt(t time.Time) int64 {
-	return int64(t.Sub(b.start) / b.slotLen)
+// elapsed returns the monotonic time since the budget's start.
+func (b *Budget) elapsed() time.Duration {
+	if b.clk != nil {
+		return b.clk.Monotonic() - b.startMono
+	}
+	return time.Since(b.start)
+}
+
+// slotAt returns the number of the slot holding e, a time elapsed since
+// the budget's start.
+func (b *Budget) slotAt(e time.Duration) int64 {
+	return int64(e / b.slotLen)
 }
 
 // fold moves pending deposits into the balance and the current slot's
@@ -401,7 +430,7 @@ func (b *Budget) fold() int64 {
 // advance turns the slots up to the one holding now, and reports whether
 // the slot that ended saw any deposit. Pending deposits count toward the
 // slot that ends. Called with mu held.
-func (b *Budget) advance(now time.Time) (active bool) {
+func (b *Budget) advance(now time.Duration) (active bool) {
 	active = b.fold() > 0
 	cur, n := b.cur.Load(), b.slotAt(now)
 	if n <= cur {
@@ -441,20 +470,26 @@ func (b *Budget) wake() {
 		return
 	}
 	b.setupZero()
-	now := time.Now()
+	now := b.elapsed()
 	b.advance(now)
 	b.ticking.Store(true)
 	b.arm(now)
 }
 
 // arm sets the timer for the end of the current slot. Called with mu held.
-func (b *Budget) arm(now time.Time) {
-	next := b.start.Add(time.Duration(b.cur.Load()+1) * b.slotLen)
-	if b.timer == nil {
-		b.timer = time.AfterFunc(next.Sub(now), b.tick)
-		return
+func (b *Budget) arm(now time.Duration) {
+	d := time.Duration(b.cur.Load()+1)*b.slotLen - now
+	switch {
+	case b.clk != nil:
+		// A clock's Timer cannot be reset: take a new one. The previous
+		// one has fired (arm runs at a wake, when no timer is pending, or
+		// in tick, from the timer itself).
+		b.clk.AfterFunc(d, b.tick)
+	case b.timer == nil:
+		b.timer = time.AfterFunc(d, b.tick)
+	default:
+		b.timer.Reset(d)
 	}
-	b.timer.Reset(next.Sub(now))
 }
 
 // tick runs at each slot boundary while deposits arrive: it folds them into
@@ -463,7 +498,7 @@ func (b *Budget) arm(now time.Time) {
 func (b *Budget) tick() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
+	now := b.elapsed()
 	if b.advance(now) {
 		b.arm(now)
 		return

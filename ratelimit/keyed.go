@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -30,6 +31,11 @@ type KeyedConfig struct {
 	// MaxKeys bounds how many keys are held at once. Zero means
 	// [DefaultMaxKeys]. It must not be negative.
 	MaxKeys int
+	// Clock, when set, is the time the keys' limiters and waiting lines
+	// run on, as [Config.Clock] describes for one limiter; the limiters
+	// [Keyed.Limiter] returns must then be used only through the layers.
+	// Nil means the system's clock, read directly.
+	Clock clock.Clock
 
 	// Name names the Keyed in the events of the layers built with it.
 	// Empty means unnamed.
@@ -72,6 +78,7 @@ type Keyed struct {
 	limit   rate.Limit
 	burst   int
 	maxKeys int
+	clk     clock.Clock
 	name    string
 	obs     observe.Observer
 
@@ -100,7 +107,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	if cfg.MaxKeys < 0 {
 		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0 (0 means DefaultMaxKeys, %d), got %d", DefaultMaxKeys, cfg.MaxKeys)
 	}
-	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, keys: make(map[string]*entry), name: cfg.Name, obs: cfg.Observer}
+	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, clk: cfg.Clock, keys: make(map[string]*entry), name: cfg.Name, obs: cfg.Observer}
 	if k.maxKeys == 0 {
 		k.maxKeys = DefaultMaxKeys
 	}
@@ -121,7 +128,7 @@ func (k *Keyed) Limiter(key string) *rate.Limiter {
 
 // entry returns key's entry, as [Keyed.Limiter] documents.
 func (k *Keyed) entry(key string) *entry {
-	now := time.Now()
+	now := k.now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e, ok := k.keys[key]
@@ -131,7 +138,7 @@ func (k *Keyed) entry(key string) *entry {
 		if len(k.keys) >= k.maxKeys {
 			k.drop(k.lru.prev)
 		}
-		e = &entry{key: key, q: queue{lim: rate.NewLimiter(k.limit, k.burst)}}
+		e = &entry{key: key, q: queue{lim: rate.NewLimiter(k.limit, k.burst), clk: k.clk}}
 		k.keys[key] = e
 	}
 	// Link e as most recently used.
@@ -149,7 +156,7 @@ func (k *Keyed) Len() int {
 	if k.keys == nil { // the zero Keyed
 		return 0
 	}
-	now := time.Now()
+	now := k.now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for e := k.lru.next; e != &k.lru; {
@@ -160,6 +167,11 @@ func (k *Keyed) Len() int {
 		e = next
 	}
 	return len(k.keys)
+}
+
+// now returns the time to pass to the keys' limiters.
+func (k *Keyed) now() time.Time {
+	return clockNow(k.clk)
 }
 
 func (k *Keyed) full(e *entry, now time.Time) bool {

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
@@ -104,10 +105,22 @@ type Config struct {
 	// its token (an [observe.Queued] event with the wait). A call that
 	// finds a token free reports nothing. See package observe.
 	Observer observe.Observer
+
+	// Clock, when set, is the time the layer runs on, so it can be
+	// replayed on virtual time: the times it passes to Limiter (AllowN,
+	// ReserveN, CancelAt) are made of the clock's monotonic readings
+	// alone, so a step of its wall reading moves no token, and the first
+	// waiting call waits with [clock.Sleep]. Limiter must then be used
+	// only through layers with the same Clock (its own Allow and Wait read
+	// the system's clock). The caller's deadline, which is system time,
+	// is not compared with a token's due time: a call is not refused with
+	// PastDeadline, it waits until its token or its context ends. Nil
+	// means the system's clock, read directly.
+	Clock clock.Clock
 }
 
 // NewConfigLayer returns the layer [NewLayer] returns for cfg.Limiter and
-// cfg.Mode, reporting its events to cfg.Observer. It returns the errors
+// cfg.Mode, reporting its events to cfg.Observer, on cfg.Clock. It returns the errors
 // NewLayer returns.
 func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if cfg.Limiter == nil {
@@ -116,7 +129,7 @@ func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error)
 	if err := checkMode(cfg.Mode); err != nil {
 		return nil, err
 	}
-	q := &queue{lim: cfg.Limiter}
+	q := &queue{lim: cfg.Limiter, clk: cfg.Clock}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("ratelimit: Wrap")

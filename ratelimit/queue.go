@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -24,6 +25,9 @@ import (
 // reserving after it, is due that much earlier.
 type queue struct {
 	lim *rate.Limiter
+	// clk, when set, gives the times passed to lim (see clockTime) and
+	// times the head's wait; nil means the system's clock.
+	clk clock.Clock
 	// n is len(waiters), kept so that the fast path can see an empty line
 	// without taking mu. It may be stale by the time Allow runs; a call
 	// that slips past a waiter that way takes a token that was free then,
@@ -52,7 +56,7 @@ func take(ctx context.Context, q *queue, mode Mode, name string, obs observe.Obs
 	}
 	// Allow neither allocates nor changes lim when it fails, so it is the
 	// fast path; only a call that must wait or be refused takes mu.
-	if q.n.Load() == 0 && q.lim.Allow() {
+	if q.n.Load() == 0 && q.allow() {
 		return nil
 	}
 	if mode == Reject {
@@ -65,9 +69,9 @@ func take(ctx context.Context, q *queue, mode Mode, name string, obs observe.Obs
 	if obs == nil {
 		return q.wait(ctx)
 	}
-	start := time.Now()
+	start := q.now()
 	err := q.wait(ctx)
-	e := observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Queued, Duration: time.Since(start)}
+	e := observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Queued, Duration: q.now().Sub(start)}
 	switch {
 	case err != nil:
 		e.Kind, e.Err = observe.Refused, err
@@ -78,10 +82,44 @@ func take(ctx context.Context, q *queue, mode Mode, name string, obs observe.Obs
 	return err
 }
 
+// allow takes a token if one is free now.
+func (q *queue) allow() bool {
+	if q.clk == nil {
+		return q.lim.Allow()
+	}
+	return q.lim.AllowN(q.now(), 1)
+}
+
+// clockEpoch is the time a supplied clock's Monotonic reading counts from
+// when it is handed to a limiter.
+var clockEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// now returns the time to pass to lim: the system's time, or, with a
+// supplied clock, a time made of its monotonic reading alone, so that a
+// step of its wall reading moves no token.
+func (q *queue) now() time.Time { return clockNow(q.clk) }
+
+// clockNow returns the system's time when clk is nil, else a time made of
+// clk's monotonic reading alone.
+func clockNow(clk clock.Clock) time.Time {
+	if clk == nil {
+		return time.Now()
+	}
+	return clockEpoch.Add(clk.Monotonic())
+}
+
+// pastDeadline reports whether a token due after delay would come at or
+// after ctx's deadline. The deadline is system time, so with a supplied
+// clock it is not compared.
+func (q *queue) pastDeadline(ctx context.Context, now time.Time, delay time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && q.clk == nil && delay >= deadline.Sub(now)
+}
+
 // reject takes a token if one is free and nobody waits for it, and
 // otherwise returns the refusal.
 func (q *queue) reject() error {
-	now := time.Now()
+	now := q.now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) > 0 {
@@ -102,7 +140,7 @@ func (q *queue) reject() error {
 // wait joins the line and returns once the call's token is due, or with
 // the refusal or the context's error.
 func (q *queue) wait(ctx context.Context) error {
-	now := time.Now()
+	now := q.now()
 	w := &waiter{}
 	q.mu.Lock()
 	if len(q.waiters) == 0 {
@@ -122,7 +160,7 @@ func (q *queue) wait(ctx context.Context) error {
 		q.mu.Unlock()
 		return &LimitedError{RetryAfter: rate.InfDuration}
 	}
-	if deadline, ok := ctx.Deadline(); ok && delay >= deadline.Sub(now) {
+	if q.pastDeadline(ctx, now, delay) {
 		q.mu.Unlock()
 		return &LimitedError{RetryAfter: delay, PastDeadline: true}
 	}
@@ -149,7 +187,7 @@ func (q *queue) wait(ctx context.Context) error {
 // serve runs the head w until its token is due, its context is done, or it
 // is refused, and then passes the head on.
 func (q *queue) serve(ctx context.Context, w *waiter) error {
-	now := time.Now()
+	now := q.now()
 	delay := w.r.DelayFrom(now) // rate.InfDuration if w.r is not OK
 	switch {
 	case delay == 0:
@@ -164,9 +202,17 @@ func (q *queue) serve(ctx context.Context, w *waiter) error {
 		q.leave(w, true)
 		return waitErr(ctx)
 	}
-	if deadline, ok := ctx.Deadline(); ok && delay >= deadline.Sub(now) {
+	if q.pastDeadline(ctx, now, delay) {
 		q.leave(w, true)
 		return &LimitedError{RetryAfter: delay, PastDeadline: true}
+	}
+	if q.clk != nil {
+		if clock.Sleep(ctx, q.clk, delay) != nil {
+			q.leave(w, true)
+			return waitErr(ctx)
+		}
+		q.leave(w, false)
+		return nil
 	}
 	t := time.NewTimer(delay)
 	defer t.Stop()
@@ -193,7 +239,7 @@ func (q *queue) push(w *waiter) {
 // leave removes the head w, giving its token back when cancel is true, and
 // makes the next waiter head with a reservation of its own.
 func (q *queue) leave(w *waiter, cancel bool) {
-	now := time.Now()
+	now := q.now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if cancel {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -142,6 +143,16 @@ type Config[Req, Resp any] struct {
 	// [observe.RetryEnd] event: the attempts made and why it stopped). A
 	// call that succeeds at once reports nothing. See package observe.
 	Observer observe.Observer
+
+	// Clock, when set, times the waits between attempts: each wait is
+	// [clock.Sleep] on it, so retries can be replayed on virtual time (see
+	// package sim). A context's deadline is system time whatever the
+	// Clock: with a Clock set, the layer does not compare a wait with the
+	// context's deadline (it cannot: the two run on different clocks) and
+	// never stops with [ErrDeadline]; the wait still ends when the
+	// context is done. Nil means the system's clock, with a timer per
+	// call as described on [NewLayer].
+	Clock clock.Clock
 }
 
 // retryDelayer is implemented by errors that carry a producer's hint, such
@@ -162,6 +173,7 @@ type policy[Req, Resp any] struct {
 	hint        func(Resp, error) (time.Duration, bool)
 	maxHint     time.Duration
 	discard     func(Resp)
+	clock       clock.Clock
 	name        string
 	obs         observe.Observer
 }
@@ -175,6 +187,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 		hint:        cfg.Hint,
 		maxHint:     cfg.MaxHint,
 		discard:     cfg.Discard,
+		clock:       cfg.Clock,
 		name:        cfg.Name,
 		obs:         cfg.Observer,
 	}
@@ -255,7 +268,8 @@ func isNilValue(v any) bool {
 //
 // The layer waits with a timer and a select on ctx.Done, so it never sleeps
 // after cancellation. It never starts a wait that would end at or after
-// ctx's deadline.
+// ctx's deadline. With [Config.Clock] set, it waits on that clock
+// instead, and the deadline is not compared (see Config.Clock).
 //
 // # Cost
 //
@@ -385,7 +399,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			}
 			d = max(d, min(max(h, 0), p.maxHint))
 		}
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) <= d {
+		if deadline, ok := ctx.Deadline(); ok && p.clock == nil && time.Until(deadline) <= d {
 			return p.stop(ctx, resp, err, attempt, ErrDeadline)
 		}
 		if p.budget != nil && !p.budget.Withdraw() {
@@ -394,7 +408,9 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if p.obs != nil {
 			p.obs.Observe(ctx, observe.Event{Source: observe.Retry, Name: p.name, Kind: observe.Retrying, Attempt: attempt + 1, Duration: d, Err: err})
 		}
-		if d > 0 {
+		if d > 0 && p.clock != nil {
+			_ = clock.Sleep(ctx, p.clock, d) // ctx's error is checked below
+		} else if d > 0 {
 			if timer == nil {
 				timer = time.NewTimer(d)
 			} else {

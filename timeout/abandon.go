@@ -35,7 +35,7 @@ type call[Resp any] struct {
 func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b bounds) (Resp, error) {
 	tctx, cancel := parent, context.CancelFunc(func() {})
 	if b.first {
-		tctx, cancel = context.WithDeadlineCause(parent, b.deadline, b.cause)
+		tctx, cancel = b.context(parent)
 	}
 	c := &call[Resp]{done: make(chan struct{})}
 	go s.run(tctx, req, c)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -78,6 +79,24 @@ type Config[Req, Resp any] struct {
 	// ends (an [observe.TimeoutFired] event with the timeout, each time the
 	// layer returns an [*Error]). See package observe.
 	Observer observe.Observer
+
+	// Clock, when set, is the time the deadline runs on, so calls can be
+	// replayed on virtual time (see package sim): the deadline is the
+	// clock's monotonic reading at the start of Call plus the timeout, and
+	// the inner call's context is cancelled by a timer of the clock
+	// (clock.AfterFunc) with the same cause, an [*Error], when it passes.
+	// The layer answers as without a Clock, with two differences. The
+	// inner context has no Deadline (its Err is [context.Canceled] once
+	// the clock's deadline passes, with the *Error as its cause: read
+	// [context.Cause]), since a deadline on the supplied clock is no time
+	// on the system's; an inner call that returns that context.Canceled
+	// is reported as if it had returned [context.DeadlineExceeded]. And
+	// the caller's deadline, which is system time, is not compared with
+	// the layer's: the layer always sets its own, and a call whose
+	// caller's context is done is still reported as the caller's. Nil
+	// means the system's clock and [context.WithDeadlineCause]. Each call
+	// allocates the context, the clock's timer and its function.
+	Clock clock.Clock
 }
 
 // NewLayer returns a layer that gives every call a deadline d after it
@@ -140,6 +159,9 @@ func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, R
 // the deadline is either returned or abandoned (and passed to Late); it is
 // never lost.
 //
+// With [Config.Clock] set, the deadline runs on that clock; Config.Clock
+// says what changes.
+//
 // Cost: each call allocates what [context.WithDeadlineCause] allocates (a
 // timer context and its timer); the layer adds no allocation of its own in
 // the default mode with a fixed Timeout. See BenchmarkTimeoutLayer.
@@ -195,6 +217,10 @@ type bounds struct {
 	timeout  time.Duration
 	deadline time.Time
 	cause    *Error
+	// clk is the supplied clock, and due the deadline on its monotonic
+	// reading; deadline is unset then.
+	clk clock.Clock
+	due time.Duration
 	// first is false when the caller's deadline is not later than the
 	// layer's: the layer's deadline can then never be the one that ends
 	// the call.
@@ -213,8 +239,12 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	if b.timeout <= 0 {
 		return s.inner.Call(ctx, req)
 	}
-	b.deadline = time.Now().Add(b.timeout)
-	if cur, ok := ctx.Deadline(); ok && !cur.After(b.deadline) {
+	if b.clk = s.l.cfg.Clock; b.clk != nil {
+		b.due = b.clk.Monotonic() + b.timeout
+	} else {
+		b.deadline = time.Now().Add(b.timeout)
+	}
+	if cur, ok := ctx.Deadline(); ok && b.clk == nil && !cur.After(b.deadline) {
 		b.first = false
 		if !s.l.cfg.Abandon {
 			return s.inner.Call(ctx, req)
@@ -224,8 +254,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		return s.callAbandon(ctx, req, b)
 	}
 
-	// Same as context.WithTimeoutCause, with the deadline computed above.
-	tctx, cancel := context.WithDeadlineCause(ctx, b.deadline, b.cause)
+	tctx, cancel := b.context(ctx)
 	detached := false
 	defer func() {
 		// Also runs if the inner call panics, so the timer is released.
@@ -244,15 +273,45 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	return resp, nil
 }
 
+// context returns the inner call's context: with the layer's deadline on
+// the system's clock (context.WithTimeoutCause, with the deadline computed
+// in Call), or cancelled with the same cause by a timer of the supplied
+// clock.
+func (b *bounds) context(parent context.Context) (context.Context, context.CancelFunc) {
+	if b.clk == nil {
+		return context.WithDeadlineCause(parent, b.deadline, b.cause)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	cause := b.cause
+	t := b.clk.AfterFunc(b.timeout, func() { cancel(cause) })
+	return ctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// passed reports whether the layer's deadline has passed.
+func (b *bounds) passed() bool {
+	if b.clk != nil {
+		return b.clk.Monotonic() >= b.due
+	}
+	return !time.Now().Before(b.deadline)
+}
+
 // judge returns the error the layer reports for an inner error err: a
 // timeout when the layer's deadline has passed and the caller's context is
 // not done, err unchanged otherwise.
 func (s *service[Req, Resp]) judge(parent context.Context, b *bounds, err error) error {
-	if !b.first || parent.Err() != nil || time.Now().Before(b.deadline) {
+	if !b.first || parent.Err() != nil || !b.passed() {
 		return err
 	}
-	if err == error(b.cause) {
+	switch {
+	case err == error(b.cause):
 		err = nil
+	case b.clk != nil && err == context.Canceled:
+		// The clock's timer cancelled the context: report what a context
+		// deadline would have.
+		err = context.DeadlineExceeded
 	}
 	s.l.fired(parent, b.timeout)
 	return &Error{After: b.timeout, Err: err}

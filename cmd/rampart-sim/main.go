@@ -1,0 +1,133 @@
+// Command rampart-sim replays a recorded trace of calls to a dependency
+// (JSON Lines, as package record writes it) through candidate
+// configurations read from a TOML file, on virtual time, and compares
+// what each would have done: a table, or JSON with -json, and a chart of
+// each candidate's state and outcomes over time.
+//
+//	go run ./cmd/rampart-sim -trace sim/testdata/outage.jsonl \
+//		-candidates cmd/rampart-sim/testdata/candidates.toml -chart outage.png
+//
+// The candidates file has an optional [options] table and one
+// [[candidate]] table per candidate; every key is optional except name,
+// and a key the command does not know is an error:
+//
+//	[options]
+//	burst_min = 5        # consecutive recorded failures that make a burst
+//	resolution = "1s"    # width of the chart's points
+//	seed = 1             # seed of the retries' jitter
+//
+//	[[candidate]]
+//	name = "consecutive 5"
+//	timeout = "1s"                       # per-attempt timeout
+//	[candidate.breaker]
+//	reset_timeout = "10s"                # or "immediate", "forever"
+//	max_reset_timeout = "1m"             # a growing cool-down
+//	reset_timeout_multiplier = 2
+//	max_probes = 1
+//	probe_lease = "1m"
+//	[candidate.breaker.consecutive]      # the trip rule: one or more of
+//	failures = 5                         # consecutive, failure_rate,
+//	successes = 1                        # slow_calls (several: any trips)
+//	[candidate.breaker.failure_rate]
+//	ratio = 0.5
+//	window = {size = 20, period = "10s", buckets = 10, min_calls = 20}
+//	[candidate.breaker.slow_calls]
+//	threshold = "1s"
+//	ratio = 1.0
+//	window = {size = 20}
+//	[candidate.breaker.probes]           # close on a success ratio of probes
+//	probes = 10
+//	ratio = 0.8
+//	[candidate.retry]
+//	max_attempts = 3
+//	base = "100ms"
+//	max = "10s"
+//	multiplier = 2
+//	jitter = "full"                      # equal, decorrelated, none
+//	[candidate.retry.budget]
+//	window = "10s"
+//	min_per_second = 10                  # -1: no floor
+//	ratio = 0.2
+//
+// Each value means what the field of the same name means in the rampart
+// package that takes it (circuitbreaker.Config, circuitbreaker.Consecutive,
+// retry.Exponential, budget.Config…), zero values included. An error in
+// either file names the file, the line and the field; bad trace lines
+// stop the replay unless -skip-bad is given, and then their count is
+// reported.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rampart-go/rampart/sim"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "rampart-sim:", err)
+		os.Exit(1)
+	}
+}
+
+// errUsage is returned for bad flags, after the usage was printed.
+var errUsage = errors.New("bad usage")
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rampart-sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	trace := fs.String("trace", "", "the recorded `trace` (JSON Lines); required")
+	cands := fs.String("candidates", "", "the candidates `file` (TOML); required")
+	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
+	chart := fs.String("chart", "rampart-sim.png", "write the chart to this PNG `file`; empty for none")
+	skip := fs.Bool("skip-bad", false, "skip bad trace lines (and report how many) instead of stopping at the first")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if *trace == "" || *cands == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	candidates, opt, err := loadCandidates(*cands)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(*trace)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := sim.NewTraceReader(f, *trace)
+	tr.Skip = *skip
+	results, err := sim.Replay(tr, candidates, opt)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Trace   string       `json:"trace"`
+			Skipped int          `json:"skipped_lines"`
+			Results []sim.Result `json:"results"`
+		}{*trace, tr.Skipped, results}); err != nil {
+			return err
+		}
+	} else {
+		if err := printTable(stdout, results); err != nil {
+			return err
+		}
+		if *skip {
+			fmt.Fprintf(stdout, "\n%d bad trace lines skipped\n", tr.Skipped)
+		}
+	}
+	if *chart != "" {
+		return writeChart(results, *trace, *chart)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const outage = "../../sim/testdata/outage.jsonl"
+
+// The command runs on a shipped sample: it prints the comparison and
+// writes the chart.
+func TestRun_SM9_SampleTableAndChart(t *testing.T) {
+	chart := filepath.Join(t.TempDir(), "c.png")
+	var out, errs bytes.Buffer
+	require.NoError(t, run([]string{"-trace", outage, "-candidates", "testdata/candidates.toml", "-chart", chart}, &out, &errs))
+	lines := strings.Split(out.String(), "\n")
+	require.Greater(t, len(lines), 5)
+	assert.Contains(t, lines[0], "candidate  sent    ok  failed  refused  lost")
+	assert.Equal(t, "          no breaker  3000  2087     913        0     0        0               0      0       -       0/1       -        -", lines[1])
+	png, err := os.ReadFile(chart)
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(png[:4]))
+}
+
+func TestRun_SM9_JSON(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-trace", outage, "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, &out, &bytes.Buffer{}))
+	var v struct {
+		Skipped int `json:"skipped_lines"`
+		Results []struct {
+			Name    string `json:"name"`
+			Calls   int    `json:"calls"`
+			Refused int    `json:"refused"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
+	require.Len(t, v.Results, 4)
+	assert.Equal(t, "5 in a row, 30s", v.Results[1].Name)
+	assert.Equal(t, 3000, v.Results[1].Calls)
+	assert.Equal(t, 899, v.Results[1].Refused)
+}
+
+// write writes content to a file in a temporary directory and returns its
+// path.
+func write(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+// Each bad candidates file is an error naming the file, the line and the
+// key.
+func TestRun_SM7_BadCandidates(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, want string
+	}{
+		{"unknown key", "[[candidate]]\nname = \"a\"\ncolour = \"red\"\n", `c.toml:3: candidate.0.colour: unknown key "colour" (misspelt?)`},
+		{"misspelt nested key", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"b\"\n[candidate.breaker.consecutive]\nfailurs = 3\n", `c.toml:6: candidate.1.breaker.consecutive.failurs: unknown key "failurs" (misspelt?)`},
+		{"misspelt table", "[[candidate]]\nname = \"a\"\n[candidate.breker]\nreset_timeout = \"1s\"\n", `c.toml:3: candidate.0.breker: unknown key "breker" (misspelt?)`},
+		{"out of range", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = 5000\n", `c.toml:4: candidate.0.breaker.max_probes: circuitbreaker: MaxProbes must be in [0, 1024], got 5000`},
+		{"policy out of range", "[[candidate]]\nname = \"a\"\n[candidate.breaker.failure_rate]\nratio = 1.5\n", `c.toml:4: candidate.0.breaker.failure_rate.ratio: circuitbreaker: FailureRate.Ratio must be in (0, 1], got 1.5`},
+		{"budget out of range", "[[candidate]]\nname = \"a\"\n[candidate.retry.budget]\nwindow = \"2h\"\n", `c.toml:4: candidate.0.retry.budget.window: budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got 2h0m0s`},
+		{"negative timeout", "[[candidate]]\nname = \"a\"\ntimeout = \"-1s\"\n", `c.toml:3: candidate.0.timeout: candidate "a": Timeout must be 0 (none) or positive, got -1s`},
+		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
+		{"bad jitter", "[[candidate]]\nname = \"a\"\n[candidate.retry]\njitter = \"lots\"\n", `c.toml:4: candidate.0.retry.jitter: must be full, equal, decorrelated or none, got "lots"`},
+		{"wrong type", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:4: candidate.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
+		{"same name", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"a\"\n", `c.toml:3: candidate.1: each candidate needs a name of its own, got "a"`},
+		{"no name", "[[candidate]]\ntimeout = \"1s\"\n", `c.toml:1: candidate.0: each candidate needs a name of its own, got ""`},
+		{"bad option", "[options]\nburst_min = -1\n[[candidate]]\nname = \"a\"\n", `c.toml:2: options.burst_min: sim: BurstMin must be 0 (the default, 5) or positive, got -1`},
+		{"syntax", "[[candidate]\n", `c.toml:2: expected end of table array name delimiter ']', but got '\n' instead`},
+		{"none", "", `c.toml: no [[candidate]]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := write(t, "c.toml", tc.toml)
+			err := run([]string{"-trace", outage, "-candidates", c, "-chart", ""}, &bytes.Buffer{}, &bytes.Buffer{})
+			require.Error(t, err)
+			assert.Equal(t, tc.want, strings.TrimPrefix(err.Error(), filepath.Dir(c)+"/"))
+		})
+	}
+}
+
+// A bad trace line stops the replay with its file, line and field, unless
+// -skip-bad is given: then the count is reported.
+func TestRun_SM6_BadTraceLine(t *testing.T) {
+	good := `{"start":"2026-12-01T15:00:00Z","duration":"10ms","outcome":"success"}`
+	trace := write(t, "t.jsonl", good+"\n"+`{"start":"2026-12-01T15:00:01Z","duration":"10ms","outcome":"sucess"}`+"\n"+good+"\n")
+	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Equal(t, trace+`:2: outcome: must be "success" or "failure", got "sucess"`, err.Error())
+
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-skip-bad"}, &out, &bytes.Buffer{}))
+	assert.Contains(t, out.String(), "\n1 bad trace lines skipped\n")
+}
+
+func TestRun_Usage(t *testing.T) {
+	var errs bytes.Buffer
+	assert.ErrorIs(t, run([]string{"-trace", outage}, &bytes.Buffer{}, &errs), errUsage)
+	assert.Contains(t, errs.String(), "-candidates file")
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rampart-go/rampart/sim"
+)
+
+// printTable prints one row per candidate.
+func printTable(w io.Writer, results []sim.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "candidate\tsent\tok\tfailed\trefused\tlost\tretries\tbudget-refused\ttrips\topen\tdetected\tdetect\trecover\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\t\n",
+			r.Name, r.Sent, r.Succeeded, r.Failed, r.Refused, r.LostGoodput, r.RetriesSent, r.RetriesRefusedByBudget,
+			r.Trips, seconds(r.TimeOpen), r.Detected, r.Bursts, seconds(r.DetectMean), seconds(r.RecoverMean))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, `
+sent: attempts that reached the dependency; ok, failed: what callers got
+(failed: errors and timeouts); refused: calls the breaker refused; lost:
+refused calls recorded as successes; retries: retries sent; budget-refused:
+calls whose retries the budget stopped; open: time Open; detected: failure
+bursts the breaker opened during; detect, recover: mean delay from a burst's
+start until the breaker opened, and from its end until it closed.`)
+	return err
+}
+
+// seconds formats d in seconds with one decimal, "-" for zero.
+func seconds(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}

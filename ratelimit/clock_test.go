@@ -1,0 +1,89 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/clocktest"
+	"github.com/rampart-go/rampart/ratelimit"
+)
+
+var okService = rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
+
+// With a Clock, tokens come due on its monotonic reading and the waiting
+// call waits on its timer: a step of its wall reading moves nothing.
+func TestLayer_CK5_WaitOnTheSuppliedClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
+		l, err := ratelimit.NewConfigLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Clock: clk})
+		require.NoError(t, err)
+		svc := l.Wrap(okService)
+		start := time.Now()
+		_, err = svc.Call(context.Background(), "")
+		require.NoError(t, err)
+		clk.Jump(-time.Hour)
+		_, err = svc.Call(context.Background(), "")
+		require.NoError(t, err)
+		assert.Equal(t, time.Second, time.Since(start))
+		clk.Jump(2 * time.Hour)
+		_, err = svc.Call(context.Background(), "")
+		require.NoError(t, err)
+		assert.Equal(t, 2*time.Second, time.Since(start))
+		assert.Equal(t, int64(2), clk.Timers.Load())
+		assert.Zero(t, clk.Nows.Load())
+	})
+}
+
+// In Reject mode with a Clock the refusal's RetryAfter is exact on it, and
+// a keyed limiter runs on it too.
+func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
+		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 2, Clock: clk})
+		require.NoError(t, err)
+		l, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Reject)
+		require.NoError(t, err)
+		svc := l.Wrap(okService)
+		_, err = svc.Call(context.Background(), "a")
+		require.NoError(t, err)
+		clk.Jump(time.Hour) // the wall clock moves; no token comes of it
+		_, err = svc.Call(context.Background(), "a")
+		var le *ratelimit.LimitedError
+		require.True(t, errors.As(err, &le))
+		assert.Equal(t, 500*time.Millisecond, le.RetryAfter)
+		time.Sleep(500 * time.Millisecond)
+		_, err = svc.Call(context.Background(), "a")
+		require.NoError(t, err)
+		assert.Zero(t, clk.Nows.Load())
+	})
+}
+
+// A caller's context ending while it waits on the clock ends the wait and
+// gives the token back.
+func TestLayer_CK5_ClockWaitEndsWithTheContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New()
+		lim := rate.NewLimiter(1, 1)
+		l, err := ratelimit.NewConfigLayer[string, string](ratelimit.Config{Limiter: lim, Clock: clk})
+		require.NoError(t, err)
+		svc := l.Wrap(okService)
+		_, err = svc.Call(context.Background(), "")
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		_, err = svc.Call(ctx, "")
+		assert.ErrorIs(t, err, context.Canceled)
+		start := time.Now()
+		_, err = svc.Call(context.Background(), "")
+		require.NoError(t, err)
+		assert.Equal(t, 700*time.Millisecond, time.Since(start), "the token given back is due 1s after the first")
+	})
+}

@@ -1,0 +1,263 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rampart-go/rampart"
+)
+
+// Defaults and limits of [Config].
+const (
+	// DefaultBuffer is how many entries a Recorder holds between writes.
+	DefaultBuffer = 4096
+	// MaxBuffer is the largest Config.Buffer.
+	MaxBuffer = 1 << 20
+	// DefaultFlushInterval is how often a Recorder writes what it holds.
+	DefaultFlushInterval = time.Second
+)
+
+// Config configures a [Recorder]. Every zero field takes its documented
+// default.
+type Config struct {
+	// Buffer is how many entries the Recorder holds until its writer
+	// goroutine writes them: the bound on its memory. A call that finds
+	// the buffer full is not recorded and counts as dropped
+	// ([Recorder.Dropped]); the writer is woken when the buffer is half
+	// full. Zero means [DefaultBuffer]; otherwise it must be between 1
+	// and [MaxBuffer].
+	Buffer int
+	// Sample records one call in Sample, every Sample-th one (by a
+	// counter, so the choice costs one atomic add). Zero or 1 records
+	// every call; negative is an error.
+	Sample int
+	// FlushInterval is how often the writer goroutine writes the entries
+	// held. Zero means [DefaultFlushInterval]; negative is an error.
+	FlushInterval time.Duration
+	// Class names the kind of a call's error in its entry. It must be
+	// safe for concurrent use and should return constant strings (it
+	// runs on every recorded failure). Nil means [DefaultClass].
+	Class func(err error) string
+}
+
+// DefaultClass names an error's kind: "timeout" for an error matching
+// [context.DeadlineExceeded] (the timeout layer's errors do),
+// "canceled" for [context.Canceled], and "error" for anything else.
+func DefaultClass(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "error"
+}
+
+// Recorder writes entries to an [io.Writer] as JSON Lines, off the
+// callers' path: a call through its layer ([NewLayer]) stores its entry
+// in a bounded buffer, and a goroutine of the Recorder writes the buffer
+// every FlushInterval, or sooner when it is half full. It is cheap enough
+// to leave on: recording a call reads the clock twice, takes a mutex and
+// copies the entry, and allocates nothing (bench/README.md has the
+// figures); when the writer cannot keep up, calls are dropped and
+// counted, never delayed.
+//
+// A Recorder is safe for concurrent use. [Recorder.Close] writes what is
+// left and stops its goroutine.
+type Recorder struct {
+	w      io.Writer
+	sample uint64
+	class  func(error) string
+	every  time.Duration
+
+	n       atomic.Uint64 // calls seen, for sampling
+	dropped atomic.Uint64
+
+	mu     sync.Mutex
+	buf    []Entry // guarded by mu: entries not yet written
+	closed bool    // guarded by mu
+
+	wake chan struct{} // the buffer is half full
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed by the writer goroutine as it ends
+	err  error         // the first write error; read after done
+}
+
+// New returns a Recorder writing to w, and starts its writer goroutine.
+// It returns an error naming the field when cfg has one out of range, or
+// when w is nil.
+func New(w io.Writer, cfg Config) (*Recorder, error) {
+	switch {
+	case w == nil:
+		return nil, errors.New("record: w must not be nil")
+	case cfg.Buffer < 0 || cfg.Buffer > MaxBuffer:
+		return nil, fmt.Errorf("record: Buffer must be 0 (the default, %d) or between 1 and %d, got %d", DefaultBuffer, MaxBuffer, cfg.Buffer)
+	case cfg.Sample < 0:
+		return nil, fmt.Errorf("record: Sample must be 0 or 1 (every call) or more (one call in Sample), got %d", cfg.Sample)
+	case cfg.FlushInterval < 0:
+		return nil, fmt.Errorf("record: FlushInterval must be 0 (the default, %v) or positive, got %v", DefaultFlushInterval, cfg.FlushInterval)
+	}
+	r := &Recorder{
+		w:      w,
+		sample: uint64(max(cfg.Sample, 1)),
+		class:  cfg.Class,
+		every:  cfg.FlushInterval,
+		wake:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	if r.class == nil {
+		r.class = DefaultClass
+	}
+	if r.every == 0 {
+		r.every = DefaultFlushInterval
+	}
+	n := cfg.Buffer
+	if n == 0 {
+		n = DefaultBuffer
+	}
+	r.buf = make([]Entry, 0, n)
+	go r.write(make([]Entry, 0, n))
+	return r, nil
+}
+
+// Dropped returns how many sampled calls were not recorded because the
+// buffer was full (or the Recorder closed).
+func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
+
+// Close writes the entries held, stops the writer goroutine, and returns
+// the first error the writer returned, if any. Calls recorded after Close
+// are dropped. Close is safe to call more than once.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.stop)
+	}
+	r.mu.Unlock()
+	<-r.done
+	return r.err
+}
+
+// sampled reports whether the next call is to be recorded.
+func (r *Recorder) sampled() bool {
+	return r.sample == 1 || r.n.Add(1)%r.sample == 0
+}
+
+// add stores e, or drops it when the buffer is full.
+func (r *Recorder) add(e *Entry) {
+	r.mu.Lock()
+	if r.closed || len(r.buf) == cap(r.buf) {
+		r.mu.Unlock()
+		r.dropped.Add(1)
+		return
+	}
+	r.buf = append(r.buf, *e)
+	half := len(r.buf) == cap(r.buf)/2+1
+	r.mu.Unlock()
+	if half {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// write is the writer goroutine: it swaps the buffer for spare and writes
+// the entries taken, at each tick, wake-up and at Close.
+func (r *Recorder) write(spare []Entry) {
+	defer close(r.done)
+	t := time.NewTicker(r.every)
+	defer t.Stop()
+	var line []byte
+	for {
+		stopping := false
+		select {
+		case <-t.C:
+		case <-r.wake:
+		case <-r.stop:
+			stopping = true
+		}
+		r.mu.Lock()
+		spare, r.buf = r.buf, spare[:0]
+		r.mu.Unlock()
+		line = line[:0]
+		for i := range spare {
+			line = spare[i].AppendJSON(line)
+		}
+		clear(spare) // drop the keys' references
+		if len(line) > 0 && r.err == nil {
+			if _, err := r.w.Write(line); err != nil {
+				r.err = err
+			}
+		}
+		if stopping {
+			return
+		}
+	}
+}
+
+// NewLayer returns a layer that records each call through it with r: its
+// start, duration, outcome (a nil error is a success) and error class.
+// Put it just above the dependency (innermost, below any per-attempt
+// timeout, so each attempt is recorded with the duration it really took),
+// and replay its trace with package sim.
+func NewLayer[Req, Resp any](r *Recorder) rampart.Layer[Req, Resp] {
+	return NewKeyedLayer[Req, Resp](r, nil)
+}
+
+// NewKeyedLayer is [NewLayer] that also records each request's key, such
+// as its host or tenant; a nil key records none. key is called once per
+// recorded call and must be safe for concurrent use.
+func NewKeyedLayer[Req, Resp any](r *Recorder, key func(Req) string) rampart.Layer[Req, Resp] {
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("record: Wrap")
+		}
+		if r == nil {
+			return rampart.Failing[Req, Resp]("record: NewLayer's Recorder")
+		}
+		return &service[Req, Resp]{r: r, key: key, inner: inner}
+	})
+}
+
+// Wrap records each call to svc with r: it is NewLayer[Req, Resp](r).Wrap(svc),
+// with the type arguments inferred from svc.
+func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r *Recorder) rampart.Service[Req, Resp] {
+	return NewLayer[Req, Resp](r).Wrap(svc)
+}
+
+// WrapKeyed records each call to svc with r and its key: it is
+// NewKeyedLayer[Req, Resp](r, key).Wrap(svc), with the type arguments
+// inferred from svc.
+func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], r *Recorder, key func(Req) string) rampart.Service[Req, Resp] {
+	return NewKeyedLayer[Req, Resp](r, key).Wrap(svc)
+}
+
+type service[Req, Resp any] struct {
+	r     *Recorder
+	key   func(Req) string
+	inner rampart.Service[Req, Resp]
+}
+
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if !s.r.sampled() {
+		return s.inner.Call(ctx, req)
+	}
+	start := time.Now()
+	resp, err := s.inner.Call(ctx, req)
+	e := Entry{Start: start, Duration: time.Since(start), Outcome: Success}
+	if err != nil {
+		e.Outcome, e.Class = Failure, s.r.class(err)
+	}
+	if s.key != nil {
+		e.Key = s.key(req)
+	}
+	s.r.add(&e)
+	return resp, err
+}

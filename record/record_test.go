@@ -1,0 +1,223 @@
+package record_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/record"
+	"github.com/rampart-go/rampart/sim"
+	"github.com/rampart-go/rampart/timeout"
+)
+
+// script returns a service whose i-th call sleeps durs[i] and returns
+// errs[i].
+func script(durs []time.Duration, errs []error) rampart.Service[string, string] {
+	i := 0
+	return rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+		d, err := durs[i], errs[i]
+		i++
+		time.Sleep(d)
+		return "", err
+	})
+}
+
+// Each call becomes one line, which package sim reads back exactly.
+func TestRecorder_SM8_WritesEntriesSimReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		rec, err := record.New(&out, record.Config{})
+		require.NoError(t, err)
+		start := time.Now()
+		svc := record.NewKeyedLayer[string, string](rec, func(r string) string { return r }).Wrap(script(
+			[]time.Duration{10 * time.Millisecond, 1500 * time.Microsecond, 7, time.Second},
+			[]error{nil, errors.New("boom"), context.Canceled, &timeout.Error{After: time.Second, Err: context.DeadlineExceeded}}))
+		for _, key := range []string{"a", `b"\`, "", "d"} {
+			_, _ = svc.Call(context.Background(), key)
+		}
+		require.NoError(t, rec.Close())
+		require.NoError(t, rec.Close(), "twice is harmless")
+
+		s := start.UTC().Format(time.RFC3339Nano)
+		at := func(d time.Duration) string { return start.Add(d).UTC().Format(time.RFC3339Nano) }
+		assert.Equal(t, `{"start":"`+s+`","duration":"10ms","outcome":"success","key":"a"}
+{"start":"`+at(10*time.Millisecond)+`","duration":"1500us","outcome":"failure","class":"error","key":"b\"\\"}
+{"start":"`+at(11500*time.Microsecond)+`","duration":"7ns","outcome":"failure","class":"canceled"}
+{"start":"`+at(11500*time.Microsecond+7)+`","duration":"1000ms","outcome":"failure","class":"timeout","key":"d"}
+`, out.String())
+
+		tr := sim.NewTraceReader(strings.NewReader(out.String()), "out")
+		var got []record.Entry
+		for {
+			e, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			got = append(got, e)
+		}
+		require.Len(t, got, 4)
+		assert.Equal(t, record.Entry{Start: start.Add(10 * time.Millisecond).UTC(), Duration: 1500 * time.Microsecond, Outcome: record.Failure, Class: "error", Key: `b"\`}, got[1])
+	})
+}
+
+// Sample 3 records every third call.
+func TestRecorder_SM8_Sample(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		rec, err := record.New(&out, record.Config{Sample: 3})
+		require.NoError(t, err)
+		svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		for range 10 {
+			_, _ = svc.Call(context.Background(), "")
+		}
+		require.NoError(t, rec.Close())
+		assert.Equal(t, 3, strings.Count(out.String(), "\n"))
+	})
+}
+
+// blocked is a writer that blocks until released, holding the recorder's
+// writer goroutine.
+type blocked struct {
+	release chan struct{}
+	mu      sync.Mutex
+	n       int
+}
+
+func (b *blocked) Write(p []byte) (int, error) {
+	<-b.release
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n += bytes.Count(p, []byte("\n"))
+	return len(p), nil
+}
+
+// The buffer bounds memory: while the writer is stuck, calls beyond the
+// buffer are dropped and counted, and never wait.
+func TestRecorder_SM8_BoundedDropsWhenFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := &blocked{release: make(chan struct{})}
+		rec, err := record.New(w, record.Config{Buffer: 4})
+		require.NoError(t, err)
+		svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		for range 3 { // wakes the writer at 3 of 4, which then blocks
+			_, _ = svc.Call(context.Background(), "")
+		}
+		synctest.Wait()
+		start := time.Now()
+		for range 10 { // 4 fit, 6 dropped
+			_, _ = svc.Call(context.Background(), "")
+		}
+		assert.Equal(t, start, time.Now(), "no call waited")
+		assert.Equal(t, uint64(6), rec.Dropped())
+		close(w.release)
+		require.NoError(t, rec.Close())
+		assert.Equal(t, 7, w.n)
+	})
+}
+
+type failing struct{}
+
+func (failing) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestRecorder_SM8_CloseReturnsWriteError(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rec, err := record.New(failing{}, record.Config{})
+	require.NoError(t, err)
+	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+	_, _ = svc.Call(context.Background(), "")
+	assert.EqualError(t, rec.Close(), "disk full")
+}
+
+func TestRecorder_SM8_BadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  record.Config
+		w    io.Writer
+		want string
+	}{
+		{record.Config{}, nil, "record: w must not be nil"},
+		{record.Config{Buffer: -1}, io.Discard, "record: Buffer must be 0 (the default, 4096) or between 1 and 1048576, got -1"},
+		{record.Config{Sample: -2}, io.Discard, "record: Sample must be 0 or 1 (every call) or more (one call in Sample), got -2"},
+		{record.Config{FlushInterval: -1}, io.Discard, "record: FlushInterval must be 0 (the default, 1s) or positive, got -1ns"},
+	} {
+		_, err := record.New(tc.w, tc.cfg)
+		assert.EqualError(t, err, tc.want)
+	}
+}
+
+func TestRecorder_NilServiceAndRecorder(t *testing.T) {
+	rec, err := record.New(io.Discard, record.Config{})
+	require.NoError(t, err)
+	defer rec.Close()
+	_, err = record.NewLayer[string, string](rec).Wrap(nil).Call(context.Background(), "")
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil })
+	_, err = record.NewLayer[string, string](nil).Wrap(ok).Call(context.Background(), "")
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+}
+
+// Recording a call allocates nothing.
+func TestRecorder_SM8_NoAllocation(t *testing.T) {
+	rec, err := record.New(io.Discard, record.Config{})
+	require.NoError(t, err)
+	defer rec.Close()
+	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.ErrUnsupported }))
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, "") }))
+}
+
+func BenchmarkRecorder(b *testing.B) {
+	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil })
+	for _, sample := range []int{1, 100} {
+		rec, err := record.New(io.Discard, record.Config{Sample: sample, Buffer: record.MaxBuffer})
+		require.NoError(b, err)
+		svc := record.NewLayer[string, string](rec).Wrap(ok)
+		ctx := context.Background()
+		name := "every call"
+		if sample > 1 {
+			name = "1 in 100"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = svc.Call(ctx, "")
+			}
+		})
+		b.Run(name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_, _ = svc.Call(ctx, "")
+				}
+			})
+		})
+		b.Logf("%s: dropped %d", name, rec.Dropped())
+		require.NoError(b, rec.Close())
+	}
+}
+
+// Wrap and WrapKeyed are the layers applied to a service, with the same
+// arguments: a nil service or Recorder fails each call.
+func TestWrap_SameAsTheLayers(t *testing.T) {
+	ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
+	for name, svc := range map[string]rampart.Service[int, int]{
+		"Wrap nil service":       record.Wrap[int, int](nil, nil),
+		"WrapKeyed nil service":  record.WrapKeyed[int, int](nil, nil, nil),
+		"Wrap nil Recorder":      record.Wrap(ok, nil),
+		"WrapKeyed nil Recorder": record.WrapKeyed(ok, nil, func(int) string { return "k" }),
+	} {
+		_, err := svc.Call(t.Context(), 1)
+		assert.ErrorIs(t, err, rampart.ErrNilService, name)
+	}
+}

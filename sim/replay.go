@@ -1,0 +1,335 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/record"
+	"github.com/rampart-go/rampart/retry"
+)
+
+// Defaults for the zero fields of [Options].
+const (
+	// DefaultBurstMin is the number of consecutive recorded failures that
+	// make a failure burst.
+	DefaultBurstMin = 5
+	// DefaultResolution is the first width of a [Point] of the series.
+	DefaultResolution = time.Second
+	// DefaultMaxPoints bounds the series: when it would grow beyond, the
+	// width of a point doubles and neighbours merge.
+	DefaultMaxPoints = 1000
+)
+
+// Options tunes a replay. Every zero field takes its documented default.
+type Options struct {
+	// BurstMin is how many consecutive recorded failures make a failure
+	// burst, whose detection and recovery delays the result reports.
+	// Zero means [DefaultBurstMin]; negative is an error.
+	BurstMin int
+	// Resolution is the first width of the points of each result's
+	// series. Zero means [DefaultResolution]; negative is an error.
+	Resolution time.Duration
+	// MaxPoints bounds each result's series; when a trace is too long for
+	// it, the width of a point doubles and neighbouring points merge, so
+	// memory does not grow with the trace. Zero means [DefaultMaxPoints];
+	// otherwise it must be at least 2.
+	MaxPoints int
+	// Seed seeds the retries' jitter, so a replay is reproducible; each
+	// candidate draws from its own source seeded with it.
+	Seed uint64
+}
+
+// Result is what one candidate did with a trace. Durations are in
+// nanoseconds in JSON.
+type Result struct {
+	// Name is the candidate's.
+	Name string `json:"name"`
+	// Calls is the number of recorded calls replayed.
+	Calls int `json:"calls"`
+	// Sent is the number of attempts that reached the dependency: first
+	// attempts the breaker let through, and retries.
+	Sent int `json:"sent"`
+	// Succeeded is the number of calls whose caller got a success.
+	Succeeded int `json:"succeeded"`
+	// Failed is the number of failures that reached callers: recorded
+	// failures and timeouts, after any retries. Refusals are not counted.
+	Failed int `json:"failed"`
+	// Refused is the number of calls the breaker refused (their caller
+	// got an error matching circuitbreaker.ErrOpen).
+	Refused int `json:"refused"`
+	// LostGoodput is the number of refused calls that were recorded as
+	// successes: calls the breaker cost.
+	LostGoodput int `json:"lost_goodput"`
+	// RetriesSent is the number of retries sent to the dependency.
+	RetriesSent int `json:"retries_sent"`
+	// RetriesRefusedByBudget is the number of calls whose retries stopped
+	// because the retry budget was empty.
+	RetriesRefusedByBudget int `json:"retries_refused_by_budget"`
+	// Trips is the number of transitions to Open.
+	Trips int `json:"trips"`
+	// TimeOpen is the total time the breaker spent Open (not HalfOpen).
+	TimeOpen time.Duration `json:"time_open_ns"`
+	// Bursts is the number of failure bursts in the trace (runs of at
+	// least Options.BurstMin consecutive recorded failures); Detected is
+	// how many of them the breaker opened during (or was already open at
+	// their start).
+	Bursts   int `json:"bursts"`
+	Detected int `json:"detected"`
+	// DetectMean and DetectMax are the delays from the start of a
+	// detected burst (its first failure's start) until the breaker
+	// opened.
+	DetectMean time.Duration `json:"detect_mean_ns"`
+	DetectMax  time.Duration `json:"detect_max_ns"`
+	// RecoverMean and RecoverMax are the delays from the end of a detected
+	// burst (the start of the first recorded success after it) until the
+	// breaker was Closed again and traffic flowed.
+	RecoverMean time.Duration `json:"recover_mean_ns"`
+	RecoverMax  time.Duration `json:"recover_max_ns"`
+	// Span is the time from the first recorded call's start to the end of
+	// the last call.
+	Span time.Duration `json:"span_ns"`
+	// Resolution is the width of each point of Series.
+	Resolution time.Duration `json:"resolution_ns"`
+	// Series is the replay over time, one point per Resolution from the
+	// first recorded call's start.
+	Series []Point `json:"series"`
+}
+
+// Point is one stretch of a [Result]'s series.
+type Point struct {
+	// Succeeded, Failed and Refused count the calls that started in the
+	// stretch by what their caller got; Sent counts attempts sent.
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Refused   int `json:"refused"`
+	Sent      int `json:"sent"`
+	// Open and HalfOpen are how long the breaker was in each state during
+	// the stretch.
+	Open     time.Duration `json:"open_ns"`
+	HalfOpen time.Duration `json:"half_open_ns"`
+}
+
+// call is one recorded call being replayed: the request of the simulated
+// stack.
+type call struct {
+	entry    record.Entry
+	attempts int
+}
+
+// run is the replay of a trace through one candidate.
+type run struct {
+	s      *scheduler
+	st     stack
+	res    Result
+	series series
+	latest record.Entry
+
+	// The breaker's current state and since when (virtual time).
+	state      circuitbreaker.State
+	stateSince time.Duration
+
+	bursts bursts
+	end    time.Duration // when the latest call returned
+}
+
+// Replay replays the trace tr through each candidate on virtual time and
+// returns one result per candidate, in order. The trace is read once,
+// streaming: memory holds the calls in flight and the series, whatever
+// the trace's length.
+//
+// Each recorded call starts at its recorded time (relative to the first)
+// and goes through the candidate's real rampart layers; a call the
+// breaker refuses is not sent; an attempt that is sent takes the recorded
+// duration on the virtual clock and ends with the recorded outcome (or
+// earlier, when the candidate's timeout cancels it). A retry takes the
+// duration and outcome of the latest call recorded at or before its
+// start: the dependency as it was then. Keys are not used: one breaker
+// serves the whole trace.
+//
+// It returns an error naming the candidate and field for a bad candidate,
+// the [*TraceError] of a bad trace line, and any error reading the trace.
+func Replay(tr *TraceReader, cands []Candidate, opt Options) ([]Result, error) {
+	if err := opt.fill(); err != nil {
+		return nil, err
+	}
+	first, err := tr.Next()
+	empty := errors.Is(err, io.EOF)
+	if err != nil && !empty {
+		return nil, err
+	}
+	runs := make([]*run, len(cands))
+	for i := range cands {
+		r, err := newRun(&cands[i], first.Start, opt)
+		if err != nil {
+			return nil, err
+		}
+		runs[i] = r
+	}
+	for e := first; !empty; {
+		at := e.Start.Sub(first.Start)
+		for _, r := range runs {
+			r.until(at)
+			r.start(e, at)
+		}
+		e, err = tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			// Let the calls in flight end, so no goroutine is left behind.
+			for _, r := range runs {
+				r.until(math.MaxInt64)
+				r.s.close()
+			}
+			return nil, err
+		}
+	}
+	out := make([]Result, len(runs))
+	for i, r := range runs {
+		r.until(math.MaxInt64)
+		out[i] = r.finish()
+	}
+	return out, nil
+}
+
+func (o *Options) fill() error {
+	switch {
+	case o.BurstMin < 0:
+		return fmt.Errorf("sim: BurstMin must be 0 (the default, %d) or positive, got %d", DefaultBurstMin, o.BurstMin)
+	case o.Resolution < 0:
+		return fmt.Errorf("sim: Resolution must be 0 (the default, %v) or positive, got %v", DefaultResolution, o.Resolution)
+	case o.MaxPoints < 0 || o.MaxPoints == 1:
+		return fmt.Errorf("sim: MaxPoints must be 0 (the default, %d) or at least 2, got %d", DefaultMaxPoints, o.MaxPoints)
+	}
+	o.BurstMin = orDefault(o.BurstMin, DefaultBurstMin)
+	o.Resolution = orDefault(o.Resolution, DefaultResolution)
+	o.MaxPoints = orDefault(o.MaxPoints, DefaultMaxPoints)
+	return nil
+}
+
+func orDefault[T comparable](v, d T) T {
+	var zero T
+	if v == zero {
+		return d
+	}
+	return v
+}
+
+func newRun(c *Candidate, origin time.Time, opt Options) (*run, error) {
+	r := &run{s: newScheduler(origin), series: series{width: opt.Resolution, max: opt.MaxPoints}}
+	r.res.Name = c.Name
+	r.bursts.min = opt.BurstMin
+	st, err := c.build(r.s, opt.Seed, rampart.ServiceFunc[*call, struct{}](r.dependency))
+	if err != nil {
+		return nil, err
+	}
+	r.st = st
+	if st.breaker != nil {
+		st.breaker.Subscribe(r.transition)
+	}
+	return r, nil
+}
+
+// until runs every event due at or before at, then moves the clock to at.
+func (r *run) until(at time.Duration) {
+	for {
+		if r.s.wakeCanceled() {
+			continue
+		}
+		t, ok := r.s.next()
+		if !ok || t > at {
+			break
+		}
+		r.s.fire()
+	}
+	if at != math.MaxInt64 {
+		r.s.advance(at)
+	}
+}
+
+// start starts the recorded call e at time at, and returns once it has
+// returned or blocks on the clock.
+func (r *run) start(e record.Entry, at time.Duration) {
+	r.latest = e
+	r.res.Calls++
+	r.bursts.observe(e, at, r)
+	r.s.start(func() {
+		c := &call{entry: e}
+		_, err := r.st.svc.Call(ctxBackground, c)
+		r.outcome(c, err, at)
+	})
+}
+
+// outcome counts what the caller of c got.
+func (r *run) outcome(c *call, err error, at time.Duration) {
+	r.end = max(r.end, r.s.Monotonic())
+	p := r.series.at(at)
+	switch {
+	case err == nil:
+		r.res.Succeeded++
+		p.Succeeded++
+	case errors.Is(err, circuitbreaker.ErrOpen):
+		r.res.Refused++
+		p.Refused++
+		if c.entry.Outcome == record.Success {
+			r.res.LostGoodput++
+		}
+	default:
+		r.res.Failed++
+		p.Failed++
+	}
+	var ex *retry.ExhaustedError
+	if errors.As(err, &ex) && errors.Is(ex.Reason, retry.ErrBudgetExhausted) {
+		r.res.RetriesRefusedByBudget++
+	}
+}
+
+// transition follows the breaker's state; it runs on the goroutine that
+// caused the transition, while the scheduler waits.
+func (r *run) transition(t circuitbreaker.Transition) {
+	at := t.Time.Sub(r.s.origin)
+	r.leave(at)
+	r.state, r.stateSince = t.To, at
+	if t.To == circuitbreaker.Open && t.From != circuitbreaker.Open {
+		r.res.Trips++
+		r.bursts.openedAt(at)
+	}
+	if t.To == circuitbreaker.Closed {
+		r.bursts.closed(at, r)
+	}
+}
+
+// leave accounts the time spent in the current state up to at.
+func (r *run) leave(at time.Duration) {
+	d := at - r.stateSince
+	if d <= 0 {
+		return
+	}
+	switch r.state {
+	case circuitbreaker.Open:
+		r.res.TimeOpen += d
+		r.series.spread(r.stateSince, at, func(p *Point, d time.Duration) { p.Open += d })
+	case circuitbreaker.HalfOpen:
+		r.series.spread(r.stateSince, at, func(p *Point, d time.Duration) { p.HalfOpen += d })
+	}
+}
+
+func (r *run) finish() Result {
+	r.s.close()
+	end := r.end
+	r.leave(end)
+	r.stateSince = end
+	r.bursts.finish(&r.res)
+	r.res.Span = end
+	r.res.Resolution = r.series.width
+	r.res.Series = r.series.points
+	if r.res.Series == nil {
+		r.res.Series = []Point{}
+	}
+	return r.res
+}

@@ -1,0 +1,191 @@
+package sim_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/sim"
+)
+
+var t0 = time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
+
+// tenCalls is the hand-made trace: a call every second, each 100ms except
+// calls 5 and 6 (200ms), outcomes S F F F S S S F S S.
+func tenCalls() string {
+	var b strings.Builder
+	for i, o := range "SFFFSSSFSS" {
+		out, d := "success", "100ms"
+		if o == 'F' {
+			out = "failure"
+		}
+		if i == 5 || i == 6 {
+			d = "200ms"
+		}
+		fmt.Fprintf(&b, `{"start":%q,"duration":%q,"outcome":%q}`+"\n", t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339Nano), d, out)
+	}
+	return b.String()
+}
+
+func replay(t *testing.T, trace string, opt sim.Options, cands ...sim.Candidate) []sim.Result {
+	t.Helper()
+	res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace), "trace.jsonl"), cands, opt)
+	require.NoError(t, err)
+	return res
+}
+
+// Each built-in policy's replay of the ten-call trace, worked out by hand
+// (times in seconds from the first call; a call's outcome counts when it
+// returns, at its start plus its duration).
+func TestReplay_SM2_TenCallsByHand(t *testing.T) {
+	cool := 2500 * time.Millisecond
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name string
+		cand sim.Candidate
+		want sim.Result
+	}{
+		{
+			// Failures at 1.1 and 2.1 trip it at 2.1; Open until 4.6: call 3
+			// (a failure) and call 4 (a success: lost) are refused; call 5
+			// is the probe and closes it at 5.2. The burst 1-3 starts at 1.0
+			// and ends at 4.0: detected after 1.1s, recovered 1.2s after.
+			name: "consecutive",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
+				Bursts: 1, Detected: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 1200 * ms, RecoverMax: 1200 * ms},
+		},
+		{
+			// The window of 4 holds S F F F at 3.1: 3/4 >= 0.5 trips it. Open
+			// until 5.6: calls 4 and 5 (successes, both lost) are refused;
+			// call 6 is the probe and closes it at 6.2. Calls 7-9 are 3, fewer
+			// than the window's 4. Detected 2.1s after 1.0, recovered 2.2s
+			// after 4.0.
+			name: "failure rate",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4}, Ratio: 0.5}, ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 4, Failed: 4, Refused: 2, LostGoodput: 2, Trips: 1, TimeOpen: cool,
+				Bursts: 1, Detected: 1, DetectMean: 2100 * ms, DetectMax: 2100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
+		},
+		{
+			// Failures never trip it; calls 5 and 6 are slow (200ms >
+			// 150ms), filling the window of 2 at 6.2. Open until 8.7: call 7
+			// (a failure) and call 8 (a success: lost) are refused; call 9 is
+			// a fast probe and closes it. The burst 1-3 goes unnoticed.
+			name: "slow calls",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: 150 * ms, Window: circuitbreaker.Window{Size: 2}}, ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
+				Bursts: 1, Detected: 0},
+		},
+		{
+			// Trips as "consecutive" at 2.1, Open until 4.6; calls 3 and 4
+			// refused; calls 5 and 6 are the two probes judged, both succeed,
+			// and it closes when the second returns, at 6.2: recovered 2.2s
+			// after 4.0.
+			name: "success rate",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{Failures: 2}, Probes: 2, Ratio: 1}, ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
+				Bursts: 1, Detected: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
+		},
+		{
+			// No breaker; a 150ms timeout cuts calls 5 and 6; each failure
+			// (1, 2, 3, 5, 6, 7) is retried once 300ms later and meets the
+			// dependency as its own recording found it, so fails again.
+			name: "timeout and retries",
+			cand: sim.Candidate{Timeout: 150 * ms, Retry: &sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: 300 * ms, Jitter: retry.NoJitter}}},
+			want: sim.Result{Calls: 10, Sent: 16, Succeeded: 4, Failed: 6, RetriesSent: 6, Bursts: 1},
+		},
+		{
+			// As above with a budget of half a retry per call and no floor:
+			// calls 1, 3, 5 and 7 find a whole retry (two deposits since the
+			// last withdrawal), calls 2 and 6 find half of one.
+			name: "timeout, retries and budget",
+			cand: sim.Candidate{Timeout: 150 * ms, Retry: &sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: 300 * ms, Jitter: retry.NoJitter},
+				Budget: &budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.5}}},
+			want: sim.Result{Calls: 10, Sent: 14, Succeeded: 4, Failed: 6, RetriesSent: 4, RetriesRefusedByBudget: 2, Bursts: 1},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cand.Name = tc.name
+			res := replay(t, tenCalls(), sim.Options{BurstMin: 2}, tc.cand)
+			require.Len(t, res, 1)
+			got := res[0]
+			assert.Len(t, got.Series, 10)
+			assert.Equal(t, time.Second, got.Resolution)
+			got.Series, got.Resolution = nil, 0
+			tc.want.Name = tc.name
+			tc.want.Span = 9100 * ms
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// The series spreads the breaker's states over the points it covers:
+// "consecutive" is Open from 2.1 to 4.6 and HalfOpen from 4.6 to 5.2.
+func TestReplay_SM5_SeriesOfStates(t *testing.T) {
+	res := replay(t, tenCalls(), sim.Options{BurstMin: 2}, sim.Candidate{Name: "c",
+		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2500 * time.Millisecond}})
+	ms := time.Millisecond
+	want := []sim.Point{
+		{Succeeded: 1, Sent: 1},
+		{Failed: 1, Sent: 1},
+		{Failed: 1, Sent: 1, Open: 900 * ms},
+		{Refused: 1, Open: time.Second},
+		{Refused: 1, Open: 600 * ms, HalfOpen: 400 * ms},
+		{Succeeded: 1, Sent: 1, HalfOpen: 200 * ms},
+		{Succeeded: 1, Sent: 1},
+		{Failed: 1, Sent: 1},
+		{Succeeded: 1, Sent: 1},
+		{Succeeded: 1, Sent: 1},
+	}
+	assert.Equal(t, want, res[0].Series)
+
+	// With at most 4 points, the ten seconds fold into 4s points.
+	res = replay(t, tenCalls(), sim.Options{BurstMin: 2, MaxPoints: 4}, sim.Candidate{Name: "c",
+		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2500 * time.Millisecond}})
+	assert.Equal(t, 4*time.Second, res[0].Resolution)
+	assert.Equal(t, []sim.Point{
+		{Succeeded: 1, Failed: 2, Refused: 1, Sent: 3, Open: 1900 * ms},
+		{Succeeded: 2, Failed: 1, Refused: 1, Sent: 3, Open: 600 * ms, HalfOpen: 600 * ms},
+		{Succeeded: 2, Sent: 2},
+	}, res[0].Series)
+}
+
+// Candidates are replayed independently from one reading of the trace.
+func TestReplay_SM1_CandidatesInOnePass(t *testing.T) {
+	res := replay(t, tenCalls(), sim.Options{}, sim.Candidate{Name: "none"},
+		sim.Candidate{Name: "cb", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2500 * time.Millisecond}})
+	require.Len(t, res, 2)
+	assert.Equal(t, "none", res[0].Name)
+	assert.Equal(t, 10, res[0].Sent)
+	assert.Equal(t, 6, res[0].Succeeded)
+	assert.Equal(t, 8, res[1].Sent)
+}
+
+// The same trace, candidates and options give the same results, jitter
+// included; another seed gives other retry timings.
+func TestReplay_SM3_Deterministic(t *testing.T) {
+	cand := sim.Candidate{Name: "full", Timeout: 50 * time.Millisecond,
+		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}}, ResetTimeout: 5 * time.Second},
+		Retry:   &sim.Retry{MaxAttempts: 3, Budget: &budget.Config{}}}
+	once := func(seed uint64) []sim.Result {
+		f, err := os.Open("testdata/flapping.jsonl")
+		require.NoError(t, err)
+		defer f.Close()
+		res, err := sim.Replay(sim.NewTraceReader(f, "flapping.jsonl"), []sim.Candidate{cand}, sim.Options{Seed: seed})
+		require.NoError(t, err)
+		return res
+	}
+	a := once(1)
+	assert.Equal(t, a, once(1))
+	assert.Equal(t, 3000, a[0].Calls)
+	assert.NotZero(t, a[0].RetriesSent)
+	assert.NotEqual(t, a, once(2))
+}

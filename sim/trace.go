@@ -1,0 +1,210 @@
+package sim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rampart-go/rampart/record"
+)
+
+// maxLine is the longest trace line read, in bytes.
+const maxLine = 1 << 20
+
+// TraceError is a bad line of a trace: it names the file, the line (from
+// 1) and the field, when one field is at fault.
+type TraceError struct {
+	// File is the name the trace was opened with.
+	File string
+	// Line is the line number, from 1.
+	Line int
+	// Field is the JSON field at fault ("start", "duration", "outcome"),
+	// or empty when the line as a whole is (malformed JSON).
+	Field string
+	// Err says what is wrong.
+	Err error
+}
+
+// Error returns "file:line: field: what is wrong".
+func (e *TraceError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %s: %v", e.File, e.Line, e.Field, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *TraceError) Unwrap() error { return e.Err }
+
+// TraceReader reads a trace, one [record.Entry] per line (JSON Lines, the
+// format [record.Recorder] writes), streaming: it holds one line at a
+// time. Blank lines are ignored. Fields it does not know are ignored, so
+// that newer recorders can add some; the fields start, duration and
+// outcome are required.
+//
+// A TraceReader is not safe for concurrent use.
+type TraceReader struct {
+	name    string
+	sc      *bufio.Scanner
+	line    int
+	last    time.Time
+	started bool
+	// Skip, when true, makes Next skip a bad line instead of returning
+	// its error; Skipped counts them.
+	Skip bool
+	// Skipped is the number of bad lines skipped.
+	Skipped int
+}
+
+// NewTraceReader returns a reader of the trace in r; name (a file name)
+// is used in errors.
+func NewTraceReader(r io.Reader, name string) *TraceReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	return &TraceReader{name: name, sc: sc}
+}
+
+// line is the JSON form of one trace line.
+type line struct {
+	Start    *string `json:"start"`
+	Duration *string `json:"duration"`
+	Outcome  *string `json:"outcome"`
+	Class    string  `json:"class"`
+	Key      string  `json:"key"`
+}
+
+// fastLine reads a line in the exact form record.Entry.AppendJSON writes
+// (fields in its order, strings without escapes), much faster than
+// encoding/json; ok is false for any other line, which encoding/json then
+// reads.
+func fastLine(b []byte) (l line, ok bool) {
+	rest, ok := bytes.CutPrefix(b, []byte(`{`))
+	if !ok {
+		return l, false
+	}
+	fields := []struct {
+		name     string
+		dst      *string
+		required bool
+	}{
+		{`"start":"`, nil, true},
+		{`"duration":"`, nil, true},
+		{`"outcome":"`, nil, true},
+		{`"class":"`, &l.Class, false},
+		{`"key":"`, &l.Key, false},
+	}
+	var start, dur, outcome string
+	fields[0].dst, fields[1].dst, fields[2].dst = &start, &dur, &outcome
+	first := true
+	for _, f := range fields {
+		r := rest
+		if !first {
+			var ok bool
+			if r, ok = bytes.CutPrefix(r, []byte(",")); !ok {
+				if f.required {
+					return l, false
+				}
+				continue
+			}
+		}
+		r, ok := bytes.CutPrefix(r, []byte(f.name))
+		if !ok {
+			if f.required {
+				return l, false
+			}
+			continue
+		}
+		i := bytes.IndexByte(r, '"')
+		if i < 0 || bytes.IndexByte(r[:i], '\\') >= 0 {
+			return l, false
+		}
+		*f.dst = string(r[:i])
+		rest, first = r[i+1:], false
+	}
+	if string(rest) != "}" {
+		return l, false
+	}
+	l.Start, l.Duration, l.Outcome = &start, &dur, &outcome
+	return l, true
+}
+
+// Next returns the next entry, or io.EOF after the last. A bad line is a
+// [*TraceError]: malformed JSON, a missing or malformed field, a negative
+// duration, an outcome other than "success" or "failure", or a start
+// earlier than the previous line's. With Skip set, bad lines are counted
+// and skipped instead. An error reading r is returned as it is.
+func (t *TraceReader) Next() (record.Entry, error) {
+	for t.sc.Scan() {
+		t.line++
+		b := bytes.TrimSpace(t.sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		e, err := t.parse(b)
+		if err == nil {
+			t.last, t.started = e.Start, true
+			return e, nil
+		}
+		if !t.Skip {
+			return record.Entry{}, err
+		}
+		t.Skipped++
+	}
+	if err := t.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return record.Entry{}, &TraceError{File: t.name, Line: t.line + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
+		}
+		return record.Entry{}, err
+	}
+	return record.Entry{}, io.EOF
+}
+
+func (t *TraceReader) parse(b []byte) (record.Entry, error) {
+	bad := func(field string, err error) error {
+		return &TraceError{File: t.name, Line: t.line, Field: field, Err: err}
+	}
+	l, ok := fastLine(b)
+	if !ok {
+		if err := json.Unmarshal(b, &l); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return record.Entry{}, bad(te.Field, fmt.Errorf("must be a JSON string, got %s", te.Value))
+			}
+			if errors.As(err, &te) {
+				return record.Entry{}, bad("", fmt.Errorf("a line must be a JSON object, got %s", te.Value))
+			}
+			return record.Entry{}, bad("", fmt.Errorf("malformed JSON: %v", err))
+		}
+	}
+	var e record.Entry
+	switch {
+	case l.Start == nil:
+		return e, bad("start", errors.New("missing"))
+	case l.Duration == nil:
+		return e, bad("duration", errors.New("missing"))
+	case l.Outcome == nil:
+		return e, bad("outcome", errors.New("missing"))
+	}
+	var err error
+	if e.Start, err = time.Parse(time.RFC3339Nano, *l.Start); err != nil {
+		return e, bad("start", fmt.Errorf("must be an RFC 3339 time such as 2026-12-01T15:00:00.5Z, got %q", *l.Start))
+	}
+	if t.started && e.Start.Before(t.last) {
+		return e, bad("start", fmt.Errorf("goes backwards: %s is before the previous line's %s", *l.Start, t.last.Format(time.RFC3339Nano)))
+	}
+	if e.Duration, err = time.ParseDuration(*l.Duration); err != nil || e.Duration < 0 {
+		return e, bad("duration", fmt.Errorf("must be a Go duration >= 0 such as 12.5ms, got %q", *l.Duration))
+	}
+	switch o := record.Outcome(*l.Outcome); o {
+	case record.Success, record.Failure:
+		e.Outcome = o
+	default:
+		return e, bad("outcome", fmt.Errorf("must be %q or %q, got %q", record.Success, record.Failure, *l.Outcome))
+	}
+	e.Class, e.Key = l.Class, l.Key
+	return e, nil
+}

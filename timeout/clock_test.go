@@ -1,0 +1,73 @@
+package timeout_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/clocktest"
+	"github.com/rampart-go/rampart/timeout"
+)
+
+// With a Clock the deadline is the clock's monotonic reading plus the
+// timeout, enforced by the clock's timer: the inner context has no
+// Deadline, is cancelled with the layer's cause, and the caller gets the
+// same *Error as without a Clock, whatever the wall reading does.
+func TestLayer_CK4_DeadlineOnTheSuppliedClock(t *testing.T) {
+	inBothModes(t, func(t *testing.T, abandon bool) {
+		clk := clocktest.New()
+		var hasDeadline bool
+		var cause error
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+			_, hasDeadline = ctx.Deadline()
+			clk.Jump(-time.Hour) // a wall step back during the call
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return "", ctx.Err()
+		})
+		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, inner)
+
+		_, err, took := timed(context.Background(), svc)
+		synctest.Wait() // an abandoned inner call ends too
+
+		assert.Equal(t, 100*time.Millisecond, took)
+		assert.False(t, hasDeadline)
+		assert.ErrorIs(t, cause, timeout.ErrTimeout)
+		assert.ErrorIs(t, err, timeout.ErrTimeout)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var te *timeout.Error
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, 100*time.Millisecond, te.After)
+		if te.Err != nil { // Abandon mode may see the inner call return as the deadline fires
+			assert.EqualError(t, err, "timeout: deadline of 100ms exceeded: context deadline exceeded")
+		} else {
+			assert.True(t, abandon)
+		}
+		assert.Zero(t, clk.Nows.Load())
+		assert.Equal(t, int64(1), clk.Timers.Load())
+	})
+}
+
+// With a Clock, an error before the deadline is the inner error, and the
+// caller's own (system-time) deadline is still the caller's answer.
+func TestLayer_CK4_ClockWhoseDeadline(t *testing.T) {
+	inBothModes(t, func(t *testing.T, abandon bool) {
+		clk := clocktest.New()
+		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
+		_, err, took := timed(context.Background(), svc)
+		assert.Equal(t, 50*time.Millisecond, took)
+		assert.Same(t, errBoom, err)
+
+		svc = wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err, took = timed(ctx, svc)
+		assert.Equal(t, 50*time.Millisecond, took)
+		assert.Equal(t, context.DeadlineExceeded, err, "the caller's own error, unwrapped")
+	})
+}
