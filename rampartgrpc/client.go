@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/retry"
@@ -84,9 +85,12 @@ type RetryConfig struct {
 	// Backoff gives the delay before each retry; nil means retry's default
 	// exponential backoff with full jitter.
 	Backoff retry.Backoff
-	// Budget, if not nil, bounds retries to a share of recent calls (a
-	// *budget.Budget, shared by every client of the same dependency). Every
-	// call deposits, retried or not, whatever its method.
+	// Budget bounds retries to a share of recent calls (a *budget.Budget,
+	// shared by every client of the same dependency). Every call deposits,
+	// retried or not, whatever its method. Nil means a budget of the
+	// interceptor's own with package budget's defaults (20% of recent calls
+	// plus 10 retries a second); [budget.Always] means no budget, bounded
+	// only by MaxAttempts.
 	Budget retry.Budget
 	// MaxHint caps the delay a grpc-retry-pushback-ms trailer may ask for;
 	// zero means [retry.DefaultMaxHint]. A longer pushback is shortened to
@@ -218,6 +222,13 @@ func newClient(cfg ClientConfig) (*client, error) {
 	}
 	if cfg.AttemptTimeout < 0 {
 		return nil, fmt.Errorf("rampartgrpc: ClientConfig.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got %v", cfg.AttemptTimeout)
+	}
+	if cfg.Retry.Budget == nil {
+		b, err := budget.New(budget.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("rampartgrpc: the default Retry.Budget: %w", err)
+		}
+		cfg.Retry.Budget = b
 	}
 	c := &client{
 		budget:         cfg.Retry.Budget,

@@ -2,10 +2,12 @@ package ramparthttp
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -20,9 +22,12 @@ type RetryConfig struct {
 	// Backoff gives the delay before each retry; nil means retry's default
 	// exponential backoff with full jitter.
 	Backoff retry.Backoff
-	// Budget, if not nil, bounds retries to a share of recent requests (a
+	// Budget bounds retries to a share of recent requests (a
 	// *budget.Budget, shared by every client of the same dependency). Every
-	// request deposits, retried or not.
+	// request deposits, retried or not. Nil means a budget of the layer's
+	// own with package budget's defaults (20% of recent requests plus 10
+	// retries a second); [budget.Always] means no budget, bounded only by
+	// MaxAttempts.
 	Budget retry.Budget
 	// MaxHint caps the delay a Retry-After header may ask for; zero means
 	// [retry.DefaultMaxHint] (a minute). A longer Retry-After is shortened
@@ -69,6 +74,15 @@ type RetryConfig struct {
 func RetryLayer(cfg RetryConfig) (Layer, error) {
 	if cfg.Retryable == nil {
 		cfg.Retryable = Retryable
+	}
+	if cfg.Budget == nil {
+		// One default budget for the retry loop and for the requests sent
+		// once, which earn retries for the others.
+		b, err := budget.New(budget.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("ramparthttp: the default Retry.Budget: %w", err)
+		}
+		cfg.Budget = b
 	}
 	l, err := retry.NewLayer(retry.Config[*http.Request, *http.Response]{
 		MaxAttempts: cfg.MaxAttempts,

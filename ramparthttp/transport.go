@@ -10,18 +10,17 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// Config configures [NewTransport]. The zero Config is valid but rarely what
-// you want: it sends requests through [http.DefaultTransport] with retry's
-// defaults (up to 3 attempts of an idempotent request) and no budget,
-// breaker or timeout, so nothing bounds its retries but MaxAttempts. Set
-// Retry.Budget, or Retry.MaxAttempts to 1.
+// Config configures [NewTransport]. The zero Config is valid: it sends
+// requests through [http.DefaultTransport] with retry's defaults (up to 3
+// attempts of an idempotent request) within a retry budget of its own
+// (package budget's defaults), and no breaker or timeout. Share one
+// Retry.Budget and one Breaker among the clients of one dependency.
 type Config struct {
 	// Base sends the requests; nil means [http.DefaultTransport]. A nil
 	// pointer (a nil *http.Transport) is an error.
 	Base http.RoundTripper
 	// Retry configures the retry layer. Set Retry.MaxAttempts to 1 to
-	// disable retries. Set Retry.Budget: retries without a budget multiply
-	// the load on a failing server.
+	// disable retries.
 	Retry RetryConfig
 	// Breaker, if not nil, guards every attempt. Share one breaker among all
 	// the clients of one dependency. Set at most one of Breaker and

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/internal/clocktest"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -21,7 +22,7 @@ func TestRetry_CK3_WaitsRunOnTheSuppliedClock(t *testing.T) {
 		clk := clocktest.New()
 		clk.Jump(-time.Hour)
 		svc := newScript(fail("a"), fail("b"), outcome{resp: "ok"})
-		s := wrap(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Second), Clock: clk})
+		s := wrap(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Second), Clock: clk, Budget: budget.Always})
 		resp, err := s.Call(context.Background(), "x")
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/observe"
@@ -102,10 +103,15 @@ type Config[Req, Resp any] struct {
 	// must be safe for concurrent use.
 	Retryable func(resp Resp, err error) bool
 
-	// Budget, if not nil, bounds retries across all requests that share it:
-	// see [Budget] and [Refunder]. Nil means retries are bounded only by
-	// MaxAttempts and the context. A typed nil pointer (a nil
-	// *budget.Budget) is an error.
+	// Budget bounds retries across all requests that share it: see
+	// [Budget] and [Refunder]. Nil means a budget of the layer's own with
+	// package budget's defaults (20% of recent requests plus 10 retries a
+	// second, on Clock), made by [NewLayer] or [Wrap] and shared by every
+	// service that layer wraps, so a retrying client never multiplies its
+	// load by MaxAttempts during an outage. Share one *budget.Budget among
+	// the layers that call one dependency; set [budget.Always] to retry
+	// with no budget, bounded only by MaxAttempts and the context. A typed
+	// nil pointer (a nil *budget.Budget) is an error.
 	Budget Budget
 
 	// Hint, if not nil, extracts a server's retry-after hint from an
@@ -209,7 +215,14 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 	case isNilValue(p.backoff):
 		return nil, fmt.Errorf("retry: Backoff must not be a nil func or pointer, got %T(nil)", p.backoff)
 	}
-	if isNilValue(p.budget) {
+	switch {
+	case p.budget == nil:
+		b, err := budget.New(budget.Config{Clock: cfg.Clock})
+		if err != nil {
+			return nil, fmt.Errorf("retry: the default Budget: %w", err)
+		}
+		p.budget = b
+	case isNilValue(p.budget):
 		return nil, fmt.Errorf("retry: Budget must not be a nil pointer, got %T(nil)", p.budget)
 	}
 	p.refunder, _ = p.budget.(Refunder)
