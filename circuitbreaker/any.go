@@ -3,7 +3,6 @@ package circuitbreaker
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/rampart-go/rampart/clock"
 )
@@ -99,11 +98,11 @@ func (a *anyTracker) Reset(s State) {
 	}
 }
 
-// useClock gives the breaker's clock to every policy that reads it.
-func (a *anyTracker) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
+// UseClock gives the breaker's clock to every policy that reads it.
+func (a *anyTracker) UseClock(c clock.Clock) {
 	for _, t := range a.ts {
-		if u, ok := t.(clockUser); ok {
-			u.useClock(now, after)
+		if u, ok := t.(ClockUser); ok {
+			u.UseClock(c)
 		}
 	}
 }

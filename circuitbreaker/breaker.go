@@ -178,8 +178,8 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	} else {
 		b.base = time.Now()
 	}
-	if u, ok := tracker.(clockUser); ok {
-		u.useClock(func() time.Duration { return time.Duration(b.mono()) }, b.afterFunc)
+	if u, ok := tracker.(ClockUser); ok {
+		u.UseClock((*breakerClock)(b))
 	}
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
@@ -231,6 +231,17 @@ func (b *Breaker) afterFunc(d time.Duration, f func()) clock.Timer {
 		return c.AfterFunc(d, f)
 	}
 	return time.AfterFunc(d, f)
+}
+
+// breakerClock is a Breaker as the clock it gives a [ClockUser]: its
+// readings and timers are the breaker's, and its Monotonic readings share
+// the origin of [Call.Monotonic].
+type breakerClock Breaker
+
+func (c *breakerClock) Now() time.Time           { return (*Breaker)(c).wall() }
+func (c *breakerClock) Monotonic() time.Duration { return time.Duration((*Breaker)(c).mono()) }
+func (c *breakerClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	return (*Breaker)(c).afterFunc(d, f)
 }
 
 // wallAt returns the wall time of the monotonic reading m, which is not

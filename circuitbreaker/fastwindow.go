@@ -301,9 +301,9 @@ func (f *fastWindow) reset() {
 }
 
 // useClock puts the window on the breaker's clock.
-func (f *fastWindow) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
+func (f *fastWindow) useClock(c clock.Clock) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.now, f.after = now, after
-	f.w.now = now
+	f.now, f.after = c.Monotonic, c.AfterFunc
+	f.w.useClock(c)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"time"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Policy decides when a [Breaker] trips and when its probes close it again.
@@ -81,6 +83,20 @@ type SuccessCounter interface {
 // last failure).
 type TripCauser interface {
 	TripCause() error
+}
+
+// ClockUser is an optional interface of a [Tracker] that reads the time
+// outside Record and Probe, as the time window of [FailureRate] does for
+// its Counters and its timers. [New] calls UseClock once, after NewTracker
+// and before the breaker is used, with the breaker's clock: never nil, it
+// reads and arms timers on [Config.Clock], or on the system's clock when
+// that is nil, and its Monotonic readings share the origin of
+// [Call.Monotonic], so the tracker can compare the two. The clock is safe
+// for concurrent use; a timer's function runs on its own goroutine, without
+// the breaker's lock, so it must lock what it shares with the tracker's
+// other methods.
+type ClockUser interface {
+	UseClock(c clock.Clock)
 }
 
 // Timing is the set of clock readings a [Tracker] asks for. The zero value

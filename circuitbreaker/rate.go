@@ -139,12 +139,12 @@ func (f *failureRate) Counters() Counters {
 	return f.w.totals(nowIf(f.w))
 }
 
-func (f *failureRate) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
+func (f *failureRate) UseClock(c clock.Clock) {
 	if f.fast != nil {
-		f.fast.useClock(now, after)
+		f.fast.useClock(c)
 		return
 	}
-	f.w.useClock(now, after)
+	f.w.useClock(c)
 }
 
 // ratioVerdict judges n probes of which bad count toward ratio: re-open
@@ -262,6 +262,6 @@ func (s *slowCalls) Reset(State) {
 
 func (s *slowCalls) Counters() Counters { return s.w.totals(nowIf(s.w)) }
 
-func (s *slowCalls) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
-	s.w.useClock(now, after)
+func (s *slowCalls) UseClock(c clock.Clock) {
+	s.w.useClock(c)
 }

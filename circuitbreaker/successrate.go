@@ -2,7 +2,6 @@ package circuitbreaker
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/rampart-go/rampart/clock"
 )
@@ -85,9 +84,9 @@ func (s *successRate) CountSuccess() bool {
 	return ok && c.CountSuccess()
 }
 
-// useClock gives the breaker's clock to the Trip tracker if it reads it.
-func (s *successRate) useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer) {
-	if u, ok := s.Tracker.(clockUser); ok {
-		u.useClock(now, after)
+// UseClock gives the breaker's clock to the Trip tracker if it reads it.
+func (s *successRate) UseClock(c clock.Clock) {
+	if u, ok := s.Tracker.(ClockUser); ok {
+		u.UseClock(c)
 	}
 }

@@ -73,16 +73,9 @@ type window struct {
 	base time.Time
 }
 
-// clockUser is implemented by the built-in trackers that read the time
-// outside Record (a time window's Counters). The breaker gives them its
-// monotonic clock, so that these readings and [Call.Monotonic] share one
-// clock and one origin.
-type clockUser interface {
-	useClock(now func() time.Duration, after func(time.Duration, func()) clock.Timer)
-}
-
-func (w *window) useClock(now func() time.Duration, _ func(time.Duration, func()) clock.Timer) {
-	w.now = now
+// useClock puts the window on the breaker's clock (see [ClockUser]).
+func (w *window) useClock(c clock.Clock) {
+	w.now = c.Monotonic
 }
 
 // mono reads the window's monotonic clock.
