@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/ctxerr"
 )
 
 const (
@@ -356,9 +357,9 @@ type groupService[Req, Resp any, K comparable] struct {
 }
 
 func (s *groupService[Req, Resp, K]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := ctx.Err(); err != nil {
+	if ctx.Err() != nil {
 		var zero Resp
-		return zero, err
+		return zero, ctxerr.Reason(ctx)
 	}
 	// The layer's service for this key's breaker, on the stack.
 	one := service[Req, Resp]{b: s.g.Breaker(s.key(req)), classify: s.classify, inner: s.inner}

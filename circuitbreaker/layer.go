@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/ctxerr"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -28,7 +29,8 @@ type Classifier[Resp any] func(resp Resp, err error) Outcome
 
 // NewLayer returns a layer that guards a service with b. A call through it:
 //   - is not made, and not counted, when ctx is already done: it returns
-//     ctx.Err();
+//     ctx.Err(), wrapped together with [context.Cause] when that is a
+//     different error, so that [errors.Is] finds both;
 //   - is not made when b rejects it: it returns the [*OpenError];
 //   - otherwise calls the inner service, records the outcome with
 //     [Permit.DoneContext], and returns the response and error unchanged.
@@ -96,8 +98,8 @@ type service[Req, Resp any] struct {
 const cacheLine = 64
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err error) {
-	if err := ctx.Err(); err != nil {
-		return resp, err
+	if ctx.Err() != nil {
+		return resp, ctxerr.Reason(ctx)
 	}
 	// TryAcquire's Closed fast path, written out because the compiler
 	// does not inline TryAcquire: this is the hottest line of the package.

@@ -21,7 +21,8 @@ var errRunNilFunc = fmt.Errorf("circuitbreaker: Run: nil fn: %w", rampart.ErrNil
 // Run calls fn through b and returns what fn returned, for code that is a
 // plain function rather than a [rampart.Service] (gobreaker's Execute). It
 // behaves exactly as a call through [NewLayer] over b: fn is not called
-// when ctx is already done (Run returns ctx.Err()) or when b rejects the
+// when ctx is already done (Run returns ctx.Err(), wrapped together with
+// [context.Cause] when that is a different error) or when b rejects the
 // call (Run returns the [*OpenError]); otherwise the outcome of fn is
 // recorded with [Permit.DoneContext], and a panic in fn or in
 // [Config.IsFailure] is recorded as [ErrPanicked] and continues. A nil b, fn or ctx is an error, never a

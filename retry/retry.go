@@ -12,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/ctxerr"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -337,7 +338,7 @@ type service[Req, Resp any] struct {
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	if ctx.Err() != nil { // the caller has given up: no attempt, no deposit
 		var zero Resp
-		return zero, contextReason(ctx)
+		return zero, ctxerr.Reason(ctx)
 	}
 	if s.p.budget != nil {
 		s.p.budget.Deposit()
@@ -392,14 +393,14 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			if err != nil && errors.Is(err, ctx.Err()) {
 				// The attempt only reports the cancellation: return the
 				// failure before it, if any, rather than hide it.
-				why := contextReason(ctx)
+				why := ctxerr.Reason(ctx)
 				p.end(ctx, attempt, why)
 				if lastErr == nil {
 					return resp, err
 				}
 				return resp, &ExhaustedError{Attempts: attempt, Err: lastErr, Reason: why}
 			}
-			return p.stop(ctx, resp, err, attempt, contextReason(ctx))
+			return p.stop(ctx, resp, err, attempt, ctxerr.Reason(ctx))
 		}
 		if attempt >= p.maxAttempts {
 			return p.stop(ctx, resp, err, attempt, ErrMaxAttempts)
@@ -436,7 +437,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		}
 		if ctx.Err() != nil { // cancelled during the wait, or as it ended
 			p.refund() // the retry is not sent
-			return p.stop(ctx, resp, err, attempt, contextReason(ctx))
+			return p.stop(ctx, resp, err, attempt, ctxerr.Reason(ctx))
 		}
 		if p.discard != nil {
 			p.discard(resp)
@@ -495,16 +496,6 @@ func (p *policy[Req, Resp]) serverHint(resp Resp, err error) (time.Duration, boo
 		}
 	}
 	return h, found
-}
-
-// contextReason returns why ctx is done: its error, wrapped with its cause
-// when the cause is a different error.
-func contextReason(ctx context.Context) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	if cause == nil || cause == err {
-		return err
-	}
-	return fmt.Errorf("%w: %w", err, cause)
 }
 
 // stop ends the loop after attempts calls whose last outcome (resp, err)
