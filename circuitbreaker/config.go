@@ -163,13 +163,13 @@ func (c Config) validate() (settings, error) {
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
-		return s, fmt.Errorf("circuitbreaker: ResetTimeout must be >= 0 (or Immediate), got %v", c.ResetTimeout)
+		return s, fmt.Errorf("circuitbreaker: ResetTimeout must be >= 0 (or Immediate), got %s", durationString(c.ResetTimeout))
 	case c.MaxProbes < 0 || c.MaxProbes > maxProbesLimit:
 		return s, fmt.Errorf("circuitbreaker: MaxProbes must be in [0, %d], got %d", maxProbesLimit, c.MaxProbes)
 	case c.ProbeLease < 0:
-		return s, fmt.Errorf("circuitbreaker: ProbeLease must be >= 0, got %v", c.ProbeLease)
+		return s, fmt.Errorf("circuitbreaker: ProbeLease must be >= 0, got %s", durationString(c.ProbeLease))
 	case c.MaxResetTimeout < 0:
-		return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= 0, got %v", c.MaxResetTimeout)
+		return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= 0, got %s", durationString(c.MaxResetTimeout))
 	case c.MaxResetTimeout == 0 && c.ResetTimeoutMultiplier != 0:
 		return s, fmt.Errorf("circuitbreaker: ResetTimeoutMultiplier needs MaxResetTimeout, got multiplier %v without it", c.ResetTimeoutMultiplier)
 	case c.ResetTimeoutMultiplier != 0 && !(c.ResetTimeoutMultiplier >= 1 && !math.IsInf(c.ResetTimeoutMultiplier, 1)):
@@ -180,7 +180,7 @@ func (c Config) validate() (settings, error) {
 			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", durationString(s.cooldown))
 		}
 		if c.MaxResetTimeout < s.cooldown {
-			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= ResetTimeout (%v), got %v", s.cooldown, c.MaxResetTimeout)
+			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= ResetTimeout (%s), got %s", durationString(s.cooldown), durationString(c.MaxResetTimeout))
 		}
 		s.multiplier = orDefault(s.multiplier, DefaultResetTimeoutMultiplier)
 	}

@@ -215,3 +215,84 @@ func TestPolicy_CB12_UserTrackerNamesTheCauseOfATripOnSuccess(t *testing.T) {
 	require.Len(t, rec.all(), 1)
 	assert.Equal(t, errQuota, rec.all()[0].Cause)
 }
+
+func TestSubscribe_CB19_AsyncListenerPanicGoesToListenerPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type report struct {
+			value any
+			stack string
+		}
+		var (
+			mu  sync.Mutex
+			got []report
+		)
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy:         circuitbreaker.Consecutive{Failures: 1},
+			ResetTimeout:   time.Hour,
+			AsyncListeners: true,
+			ListenerPanic: func(value any, stack []byte) {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, report{value, string(stack)})
+			},
+		})
+		b.Subscribe(panickingListener)
+		rec := record(b)
+		fail(t, b, 1, errBoom)
+		b.Reset()
+		synctest.Wait()
+		assert.Equal(t, []string{"closed>open", "open>closed"}, rec.edges(), "the other listener saw both, in order")
+		mu.Lock()
+		require.Len(t, got, 2, "one report per event")
+		for _, r := range got {
+			assert.Equal(t, "listener bug", r.value)
+			assert.Contains(t, r.stack, "panickingListener", "the stack is the listener's")
+		}
+		mu.Unlock()
+		assert.Equal(t, 0, deliveryGoroutines(), "no delivery goroutine is left")
+	})
+}
+
+func TestErrors_CB19_ForeverAndImmediateAreWords(t *testing.T) {
+	t.Run("config", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			cfg  circuitbreaker.Config
+			want string
+		}{
+			{name: "growth from immediate", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Immediate, MaxResetTimeout: time.Second},
+				want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Immediate"},
+			{name: "growth from forever", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Forever, MaxResetTimeout: circuitbreaker.Forever},
+				want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Forever"},
+			{name: "immediate max reset timeout", cfg: circuitbreaker.Config{MaxResetTimeout: circuitbreaker.Immediate},
+				want: "circuitbreaker: MaxResetTimeout must be >= 0, got Immediate"},
+			{name: "immediate probe lease", cfg: circuitbreaker.Config{ProbeLease: circuitbreaker.Immediate},
+				want: "circuitbreaker: ProbeLease must be >= 0, got Immediate"},
+			{name: "immediate slow-call threshold", cfg: circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: circuitbreaker.Immediate}},
+				want: "circuitbreaker: SlowCalls.Threshold must be >= 0, got Immediate"},
+			{name: "immediate window period", cfg: circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: circuitbreaker.Immediate}}},
+				want: "circuitbreaker: FailureRate.Window.Period must be >= 0, got Immediate"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := circuitbreaker.New(tc.cfg)
+				require.EqualError(t, err, tc.want)
+			})
+		}
+		_, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{IdleTimeout: circuitbreaker.Immediate})
+		require.EqualError(t, err, "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; Forever never drops), got Immediate")
+	})
+	t.Run("open forever", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever})
+			fail(t, b, 1, errBoom)
+			time.Sleep(time.Hour)
+			assert.Equal(t, "circuitbreaker: open (until reset): tripped by: boom", openErr(t, b).Error())
+		})
+	})
+	t.Run("forced open", func(t *testing.T) {
+		sw := &circuitbreaker.Switch{}
+		b := newBreaker(t, circuitbreaker.Config{Switch: sw})
+		sw.ForceOpen(errors.New("maintenance"))
+		assert.Equal(t, "circuitbreaker: forced open (until released): maintenance", openErr(t, b).Error())
+	})
+}

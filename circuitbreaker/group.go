@@ -118,7 +118,7 @@ func (g *Group[K]) init(cfg GroupConfig) error {
 	case cfg.MaxKeys < 0:
 		return fmt.Errorf("circuitbreaker: GroupConfig.MaxKeys must be >= 0 (0 means %d), got %d", DefaultGroupMaxKeys, cfg.MaxKeys)
 	case cfg.IdleTimeout < 0:
-		return fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %v", DefaultGroupIdleTimeout, cfg.IdleTimeout)
+		return fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %s", DefaultGroupIdleTimeout, durationString(cfg.IdleTimeout))
 	}
 	// The overflow breaker is also the check of cfg.Breaker.
 	ocfg := cfg.Breaker

@@ -204,7 +204,7 @@ type SlowCalls struct {
 // NewTracker validates s and returns its state for one Breaker.
 func (s SlowCalls) NewTracker() (Tracker, error) {
 	if s.Threshold < 0 {
-		return nil, fmt.Errorf("circuitbreaker: SlowCalls.Threshold must be >= 0, got %v", s.Threshold)
+		return nil, fmt.Errorf("circuitbreaker: SlowCalls.Threshold must be >= 0, got %s", durationString(s.Threshold))
 	}
 	ratio, err := checkRatio("SlowCalls.Ratio", s.Ratio, 1)
 	if err != nil {

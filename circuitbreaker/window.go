@@ -95,7 +95,7 @@ type bucket struct {
 func newWindow(field string, w Window) (*window, error) {
 	switch {
 	case w.Period < 0:
-		return nil, fmt.Errorf("circuitbreaker: %s.Period must be >= 0, got %v", field, w.Period)
+		return nil, fmt.Errorf("circuitbreaker: %s.Period must be >= 0, got %s", field, durationString(w.Period))
 	case w.Period > 0 && w.Size != 0:
 		return nil, fmt.Errorf("circuitbreaker: %s.Size must be 0 with a Period, got %d", field, w.Size)
 	case w.Period == 0 && w.Buckets != 0:
@@ -119,7 +119,7 @@ func newWindow(field string, w Window) (*window, error) {
 	n := orDefault(w.Buckets, defaultBuckets)
 	width := int64(w.Period) / int64(n)
 	if width == 0 {
-		return nil, fmt.Errorf("circuitbreaker: %s.Period must be at least Buckets (%d) nanoseconds, got %v", field, n, w.Period)
+		return nil, fmt.Errorf("circuitbreaker: %s.Period must be at least Buckets (%d) nanoseconds, got %s", field, n, durationString(w.Period))
 	}
 	win := &window{
 		minCalls: orDefault(w.MinCalls, defaultTimedMinCalls),
