@@ -9,7 +9,8 @@ import (
 // it changed anything. Open with remaining > 0 opens for exactly remaining
 // (then a probe), rejecting with cause; remaining <= 0 ends a remote Open.
 // Closed closes only a remote Open (or its HalfOpen). A forced state is
-// never changed. Any other to is an error. Safe for concurrent use.
+// never changed. Any other to is an error and changes nothing. Safe for
+// concurrent use.
 func (b *Breaker) ApplyRemote(to State, remaining time.Duration, cause error) (changed bool, err error) {
 	if to != Open && to != Closed {
 		return false, fmt.Errorf("circuitbreaker: ApplyRemote: state must be Open or Closed, got %v", to)
