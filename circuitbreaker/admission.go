@@ -2,16 +2,9 @@ package circuitbreaker
 
 import "time"
 
-// TryAcquire asks to make one call. It never blocks.
-//
-// On success the returned [Permit] must be finished with exactly one of
-// [Permit.Success], [Permit.Failure], [Permit.Ignore], [Permit.Done] or
-// [Permit.DoneContext]. A probe permit that is never finished gives up its
-// slot after the configured ProbeLease.
-//
-// A rejection is an [*OpenError] (see there for RetryAfter and Cause),
-// which matches [ErrOpen]. Every rejection of one Open, HalfOpen or
-// ForcedOpen period is the same *OpenError: treat it as read-only.
+// TryAcquire asks to make one call, without blocking: it returns a
+// [Permit] to finish once (a probe left unfinished loses its slot after
+// [Config.ProbeLease]), or an [*OpenError].
 func (b *Breaker) TryAcquire() (Permit, error) {
 	// The Closed fast path: one atomic load and one comparison, which also
 	// rules out a policy that needs the clock (flagTimed) and a zero

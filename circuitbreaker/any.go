@@ -7,11 +7,9 @@ import (
 	"github.com/rampart-go/rampart/clock"
 )
 
-// Any returns a [Policy] that trips when any of policies trips (each sees
-// every outcome), re-opens from HalfOpen when any says so and closes when
-// all do: Any(FailureRate{}, SlowCalls{}) is resilience4j's breaker with
-// both thresholds. Each counter of [Breaker.State] is the largest any
-// policy keeps. A nil policy, or none, is an error from NewTracker.
+// Any returns a [Policy] that trips or re-opens when any of policies does
+// and closes when all do: Any(FailureRate{}, SlowCalls{}) is
+// resilience4j's breaker. A nil policy, or none, is an error.
 func Any(policies ...Policy) Policy { return anyPolicy(policies) }
 
 type anyPolicy []Policy

@@ -9,22 +9,11 @@ import (
 	"github.com/rampart-go/rampart/clock"
 )
 
-// Breaker is a circuit breaker: a state machine shared by every caller of
-// one dependency. [Run] and the layer from [NewLayer] use it; by hand, ask
-// it for a [Permit] with [Breaker.TryAcquire] and report the outcome on
-// the permit.
-//
-// A Breaker is safe for concurrent use. Create one with [New]; the zero
-// Breaker behaves as one from New(Config{}) and sets itself up on first
-// use. A Breaker must not be copied after first use. It starts no
-// goroutine (unless [Config.AsyncListeners] asks for one to deliver
-// transitions); while Open it keeps one runtime timer (time.AfterFunc, or
-// the Config.Clock's), which marks the last eighth of the cool-down (at
-// most a second) and is stopped by any transition.
-//
-// Time is measured on the monotonic clock from creation (or first use of a
-// zero Breaker): in a testing/synctest bubble, create the Breaker inside
-// the bubble that uses it.
+// Breaker is a circuit breaker shared by every caller of one dependency.
+// The zero Breaker behaves as New(Config{}). It is safe for concurrent
+// use, must not be copied after first use, and starts no goroutine unless
+// [Config.AsyncListeners] asks; under testing/synctest, create it in the
+// bubble that uses it.
 type Breaker struct {
 	// word is the state and the epoch, packed as
 	// epoch<<epochShift | flags | state, so that one atomic load tells a
@@ -132,8 +121,7 @@ type probe struct {
 }
 
 // New returns a Closed breaker configured by cfg, or an error naming the
-// first bad field of cfg or of its Policy. Zero fields take the
-// defaults documented on [Config].
+// first bad field of cfg or of its Policy.
 func New(cfg Config) (*Breaker, error) {
 	set, err := cfg.validate()
 	if err != nil {

@@ -2,15 +2,13 @@ package circuitbreaker
 
 import "sync/atomic"
 
-// DefaultFailures is the number of consecutive failures that trips a
-// breaker whose Policy is nil or a [Consecutive] with Failures zero.
+// DefaultFailures is [Consecutive].Failures when zero.
 const DefaultFailures = 5
 
 // Consecutive is the default [Policy], the classic breaker of Nygard's
-// "Release It!": it trips after Failures consecutive failures in Closed,
-// and in HalfOpen closes after Successes consecutive probe successes and
-// re-opens on any probe failure. While no failure is pending, a success
-// takes no lock and writes nothing.
+// "Release It!": it trips after Failures consecutive failures, and in
+// HalfOpen closes after Successes probe successes and re-opens on any
+// probe failure.
 type Consecutive struct {
 	// Failures is how many consecutive failures trip the breaker.
 	// Zero means [DefaultFailures]; at most 1,000,000.

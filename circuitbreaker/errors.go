@@ -6,35 +6,21 @@ import (
 	"time"
 )
 
-// ErrOpen is the sentinel that every rejection by a [Breaker] matches with
-// [errors.Is]: the breaker is Open, or HalfOpen with all its probe slots
-// taken, and the call was not made. The rejection is an [*OpenError].
+// ErrOpen is matched by every rejection (an [*OpenError]): the breaker
+// was Open, or HalfOpen with every probe slot taken, and the call was not
+// made.
 var ErrOpen = errors.New("circuitbreaker: open")
 
-// ErrBadResponse is the cause of a trip or re-open on a call that returned
-// no error but whose response the classifier of [NewClassifiedLayer]
-// judged a failure (an HTTP 503).
+// ErrBadResponse is the cause of a trip on a response judged a failure.
 var ErrBadResponse = errors.New("circuitbreaker: response judged a failure")
 
-// ErrSlowCalls is the cause of a trip or re-open that [SlowCalls] decided
-// on a call that succeeded, too slowly. A slow call that failed is
-// reported with its own error.
+// ErrSlowCalls is the cause of a trip [SlowCalls] decided on a slow success.
 var ErrSlowCalls = errors.New("circuitbreaker: slow calls")
 
-// OpenError is the error a [Breaker] returns when it rejects a call. It
-// matches [ErrOpen] and unwraps to Cause, so that [errors.Is] and
-// [errors.As] also find the failure that tripped the breaker: a caller
-// whose last attempt met an open breaker still sees why.
-//
-// A rejection therefore also matches what its cause matches (one tripped
-// by timeouts matches [context.DeadlineExceeded]): code that decides from
-// an error whether the call was made should ask errors.Is(err, ErrOpen)
-// first, as [Classify] does.
-//
-// The breaker builds one OpenError when it opens and returns it for every
-// rejection of that period, so that rejecting reads no clock and allocates
-// nothing: treat it as read-only. How long to wait is computed when asked,
-// by [OpenError.RetryAfter].
+// OpenError is a [Breaker]'s rejection. It matches [ErrOpen] and unwraps
+// to Cause (ask errors.Is(err, ErrOpen) first to learn whether the call
+// was made). A period's rejections share one OpenError: treat it as
+// read-only.
 type OpenError struct {
 	// Name is the breaker's [Config.Name].
 	Name string
@@ -51,13 +37,10 @@ type OpenError struct {
 	forced bool
 }
 
-// RetryAfter returns how long from now until the breaker admits a probe:
-// the rest of the cool-down, exact, read from the breaker's clock when
-// called, so that rejecting needs no clock read. It is zero once the
-// cool-down has ended and when the rejection was for want of a free probe
-// slot in HalfOpen, and [Forever] when the breaker will not admit a probe
-// by itself (forced open, or a Forever cool-down); never negative. The
-// zero OpenError returns zero.
+// RetryAfter returns the exact rest of the cool-down, read from the
+// breaker's clock when called: zero once it has ended, for want of a
+// probe slot, and for the zero OpenError; [Forever] when no probe will be
+// admitted by itself.
 func (e *OpenError) RetryAfter() time.Duration {
 	if e.b == nil {
 		return e.wait
@@ -65,12 +48,9 @@ func (e *OpenError) RetryAfter() time.Duration {
 	return max(0, time.Duration(e.until-e.b.mono()))
 }
 
-// Error describes the rejection: why the breaker is open and until when.
-// A trip reads "open (retry after 1.5s): tripped by: <cause>", the rest
-// of the cool-down rounded up to a millisecond ("until reset" for a
-// [Forever] cool-down, "half-open, every probe slot taken" when waiting
-// for a probe slot); a breaker forced open reads "forced open (until
-// released): <reason>" ([Breaker.Reset] does not release it).
+// Error says why the breaker is open and until when, as in
+// "open (retry after 1.5s): tripped by: <cause>" or
+// "forced open (until released): <reason>".
 func (e *OpenError) Error() string {
 	if e.forced {
 		return prefix(e.Name) + "forced open (until released)" + causeText(ForcedOpen, e.Cause)
@@ -117,13 +97,12 @@ func prefix(name string) string {
 	return fmt.Sprintf("circuitbreaker %q: ", name)
 }
 
-// RetryDelay returns [OpenError.RetryAfter], for layers that honour a
-// wait hint (retry, ramparthttp's Retry-After).
+// RetryDelay returns [OpenError.RetryAfter], the wait hint that retry and
+// ramparthttp honour.
 func (e *OpenError) RetryDelay() time.Duration { return e.RetryAfter() }
 
 // Is reports whether target is [ErrOpen].
 func (e *OpenError) Is(target error) bool { return target == ErrOpen }
 
-// Unwrap returns Cause (nil when there is none), for [errors.Is] and
-// [errors.As].
+// Unwrap returns Cause.
 func (e *OpenError) Unwrap() error { return e.Cause }

@@ -3,46 +3,34 @@ package circuitbreaker
 import "errors"
 
 // Counts are the counted outcomes of the current Closed period, as a
-// [TripFunc] sees them: gobreaker's Counts, with the last error. They
-// start at zero each time the breaker enters Closed; ignored outcomes are
-// not included.
+// [TripFunc] sees them (gobreaker's Counts, with the last error).
 type Counts struct {
-	// Requests is the number of counted outcomes: Successes + Failures.
+	// Requests is Successes + Failures.
 	Requests int
 	// Successes and Failures count the outcomes of the period.
 	Successes, Failures int
-	// ConsecutiveSuccesses and ConsecutiveFailures are the current runs:
-	// at most one of them is non-zero.
+	// ConsecutiveSuccesses and ConsecutiveFailures are the current runs.
 	ConsecutiveSuccesses, ConsecutiveFailures int
-	// LastError is the error of the period's most recent failure (nil if
-	// none, or if it had none); a success does not clear it.
+	// LastError is the error of the period's last failure, if any.
 	LastError error
 }
 
-// TripFunc is a [Policy] made of one function (gobreaker's ReadyToTrip):
-// after each counted outcome in Closed, the breaker calls it with the
-// period's [Counts], that outcome included, and trips when it returns
-// true. For example, trip at once on an authentication error, otherwise
-// after five consecutive failures:
+// TripFunc is a [Policy] of one function (gobreaker's ReadyToTrip), given
+// the Closed period's [Counts] after each counted outcome; true trips. To
+// trip on an authentication error or after five consecutive failures:
 //
 //	circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
 //		return errors.Is(c.LastError, ErrAuth) || c.ConsecutiveFailures >= 5
 //	})
 //
-// In HalfOpen a probe failure re-opens and MaxProbes probe successes
-// close (wrap it in [SuccessRate] for another rule).
-//
-// The function runs with the breaker's lock held, one outcome at a time
-// per breaker, on every outcome (successes included): it must be quick and
-// must not call the breaker. If it panics, the panic reaches the code that
-// reported the outcome, which counts as if it had returned false.
+// In HalfOpen a probe failure re-opens and MaxProbes successes close. It
+// runs under the breaker's lock and must not call the breaker.
 type TripFunc func(Counts) bool
 
 // errNilTripFunc is what NewTracker returns for a nil TripFunc.
 var errNilTripFunc = errors.New("circuitbreaker: TripFunc is nil")
 
-// NewTracker returns the state of f for one Breaker: the [Counts] of the
-// current Closed period. A nil f is an error.
+// NewTracker returns the state of f for one Breaker; a nil f is an error.
 func (f TripFunc) NewTracker() (Tracker, error) {
 	if f == nil {
 		return nil, errNilTripFunc

@@ -20,47 +20,26 @@ const (
 	DefaultGroupIdleTimeout = 10 * time.Minute
 )
 
-// GroupConfig configures a [Group]. Every zero field selects a documented
-// default.
+// GroupConfig configures a [Group]; zero fields select the defaults.
 type GroupConfig struct {
-	// Breaker configures every breaker of the group (a bad field is an
-	// error from [NewGroup]); its Clock also measures the group's idle
-	// time. Each breaker is named "Name/key" ("key"
-	// when Name is empty; the overflow breaker's key is "(overflow)"). Its
-	// Switch, when set, controls every breaker of the group, those created
-	// later included.
+	// Breaker configures every breaker of the group, named "Name/key"
+	// ("key" when Name is empty; the overflow's key is "(overflow)"). Its
+	// Clock also measures idle time; its Switch controls every breaker.
 	Breaker Config
-
 	// MaxKeys bounds how many breakers the group holds. Zero means
 	// [DefaultGroupMaxKeys]; negative is an error.
 	MaxKeys int
-
 	// IdleTimeout is how long a breaker may go unused before the group
-	// drops it. Zero means [DefaultGroupIdleTimeout] (10 minutes);
-	// [Forever] never drops an idle breaker; other negative values are an
-	// error.
+	// drops it. Zero means [DefaultGroupIdleTimeout]; [Forever] never
+	// drops; other negatives are errors.
 	IdleTimeout time.Duration
 }
 
-// Group holds one [Breaker] per key (a host, a method, a tenant), each
-// created on demand from one [Config], so that one bad endpoint trips only
-// its own breaker; the models are Envoy's outlier detection and Finagle's
-// per-endpoint failure accrual. [NewGroupLayer] puts a group in a stack.
-// A Group is safe for concurrent use; looking up a held key takes no lock
-// and allocates nothing. Create one with [NewGroup]; the zero Group
-// behaves as one from NewGroup(GroupConfig{}) and sets itself up on first
-// use (the lookup of a held key pays nothing for this). A Group must not
-// be copied after first use.
-//
-// Memory is bounded without a background goroutine: when the group adds a
-// key, or on [Group.Len] and [Group.States], it drops breakers unused for
-// IdleTimeout that are Closed, forced, or past their cool-down with no
-// probe in flight. At MaxKeys, a new key replaces a Closed (or forced)
-// breaker not used since the group last looked; when every held breaker
-// is Open or HalfOpen, the new key shares the [Group.Overflow] breaker
-// instead, so no Open state is forgotten. A caller that holds a breaker
-// the group drops records its call there; the next lookup creates a new
-// one.
+// Group holds one [Breaker] per key (host, method, tenant), created on
+// demand (Envoy's outlier detection, Finagle's per-endpoint failure
+// accrual); idle breakers are dropped unless Open or probing. The zero
+// Group behaves as NewGroup(GroupConfig{}). A Group is safe for concurrent
+// use and must not be copied after first use.
 type Group[K comparable] struct {
 	cfg      Config
 	maxKeys  int
@@ -160,9 +139,8 @@ func (g *Group[K]) mono() int64 {
 	return int64(time.Since(g.base))
 }
 
-// Breaker returns the breaker for key, creating it if needed (or the
-// overflow breaker when the group is full), and marks key as used. Use it
-// for the call at hand, not longer: the group may drop it later.
+// Breaker returns the breaker for key, creating it if needed. Use it for
+// the call at hand only: the group may drop it later.
 func (g *Group[K]) Breaker(key K) *Breaker {
 	if v, ok := g.keys.Load(key); ok {
 		e := v.(*groupEntry[K])
@@ -280,8 +258,7 @@ func (g *Group[K]) makeRoom(now int64) bool {
 	return false
 }
 
-// Len returns how many breakers the group holds, after dropping the idle
-// ones it can; the overflow breaker is not counted.
+// Len returns how many breakers the group holds, not counting overflow.
 func (g *Group[K]) Len() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -296,10 +273,7 @@ type KeyState[K comparable] struct {
 	Snapshot
 }
 
-// States returns the state of every breaker the group holds, for a status
-// page, oldest key first, after dropping the idle ones it can. Each state
-// is read in turn, so the list is not one instant. It marks no key used
-// and leaves out the overflow breaker.
+// States returns the state of every breaker held, oldest key first.
 func (g *Group[K]) States() []KeyState[K] {
 	g.mu.Lock()
 	g.setUp()
@@ -313,8 +287,7 @@ func (g *Group[K]) States() []KeyState[K] {
 	return out
 }
 
-// Overflow returns the breaker shared by the keys that did not fit in the
-// group.
+// Overflow returns the breaker shared by the keys past MaxKeys.
 func (g *Group[K]) Overflow() *Breaker {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -322,16 +295,14 @@ func (g *Group[K]) Overflow() *Breaker {
 	return g.overflow
 }
 
-// NewGroupLayer returns a layer that guards each call with g's breaker for
-// key(req), and otherwise behaves as [NewLayer]. key must be safe for
-// concurrent use. It returns an error if g or key is nil; a zero Group is
-// usable (see [Group]).
+// NewGroupLayer is [NewLayer] with g's breaker for key(req); key must be
+// safe for concurrent use. A nil g or key is an error.
 func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K) (rampart.Layer[Req, Resp], error) {
 	return NewClassifiedGroupLayer[Req, Resp](g, key, nil)
 }
 
 // NewClassifiedGroupLayer is [NewGroupLayer] with classify judging each
-// call, as in [NewClassifiedLayer].
+// call.
 func NewClassifiedGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Layer[Req, Resp], error) {
 	switch {
 	case g == nil:

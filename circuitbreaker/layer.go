@@ -10,52 +10,33 @@ import (
 	"github.com/rampart-go/rampart/observe"
 )
 
-// ErrPanicked is the failure recorded when the protected call panics, or
-// when judging its outcome does: a [Classifier] or [Config.IsFailure] that
-// panics. The panic itself continues to the caller unchanged, with its
-// value and stack (it is never recovered, so its value is not in the
-// error), and the call's permit is finished: a panicking probe frees its
-// slot at once by re-opening the breaker.
+// ErrPanicked is the failure recorded when the protected call, a
+// [Classifier] or [Config.IsFailure] panics; the panic itself continues to
+// the caller unrecovered.
 var ErrPanicked = errors.New("circuitbreaker: protected call or its classifier panicked")
 
-// Classifier judges a finished call from its response and error, for
-// dependencies whose failures are responses (an HTTP 503). It must be safe
-// for concurrent use. It is not asked about an error returned after the
-// caller cancelled the call's context (that call is ignored), so it should
-// return Failure for every other error it does not judge otherwise. A panic
-// in it is recorded as the failure [ErrPanicked] and continues to the
-// caller.
+// Classifier judges a finished call from its response and error (an HTTP
+// 503 as a Failure, say). It is not asked about a call the caller
+// cancelled, and must be safe for concurrent use.
 type Classifier[Resp any] func(resp Resp, err error) Outcome
 
-// NewLayer returns a layer that guards a service with b. A call through it:
-//   - is not made, and not counted, when ctx is already done: it returns
-//     ctx.Err(), wrapped together with [context.Cause] when that is a
-//     different error, so that [errors.Is] finds both;
-//   - is not made when b rejects it: it returns the [*OpenError];
-//   - otherwise calls the inner service, records the outcome with
-//     [Permit.DoneContext], and returns the response and error unchanged.
-//
-// A panic in the inner call, or in judging its outcome ([Config.IsFailure],
-// a [Classifier]), is recorded as the failure [ErrPanicked] and continues
-// with its original stack (never recovered; the idea of
-// x/sync/singleflight); a runtime.Goexit counts as a failure too.
-// Layers over one b share its state. A layer over a nil b fails every
-// call with an error saying so; its Wrap(nil) returns a service failing
-// with [rampart.ErrNilService]. Safe for concurrent use.
+// NewLayer returns a layer that guards a service with b. A call returns
+// ctx.Err() (with its [context.Cause]) when ctx is already done, the [*OpenError] when b rejects it,
+// and otherwise the inner result unchanged, recorded as by
+// [Permit.DoneContext]. A nil b fails every call; Wrap(nil) fails with
+// [rampart.ErrNilService]. Safe for concurrent use.
 func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b}
 }
 
-// Wrap guards svc with b: it is NewLayer[Req, Resp](b).Wrap(svc), with the
-// type arguments inferred from svc.
+// Wrap is NewLayer[Req, Resp](b).Wrap(svc), with inferred types.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], b *Breaker) rampart.Service[Req, Resp] {
 	return NewLayer[Req, Resp](b).Wrap(svc)
 }
 
-// NewClassifiedLayer is [NewLayer] with classify judging each finished call
-// (to count an HTTP 503 as a failure, say), after the caller's
-// cancellation, which is ignored first. [Config.IsFailure] still has the
-// last word on errors. A nil classify is NewLayer.
+// NewClassifiedLayer is [NewLayer] with classify judging each call;
+// [Config.IsFailure] still has the last word on errors. A nil classify is
+// NewLayer.
 func NewClassifiedLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b, classify: classify}
 }

@@ -8,18 +8,10 @@ import (
 	"sync/atomic"
 )
 
-// Subscribe registers f to be told about every transition of the breaker
-// and returns a function that removes it; calling that function more than
-// once is harmless.
-//
-// Transitions are delivered in order, one at a time, without the
-// breaker's lock held: a listener may call the breaker, and a transition
-// it causes is delivered after it returns. By default a listener runs on
-// the goroutine that caused the transition, before the call returns; see
-// [Config.AsyncListeners] for listeners that cannot slow a call. A panic
-// in a listener is recovered and reported to [Config.ListenerPanic].
-// After unsubscribe, a transition already being delivered may still reach
-// f once. Safe for concurrent use; a nil f is ignored.
+// Subscribe registers f for every transition, delivered in order, one at
+// a time, without the breaker's lock (f may call the breaker), and
+// returns a function that removes it. A nil f is ignored; a panic in f
+// goes to [Config.ListenerPanic]. Safe for concurrent use.
 func (b *Breaker) Subscribe(f func(Transition)) (unsubscribe func()) {
 	return b.events.subscribe(f)
 }

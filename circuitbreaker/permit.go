@@ -6,17 +6,11 @@ import (
 	"fmt"
 )
 
-// Permit is the right to make one call, issued by [Breaker.TryAcquire].
-// Finish it with exactly one of [Permit.Success], [Permit.Failure],
-// [Permit.Ignore], [Permit.Done] or [Permit.DoneContext]; finishing it
-// again is a no-op that returns false.
-//
-// A Permit is a value that allocates nothing; do not copy it (go vet
-// reports copies). It carries the epoch of the state it was issued in: an
-// outcome reported after the breaker changed state is discarded, so a slow
-// call that straddles transitions can neither open nor close the breaker,
-// and the methods report whether the outcome counted. A Permit is not safe
-// for concurrent use; the zero Permit is finished already.
+// Permit is the right to make one call. Finish it once with Success,
+// Failure, Ignore, Done or DoneContext: a second finish is a no-op, and an
+// outcome reported after the breaker changed state does not count. Do not
+// copy a Permit or share it between goroutines; the zero Permit is
+// finished already.
 type Permit struct {
 	// Four fields at most, three words: the compiler then keeps a Permit
 	// returned by TryAcquire in registers instead of a stack temporary.
@@ -30,8 +24,7 @@ type Permit struct {
 	aux int64
 }
 
-// Success records that the call succeeded and reports whether that counted
-// (false if the permit was already finished or its epoch has passed).
+// Success records a success and reports whether it counted.
 func (p *Permit) Success() bool {
 	// The fast path, inlined into the caller: a quiet Closed success.
 	if b := p.b; b != nil && b.quiet(p.word) {
@@ -41,20 +34,15 @@ func (p *Permit) Success() bool {
 	return p.finish(Success, nil)
 }
 
-// Failure records that the call failed with err (nil for a failure judged
-// from a response), without classifying it, and reports whether that
-// counted. If it trips the breaker, err becomes the [OpenError.Cause].
+// Failure records a failure with err (which may be nil), unclassified, and
+// reports whether it counted; a trip's [OpenError.Cause] is err.
 func (p *Permit) Failure(err error) bool { return p.finish(Failure, err) }
 
-// Ignore releases the permit without a verdict; in HalfOpen it frees the
-// probe slot.
+// Ignore releases the permit without a verdict, freeing a probe slot.
 func (p *Permit) Ignore() { p.finish(Ignored, nil) }
 
-// Done classifies err with [Classify] and [Config.IsFailure], records the
-// result and reports whether it counted. If IsFailure panics, the failure
-// [ErrPanicked] is recorded and the panic continues. It cannot tell the caller's
-// cancellation from a dependency's and ignores both: prefer
-// [Permit.DoneContext] when the call's context is at hand.
+// Done records err as judged by [Classify] and [Config.IsFailure] and
+// reports whether it counted. Prefer [Permit.DoneContext].
 func (p *Permit) Done(err error) bool {
 	if err == nil {
 		return p.Success()
@@ -62,8 +50,7 @@ func (p *Permit) Done(err error) bool {
 	return p.classified(Classify(err), err)
 }
 
-// DoneContext is [Permit.Done] for a call made with ctx, classified with
-// [ClassifyContext]: only the caller's own cancellation is ignored.
+// DoneContext is [Permit.Done] judged by [ClassifyContext] instead.
 func (p *Permit) DoneContext(ctx context.Context, err error) bool {
 	if err == nil {
 		return p.Success()
@@ -120,7 +107,7 @@ type noCopy struct{}
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
 
-// Outcome is how a finished call counts: a success, a failure, or neither.
+// Outcome is how a finished call counts.
 type Outcome uint8
 
 const (
@@ -128,9 +115,8 @@ const (
 	Success Outcome = iota
 	// Failure is a call that shows the dependency is unhealthy.
 	Failure
-	// Ignored is a call that says nothing about the dependency, such as
-	// one the caller cancelled. It is not counted; in HalfOpen it frees
-	// its probe slot.
+	// Ignored is a call that says nothing about the dependency (one the
+	// caller cancelled, say): not counted.
 	Ignored
 )
 
@@ -147,12 +133,9 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }
 
-// Classify is the classification of a call's error when its context is
-// not known, used by [Permit.Done]: nil is a Success; an error matching
-// [ErrOpen] (a breaker further in) or [context.DeadlineExceeded] is a
-// Failure; one matching [context.Canceled] is Ignored, presuming the caller
-// gave up; any other error is a Failure. [ClassifyContext] tells the
-// caller's cancellation from a dependency's.
+// Classify judges err without its call's context: nil is a Success, an
+// error matching [context.Canceled] (and not [ErrOpen]) is Ignored, and
+// any other is a Failure.
 func Classify(err error) Outcome {
 	switch {
 	case err == nil:
@@ -167,12 +150,9 @@ func Classify(err error) Outcome {
 	return Failure
 }
 
-// ClassifyContext is the classification of a call made with ctx, once it
-// has returned, used by the layers, [Run] and [Permit.DoneContext]: a nil
-// err is a Success; an error while the caller has cancelled ctx is Ignored
-// (the caller gave up); any other error is a Failure, an expired deadline
-// and a context.Canceled that did not come from ctx included. A nil ctx
-// falls back to [Classify].
+// ClassifyContext judges err from a call made with ctx, as the layers and
+// [Run] do: nil is a Success, an error after ctx was cancelled is Ignored,
+// any other is a Failure. A nil ctx falls back to [Classify].
 func ClassifyContext(ctx context.Context, err error) Outcome {
 	switch {
 	case err == nil:

@@ -8,33 +8,20 @@ import (
 	"github.com/rampart-go/rampart/clock"
 )
 
-// DefaultRatio is the failure ratio used when FailureRate.Ratio is zero:
-// one half, resilience4j's default failureRateThreshold of 50%.
+// DefaultRatio is [FailureRate].Ratio when zero (resilience4j's default).
 const DefaultRatio = 0.5
 
-// FailureRate is a [Policy] that trips when the ratio of failures among the
-// calls in a [Window] reaches Ratio, once the window holds Window.MinCalls
-// calls: resilience4j's failure-rate threshold (Hystrix's
-// errorThresholdPercentage). The window is emptied whenever the breaker
-// enters Closed or HalfOpen. In HalfOpen it judges the first MaxProbes
-// probes: it re-opens if their failure ratio reaches Ratio and closes
-// otherwise, as soon as the outcome is certain.
-//
-// Outcomes take the breaker's lock, except a success into a full count
-// window that holds no failure, and a success into a time window that no
-// success could trip, which is counted on a striped counter without a lock
-// and without a clock read. A time window keeps a runtime timer while it
-// holds calls (two events per bucket), which tells successes the current
-// bucket and closes the lock-free path for a short lead (a sixty-fourth of
-// a bucket, at most 10ms) on each side of every bucket boundary, where
-// outcomes read the clock: the window counts each call in its own bucket
-// exactly, unless the timer runs later than its lead.
+// FailureRate is a [Policy] that trips when the ratio of failures in a
+// [Window] reaches Ratio, once the window holds Window.MinCalls calls
+// (resilience4j's failure-rate threshold, Hystrix's
+// errorThresholdPercentage). In HalfOpen it judges the first MaxProbes
+// probes by the same ratio.
 type FailureRate struct {
 	// Window is the stretch of calls judged; the zero Window is the last
 	// 100 calls.
 	Window Window
 	// Ratio is the failure ratio, in (0, 1], that trips the breaker. Zero
-	// means [DefaultRatio] (one half).
+	// means [DefaultRatio].
 	Ratio float64
 }
 
@@ -175,29 +162,24 @@ func nowIf(w *window) time.Duration {
 	return 0
 }
 
-// DefaultSlowCallThreshold is the latency from which a call is slow when
-// SlowCalls.Threshold is zero (resilience4j's slowCallDurationThreshold).
+// DefaultSlowCallThreshold is [SlowCalls].Threshold when zero
+// (resilience4j's default).
 const DefaultSlowCallThreshold = time.Minute
 
-// SlowCalls is a [Policy] that trips when the ratio of slow calls (calls
-// that took at least Threshold, failed or not) in a [Window] reaches Ratio,
-// once the window holds Window.MinCalls calls: resilience4j's slow-call
-// rate threshold. Failures alone never trip it; combine it with
-// [FailureRate] through [Any] for both. In HalfOpen it judges the first
-// MaxProbes probes, counting a probe bad when it was slow or failed. A trip
-// decided on a slow success has the cause [ErrSlowCalls].
-//
-// It reads the clock twice per call, and every outcome takes the lock.
+// SlowCalls is a [Policy] that trips when the ratio of calls that took at
+// least Threshold in a [Window] reaches Ratio, once the window holds
+// Window.MinCalls calls (resilience4j's slow-call rate threshold). In
+// HalfOpen a slow or failed probe counts as bad. Combine it with
+// [FailureRate] through [Any].
 type SlowCalls struct {
 	// Threshold is the latency from which a call is slow. Zero means
-	// [DefaultSlowCallThreshold] (one minute); negative is an error.
+	// [DefaultSlowCallThreshold]; negative is an error.
 	Threshold time.Duration
 	// Window is the stretch of calls judged; the zero Window is the last
 	// 100 calls.
 	Window Window
 	// Ratio is the slow-call ratio, in (0, 1], that trips the breaker.
-	// Zero means 1: every call in the window is slow (resilience4j's
-	// default of 100%).
+	// Zero means 1 (resilience4j's default).
 	Ratio float64
 }
 

@@ -18,16 +18,9 @@ var errRunNilContext = errors.New("circuitbreaker: Run: nil context (pass contex
 // errRunNilFunc is what Run returns for a nil fn.
 var errRunNilFunc = fmt.Errorf("circuitbreaker: Run: nil fn: %w", rampart.ErrNilService)
 
-// Run calls fn through b and returns what fn returned, for code that is a
-// plain function rather than a [rampart.Service] (gobreaker's Execute). It
-// behaves exactly as a call through [NewLayer] over b: fn is not called
-// when ctx is already done (Run returns ctx.Err(), wrapped together with
-// [context.Cause] when that is a different error) or when b rejects the
-// call (Run returns the [*OpenError]); otherwise the outcome of fn is
-// recorded with [Permit.DoneContext], and a panic in fn or in
-// [Config.IsFailure] is recorded as [ErrPanicked] and continues. A nil b, fn or ctx is an error, never a
-// panic (for fn, one matching [rampart.ErrNilService]). Safe for
-// concurrent use.
+// Run calls fn through b exactly as a call through [NewLayer] over b, for
+// a plain function (gobreaker's Execute). A nil b, fn or ctx is an error
+// (for fn, one matching [rampart.ErrNilService]). Safe for concurrent use.
 func Run[T any](ctx context.Context, b *Breaker, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	switch {

@@ -6,11 +6,8 @@ import (
 	"time"
 )
 
-// State is the state of a [Breaker].
-//
-// A breaker goes Closed → Open → HalfOpen → Closed, or HalfOpen →
-// Open when probes fail. ForcedOpen and ForcedClosed are set by a [Switch]
-// and left only through it: a forced state is visible as such.
+// State is the state of a [Breaker]; the forced states are set and left
+// only through a [Switch].
 type State uint8
 
 const (
@@ -18,18 +15,17 @@ const (
 	Closed State = iota
 	// Open rejects every call with an [*OpenError] until the cool-down ends.
 	Open
-	// HalfOpen admits at most MaxProbes concurrent probe calls, whose
-	// outcomes decide whether the breaker closes or opens again.
+	// HalfOpen admits at most MaxProbes concurrent probes, whose outcomes
+	// close or re-open the breaker.
 	HalfOpen
 	// ForcedOpen rejects every call until the [Switch] is released.
 	ForcedOpen
-	// ForcedClosed lets every call through and records nothing until the
-	// [Switch] is released.
+	// ForcedClosed admits every call, recording nothing, until released.
 	ForcedClosed
 )
 
-// String returns the state's name: "closed", "open", "half-open",
-// "forced-open" or "forced-closed".
+// String returns "closed", "open", "half-open", "forced-open" or
+// "forced-closed".
 func (s State) String() string {
 	switch s {
 	case Closed:
@@ -46,61 +42,49 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", uint8(s))
 }
 
-// Snapshot is the state of a [Breaker] at one moment, returned by
-// [Breaker.State]. Fields that do not apply to the state are zero.
+// Snapshot is the state of a [Breaker] at one moment. Fields that do not
+// apply to the state are zero.
 type Snapshot struct {
 	// Name is the breaker's [Config.Name].
 	Name string
-	// State is the state. Once an Open breaker's cool-down has passed it is
-	// HalfOpen, even before a call has started a probe.
+	// State is the state: HalfOpen once a cool-down has passed.
 	State State
-	// Counters are the policy's counters of the current Closed period;
-	// zero in every other state (ForcedClosed included).
+	// Counters are the policy's counters of the current Closed period.
 	Counters Counters
-	// RetryAfter is the exact rest of the cool-down (Open), or [Forever]
-	// for ForcedOpen and for an Open breaker whose cool-down is Forever.
+	// RetryAfter is the rest of the cool-down ([Forever] if forced open).
 	RetryAfter time.Duration
-	// Cause is the failure that tripped the breaker (Open, HalfOpen), or the
-	// reason given to [Switch.ForceOpen] (ForcedOpen).
+	// Cause is the trip's failure, or the reason given to [Switch.ForceOpen].
 	Cause error
-	// ProbesInFlight, ProbesSucceeded and ProbesFailed describe the probes
-	// of the current HalfOpen period. A probe whose lease expired is no
-	// longer in flight.
+	// ProbesInFlight, ProbesSucceeded and ProbesFailed count the probes
+	// of the current HalfOpen period (an expired lease is not in flight).
 	ProbesInFlight, ProbesSucceeded, ProbesFailed int
-	// Remote is true for an Open period imposed by [Breaker.ApplyRemote]
-	// and the HalfOpen that follows it.
+	// Remote is true for an Open (and the HalfOpen after it) imposed by
+	// [Breaker.ApplyRemote].
 	Remote bool
 }
 
-// Transition is one change of a [Breaker]'s state, given to the listeners
-// registered with [Breaker.Subscribe].
+// Transition is one change of a [Breaker]'s state, as listeners see it.
 type Transition struct {
 	// Name is the breaker's [Config.Name].
 	Name string
-	// From and To are the states before and after. They are equal for a
-	// ForcedOpen that only changes its reason.
+	// From and To are the states before and after (equal for a ForcedOpen
+	// that only changes its reason).
 	From, To State
-	// Time is when the transition took effect, by the wall clock: for
-	// Open → HalfOpen, when the cool-down ended.
+	// Time is when it took effect, by the wall clock (for Open → HalfOpen,
+	// when the cool-down ended).
 	Time time.Time
-	// Cause is the failure that caused a transition to Open (the last
-	// probe failure, or [ErrSlowCalls], from HalfOpen), the reason for a
-	// transition to ForcedOpen, and nil otherwise.
+	// Cause is the failure behind a transition to Open, or the reason for
+	// one to ForcedOpen; nil otherwise.
 	Cause error
-	// RetryAfter is, for a transition to Open, how long the breaker stays
-	// Open before it admits a probe ([Forever] for no end, zero for an
-	// Immediate cool-down); zero otherwise.
+	// RetryAfter is the cool-down of a transition to Open, else zero.
 	RetryAfter time.Duration
-	// Remote is true for a transition applied with [Breaker.ApplyRemote]
-	// (state shared by other processes), false for one this breaker made
-	// itself. A component that shares the breaker's state publishes only
-	// the transitions whose Remote is false.
+	// Remote is true for a transition applied with [Breaker.ApplyRemote],
+	// false for one this breaker made itself (the ones to share).
 	Remote bool
 }
 
-// State returns a snapshot of the breaker. It does not change the state:
-// an Open breaker whose cool-down has passed is reported as HalfOpen
-// before the next acquire makes the transition. Safe for concurrent use.
+// State returns a snapshot of the breaker without changing its state.
+// Safe for concurrent use.
 func (b *Breaker) State() Snapshot {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -135,12 +119,8 @@ func (b *Breaker) State() Snapshot {
 	return s
 }
 
-// String describes the snapshot on one line, for logs, in the words of
-// [OpenError.Error]: the name (if any), the state and the fields that
-// apply to it, for example `"payments": open (retry after 1.5s): tripped
-// by: connection refused` (the rest of the cool-down rounded up to a
-// millisecond, "until reset" for [Forever]) or `forced-open (until
-// released): maintenance`.
+// String describes the snapshot on one line for logs, in the words of
+// [OpenError.Error].
 func (s Snapshot) String() string {
 	var b strings.Builder
 	if s.Name != "" {
@@ -164,10 +144,8 @@ func (s Snapshot) String() string {
 	return b.String()
 }
 
-// String describes the transition on one line, for logs, in the words of
-// [OpenError.Error]: the name (if any), the states and the cause (if
-// any), for example `"payments": closed > open: tripped by: connection
-// refused` or `closed > forced-open: maintenance`.
+// String describes the transition on one line for logs, as in
+// `"payments": closed > open: tripped by: connection refused`.
 func (t Transition) String() string {
 	s := t.From.String() + " > " + t.To.String()
 	if t.Name != "" {

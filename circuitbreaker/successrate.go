@@ -6,31 +6,25 @@ import (
 	"github.com/rampart-go/rampart/clock"
 )
 
-// DefaultProbeRatio is the success ratio used when SuccessRate.Ratio is
-// zero: 0.8, the example of the Tower circuit-breaker pull request ("close
-// when 80% of probes succeed").
+// DefaultProbeRatio is [SuccessRate].Ratio when zero.
 const DefaultProbeRatio = 0.8
 
-// SuccessRate is a [Policy] that closes a HalfOpen breaker when at least
-// Ratio of Probes probes succeeded, and re-opens it otherwise, as soon as
-// the verdict is certain; Trip decides when it trips from Closed. It is
-// the success-rate probing of the Tower circuit-breaker pull request
-// ("close when 80% of probes succeed"). Probes may exceed MaxProbes:
-// further probes are admitted as earlier ones finish.
+// SuccessRate is a [Policy] that closes a HalfOpen breaker once at least
+// Ratio of Probes probes succeeded and re-opens it otherwise (the
+// success-rate probing of the Tower circuit-breaker pull request); Trip
+// decides when it trips. Probes may exceed MaxProbes.
 type SuccessRate struct {
 	// Trip decides when the breaker trips from Closed; nil means
 	// [Consecutive]{}. Its own probe rule is not used.
 	Trip Policy
-	// Probes is how many probes are judged. Zero means 10; at most
-	// 1,000,000.
+	// Probes is how many probes are judged: zero means 10; at most 1e6.
 	Probes int
 	// Ratio is the ratio of Probes that must succeed, in (0, 1]. Zero
-	// means [DefaultProbeRatio] (0.8).
+	// means [DefaultProbeRatio].
 	Ratio float64
 }
 
-// NewTracker validates s (and s.Trip) and returns its state for one
-// Breaker.
+// NewTracker validates s and returns its state for one Breaker.
 func (s SuccessRate) NewTracker() (Tracker, error) {
 	if err := checkCount("SuccessRate.Probes", s.Probes); err != nil {
 		return nil, err

@@ -6,17 +6,10 @@ import (
 	"weak"
 )
 
-// Switch forces breakers open (maintenance, a kill switch) or closed (an
-// operator's override) by hand, and releases them to automatic operation,
-// Closed with a clean history. Attach it through [Config.Switch]; one
-// Switch may control many breakers (resilience4j's FORCED_OPEN and
-// DISABLED; the "shared on-off switch" of the review of the Tower
-// circuit-breaker pull request).
-//
-// Every change is a transition that listeners see, and a forced state is
-// left only through the switch. The zero Switch is released and ready to
-// use. A Switch is safe for concurrent use, also from a listener, and does
-// not keep a breaker from being garbage collected.
+// Switch forces the breakers attached through [Config.Switch] open or
+// closed by hand (resilience4j's FORCED_OPEN and DISABLED). Every change
+// is a transition. The zero Switch is released; a Switch is safe for
+// concurrent use, also from a listener.
 type Switch struct {
 	mu       sync.Mutex
 	state    State // Closed (released), ForcedOpen or ForcedClosed; guarded by mu
@@ -24,23 +17,19 @@ type Switch struct {
 	breakers []weak.Pointer[Breaker]
 }
 
-// ForceOpen forces every attached breaker open: calls are rejected with
-// an [*OpenError] whose [OpenError.RetryAfter] is [Forever] and whose Cause is reason
-// (which may be nil). Calling it again replaces the reason (a ForcedOpen
-// to ForcedOpen transition).
+// ForceOpen forces every attached breaker open, rejecting calls with an
+// [*OpenError] whose Cause is reason (which may be nil).
 func (s *Switch) ForceOpen(reason error) { s.set(ForcedOpen, reason) }
 
-// ForceClosed forces every attached breaker closed: every call is admitted
-// and no outcome is recorded. It does nothing if already forcing closed.
+// ForceClosed forces every attached breaker closed, recording nothing.
 func (s *Switch) ForceClosed() { s.set(ForcedClosed, nil) }
 
-// Release returns every attached breaker to automatic operation, Closed
-// with a clean history. It does nothing if the switch is not forcing.
+// Release returns every attached breaker to Closed with a clean history,
+// if the switch was forcing.
 func (s *Switch) Release() { s.set(Closed, nil) }
 
-// Forced returns the forced state (ForcedOpen or ForcedClosed) and true, or
-// Closed and false when the switch is released, with the reason given to
-// ForceOpen.
+// Forced returns the forced state and true, or Closed and false, with the
+// reason given to ForceOpen.
 func (s *Switch) Forced() (state State, forced bool, reason error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -100,12 +100,9 @@ func (b *Breaker) ready(per *period) {
 	b.word.Store(b.word.Load() | flagReady)
 }
 
-// Reset closes the breaker, clears the policy's history and the growth of
-// the cool-down, and starts a new epoch, so that no permit issued before
-// the reset, probe or not, can change the state afterwards. Listeners
-// see a transition to Closed unless the breaker was already Closed. While
-// a [Switch] forces the breaker, Reset clears the history but leaves the
-// forced state: the switch owns it until released. Safe for concurrent use.
+// Reset closes the breaker and clears its history and cool-down growth;
+// permits issued before it no longer count. A forced state stays until
+// its [Switch] is released. Safe for concurrent use.
 func (b *Breaker) Reset() {
 	b.mu.Lock()
 	defer b.unlock()

@@ -9,23 +9,19 @@ import (
 )
 
 // Window is the stretch of recent calls a rate policy looks at: the last
-// Size calls (resilience4j's count-based window), or, when Period is set,
-// the calls of the last Period in Buckets rolling buckets (Hystrix's
-// rolling window), which covers between Period·(B-1)/B and Period of
-// history. The zero Window is the last 100 calls, judged once full.
+// Size calls (resilience4j's count-based window), or the last Period in
+// Buckets rolling buckets (Hystrix's rolling window).
 type Window struct {
 	// Size is the number of most recent calls in a count window. Zero
 	// means 100; at most 1,000,000. It must be zero when Period is set.
 	Size int
-	// Period, when non-zero, makes the window a time window of this
-	// length. Negative values are an error.
+	// Period > 0 makes it a time window that long; negative is an error.
 	Period time.Duration
 	// Buckets is the number of buckets of a time window. Zero means 10; at
 	// most 1,000, and at most Period in nanoseconds. It needs Period.
 	Buckets int
-	// MinCalls is how many calls the window must hold before its rate is
-	// judged. Zero means Size for a count window and 20 for a time window
-	// (Hystrix's requestVolumeThreshold); at most Size.
+	// MinCalls is how many calls must be held before the rate is judged:
+	// zero means Size, or 20 for a time window (Hystrix's); at most Size.
 	MinCalls int
 }
 

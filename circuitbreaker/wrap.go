@@ -5,24 +5,20 @@ import (
 	"github.com/rampart-go/rampart/internal/wrap"
 )
 
-// WrapClassified guards svc with b, classify judging each call: it is
-// NewClassifiedLayer[Req, Resp](b, classify).Wrap(svc), with the type
-// arguments inferred from svc. See [NewClassifiedLayer].
+// WrapClassified is NewClassifiedLayer[Req, Resp](b, classify).Wrap(svc),
+// with inferred types.
 func WrapClassified[Req, Resp any](svc rampart.Service[Req, Resp], b *Breaker, classify Classifier[Resp]) rampart.Service[Req, Resp] {
 	return NewClassifiedLayer[Req, Resp](b, classify).Wrap(svc)
 }
 
-// WrapGroup guards each call to svc with g's breaker for key(req): it is
-// the layer of [NewGroupLayer] wrapped around svc, with the type arguments
-// inferred from svc. It returns the errors NewGroupLayer returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
+// WrapGroup wraps svc in the layer of [NewGroupLayer], with inferred
+// types; a nil svc is an error matching [rampart.ErrNilService].
 func WrapGroup[Req, Resp any, K comparable](svc rampart.Service[Req, Resp], g *Group[K], key func(Req) K) (rampart.Service[Req, Resp], error) {
 	l, err := NewGroupLayer[Req, Resp](g, key)
 	return wrap.Service("circuitbreaker", svc, l, err)
 }
 
-// WrapClassifiedGroup is [WrapGroup] with classify judging each call, as
-// in [NewClassifiedGroupLayer].
+// WrapClassifiedGroup is [WrapGroup] with classify judging each call.
 func WrapClassifiedGroup[Req, Resp any, K comparable](svc rampart.Service[Req, Resp], g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Service[Req, Resp], error) {
 	l, err := NewClassifiedGroupLayer[Req, Resp](g, key, classify)
 	return wrap.Service("circuitbreaker", svc, l, err)
