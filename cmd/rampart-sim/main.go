@@ -55,6 +55,11 @@
 // either file names the file, the line and the field; bad trace lines
 // stop the replay unless -skip-bad is given, and then their count is
 // reported.
+//
+// Trace lines need not be in order of start (a recorder writes a call when
+// it returns, so a long call comes after shorter ones that started later):
+// a line may start up to -reorder (default 1m) before the latest start read
+// before it; -reorder 0 requires strict order.
 package main
 
 import (
@@ -75,6 +80,14 @@ func main() {
 	}
 }
 
+// plural returns one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // errUsage is returned for bad flags, after the usage was printed.
 var errUsage = errors.New("bad usage")
 
@@ -86,7 +99,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
 	chart := fs.String("chart", "rampart-sim.png", "write the chart to this PNG `file`; empty for none")
 	skip := fs.Bool("skip-bad", false, "skip bad trace lines (and report how many) instead of stopping at the first")
+	reorder := fs.Duration("reorder", sim.DefaultReorder, "how far back a trace line may start, compared with the latest start before it, and still be replayed in order; 0 for none")
 	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if *reorder < 0 {
+		fmt.Fprintf(stderr, "-reorder must be 0 (lines strictly in order) or positive, got %v\n", *reorder)
+		fs.Usage()
 		return errUsage
 	}
 	if *trace == "" || *cands == "" || fs.NArg() > 0 {
@@ -103,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer f.Close()
 	tr := sim.NewTraceReader(f, *trace)
-	tr.Skip = *skip
+	tr.Skip, tr.Reorder = *skip, *reorder
 	results, err := sim.Replay(tr, candidates, opt)
 	if err != nil {
 		return err
@@ -123,7 +142,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if *skip {
-			fmt.Fprintf(stdout, "\n%d bad trace lines skipped\n", tr.Skipped)
+			fmt.Fprintf(stdout, "\n%d bad trace %s skipped\n", tr.Skipped, plural(tr.Skipped, "line", "lines"))
 		}
 	}
 	if *chart != "" {

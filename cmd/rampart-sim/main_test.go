@@ -98,11 +98,42 @@ func TestRun_SM6_BadTraceLine(t *testing.T) {
 
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-skip-bad"}, &out, &bytes.Buffer{}))
-	assert.Contains(t, out.String(), "\n1 bad trace lines skipped\n")
+	assert.Contains(t, out.String(), "\n1 bad trace line skipped\n")
 }
 
 func TestRun_Usage(t *testing.T) {
 	var errs bytes.Buffer
 	assert.ErrorIs(t, run([]string{"-trace", outage}, &bytes.Buffer{}, &errs), errUsage)
 	assert.Contains(t, errs.String(), "-candidates file")
+}
+
+// Lines out of order within the reorder window (a recorder writes a long
+// call after shorter calls that started later) replay in order of start;
+// with -reorder 0 the first step back is an error.
+func TestRun_SM6_OutOfOrderTrace(t *testing.T) {
+	trace := write(t, "t.jsonl", `{"start":"2026-12-01T15:00:00.01Z","duration":"1ms","outcome":"failure"}
+{"start":"2026-12-01T15:00:00Z","duration":"100ms","outcome":"success"}
+{"start":"2026-12-01T15:00:01Z","duration":"10ms","outcome":"success"}
+`)
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, &out, &bytes.Buffer{}))
+	var v struct {
+		Results []struct {
+			Calls     int `json:"calls"`
+			Succeeded int `json:"succeeded"`
+			Span      int `json:"span_ns"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
+	assert.Equal(t, 3, v.Results[0].Calls)
+	assert.Equal(t, 2, v.Results[0].Succeeded)
+	assert.Equal(t, 1010_000_000, v.Results[0].Span)
+
+	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-reorder", "0"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Equal(t, trace+`:2: start: goes backwards: 2026-12-01T15:00:00Z is before line 1's 2026-12-01T15:00:00.01Z`, err.Error())
+
+	var errs bytes.Buffer
+	assert.ErrorIs(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-reorder", "-1s"}, &bytes.Buffer{}, &errs), errUsage)
+	assert.Contains(t, errs.String(), "-reorder must be 0 (lines strictly in order) or positive, got -1s\n")
 }
