@@ -69,14 +69,21 @@ func TestRun_SM7_BadCandidates(t *testing.T) {
 		{"policy out of range", "[[candidate]]\nname = \"a\"\n[candidate.breaker.failure_rate]\nratio = 1.5\n", `c.toml:4: candidate.0.breaker.failure_rate.ratio: circuitbreaker: FailureRate.Ratio must be in (0, 1], got 1.5`},
 		{"budget out of range", "[[candidate]]\nname = \"a\"\n[candidate.retry.budget]\nwindow = \"2h\"\n", `c.toml:4: candidate.0.retry.budget.window: budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got 2h0m0s`},
 		{"negative timeout", "[[candidate]]\nname = \"a\"\ntimeout = \"-1s\"\n", `c.toml:3: candidate.0.timeout: candidate "a": Timeout must be 0 (none) or positive, got -1s`},
-		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
+		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
 		{"bad jitter", "[[candidate]]\nname = \"a\"\n[candidate.retry]\njitter = \"lots\"\n", `c.toml:4: candidate.0.retry.jitter: must be full, equal, decorrelated or none, got "lots"`},
-		{"wrong type", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:4: candidate.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
+		{"wrong type", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:4: candidate.0.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
 		{"same name", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"a\"\n", `c.toml:3: candidate.1: each candidate needs a name of its own, got "a"`},
 		{"no name", "[[candidate]]\ntimeout = \"1s\"\n", `c.toml:1: candidate.0: each candidate needs a name of its own, got ""`},
 		{"bad option", "[options]\nburst_min = -1\n[[candidate]]\nname = \"a\"\n", `c.toml:2: options.burst_min: sim: BurstMin must be 0 (the default, 5) or positive, got -1`},
 		{"syntax", "[[candidate]\n", `c.toml:2: expected end of table array name delimiter ']', but got '\n' instead`},
 		{"none", "", `c.toml: no [[candidate]]`},
+		{"misspelt key in an inline table", "[[candidate]]\nname = \"a\"\n[candidate.breaker.failure_rate]\nratio = 0.5\nwindow = {size = 20, sise = 20}\n", `c.toml:5: candidate.0.breaker.failure_rate.window.sise: unknown key "sise" (misspelt?)`},
+		{"misspelt dotted key", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"b\"\nbreaker.reset_timeot = \"5s\"\n", `c.toml:5: candidate.1.breaker.reset_timeot: unknown key "reset_timeot" (misspelt?)`},
+		{"dotted key out of range", "[[candidate]]\nname = \"a\"\nbreaker.reset_timeout = \"-5s\"\n", `c.toml:3: candidate.0.breaker.reset_timeout: circuitbreaker: ResetTimeout must be >= 0 (or Immediate), got -5s`},
+		{"inline table out of range", "[[candidate]]\nname = \"a\"\nbreaker = {reset_timeout = \"1s\", failure_rate = {window = {size = -2}}}\n", `c.toml:3: candidate.0.breaker.failure_rate.window.size: circuitbreaker: FailureRate.Window.Size must be >= 0, got -2`},
+		{"wrong type in the second candidate", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"b\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:6: candidate.1.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
+		{"wrong type in an inline table", "[[candidate]]\nname = \"a\"\n[candidate.breaker.slow_calls]\nwindow = {size = \"x\"}\n", `c.toml:4: candidate.0.breaker.slow_calls.window.size: incompatible types: TOML value has type string; destination has type integer`},
+		{"bad duration, dotted", "[[candidate]]\nname = \"a\"\nretry.budget.window = \"soon\"\n", `c.toml:3: candidate.0.retry.budget.window: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := write(t, "c.toml", tc.toml)
