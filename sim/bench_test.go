@@ -13,8 +13,9 @@ import (
 
 // BenchmarkReplayMillion replays one million recorded calls (the flapping
 // scenario, made as it is read) through one candidate with a breaker,
-// retries with a budget, and a timeout. It reports the peak heap in use,
-// which must not grow with the trace.
+// retries with a budget, and a timeout. It reports the heap in use at the
+// end; TestReplay_SM10_HeapBounded asserts that the heap does not grow
+// with the trace.
 func BenchmarkReplayMillion(b *testing.B) {
 	s, err := tracegen.Find("flapping")
 	if err != nil {
