@@ -4,13 +4,10 @@ import (
 	"io"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rampart-go/rampart/budget"
-	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/sim/internal/tracegen"
 )
@@ -60,15 +57,9 @@ func TestReplay_SM10_HeapBounded(t *testing.T) {
 	}
 	s, err := tracegen.Find("flapping")
 	require.NoError(t, err)
-	cand := sim.Candidate{
-		Name:    "full",
-		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}, ResetTimeout: 5 * time.Second},
-		Retry:   &sim.Retry{MaxAttempts: 3, Budget: &budget.Config{}},
-		Timeout: time.Second,
-	}
 	peak := func(n int) uint64 {
 		h := &liveHeap{r: tracegen.Reader(s, n)}
-		res, err := sim.Replay(sim.NewTraceReader(h, "flapping"), []sim.Candidate{cand}, sim.Options{})
+		res, err := sim.Replay(sim.NewTraceReader(h, "flapping"), []sim.Candidate{fullCandidate}, sim.Options{})
 		require.NoError(t, err)
 		require.Equal(t, n, res[0].Calls)
 		h.sample() // with the results still live
