@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
@@ -82,6 +83,7 @@ func TestReplay_SM7_BadCandidates(t *testing.T) {
 	}{
 		{"no name", sim.Candidate{}, "sim: a candidate's Name must not be empty"},
 		{"negative timeout", sim.Candidate{Name: "a", Timeout: -1}, `candidate "a": Timeout must be 0 (none) or positive, got -1ns`},
+		{"budget and no budget", sim.Candidate{Name: "a", Retry: &sim.Retry{NoBudget: true, Budget: &budget.Config{}}}, `candidate "a": Retry.Budget must be nil with Retry.NoBudget`},
 		{"bad policy", sim.Candidate{Name: "a", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: -1}}}, `candidate "a": circuitbreaker: Consecutive.Failures must be >= 0, got -1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

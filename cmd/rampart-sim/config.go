@@ -86,6 +86,7 @@ type retries struct {
 	Max         duration      `toml:"max"`
 	Multiplier  float64       `toml:"multiplier"`
 	Jitter      string        `toml:"jitter"`
+	NoBudget    bool          `toml:"no_budget"`
 	Budget      *budgetConfig `toml:"budget"`
 }
 
@@ -250,7 +251,11 @@ func (c *candidate) build() (sim.Candidate, error) {
 		if !ok {
 			return out, sectionError{toml.Key{"retry", "jitter"}, fmt.Errorf("must be full, equal, decorrelated or none, got %q", r.Jitter)}
 		}
+		if r.NoBudget && r.Budget != nil {
+			return out, sectionError{toml.Key{"retry", "no_budget"}, errors.New("no_budget = true and a [retry.budget] table exclude each other")}
+		}
 		out.Retry = &sim.Retry{
+			NoBudget:    r.NoBudget,
 			MaxAttempts: r.MaxAttempts,
 			Backoff:     retry.Exponential{Base: time.Duration(r.Base), Max: time.Duration(r.Max), Multiplier: r.Multiplier, Jitter: j},
 		}

@@ -44,17 +44,20 @@
 //	max = "10s"
 //	multiplier = 2
 //	jitter = "full"                      # equal, decorrelated, none
-//	[candidate.retry.budget]
-//	window = "10s"
-//	min_per_second = 10                  # -1: no floor
-//	ratio = 0.2
+//	no_budget = false                    # true: retries not budgeted
+//	[candidate.retry.budget]             # without it (and without
+//	window = "10s"                       # no_budget), the retry layer's
+//	min_per_second = 10                  # default budget: 20% of recent
+//	ratio = 0.2                          # calls plus 10 a second;
+//	                                     # min_per_second -1: no floor
 //
 // Each value means what the field of the same name means in the rampart
 // package that takes it (circuitbreaker.Config, circuitbreaker.Consecutive,
 // retry.Exponential, budget.Config…), zero values included. An error in
 // either file names the file, the line and the field; bad trace lines
 // stop the replay unless -skip-bad is given, and then their count is
-// reported.
+// reported. A trace with no calls (empty, or every line skipped) is an
+// error: there is nothing to compare.
 //
 // Trace lines need not be in order of start (a recorder writes a call when
 // it returns, so a long call comes after shorter ones that started later):
@@ -126,6 +129,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	results, err := sim.Replay(tr, candidates, opt)
 	if err != nil {
 		return err
+	}
+	if results[0].Calls == 0 {
+		if tr.Skipped > 0 {
+			return fmt.Errorf("%s: no calls to replay (%d bad %s skipped)", *trace, tr.Skipped, plural(tr.Skipped, "line", "lines"))
+		}
+		return fmt.Errorf("%s: no calls to replay: the trace is empty", *trace)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/sim"
 )
 
 const outage = "../../sim/testdata/outage.jsonl"
@@ -70,6 +72,7 @@ func TestRun_SM7_BadCandidates(t *testing.T) {
 		{"budget out of range", "[[candidate]]\nname = \"a\"\n[candidate.retry.budget]\nwindow = \"2h\"\n", `c.toml:4: candidate.0.retry.budget.window: budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got 2h0m0s`},
 		{"negative timeout", "[[candidate]]\nname = \"a\"\ntimeout = \"-1s\"\n", `c.toml:3: candidate.0.timeout: candidate "a": Timeout must be 0 (none) or positive, got -1s`},
 		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
+		{"budget and no budget", "[[candidate]]\nname = \"a\"\n[candidate.retry]\nno_budget = true\n[candidate.retry.budget]\nratio = 0.5\n", `c.toml:4: candidate.0.retry.no_budget: no_budget = true and a [retry.budget] table exclude each other`},
 		{"bad jitter", "[[candidate]]\nname = \"a\"\n[candidate.retry]\njitter = \"lots\"\n", `c.toml:4: candidate.0.retry.jitter: must be full, equal, decorrelated or none, got "lots"`},
 		{"wrong type", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:4: candidate.0.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
 		{"same name", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"a\"\n", `c.toml:3: candidate.1: each candidate needs a name of its own, got "a"`},
@@ -143,4 +146,36 @@ func TestRun_SM6_OutOfOrderTrace(t *testing.T) {
 	var errs bytes.Buffer
 	assert.ErrorIs(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-reorder", "-1s"}, &bytes.Buffer{}, &errs), errUsage)
 	assert.Contains(t, errs.String(), "-reorder must be 0 (lines strictly in order) or positive, got -1s\n")
+}
+
+// A trace with no calls is an error, saying how many bad lines were
+// skipped if any.
+func TestRun_SM6_EmptyTrace(t *testing.T) {
+	for _, tc := range []struct {
+		name, trace, want string
+		args              []string
+	}{
+		{name: "empty", trace: "\n\n", want: ": no calls to replay: the trace is empty"},
+		{name: "all skipped", trace: "{oops\n", args: []string{"-skip-bad"}, want: ": no calls to replay (1 bad line skipped)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := write(t, "t.jsonl", tc.trace)
+			err := run(append([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, tc.args...), &bytes.Buffer{}, &bytes.Buffer{})
+			require.Error(t, err)
+			assert.Equal(t, trace+tc.want, err.Error())
+		})
+	}
+}
+
+// A delay column shows "-" only when there was nothing to time: a burst
+// detected at once shows 0.0s.
+func TestPrintTable_ZeroDelayIsNotNever(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, printTable(&out, []sim.Result{
+		{Name: "at once", Trips: 1, Bursts: 1, Detected: 1, Recovered: 1},
+		{Name: "never", Bursts: 1},
+	}))
+	lines := strings.Split(out.String(), "\n")
+	assert.Equal(t, "    at once     0   0       0        0     0        0               0      1  0.0s       1/1    0.0s     0.0s", lines[1])
+	assert.Equal(t, "      never     0   0       0        0     0        0               0      0     -       0/1       -        -", lines[2])
 }
