@@ -144,8 +144,9 @@ type run struct {
 
 // Replay replays the trace tr through each candidate on virtual time and
 // returns one result per candidate, in order. The trace is read once,
-// streaming: memory holds the calls in flight and the series, whatever
-// the trace's length.
+// streaming, in order of start (see [TraceReader]): memory holds the calls
+// in flight, the reader's reorder window and the series, whatever the
+// trace's length.
 //
 // Each recorded call starts at its recorded time (relative to the first)
 // and goes through the candidate's real rampart layers; a call the
