@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,7 +62,12 @@ func DefaultClass(err error) string {
 // Recorder writes entries to an [io.Writer] as JSON Lines, off the
 // callers' path: a call through its layer ([NewLayer]) stores its entry
 // in a bounded buffer, and a goroutine of the Recorder writes the buffer
-// every FlushInterval, or sooner when it is half full. It is cheap enough
+// every FlushInterval, or sooner when it is half full, each batch in order
+// of start. Entries of different batches can be out of order by up to the
+// longest call's duration plus FlushInterval (a long call is written when
+// it returns, after shorter calls that started later), and by any step of
+// the wall clock; package sim's reader puts them back in order within its
+// reorder window (a minute by default). It is cheap enough
 // to leave on: recording a call reads the clock twice, takes a mutex and
 // copies the entry, and allocates nothing (bench/README.md has the
 // figures); when the writer cannot keep up, calls are dropped and
@@ -186,6 +192,8 @@ func (r *Recorder) write(spare []Entry) {
 		r.mu.Lock()
 		spare, r.buf = r.buf, spare[:0]
 		r.mu.Unlock()
+		// Calls are added as they return; write them in order of start.
+		slices.SortStableFunc(spare, byStart)
 		line = line[:0]
 		for i := range spare {
 			line = spare[i].AppendJSON(line)
@@ -200,6 +208,13 @@ func (r *Recorder) write(spare []Entry) {
 			return
 		}
 	}
+}
+
+// byStart orders entries by their start on the wall clock, the time
+// written (not the monotonic reading, which a wall-clock step would
+// make disagree with it).
+func byStart(a, b Entry) int {
+	return a.Start.Round(0).Compare(b.Start.Round(0))
 }
 
 // NewLayer returns a layer that records each call through it with r: its

@@ -221,3 +221,57 @@ func TestWrap_SameAsTheLayers(t *testing.T) {
 		assert.ErrorIs(t, err, rampart.ErrNilService, name)
 	}
 }
+
+// Overlapping calls, recorded for real: each batch is written in order of
+// start, and what one batch cannot order (a long call written a batch
+// after shorter calls that started later) the simulator's reorder window
+// does, so the trace replays.
+func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		rec, err := record.New(&out, record.Config{FlushInterval: time.Second})
+		require.NoError(t, err)
+		// A request is the call's duration; "1ms" fails.
+		svc := record.NewKeyedLayer[string, string](rec, func(r string) string { return r }).Wrap(
+			rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
+				d, _ := time.ParseDuration(req)
+				time.Sleep(d)
+				if req == "1ms" {
+					return "", errors.New("boom")
+				}
+				return "", nil
+			}))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, c := range []struct {
+			at  time.Duration
+			req string
+		}{
+			{0, "100ms"},                   // returns at 0.1s: batch of 1s
+			{10 * time.Millisecond, "1ms"}, // returns at 11ms: batch of 1s, before A
+			{500 * time.Millisecond, "2s"}, // returns at 2.5s: batch of 3s
+			{1200 * time.Millisecond, "10ms"},
+		} {
+			wg.Go(func() {
+				time.Sleep(c.at)
+				_, _ = svc.Call(context.Background(), c.req)
+			})
+		}
+		wg.Wait()
+		require.NoError(t, rec.Close())
+
+		at := func(d time.Duration) string { return start.Add(d).UTC().Format(time.RFC3339Nano) }
+		assert.Equal(t, `{"start":"`+at(0)+`","duration":"100ms","outcome":"success","key":"100ms"}
+{"start":"`+at(10*time.Millisecond)+`","duration":"1ms","outcome":"failure","class":"error","key":"1ms"}
+{"start":"`+at(1200*time.Millisecond)+`","duration":"10ms","outcome":"success","key":"10ms"}
+{"start":"`+at(500*time.Millisecond)+`","duration":"2000ms","outcome":"success","key":"2s"}
+`, out.String())
+
+		res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(out.String()), "rec.jsonl"), []sim.Candidate{{Name: "none"}}, sim.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, 4, res[0].Calls)
+		assert.Equal(t, 3, res[0].Succeeded)
+		assert.Equal(t, 1, res[0].Failed)
+		assert.Equal(t, 2500*time.Millisecond, res[0].Span, "from A's start to C's end")
+	})
+}

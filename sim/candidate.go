@@ -45,8 +45,15 @@ type Retry struct {
 	// jitter from a source seeded with [Options.Seed], so a replay is
 	// reproducible.
 	Backoff retry.Exponential
-	// Budget, when not nil, bounds retries; its Clock must be nil.
+	// Budget configures the retry budget, which bounds retries to a share
+	// of recent calls; its Clock must be nil (the replay sets its own).
+	// Nil means the retry layer's own default budget (package budget's
+	// defaults: 20% of recent calls plus 10 retries a second), as in
+	// [retry.Config], unless NoBudget is set.
 	Budget *budget.Config
+	// NoBudget retries with no budget ([budget.Always]): retries are then
+	// bounded only by MaxAttempts. Budget must be nil when it is set.
+	NoBudget bool
 }
 
 // errFailure is what the simulated dependency returns for a call recorded
@@ -87,7 +94,12 @@ func (c *Candidate) build(s *scheduler, seed uint64, dep rampart.Service[*call, 
 			return bad(err)
 		}
 		cfg := retry.Config[*call, struct{}]{MaxAttempts: r.MaxAttempts, Backoff: backoff, Clock: s}
-		if r.Budget != nil {
+		switch {
+		case r.NoBudget && r.Budget != nil:
+			return bad(errors.New("Retry.Budget must be nil with Retry.NoBudget"))
+		case r.NoBudget:
+			cfg.Budget = budget.Always
+		case r.Budget != nil:
 			if r.Budget.Clock != nil {
 				return bad(errors.New("Retry.Budget.Clock must be nil: the replay sets its own"))
 			}

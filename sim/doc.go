@@ -37,9 +37,11 @@
 // goroutines of their own (hedging, timeout's Abandon) cannot be
 // replayed this way.
 //
-// The trace is read once, streaming: memory holds the calls in flight and
-// a bounded series per candidate ([Options.MaxPoints]), whatever the
-// trace's length.
+// The trace is read once, streaming: memory holds the calls in flight,
+// the lines started within the reader's reorder window
+// ([TraceReader.Reorder]; a recorder writes calls as they return, so
+// lines come a little out of order) and a bounded series per candidate
+// ([Options.MaxPoints]), whatever the trace's length.
 package sim
 
 import "github.com/rampart-go/rampart/clock"

@@ -68,6 +68,7 @@ func (s *series) spread(from, to time.Duration, add func(p *Point, d time.Durati
 // after it.
 type bursts struct {
 	min      int
+	timeout  time.Duration // the candidate's: a call at least this long fails
 	run      int           // consecutive recorded failures so far
 	runStart time.Duration // start of the run's first failure
 	opened   bool          // the breaker opened during the run (or was open at its start)
@@ -82,7 +83,7 @@ type bursts struct {
 
 // observe sees the recorded call e start at at.
 func (b *bursts) observe(e record.Entry, at time.Duration, r *run) {
-	if e.Outcome == record.Failure {
+	if e.Outcome == record.Failure || b.timeout > 0 && e.Duration >= b.timeout {
 		if b.run == 0 {
 			b.runStart = at
 			b.opened = r.st.breaker != nil && r.state != circuitbreaker.Closed
@@ -144,7 +145,7 @@ func (b *bursts) finish(res *Result) {
 	if b.run >= b.min {
 		b.end()
 	}
-	res.Bursts, res.Detected = b.n, b.detected
+	res.Bursts, res.Detected, res.Recovered = b.n, b.detected, b.recovered
 	if b.detected > 0 {
 		res.DetectMean = b.detectSum / time.Duration(b.detected)
 		res.DetectMax = b.detectMax

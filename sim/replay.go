@@ -74,20 +74,25 @@ type Result struct {
 	Trips int `json:"trips"`
 	// TimeOpen is the total time the breaker spent Open (not HalfOpen).
 	TimeOpen time.Duration `json:"time_open_ns"`
-	// Bursts is the number of failure bursts in the trace (runs of at
-	// least Options.BurstMin consecutive recorded failures); Detected is
+	// Bursts is the number of failure bursts in the trace as the
+	// candidate sees it: runs of at least Options.BurstMin consecutive
+	// calls that failed, recorded as failures or taking at least the
+	// candidate's Timeout (which turns them into failures). Detected is
 	// how many of them the breaker opened during (or was already open at
-	// their start).
-	Bursts   int `json:"bursts"`
-	Detected int `json:"detected"`
+	// their start), and Recovered how many of those the breaker closed
+	// after, so that traffic flowed again.
+	Bursts    int `json:"bursts"`
+	Detected  int `json:"detected"`
+	Recovered int `json:"recovered"`
 	// DetectMean and DetectMax are the delays from the start of a
 	// detected burst (its first failure's start) until the breaker
 	// opened.
 	DetectMean time.Duration `json:"detect_mean_ns"`
 	DetectMax  time.Duration `json:"detect_max_ns"`
-	// RecoverMean and RecoverMax are the delays from the end of a detected
-	// burst (the start of the first recorded success after it) until the
-	// breaker was Closed again and traffic flowed.
+	// RecoverMean and RecoverMax are the delays from the end of a
+	// recovered burst (the start of the first call after it that neither
+	// failed nor timed out) until the breaker was Closed again and traffic
+	// flowed; zero when Recovered is.
 	RecoverMean time.Duration `json:"recover_mean_ns"`
 	RecoverMax  time.Duration `json:"recover_max_ns"`
 	// Span is the time from the first recorded call's start to the end of
@@ -139,8 +144,9 @@ type run struct {
 
 // Replay replays the trace tr through each candidate on virtual time and
 // returns one result per candidate, in order. The trace is read once,
-// streaming: memory holds the calls in flight and the series, whatever
-// the trace's length.
+// streaming, in order of start (see [TraceReader]): memory holds the calls
+// in flight, the reader's reorder window and the series, whatever the
+// trace's length.
 //
 // Each recorded call starts at its recorded time (relative to the first)
 // and goes through the candidate's real rampart layers; a call the
@@ -223,7 +229,7 @@ func orDefault[T comparable](v, d T) T {
 func newRun(c *Candidate, origin time.Time, opt Options) (*run, error) {
 	r := &run{s: newScheduler(origin), series: series{width: opt.Resolution, max: opt.MaxPoints}}
 	r.res.Name = c.Name
-	r.bursts.min = opt.BurstMin
+	r.bursts.min, r.bursts.timeout = opt.BurstMin, c.Timeout
 	st, err := c.build(r.s, opt.Seed, rampart.ServiceFunc[*call, struct{}](r.dependency))
 	if err != nil {
 		return nil, err

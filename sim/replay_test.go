@@ -61,7 +61,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			name: "consecutive",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
-				Bursts: 1, Detected: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 1200 * ms, RecoverMax: 1200 * ms},
+				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 1200 * ms, RecoverMax: 1200 * ms},
 		},
 		{
 			// The window of 4 holds S F F F at 3.1: 3/4 >= 0.5 trips it. Open
@@ -72,7 +72,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			name: "failure rate",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4}, Ratio: 0.5}, ResetTimeout: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 4, Failed: 4, Refused: 2, LostGoodput: 2, Trips: 1, TimeOpen: cool,
-				Bursts: 1, Detected: 1, DetectMean: 2100 * ms, DetectMax: 2100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
+				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 2100 * ms, DetectMax: 2100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
 		},
 		{
 			// Failures never trip it; calls 5 and 6 are slow (200ms >
@@ -92,15 +92,16 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			name: "success rate",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{Failures: 2}, Probes: 2, Ratio: 1}, ResetTimeout: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
-				Bursts: 1, Detected: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
+				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
 		},
 		{
 			// No breaker; a 150ms timeout cuts calls 5 and 6; each failure
 			// (1, 2, 3, 5, 6, 7) is retried once 300ms later and meets the
 			// dependency as its own recording found it, so fails again.
+			// Calls 5-7 fail as this candidate sees them: a second burst.
 			name: "timeout and retries",
 			cand: sim.Candidate{Timeout: 150 * ms, Retry: &sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: 300 * ms, Jitter: retry.NoJitter}}},
-			want: sim.Result{Calls: 10, Sent: 16, Succeeded: 4, Failed: 6, RetriesSent: 6, Bursts: 1},
+			want: sim.Result{Calls: 10, Sent: 16, Succeeded: 4, Failed: 6, RetriesSent: 6, Bursts: 2},
 		},
 		{
 			// As above with a budget of half a retry per call and no floor:
@@ -109,7 +110,74 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			name: "timeout, retries and budget",
 			cand: sim.Candidate{Timeout: 150 * ms, Retry: &sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: 300 * ms, Jitter: retry.NoJitter},
 				Budget: &budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.5}}},
-			want: sim.Result{Calls: 10, Sent: 14, Succeeded: 4, Failed: 6, RetriesSent: 4, RetriesRefusedByBudget: 2, Bursts: 1},
+			want: sim.Result{Calls: 10, Sent: 14, Succeeded: 4, Failed: 6, RetriesSent: 4, RetriesRefusedByBudget: 2, Bursts: 2},
+		},
+		{
+			// Calls 5 and 6 take exactly the 200ms timeout, which wins the
+			// tie (its timer is set before the attempt's): they fail, and
+			// with call 7 make a second burst.
+			name: "timeout equal to the duration",
+			cand: sim.Candidate{Timeout: 200 * ms},
+			want: sim.Result{Calls: 10, Sent: 10, Succeeded: 4, Failed: 6, Bursts: 2},
+		},
+		{
+			// A time window of four 1s buckets, aligned on the first call:
+			// at 2.1 it holds S(0.1) F(1.1) F(2.1), 3 calls (MinCalls), 2/3
+			// >= 0.5: trips at 2.1, and then as "consecutive". Closed again
+			// at 5.2 (emptied), it holds S S F S S by the end: 1 of 5.
+			name: "failure rate, time window",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{
+				Window: circuitbreaker.Window{Period: 4 * time.Second, Buckets: 4, MinCalls: 3}, Ratio: 0.5}, ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
+				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 1200 * ms, RecoverMax: 1200 * ms},
+		},
+		{
+			// Two 1s buckets hold at most two of these calls (one a
+			// second): at 2.1 the success of 0.1 has left the window, which
+			// holds F F, fewer than MinCalls 3; it never trips.
+			name: "failure rate, short time window",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{
+				Window: circuitbreaker.Window{Period: 2 * time.Second, Buckets: 2, MinCalls: 3}, Ratio: 0.5}, ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 10, Succeeded: 6, Failed: 4, Bursts: 1},
+		},
+		{
+			// Three 1s buckets: at 5.2 they hold F(3.1) S(4.1) and the slow
+			// S(5.2), 1 slow of 3; at 6.2 S(4.1) and the slow 5.2 and 6.2,
+			// 2/3 >= 0.5: trips. Open until 8.7: call 7 (a failure) and
+			// call 8 (a success: lost) are refused; call 9 is a fast probe
+			// and closes it at 9.1. The burst 1-3 goes unnoticed.
+			name: "slow calls, time window",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: 150 * ms, Ratio: 0.5,
+				Window: circuitbreaker.Window{Period: 3 * time.Second, Buckets: 3, MinCalls: 3}}, ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
+				Bursts: 1, Detected: 0},
+		},
+		{
+			// Three failures in a row trip it at 3.1 (the slow-call window
+			// of 2 sees no slow call); Open until 5.6: calls 4 and 5
+			// (successes, lost) are refused. Call 6, the probe, succeeds
+			// but slowly: the consecutive rule would close, the slow-call
+			// rule re-opens, and Any re-opens at 6.2 (a second trip). Open
+			// until 8.7: call 7 (a failure) and 8 (a success, lost) are
+			// refused; call 9, a fast probe, closes it at 9.1. Detected 2.1s
+			// after 1.0; recovered 5.1s after 4.0.
+			name: "any",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Any(
+				circuitbreaker.Consecutive{Failures: 3},
+				circuitbreaker.SlowCalls{Threshold: 150 * ms, Window: circuitbreaker.Window{Size: 2}}), ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 6, Succeeded: 3, Failed: 3, Refused: 4, LostGoodput: 3, Trips: 2, TimeOpen: 2 * cool,
+				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 2100 * ms, DetectMax: 2100 * ms, RecoverMean: 5100 * ms, RecoverMax: 5100 * ms},
+		},
+		{
+			// Trips on the fourth failure of the Closed period, at 7.1, with
+			// no window; Open to the end: calls 8 and 9 (successes, lost) are
+			// refused. The last call returns, refused, at 9.0: Open 1.9s.
+			name: "trip func",
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
+				return c.Failures >= 4
+			}), ResetTimeout: cool}},
+			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 4, Failed: 4, Refused: 2, LostGoodput: 2, Trips: 1, TimeOpen: 1900 * ms,
+				Bursts: 1, Detected: 0, Span: 9 * time.Second},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,7 +189,9 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			assert.Equal(t, time.Second, got.Resolution)
 			got.Series, got.Resolution = nil, 0
 			tc.want.Name = tc.name
-			tc.want.Span = 9100 * ms
+			if tc.want.Span == 0 {
+				tc.want.Span = 9100 * ms
+			}
 			assert.Equal(t, tc.want, got)
 		})
 	}
@@ -188,4 +258,22 @@ func TestReplay_SM3_Deterministic(t *testing.T) {
 	assert.Equal(t, 3000, a[0].Calls)
 	assert.NotZero(t, a[0].RetriesSent)
 	assert.NotEqual(t, a, once(2))
+}
+
+// Without a Budget, retries draw on the retry layer's default budget (20%
+// of recent calls plus 10 a second): 300 failures in 300ms are not all
+// retried. NoBudget retries each of them.
+func TestReplay_SM2_DefaultBudgetAndNoBudget(t *testing.T) {
+	var b strings.Builder
+	for i := range 300 {
+		b.WriteString(traceLine(time.Duration(i)*time.Millisecond, "failure"))
+	}
+	retries := sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: time.Millisecond, Jitter: retry.NoJitter}}
+	none := retries
+	none.NoBudget = true
+	res := replay(t, b.String(), sim.Options{}, sim.Candidate{Name: "default", Retry: &retries}, sim.Candidate{Name: "none", Retry: &none})
+	assert.NotZero(t, res[0].RetriesRefusedByBudget)
+	assert.Equal(t, 300, res[0].RetriesSent+res[0].RetriesRefusedByBudget)
+	assert.Equal(t, 300, res[1].RetriesSent)
+	assert.Zero(t, res[1].RetriesRefusedByBudget)
 }

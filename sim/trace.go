@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"container/heap"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,19 +41,45 @@ func (e *TraceError) Error() string {
 // Unwrap returns Err.
 func (e *TraceError) Unwrap() error { return e.Err }
 
+// DefaultReorder is the reorder window a [TraceReader] starts with.
+const DefaultReorder = time.Minute
+
 // TraceReader reads a trace, one [record.Entry] per line (JSON Lines, the
-// format [record.Recorder] writes), streaming: it holds one line at a
-// time. Blank lines are ignored. Fields it does not know are ignored, so
-// that newer recorders can add some; the fields start, duration and
-// outcome are required.
+// format [record.Recorder] writes), streaming. Blank lines are ignored.
+// Fields it does not know are ignored, so that newer recorders can add
+// some; the fields start, duration and outcome are required.
+//
+// Lines need not be in order of start: a recorder writes a call when it
+// returns, so a long call started early comes after short calls started
+// later, and a step of the wall clock while recording moves starts back.
+// The reader holds the entries of the last Reorder of starts in a heap
+// and returns them in order of start (entries with equal starts in line
+// order): an entry is returned once a line starting more than Reorder
+// after it has been read, or at the end of the trace. Memory therefore
+// holds the entries started within Reorder of the latest start, not the
+// whole trace. A start more than Reorder before the latest start read is
+// a bad line.
 //
 // A TraceReader is not safe for concurrent use.
 type TraceReader struct {
-	name    string
-	sc      *bufio.Scanner
-	line    int
-	last    time.Time
-	started bool
+	name string
+	sc   *bufio.Scanner
+	line int
+	// latest is the latest start read so far, and latestLine its line.
+	latest     time.Time
+	latestLine int
+	started    bool
+	pending    entryHeap
+	seq        uint64 // lines accepted, to keep line order among equal starts
+	eof        bool
+
+	// Reorder is how far back in time a line may start, compared with the
+	// latest start read before it, and still be returned in order. It is
+	// [DefaultReorder] (one minute) when the reader is made; zero makes
+	// the reader strict: any start earlier than a previous line's is a bad
+	// line. Negative is an error (Next returns it). Set it before the
+	// first Next.
+	Reorder time.Duration
 	// Skip, when true, makes Next skip a bad line instead of returning
 	// its error; Skipped counts them.
 	Skip bool
@@ -65,7 +92,46 @@ type TraceReader struct {
 func NewTraceReader(r io.Reader, name string) *TraceReader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	return &TraceReader{name: name, sc: sc}
+	return &TraceReader{name: name, sc: sc, Reorder: DefaultReorder}
+}
+
+// pendingEntry is an entry read and not yet returned.
+type pendingEntry struct {
+	e   record.Entry
+	seq uint64
+}
+
+// entryHeap orders pending entries by start, then by line.
+type entryHeap []pendingEntry
+
+func (h entryHeap) Len() int { return len(h) }
+func (h entryHeap) Less(i, j int) bool {
+	if c := h[i].e.Start.Compare(h[j].e.Start); c != 0 {
+		return c < 0
+	}
+	return h[i].seq < h[j].seq
+}
+func (h entryHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+
+// Push and Pop are unused: the reader appends and removes in place, with
+// heap.Fix, so that no entry is boxed in an interface.
+func (h *entryHeap) Push(any) { panic("sim: entryHeap.Push is unused") }
+func (h *entryHeap) Pop() any { panic("sim: entryHeap.Pop is unused") }
+func (h *entryHeap) add(p pendingEntry) {
+	*h = append(*h, p)
+	heap.Fix(h, len(*h)-1)
+}
+func (h *entryHeap) take() record.Entry {
+	old := *h
+	e := old[0].e
+	n := len(old) - 1
+	old[0] = old[n]
+	old[n] = pendingEntry{} // drop the key's reference
+	*h = old[:n]
+	if n > 0 {
+		heap.Fix(h, 0)
+	}
+	return e
 }
 
 // line is the JSON form of one trace line.
@@ -132,12 +198,31 @@ func fastLine(b []byte) (l line, ok bool) {
 	return l, true
 }
 
-// Next returns the next entry, or io.EOF after the last. A bad line is a
-// [*TraceError]: malformed JSON, a missing or malformed field, a negative
-// duration, an outcome other than "success" or "failure", or a start
-// earlier than the previous line's. With Skip set, bad lines are counted
-// and skipped instead. An error reading r is returned as it is.
+// Next returns the next entry in order of start, or io.EOF after the
+// last. A bad line is a [*TraceError]: malformed JSON, a missing or
+// malformed field, a negative duration, an outcome other than "success"
+// or "failure", or a start more than Reorder before the latest start read
+// so far (any earlier start, when Reorder is zero). It is returned as
+// soon as the line is read, before entries of earlier lines still held.
+// With Skip set, bad lines are counted and skipped instead. An error
+// reading r is returned as it is.
 func (t *TraceReader) Next() (record.Entry, error) {
+	if t.Reorder < 0 {
+		return record.Entry{}, fmt.Errorf("sim: TraceReader.Reorder must be 0 (strict order) or positive (the default is %v), got %v", DefaultReorder, t.Reorder)
+	}
+	for !t.eof && (len(t.pending) == 0 || t.latest.Sub(t.pending[0].e.Start) <= t.Reorder) {
+		if err := t.read(); err != nil {
+			return record.Entry{}, err
+		}
+	}
+	if len(t.pending) == 0 {
+		return record.Entry{}, io.EOF
+	}
+	return t.pending.take(), nil
+}
+
+// read reads the next good line into the heap, or sets eof.
+func (t *TraceReader) read() error {
 	for t.sc.Scan() {
 		t.line++
 		b := bytes.TrimSpace(t.sc.Bytes())
@@ -146,21 +231,26 @@ func (t *TraceReader) Next() (record.Entry, error) {
 		}
 		e, err := t.parse(b)
 		if err == nil {
-			t.last, t.started = e.Start, true
-			return e, nil
+			if !t.started || e.Start.After(t.latest) {
+				t.latest, t.latestLine, t.started = e.Start, t.line, true
+			}
+			t.seq++
+			t.pending.add(pendingEntry{e: e, seq: t.seq})
+			return nil
 		}
 		if !t.Skip {
-			return record.Entry{}, err
+			return err
 		}
 		t.Skipped++
 	}
 	if err := t.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return record.Entry{}, &TraceError{File: t.name, Line: t.line + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
+			return &TraceError{File: t.name, Line: t.line + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
 		}
-		return record.Entry{}, err
+		return err
 	}
-	return record.Entry{}, io.EOF
+	t.eof = true
+	return nil
 }
 
 func (t *TraceReader) parse(b []byte) (record.Entry, error) {
@@ -193,8 +283,11 @@ func (t *TraceReader) parse(b []byte) (record.Entry, error) {
 	if e.Start, err = time.Parse(time.RFC3339Nano, *l.Start); err != nil {
 		return e, bad("start", fmt.Errorf("must be an RFC 3339 time such as 2026-12-01T15:00:00.5Z, got %q", *l.Start))
 	}
-	if t.started && e.Start.Before(t.last) {
-		return e, bad("start", fmt.Errorf("goes backwards: %s is before the previous line's %s", *l.Start, t.last.Format(time.RFC3339Nano)))
+	if t.started && t.latest.Sub(e.Start) > t.Reorder {
+		if t.Reorder == 0 {
+			return e, bad("start", fmt.Errorf("goes backwards: %s is before line %d's %s", *l.Start, t.latestLine, t.latest.Format(time.RFC3339Nano)))
+		}
+		return e, bad("start", fmt.Errorf("goes backwards more than the reorder window (%v): %s is before line %d's %s", t.Reorder, *l.Start, t.latestLine, t.latest.Format(time.RFC3339Nano)))
 	}
 	if e.Duration, err = time.ParseDuration(*l.Duration); err != nil || e.Duration < 0 {
 		return e, bad("duration", fmt.Errorf("must be a Go duration >= 0 such as 12.5ms, got %q", *l.Duration))

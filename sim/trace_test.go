@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
@@ -30,16 +32,16 @@ func TestTraceReader_SM6_BadLines(t *testing.T) {
 		{"missing duration", `{"start":"2026-12-01T15:00:01Z","outcome":"success"}`, `trace.jsonl:2: duration: missing`},
 		{"missing outcome", `{"start":"2026-12-01T15:00:01Z","duration":"1ms"}`, `trace.jsonl:2: outcome: missing`},
 		{"bad start", `{"start":"yesterday","duration":"1ms","outcome":"success"}`, `trace.jsonl:2: start: must be an RFC 3339 time such as 2026-12-01T15:00:00.5Z, got "yesterday"`},
-		{"backwards", `{"start":"2026-12-01T14:59:59Z","duration":"1ms","outcome":"success"}`, `trace.jsonl:2: start: goes backwards: 2026-12-01T14:59:59Z is before the previous line's 2026-12-01T15:00:00Z`},
+		{"backwards", `{"start":"2026-12-01T14:58:59.5Z","duration":"1ms","outcome":"success"}`, `trace.jsonl:2: start: goes backwards more than the reorder window (1m0s): 2026-12-01T14:58:59.5Z is before line 1's 2026-12-01T15:00:00Z`},
 		{"bad duration", `{"start":"2026-12-01T15:00:01Z","duration":"soon","outcome":"success"}`, `trace.jsonl:2: duration: must be a Go duration >= 0 such as 12.5ms, got "soon"`},
 		{"negative duration", `{"start":"2026-12-01T15:00:01Z","duration":"-1ms","outcome":"success"}`, `trace.jsonl:2: duration: must be a Go duration >= 0 such as 12.5ms, got "-1ms"`},
 		{"unknown outcome", `{"start":"2026-12-01T15:00:01Z","duration":"1ms","outcome":"meh"}`, `trace.jsonl:2: outcome: must be "success" or "failure", got "meh"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The first line is still held (a later line could start
+			// before it) when the second is read.
 			r := sim.NewTraceReader(strings.NewReader(good+"\n"+tc.line+"\n"+good+"\n"), "trace.jsonl")
 			_, err := r.Next()
-			require.NoError(t, err)
-			_, err = r.Next()
 			assert.EqualError(t, err, tc.want)
 			var te *sim.TraceError
 			require.True(t, errors.As(err, &te))
@@ -81,6 +83,7 @@ func TestReplay_SM7_BadCandidates(t *testing.T) {
 	}{
 		{"no name", sim.Candidate{}, "sim: a candidate's Name must not be empty"},
 		{"negative timeout", sim.Candidate{Name: "a", Timeout: -1}, `candidate "a": Timeout must be 0 (none) or positive, got -1ns`},
+		{"budget and no budget", sim.Candidate{Name: "a", Retry: &sim.Retry{NoBudget: true, Budget: &budget.Config{}}}, `candidate "a": Retry.Budget must be nil with Retry.NoBudget`},
 		{"bad policy", sim.Candidate{Name: "a", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: -1}}}, `candidate "a": circuitbreaker: Consecutive.Failures must be >= 0, got -1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,4 +114,73 @@ func TestTraceReader_SM6_AnyJSONForm(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
 	assert.Equal(t, `a"b`, a.Key)
+}
+
+// line returns a trace line starting at t0 plus at.
+func traceLine(at time.Duration, outcome string) string {
+	return fmt.Sprintf(`{"start":%q,"duration":"1ms","outcome":%q}`+"\n", t0.Add(at).Format(time.RFC3339Nano), outcome)
+}
+
+// readAll reads r to its end or first error.
+func readAll(r *sim.TraceReader) ([]time.Duration, error) {
+	var got []time.Duration
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return got, nil
+		}
+		if err != nil {
+			return got, err
+		}
+		got = append(got, e.Start.Sub(t0))
+	}
+}
+
+// Lines out of order by up to the reorder window come back in order of
+// start (equal starts in line order); a line further back is an error
+// naming the file, the line and the field, or skipped and counted with
+// Skip; with Reorder zero any step back is.
+func TestTraceReader_SM6_ReorderWindow(t *testing.T) {
+	s := time.Second
+	inWindow := traceLine(100*time.Millisecond, "success") + traceLine(0, "failure") + traceLine(30*s, "success") +
+		traceLine(5*s, "success") + traceLine(65*s, "success") + traceLine(5*s+1, "failure") + traceLine(5*s, "failure")
+	r := sim.NewTraceReader(strings.NewReader(inWindow), "t")
+	assert.Equal(t, sim.DefaultReorder, r.Reorder)
+	got, err := readAll(r)
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 5 * s, 5 * s, 5*s + 1, 30 * s, 65 * s}, got)
+
+	// The first entry is returned as soon as a start more than a minute
+	// later is read; then line 4 goes back beyond the window.
+	beyond := traceLine(0, "success") + traceLine(60*s, "success") + traceLine(61*s, "success") + traceLine(999*time.Millisecond, "success") + traceLine(62*s, "success")
+	got, err = readAll(sim.NewTraceReader(strings.NewReader(beyond), "t"))
+	assert.Equal(t, []time.Duration{0}, got)
+	assert.EqualError(t, err, `t:4: start: goes backwards more than the reorder window (1m0s): 2026-12-01T15:00:00.999Z is before line 3's 2026-12-01T15:01:01Z`)
+	var te *sim.TraceError
+	require.ErrorAs(t, err, &te)
+	assert.Equal(t, sim.TraceError{File: "t", Line: 4, Field: "start", Err: te.Err}, *te)
+
+	r = sim.NewTraceReader(strings.NewReader(beyond), "t")
+	r.Skip = true
+	got, err = readAll(r)
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{0, 60 * s, 61 * s, 62 * s}, got)
+	assert.Equal(t, 1, r.Skipped)
+
+	r = sim.NewTraceReader(strings.NewReader(inWindow), "t")
+	r.Reorder = 0
+	got, err = readAll(r)
+	assert.Empty(t, got)
+	assert.EqualError(t, err, `t:2: start: goes backwards: 2026-12-01T15:00:00Z is before line 1's 2026-12-01T15:00:00.1Z`)
+
+	r = sim.NewTraceReader(strings.NewReader(inWindow), "t")
+	r.Reorder = 2 * s
+	got, err = readAll(r)
+	assert.Equal(t, []time.Duration{0, 100 * time.Millisecond}, got)
+	assert.EqualError(t, err, `t:4: start: goes backwards more than the reorder window (2s): 2026-12-01T15:00:05Z is before line 3's 2026-12-01T15:00:30Z`)
+
+	r = sim.NewTraceReader(strings.NewReader(inWindow), "t")
+	r.Reorder = -1
+	_, err = r.Next()
+	assert.EqualError(t, err, "sim: TraceReader.Reorder must be 0 (strict order) or positive (the default is 1m0s), got -1ns")
 }

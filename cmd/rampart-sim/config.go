@@ -86,6 +86,7 @@ type retries struct {
 	Max         duration      `toml:"max"`
 	Multiplier  float64       `toml:"multiplier"`
 	Jitter      string        `toml:"jitter"`
+	NoBudget    bool          `toml:"no_budget"`
 	Budget      *budgetConfig `toml:"budget"`
 }
 
@@ -132,21 +133,22 @@ func loadCandidates(path string) ([]sim.Candidate, sim.Options, error) {
 	}
 	var f file
 	md, err := toml.Decode(string(data), &f)
+	src := source{path: path, lines: strings.Split(string(data), "\n")}
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
 			key := ""
 			if pe.LastKey != "" {
-				key = " " + pe.LastKey + ":"
+				key = " " + src.indexed(pe.Position.Line, pe.LastKey) + ":"
 			}
 			return nil, sim.Options{}, fmt.Errorf("%s:%d:%s %s", path, pe.Position.Line, key, pe.Message)
 		}
 		if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
-			return nil, sim.Options{}, fmt.Errorf("%s:%s: %s: %s", path, m[1], m[2], m[3])
+			line, _ := strconv.Atoi(m[1])
+			return nil, sim.Options{}, fmt.Errorf("%s:%d: %s: %s", path, line, src.indexed(line, m[2]), m[3])
 		}
 		return nil, sim.Options{}, fmt.Errorf("%s: %w", path, err)
 	}
-	src := source{path: path, lines: strings.Split(string(data), "\n")}
 	if u := md.Undecoded(); len(u) > 0 {
 		// Undecoded keys carry no index of the array element they are in:
 		// report the first line that sets one.
@@ -249,7 +251,11 @@ func (c *candidate) build() (sim.Candidate, error) {
 		if !ok {
 			return out, sectionError{toml.Key{"retry", "jitter"}, fmt.Errorf("must be full, equal, decorrelated or none, got %q", r.Jitter)}
 		}
+		if r.NoBudget && r.Budget != nil {
+			return out, sectionError{toml.Key{"retry", "no_budget"}, errors.New("no_budget = true and a [retry.budget] table exclude each other")}
+		}
 		out.Retry = &sim.Retry{
+			NoBudget:    r.NoBudget,
 			MaxAttempts: r.MaxAttempts,
 			Backoff:     retry.Exponential{Base: time.Duration(r.Base), Max: time.Duration(r.Max), Multiplier: r.Multiplier, Jitter: j},
 		}
@@ -271,6 +277,19 @@ func (c *candidate) build() (sim.Candidate, error) {
 type source struct {
 	path  string
 	lines []string
+}
+
+// indexed returns key, a dotted key of toml's errors (without the indexes
+// of arrays of tables), with its indexes: the key set on line that it
+// names. It returns key as it is when no key on line matches.
+func (s source) indexed(line int, key string) string {
+	out := key
+	s.walk(func(k toml.Key, l int) {
+		if l == line && dotted(unindexed(k)) == key {
+			out = dotted(k)
+		}
+	})
+	return out
 }
 
 func (s source) errorf(key toml.Key, format string, args ...any) error {
@@ -325,15 +344,19 @@ func (s source) find(match func(toml.Key) bool) (toml.Key, int) {
 
 var (
 	// typeErrRe matches the errors of BurntSushi/toml that are not a
-	// ParseError, such as a value of the wrong type.
+	// ParseError, such as a value of the wrong type; the key has no array
+	// indexes.
 	typeErrRe = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
 	tableRe   = regexp.MustCompile(`^\s*(\[\[?)\s*([A-Za-z0-9_.\- ]+?)\s*\]\]?`)
-	keyRe     = regexp.MustCompile(`^\s*([A-Za-z0-9_\-]+)\s*=`)
+	// keyRe matches a key, dotted or not, and the = after it.
+	keyRe = regexp.MustCompile(`^\s*([A-Za-z0-9_\-]+(?:\s*\.\s*[A-Za-z0-9_\-]+)*)\s*=\s*`)
 )
 
-// walk calls f with each table and key of the file and its line; the
-// elements of arrays of tables get their index as a key part
-// (candidate.1.breaker).
+// walk calls f with each table and key of the file and its line, in file
+// order; the elements of arrays of tables get their index as a key part
+// (candidate.1.breaker). Dotted keys (breaker.max_probes = 2) and the keys
+// of inline tables (window = {size = 20}) are walked too, each table they
+// open before its keys.
 func (s source) walk(f func(k toml.Key, line int)) {
 	counts := map[string]int{}
 	var table toml.Key
@@ -355,10 +378,73 @@ func (s source) walk(f func(k toml.Key, line int)) {
 			f(table, i+1)
 			continue
 		}
-		if m := keyRe.FindStringSubmatch(l); m != nil {
-			f(append(append(toml.Key{}, table...), m[1]), i+1)
+		keyValues(l, table, func(k toml.Key) { f(k, i+1) })
+	}
+}
+
+// keyValues calls f with the key of each key/value pair at the start of
+// s, under table, and with the keys of an inline table that is its value,
+// recursively; it returns the rest of s after the value.
+func keyValues(s string, table toml.Key, f func(toml.Key)) string {
+	m := keyRe.FindStringSubmatchIndex(s)
+	if m == nil {
+		return ""
+	}
+	key := append(toml.Key{}, table...)
+	for _, p := range strings.Split(s[m[2]:m[3]], ".") {
+		key = append(key, strings.TrimSpace(p))
+		f(key)
+	}
+	rest := s[m[1]:]
+	if !strings.HasPrefix(rest, "{") {
+		return skipValue(rest)
+	}
+	rest = rest[1:]
+	for {
+		rest = strings.TrimLeft(rest, " \t,")
+		if rest == "" || rest[0] == '}' {
+			return strings.TrimPrefix(rest, "}")
+		}
+		next := keyValues(rest, key, f)
+		if len(next) >= len(rest) {
+			return "" // not a key: give up on this line
+		}
+		rest = next
+	}
+}
+
+// skipValue returns s after the plain value (string, number, array…) at
+// its start: after the first comma or closing brace outside quotes and
+// brackets.
+func skipValue(s string) string {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'':
+			j := i + 1
+			for j < len(s) && s[j] != c {
+				if c == '"' && s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			i = j
+		case '[', '{':
+			depth++
+		case ']':
+			depth--
+		case '}':
+			if depth == 0 {
+				return s[i:]
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return s[i:]
+			}
 		}
 	}
+	return ""
 }
 
 func dotted(k toml.Key) string { return strings.Join(k, ".") }

@@ -44,17 +44,25 @@
 //	max = "10s"
 //	multiplier = 2
 //	jitter = "full"                      # equal, decorrelated, none
-//	[candidate.retry.budget]
-//	window = "10s"
-//	min_per_second = 10                  # -1: no floor
-//	ratio = 0.2
+//	no_budget = false                    # true: retries not budgeted
+//	[candidate.retry.budget]             # without it (and without
+//	window = "10s"                       # no_budget), the retry layer's
+//	min_per_second = 10                  # default budget: 20% of recent
+//	ratio = 0.2                          # calls plus 10 a second;
+//	                                     # min_per_second -1: no floor
 //
 // Each value means what the field of the same name means in the rampart
 // package that takes it (circuitbreaker.Config, circuitbreaker.Consecutive,
 // retry.Exponential, budget.Config…), zero values included. An error in
 // either file names the file, the line and the field; bad trace lines
 // stop the replay unless -skip-bad is given, and then their count is
-// reported.
+// reported. A trace with no calls (empty, or every line skipped) is an
+// error: there is nothing to compare.
+//
+// Trace lines need not be in order of start (a recorder writes a call when
+// it returns, so a long call comes after shorter ones that started later):
+// a line may start up to -reorder (default 1m) before the latest start read
+// before it; -reorder 0 requires strict order.
 package main
 
 import (
@@ -75,6 +83,14 @@ func main() {
 	}
 }
 
+// plural returns one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // errUsage is returned for bad flags, after the usage was printed.
 var errUsage = errors.New("bad usage")
 
@@ -86,7 +102,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
 	chart := fs.String("chart", "rampart-sim.png", "write the chart to this PNG `file`; empty for none")
 	skip := fs.Bool("skip-bad", false, "skip bad trace lines (and report how many) instead of stopping at the first")
+	reorder := fs.Duration("reorder", sim.DefaultReorder, "how far back a trace line may start, compared with the latest start before it, and still be replayed in order; 0 for none")
 	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if *reorder < 0 {
+		fmt.Fprintf(stderr, "-reorder must be 0 (lines strictly in order) or positive, got %v\n", *reorder)
+		fs.Usage()
 		return errUsage
 	}
 	if *trace == "" || *cands == "" || fs.NArg() > 0 {
@@ -103,10 +125,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer f.Close()
 	tr := sim.NewTraceReader(f, *trace)
-	tr.Skip = *skip
+	tr.Skip, tr.Reorder = *skip, *reorder
 	results, err := sim.Replay(tr, candidates, opt)
 	if err != nil {
 		return err
+	}
+	if results[0].Calls == 0 {
+		if tr.Skipped > 0 {
+			return fmt.Errorf("%s: no calls to replay (%d bad %s skipped)", *trace, tr.Skipped, plural(tr.Skipped, "line", "lines"))
+		}
+		return fmt.Errorf("%s: no calls to replay: the trace is empty", *trace)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -123,7 +151,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if *skip {
-			fmt.Fprintf(stdout, "\n%d bad trace lines skipped\n", tr.Skipped)
+			fmt.Fprintf(stdout, "\n%d bad trace %s skipped\n", tr.Skipped, plural(tr.Skipped, "line", "lines"))
 		}
 	}
 	if *chart != "" {

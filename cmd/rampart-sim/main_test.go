@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/sim"
 )
 
 const outage = "../../sim/testdata/outage.jsonl"
@@ -69,14 +71,22 @@ func TestRun_SM7_BadCandidates(t *testing.T) {
 		{"policy out of range", "[[candidate]]\nname = \"a\"\n[candidate.breaker.failure_rate]\nratio = 1.5\n", `c.toml:4: candidate.0.breaker.failure_rate.ratio: circuitbreaker: FailureRate.Ratio must be in (0, 1], got 1.5`},
 		{"budget out of range", "[[candidate]]\nname = \"a\"\n[candidate.retry.budget]\nwindow = \"2h\"\n", `c.toml:4: candidate.0.retry.budget.window: budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got 2h0m0s`},
 		{"negative timeout", "[[candidate]]\nname = \"a\"\ntimeout = \"-1s\"\n", `c.toml:3: candidate.0.timeout: candidate "a": Timeout must be 0 (none) or positive, got -1s`},
-		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
+		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
+		{"budget and no budget", "[[candidate]]\nname = \"a\"\n[candidate.retry]\nno_budget = true\n[candidate.retry.budget]\nratio = 0.5\n", `c.toml:4: candidate.0.retry.no_budget: no_budget = true and a [retry.budget] table exclude each other`},
 		{"bad jitter", "[[candidate]]\nname = \"a\"\n[candidate.retry]\njitter = \"lots\"\n", `c.toml:4: candidate.0.retry.jitter: must be full, equal, decorrelated or none, got "lots"`},
-		{"wrong type", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:4: candidate.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
+		{"wrong type", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:4: candidate.0.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
 		{"same name", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"a\"\n", `c.toml:3: candidate.1: each candidate needs a name of its own, got "a"`},
 		{"no name", "[[candidate]]\ntimeout = \"1s\"\n", `c.toml:1: candidate.0: each candidate needs a name of its own, got ""`},
 		{"bad option", "[options]\nburst_min = -1\n[[candidate]]\nname = \"a\"\n", `c.toml:2: options.burst_min: sim: BurstMin must be 0 (the default, 5) or positive, got -1`},
 		{"syntax", "[[candidate]\n", `c.toml:2: expected end of table array name delimiter ']', but got '\n' instead`},
 		{"none", "", `c.toml: no [[candidate]]`},
+		{"misspelt key in an inline table", "[[candidate]]\nname = \"a\"\n[candidate.breaker.failure_rate]\nratio = 0.5\nwindow = {size = 20, sise = 20}\n", `c.toml:5: candidate.0.breaker.failure_rate.window.sise: unknown key "sise" (misspelt?)`},
+		{"misspelt dotted key", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"b\"\nbreaker.reset_timeot = \"5s\"\n", `c.toml:5: candidate.1.breaker.reset_timeot: unknown key "reset_timeot" (misspelt?)`},
+		{"dotted key out of range", "[[candidate]]\nname = \"a\"\nbreaker.reset_timeout = \"-5s\"\n", `c.toml:3: candidate.0.breaker.reset_timeout: circuitbreaker: ResetTimeout must be >= 0 (or Immediate), got -5s`},
+		{"inline table out of range", "[[candidate]]\nname = \"a\"\nbreaker = {reset_timeout = \"1s\", failure_rate = {window = {size = -2}}}\n", `c.toml:3: candidate.0.breaker.failure_rate.window.size: circuitbreaker: FailureRate.Window.Size must be >= 0, got -2`},
+		{"wrong type in the second candidate", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"b\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:6: candidate.1.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
+		{"wrong type in an inline table", "[[candidate]]\nname = \"a\"\n[candidate.breaker.slow_calls]\nwindow = {size = \"x\"}\n", `c.toml:4: candidate.0.breaker.slow_calls.window.size: incompatible types: TOML value has type string; destination has type integer`},
+		{"bad duration, dotted", "[[candidate]]\nname = \"a\"\nretry.budget.window = \"soon\"\n", `c.toml:3: candidate.0.retry.budget.window: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := write(t, "c.toml", tc.toml)
@@ -98,11 +108,74 @@ func TestRun_SM6_BadTraceLine(t *testing.T) {
 
 	var out bytes.Buffer
 	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-skip-bad"}, &out, &bytes.Buffer{}))
-	assert.Contains(t, out.String(), "\n1 bad trace lines skipped\n")
+	assert.Contains(t, out.String(), "\n1 bad trace line skipped\n")
 }
 
 func TestRun_Usage(t *testing.T) {
 	var errs bytes.Buffer
 	assert.ErrorIs(t, run([]string{"-trace", outage}, &bytes.Buffer{}, &errs), errUsage)
 	assert.Contains(t, errs.String(), "-candidates file")
+}
+
+// Lines out of order within the reorder window (a recorder writes a long
+// call after shorter calls that started later) replay in order of start;
+// with -reorder 0 the first step back is an error.
+func TestRun_SM6_OutOfOrderTrace(t *testing.T) {
+	trace := write(t, "t.jsonl", `{"start":"2026-12-01T15:00:00.01Z","duration":"1ms","outcome":"failure"}
+{"start":"2026-12-01T15:00:00Z","duration":"100ms","outcome":"success"}
+{"start":"2026-12-01T15:00:01Z","duration":"10ms","outcome":"success"}
+`)
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, &out, &bytes.Buffer{}))
+	var v struct {
+		Results []struct {
+			Calls     int `json:"calls"`
+			Succeeded int `json:"succeeded"`
+			Span      int `json:"span_ns"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
+	assert.Equal(t, 3, v.Results[0].Calls)
+	assert.Equal(t, 2, v.Results[0].Succeeded)
+	assert.Equal(t, 1010_000_000, v.Results[0].Span)
+
+	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-reorder", "0"}, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Equal(t, trace+`:2: start: goes backwards: 2026-12-01T15:00:00Z is before line 1's 2026-12-01T15:00:00.01Z`, err.Error())
+
+	var errs bytes.Buffer
+	assert.ErrorIs(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-reorder", "-1s"}, &bytes.Buffer{}, &errs), errUsage)
+	assert.Contains(t, errs.String(), "-reorder must be 0 (lines strictly in order) or positive, got -1s\n")
+}
+
+// A trace with no calls is an error, saying how many bad lines were
+// skipped if any.
+func TestRun_SM6_EmptyTrace(t *testing.T) {
+	for _, tc := range []struct {
+		name, trace, want string
+		args              []string
+	}{
+		{name: "empty", trace: "\n\n", want: ": no calls to replay: the trace is empty"},
+		{name: "all skipped", trace: "{oops\n", args: []string{"-skip-bad"}, want: ": no calls to replay (1 bad line skipped)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := write(t, "t.jsonl", tc.trace)
+			err := run(append([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, tc.args...), &bytes.Buffer{}, &bytes.Buffer{})
+			require.Error(t, err)
+			assert.Equal(t, trace+tc.want, err.Error())
+		})
+	}
+}
+
+// A delay column shows "-" only when there was nothing to time: a burst
+// detected at once shows 0.0s.
+func TestPrintTable_ZeroDelayIsNotNever(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, printTable(&out, []sim.Result{
+		{Name: "at once", Trips: 1, Bursts: 1, Detected: 1, Recovered: 1},
+		{Name: "never", Bursts: 1},
+	}))
+	lines := strings.Split(out.String(), "\n")
+	assert.Equal(t, "    at once     0   0       0        0     0        0               0      1  0.0s       1/1    0.0s     0.0s", lines[1])
+	assert.Equal(t, "      never     0   0       0        0     0        0               0      0     -       0/1       -        -", lines[2])
 }

@@ -16,7 +16,7 @@ func printTable(w io.Writer, results []sim.Result) error {
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\t\n",
 			r.Name, r.Sent, r.Succeeded, r.Failed, r.Refused, r.LostGoodput, r.RetriesSent, r.RetriesRefusedByBudget,
-			r.Trips, seconds(r.TimeOpen), r.Detected, r.Bursts, seconds(r.DetectMean), seconds(r.RecoverMean))
+			r.Trips, seconds(r.TimeOpen, r.Trips), r.Detected, r.Bursts, seconds(r.DetectMean, r.Detected), seconds(r.RecoverMean, r.Recovered))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -26,14 +26,16 @@ sent: attempts that reached the dependency; ok, failed: what callers got
 (failed: errors and timeouts); refused: calls the breaker refused; lost:
 refused calls recorded as successes; retries: retries sent; budget-refused:
 calls whose retries the budget stopped; open: time Open; detected: failure
-bursts the breaker opened during; detect, recover: mean delay from a burst's
-start until the breaker opened, and from its end until it closed.`)
+bursts (calls that failed or took the timeout) the breaker opened during;
+detect, recover: mean delay from a burst's start until the breaker opened,
+and from its end until it closed ("-": it never did).`)
 	return err
 }
 
-// seconds formats d in seconds with one decimal, "-" for zero.
-func seconds(d time.Duration) string {
-	if d == 0 {
+// seconds formats d, a total or mean over n events, in seconds with one
+// decimal, or "-" when there was no event.
+func seconds(d time.Duration, n int) string {
+	if n == 0 {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fs", d.Seconds())
