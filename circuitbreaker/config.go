@@ -83,7 +83,9 @@ type Config struct {
 	// Observer, when set, gets each transition (as a listener would, with
 	// [context.Background]) and, with the call's context, the counted
 	// outcome of each call through the layers and [Run]; a [Permit] used
-	// by hand reports no outcome.
+	// by hand reports no outcome. An [observe.Binder] is bound once, by
+	// New, with the breaker's Name, and the breaker reports to the
+	// Observer its Bind returns.
 	Observer observe.Observer
 }
 
@@ -114,7 +116,7 @@ func (c Config) validate() (settings, error) {
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
 		clock:       c.Clock,
-		observer:    c.Observer,
+		observer:    observe.Bind(c.Observer, observe.Breaker, c.Name),
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
