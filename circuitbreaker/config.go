@@ -101,6 +101,11 @@ type settings struct {
 	onPanic               func(any, []byte)
 	clock                 clock.Clock // nil: the system's clock
 	observer              observe.Observer
+	// success is the event of an untimed success, built once: the
+	// hottest event, copied from memory written long ago rather than
+	// built on the stack for each call (whose piecewise stores the copy
+	// into the call's arguments would wait for).
+	success observe.Event
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -117,6 +122,7 @@ func (c Config) validate() (settings, error) {
 		onPanic:     c.ListenerPanic,
 		clock:       c.Clock,
 		observer:    observe.Bind(c.Observer, observe.Breaker, c.Name),
+		success:     observe.Event{Source: observe.Breaker, Name: c.Name, Kind: observe.Success},
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
