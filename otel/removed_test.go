@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // A breaker a Group drops leaves the metrics: its state and its call
@@ -50,4 +51,27 @@ func TestObserver_EV14_BreakerDroppedByAGroupIsForgotten(t *testing.T) {
 		}
 		require.Equal(t, want, names, "g/a is gone; a breaker appears when it is created")
 	})
+}
+
+// A name stays while any breaker bound to it is left: a group may drop a
+// key's breaker and create a new one for it before the drop is reported.
+func TestObserver_EV14_NameStaysWhileABreakerIsBoundToIt(t *testing.T) {
+	obs, reader := newObserver(t)
+	ctx := context.Background()
+	old := obs.Bind(observe.Breaker, "g/a")
+	cur := obs.Bind(observe.Breaker, "g/a")
+	success := observe.Event{Source: observe.Breaker, Name: "g/a", Kind: observe.Success}
+	removed := observe.Event{Source: observe.Breaker, Name: "g/a", Kind: observe.Removed}
+	cur.Observe(ctx, success)
+	old.Observe(ctx, removed)
+	old.Observe(ctx, removed) // reported twice: counted once
+	obs.Observe(ctx, removed) // unbound: cannot release a bound breaker
+	cur.Observe(ctx, success)
+	const calls = "rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=g/a,rampart.outcome=success}"
+	points, _ := collect(t, reader)
+	require.Equal(t, 2.0, points[calls])
+
+	cur.Observe(ctx, removed)
+	points, _ = collect(t, reader)
+	require.NotContains(t, points, calls)
 }
