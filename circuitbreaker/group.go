@@ -174,6 +174,9 @@ func (g *Group[K]) drop(b *Breaker) {
 // Observer as removed, without holding mu: an Observer may take its own
 // locks, or look at the group.
 func (g *Group[K]) reportDropped() {
+	if g.cfg.Observer == nil { // set up by the caller's own locked section
+		return
+	}
 	g.mu.Lock()
 	dropped := g.dropped
 	g.dropped = nil
