@@ -235,7 +235,7 @@ func New(cfg Config) (*Budget, error) {
 	case !(ratio >= MinRatio && ratio <= MaxRatio): // also catches NaN
 		return nil, fmt.Errorf("budget: Ratio must be 0 (the default, %v) or between %v and %v, got %v", DefaultRatio, MinRatio, MaxRatio, ratio)
 	}
-	b := &Budget{clk: cfg.Clock, name: cfg.Name, obs: cfg.Observer}
+	b := &Budget{clk: cfg.Clock, name: cfg.Name, obs: observe.Bind(cfg.Observer, observe.Budget, cfg.Name)}
 	b.setup(window, perSecond, ratio)
 	return b, nil
 }

@@ -143,8 +143,8 @@ func New(cfg Config) (*Breaker, error) {
 	}
 	b := &Breaker{}
 	b.init(set, tracker)
-	if cfg.Observer != nil {
-		b.events.subscribe(observeTransitions(cfg.Name, cfg.Observer))
+	if set.observer != nil {
+		b.events.subscribe(observeTransitions(cfg.Name, set.observer))
 	}
 	if cfg.Switch != nil {
 		cfg.Switch.attach(b)

@@ -83,7 +83,9 @@ type Config struct {
 	// Observer, when set, gets each transition (as a listener would, with
 	// [context.Background]) and, with the call's context, the counted
 	// outcome of each call through the layers and [Run]; a [Permit] used
-	// by hand reports no outcome.
+	// by hand reports no outcome. An [observe.Binder] is bound once, by
+	// New, with the breaker's Name, and the breaker reports to the
+	// Observer its Bind returns.
 	Observer observe.Observer
 }
 
@@ -99,6 +101,11 @@ type settings struct {
 	onPanic               func(any, []byte)
 	clock                 clock.Clock // nil: the system's clock
 	observer              observe.Observer
+	// success is the event of an untimed success, built once: the
+	// hottest event, copied from memory written long ago rather than
+	// built on the stack for each call (whose piecewise stores the copy
+	// into the call's arguments would wait for).
+	success observe.Event
 }
 
 // validate checks c and fills defaults. Errors name the field.
@@ -114,7 +121,8 @@ func (c Config) validate() (settings, error) {
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
 		clock:       c.Clock,
-		observer:    c.Observer,
+		observer:    observe.Bind(c.Observer, observe.Breaker, c.Name),
+		success:     observe.Event{Source: observe.Breaker, Name: c.Name, Kind: observe.Success},
 	}
 	switch {
 	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/observe"
 )
 
 const (
@@ -24,7 +25,10 @@ const (
 type GroupConfig struct {
 	// Breaker configures every breaker of the group, named "Name/key"
 	// ("key" when Name is empty; the overflow's key is "(overflow)"). Its
-	// Clock also measures idle time; its Switch controls every breaker.
+	// Clock also measures idle time; its Switch controls every breaker;
+	// its Observer is also told of each breaker the group drops, by an
+	// [observe.Removed] event with the breaker's name, reported after the
+	// drop by the call that made it (a lookup of a new key, Len, States).
 	Breaker Config
 	// MaxKeys bounds how many breakers the group holds. Zero means
 	// [DefaultGroupMaxKeys]; negative is an error.
@@ -64,6 +68,10 @@ type Group[K comparable] struct {
 	// looked is when the group last looked at every key for idleness, in
 	// nanoseconds since base. Guarded by mu.
 	looked int64
+	// dropped holds the breakers dropped and not yet reported to the
+	// Observer as removed, when the breakers have an Observer. Guarded by
+	// mu; reported after mu is released (reportDropped).
+	dropped []*Breaker
 }
 
 type groupEntry[K comparable] struct {
@@ -149,7 +157,33 @@ func (g *Group[K]) Breaker(key K) *Breaker {
 		}
 		return e.b
 	}
-	return g.add(key)
+	b := g.add(key)
+	g.reportDropped()
+	return b
+}
+
+// drop notes that the group dropped b, to report it once mu is released.
+// Called with mu held.
+func (g *Group[K]) drop(b *Breaker) {
+	if g.cfg.Observer != nil {
+		g.dropped = append(g.dropped, b)
+	}
+}
+
+// reportDropped reports each breaker dropped since the last report to its
+// Observer as removed, without holding mu: an Observer may take its own
+// locks, or look at the group.
+func (g *Group[K]) reportDropped() {
+	if g.cfg.Observer == nil { // set up by the caller's own locked section
+		return
+	}
+	g.mu.Lock()
+	dropped := g.dropped
+	g.dropped = nil
+	g.mu.Unlock()
+	for _, b := range dropped {
+		b.observe(context.Background(), observe.Removed, nil, 0)
+	}
 }
 
 // add is Breaker for a key that was not held at the lookup.
@@ -207,6 +241,7 @@ func (g *Group[K]) look(now int64) {
 			e.seen = now
 		} else if now-e.seen >= int64(g.idle) && idleDroppable(e.b) {
 			g.keys.CompareAndDelete(e.key, e)
+			g.drop(e.b)
 			continue
 		}
 		kept = append(kept, e)
@@ -250,6 +285,7 @@ func (g *Group[K]) makeRoom(now int64) bool {
 		switch stateOf(e.b.word.Load()) {
 		case Closed, ForcedOpen, ForcedClosed:
 			g.keys.CompareAndDelete(e.key, e)
+			g.drop(e.b)
 			g.ring = slices.Delete(g.ring, g.hand, g.hand+1)
 			return true
 		}
@@ -261,10 +297,12 @@ func (g *Group[K]) makeRoom(now int64) bool {
 // Len returns how many breakers the group holds, not counting overflow.
 func (g *Group[K]) Len() int {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	g.setUp()
 	g.look(g.mono())
-	return len(g.ring)
+	n := len(g.ring)
+	g.mu.Unlock()
+	g.reportDropped()
+	return n
 }
 
 // KeyState is one key's breaker state, as [Group.States] reports it.
@@ -280,6 +318,7 @@ func (g *Group[K]) States() []KeyState[K] {
 	g.look(g.mono())
 	ring := slices.Clone(g.ring)
 	g.mu.Unlock()
+	g.reportDropped()
 	out := make([]KeyState[K], len(ring))
 	for i, e := range ring {
 		out[i] = KeyState[K]{Key: e.key, Snapshot: e.b.State()}

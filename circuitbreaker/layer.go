@@ -110,9 +110,9 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	// classifier or in IsFailure is a failure, as one in the call is.
 	if s.classify == nil && err == nil && s.b.quiet(p.word) {
 		p.b = nil // Success's fast path, also written out
-		if s.b.set.observer != nil {
+		if obs := s.b.set.observer; obs != nil {
 			// A quiet success is untimed: the word had no flagTimed.
-			s.b.observe(ctx, observe.Success, nil, 0)
+			obs.Observe(ctx, s.b.set.success)
 		}
 		normal = true
 		return resp, err

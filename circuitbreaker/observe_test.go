@@ -119,7 +119,8 @@ func TestLayer_EV12_PanicIsAFailure(t *testing.T) {
 }
 
 // An observer costs the Closed success path no allocation (and, with
-// nobody listening, nothing but a nil check: see BenchmarkLayerObserved).
+// nobody listening, nothing but a nil check: see the otel module's
+// BenchmarkClosedSuccess).
 func TestLayer_EV1_ObservedClosedSuccessAllocatesNothing(t *testing.T) {
 	obs := observe.Func(func(context.Context, observe.Event) {})
 	b := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: obs})

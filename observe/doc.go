@@ -25,7 +25,9 @@
 // refusal, a wait), except a circuit breaker, which reports every call's
 // outcome: with an Observer, that is one interface call per call. An
 // Event is a value passed to one interface method call; building it
-// allocates nothing.
+// allocates nothing. An Observer that keeps something per layer (metrics
+// by name) can implement [Binder] to resolve it once, when the layer is
+// built, rather than on each event.
 //
 // # Where events come from
 //

@@ -63,6 +63,45 @@ func (j joined) Observe(ctx context.Context, e Event) {
 	}
 }
 
+// Bind binds each part of j, so that a joined observer keeps the speed of
+// its parts' bound forms.
+func (j joined) Bind(source Source, name string) Observer {
+	bound := make([]Observer, len(j))
+	for i, o := range j {
+		bound[i] = Bind(o, source, name)
+	}
+	return Join(bound...)
+}
+
+// Binder is an [Observer] that can prepare itself for the events of one
+// layer: a layer whose constructor is given a Binder calls Bind once, with
+// its Source and Name, and reports its events to the Observer Bind returns
+// instead, so that the observer can resolve once what it would otherwise
+// look up on every event (a metric's attribute set, the counters of a
+// breaker by name). The events a layer reports to the bound Observer all
+// carry the source and name it was bound with.
+//
+// Bind must be safe for concurrent use and may return the Binder itself; it
+// must not return nil. Layers that bind: circuitbreaker (its Config), retry
+// and budget; the others report to the Observer as given, which must
+// therefore work unbound too.
+type Binder interface {
+	Observer
+	Bind(source Source, name string) Observer
+}
+
+// Bind returns obs bound to the layer of source and name when obs is a
+// [Binder], obs itself otherwise (nil included). Layers call it once, in
+// their constructor.
+func Bind(obs Observer, source Source, name string) Observer {
+	if b, ok := obs.(Binder); ok {
+		if bound := b.Bind(source, name); bound != nil {
+			return bound
+		}
+	}
+	return obs
+}
+
 // Event is one thing a layer did. Fields that do not apply to its Kind are
 // zero; each [Kind] says which apply. An Event is a plain value: an
 // Observer may keep it.
@@ -202,6 +241,12 @@ const (
 	// Rejected: a circuit breaker refused a call without making it. Err
 	// is the rejection (matching circuitbreaker.ErrOpen).
 	Rejected
+	// Removed: a circuit breaker group dropped the breaker of Name (idle,
+	// or to make room for a new key), reported with
+	// [context.Background] after the drop. An observer that keeps
+	// something per name may forget it; a later call for the same key
+	// creates a new breaker, which starts afresh. No other field.
+	Removed
 )
 
 var kindNames = [...]string{
@@ -220,6 +265,7 @@ var kindNames = [...]string{
 	Failure:       "failure",
 	Ignored:       "ignored",
 	Rejected:      "rejected",
+	Removed:       "removed",
 }
 
 // String returns the kind's name, such as "retry-end".

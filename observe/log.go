@@ -71,8 +71,12 @@ type LogConfig struct {
 // "duration", "error", "from", "to", and "suppressed".
 //
 // A Log is safe for concurrent use. It holds one small entry per kind of
-// event of each layer name it has written. Events at an enabled level
-// allocate (slog's records do); events at a disabled level do not.
+// event of each layer name it has written lately: when the entries double
+// in number (from [LogPruneAt] on), it drops those whose bucket has filled
+// up again with nothing suppressed, which a fresh entry would replace
+// exactly. So the entries of layers that come and go (the breakers of a
+// circuitbreaker.Group, named by key) do not pile up. Events at an enabled
+// level allocate (slog's records do); events at a disabled level do not.
 type Log struct {
 	logger *slog.Logger
 	every  rate.Limit
@@ -81,7 +85,12 @@ type Log struct {
 
 	mu      sync.Mutex
 	buckets map[logKey]*logBucket // guarded by mu
+	pruneAt int                   // guarded by mu: the size of buckets that prunes it
 }
+
+// LogPruneAt is the number of entries from which a [Log] drops the
+// entries it does not need (see [Log]).
+const LogPruneAt = 1024
 
 type logKey struct {
 	source Source
@@ -111,6 +120,7 @@ func NewLog(cfg LogConfig) (*Log, error) {
 		burst:   orDefault(cfg.Burst, DefaultLogBurst),
 		level:   cfg.Level,
 		buckets: make(map[logKey]*logBucket),
+		pruneAt: LogPruneAt,
 	}
 	if l.level == nil {
 		l.level = defaultLevel
@@ -186,6 +196,9 @@ func (l *Log) admit(e Event) (suppressed int, ok bool) {
 	defer l.mu.Unlock()
 	b := l.buckets[k]
 	if b == nil {
+		if len(l.buckets) >= l.pruneAt {
+			l.prune()
+		}
 		b = &logBucket{lim: rate.NewLimiter(l.every, l.burst)}
 		l.buckets[k] = b
 	}
@@ -195,4 +208,18 @@ func (l *Log) admit(e Event) (suppressed int, ok bool) {
 	}
 	suppressed, b.suppressed = b.suppressed, 0
 	return suppressed, true
+}
+
+// prune drops the buckets a fresh one would replace exactly: full, with
+// nothing suppressed. It prunes next when the buckets left have doubled,
+// so that its cost stays a constant per bucket added. Called with l.mu
+// held.
+func (l *Log) prune() {
+	now := time.Now()
+	for k, b := range l.buckets {
+		if b.suppressed == 0 && b.lim.TokensAt(now) >= float64(l.burst) {
+			delete(l.buckets, k)
+		}
+	}
+	l.pruneAt = max(LogPruneAt, 2*len(l.buckets))
 }

@@ -26,7 +26,7 @@
 //	rampart.breaker.calls        Int64ObservableCounter {call}        rampart.outcome             each call through a breaker's layer: outcome "success", "failure", "ignored" or "rejected"
 //	rampart.breaker.duration     Float64Histogram       s             rampart.outcome             each call through a breaker whose policy times calls: "success" or "failure"
 //	rampart.breaker.transitions  Int64Counter           {transition}  rampart.breaker.from, .to   each transition
-//	rampart.breaker.state        Int64ObservableGauge   {state}       rampart.breaker.state       1 for the state a breaker is in, 0 for the others; a breaker appears with its first call or transition
+//	rampart.breaker.state        Int64ObservableGauge   {state}       rampart.breaker.state       1 for the state a breaker is in, 0 for the others; a breaker appears when it is created (or, through an Observer it was not created with, with its first event)
 //	rampart.retry.retries        Int64Counter           {retry}       rampart.retry.reason        each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
 //	rampart.retry.delay          Float64Histogram       s             -                           each retry's wait
 //	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "canceled" (the caller's context)
@@ -48,6 +48,24 @@
 // rampart_breaker_state and so on, and the attributes rampart_name,
 // rampart_outcome…
 //
+// # Cardinality
+//
+// Each metric has one series per attribute combination: per layer name,
+// times the values of its extra attributes listed above (at most five
+// states, seven retry stops…). Names are the user's, so their number is
+// too, with one exception the Observer takes care of: the breakers of a
+// circuitbreaker.Group, named "Name/key", one per key. When a group drops
+// an idle breaker it reports an observe.Removed event, and the Observer
+// forgets that breaker: its rampart.breaker.calls and rampart.breaker.state
+// series stop being reported and its attribute sets are released (a key
+// that comes back starts again from zero, which backends read as a counter
+// reset). A group holds at most GroupConfig.MaxKeys breakers (10,000 by
+// default) plus its overflow breaker, so the breaker series of a group are
+// bounded by 9 times that many at any time. The series of the counters and
+// histograms recorded through the SDK (transitions, durations) are the
+// SDK's to keep; bound them with the SDK's cardinality limit
+// (sdkmetric.WithCardinalityLimit) if keys come and go by the thousand.
+//
 // # Traces
 //
 // Each event that belongs to a call, except a breaker's successes, failures
@@ -62,7 +80,10 @@
 // # Cost
 //
 // Attribute sets are built once for each combination and kept, so
-// recording an event allocates nothing in the Observer itself; the
+// recording an event allocates nothing in the Observer itself. A breaker
+// binds the Observer when it is created (observe.Binder): the Observer it
+// then reports to holds that breaker's record, so a call's outcome is one
+// atomic add with no lookup by name; the
 // OpenTelemetry SDK's own cost comes on top. A breaker's call outcomes,
 // one per call, are counted with an atomic add per call and read by the
 // counter's callback at collection, without a measurement through the SDK

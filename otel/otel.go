@@ -68,7 +68,10 @@ type Config struct {
 // Observer is an [observe.Observer] that records metrics and span events
 // from the events of rampart's layers, as the package documentation lists.
 // Create one with [New]; one Observer serves every layer. Safe for
-// concurrent use.
+// concurrent use. It keeps a record per breaker name and the attribute
+// sets of each combination it has seen, and forgets a breaker's when a
+// circuitbreaker.Group drops it (see the package documentation,
+// "Cardinality").
 type Observer struct {
 	spans bool
 
@@ -79,34 +82,39 @@ type Observer struct {
 
 	callDuration metric.Float64Histogram
 
-	// last is the breaker whose call counts the latest call event
-	// updated: consecutive calls through one breaker find their counts
-	// without a map lookup.
+	// last is the breaker an unbound call event last looked up:
+	// consecutive events of one breaker through the unbound Observer find
+	// it without a map lookup. A bound breaker's events never look.
 	last atomic.Pointer[callCounts]
 
 	mu sync.RWMutex
-	// calls holds the call counts of each breaker (by name) that has
-	// reported a call. Guarded by mu; the counts themselves are atomic.
+	// calls holds the record of each breaker (by name) that is bound to
+	// the Observer or has reported an event to it. Guarded by mu; the
+	// counts themselves are atomic.
 	calls map[string]*callCounts
 	// sets holds the measurement options of each attribute combination
 	// seen, so that an event builds no attribute set. The map is never
 	// changed once stored: a new combination stores a copy, with mu held,
 	// so that a lookup is one atomic load and takes no lock.
 	sets atomic.Pointer[map[setKey]*options]
-	// states is the last state each breaker (by name) entered. Guarded
-	// by mu.
-	states map[string]string
 }
 
-// callCounts are the calls of one breaker by outcome, counted with
-// atomics and read by the rampart.breaker.calls callback, so that a call's
-// outcome costs one atomic add rather than an SDK measurement. Successes,
-// one per call, are striped over cache lines so that parallel calls do not
-// contend for one line (the idea of budget's deposits).
+// callCounts is the record of one breaker: its calls by outcome, counted
+// with atomics and read by the rampart.breaker.calls callback, so that a
+// call's outcome costs one atomic add rather than an SDK measurement, and
+// its state. Successes, one per call, are striped over cache lines so that
+// parallel calls do not contend for one line (the idea of budget's
+// deposits).
 type callCounts struct {
 	name                       string
 	failure, ignored, rejected atomic.Int64
-	success                    [successStripes]stripe
+	// state is the state the breaker last entered, "" before its first
+	// transition. Guarded by Observer.mu.
+	state string
+	// refs counts the breakers bound to this record (Bind) that have not
+	// been removed. Guarded by Observer.mu.
+	refs    int
+	success [successStripes]stripe
 }
 
 // successStripes is how many lines a breaker's successes are spread over.
@@ -168,7 +176,7 @@ func New(cfg Config) (*Observer, error) {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(ScopeName)
-	o := &Observer{spans: !cfg.NoSpanEvents, states: make(map[string]string), calls: make(map[string]*callCounts)}
+	o := &Observer{spans: !cfg.NoSpanEvents, calls: make(map[string]*callCounts)}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -214,30 +222,119 @@ func New(cfg Config) (*Observer, error) {
 	return o, nil
 }
 
-// Observe records e as the package documentation lists.
+// Observe records e as the package documentation lists. A breaker's
+// events are cheaper through the Observer that [Observer.Bind] returns,
+// which circuitbreaker.New asks for.
 func (o *Observer) Observe(ctx context.Context, e observe.Event) {
+	o.observe(ctx, e, nil)
+}
+
+// Bind returns the Observer for the events of one layer (see
+// [observe.Binder]). For a circuit breaker, it is an Observer that holds
+// the breaker's record, so that a call's outcome costs one atomic add and
+// no lookup; for the other layers, o itself. Safe for concurrent use.
+func (o *Observer) Bind(source observe.Source, name string) observe.Observer {
+	if source != observe.Breaker {
+		return o
+	}
+	o.mu.Lock()
+	c := o.calls[name]
+	if c == nil {
+		c = &callCounts{name: name}
+		o.calls[name] = c
+	}
+	c.refs++
+	o.mu.Unlock()
+	return &boundBreaker{o: o, calls: c}
+}
+
+// boundBreaker is an Observer bound to one breaker's record.
+type boundBreaker struct {
+	o       *Observer
+	calls   *callCounts
+	removed atomic.Bool
+}
+
+func (b *boundBreaker) Observe(ctx context.Context, e observe.Event) {
+	if e.Kind == observe.Success { // the hot path: every successful call
+		b.calls.addSuccess()
+		if e.Duration > 0 {
+			b.o.recordDuration(ctx, e)
+		}
+		return
+	}
+	if e.Kind == observe.Removed {
+		if !b.removed.Swap(true) {
+			b.o.release(b.calls, true)
+		}
+		return
+	}
+	b.o.observe(ctx, e, b.calls)
+}
+
+// release drops one reference to c when ref is set, and forgets c (its
+// counts, its state and the attribute sets of its name) once none is left.
+func (o *Observer) release(c *callCounts, ref bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ref {
+		c.refs--
+	}
+	if c.refs > 0 || o.calls[c.name] != c {
+		return
+	}
+	delete(o.calls, c.name)
+	o.last.CompareAndSwap(c, nil)
+	old := *o.sets.Load()
+	sets := make(map[setKey]*options, len(old))
+	for k, v := range old {
+		if k.source != observe.Breaker || k.name != c.name {
+			sets[k] = v
+		}
+	}
+	o.sets.Store(&sets)
+}
+
+// observe records e; c is the record of e's breaker when the caller holds
+// it, nil to look it up.
+func (o *Observer) observe(ctx context.Context, e observe.Event, c *callCounts) {
+	if c == nil {
+		switch e.Kind {
+		case observe.Success, observe.Failure, observe.Ignored, observe.Rejected, observe.Transition:
+			c = o.callsOf(e.Name)
+		case observe.Removed:
+			o.mu.RLock()
+			c = o.calls[e.Name]
+			o.mu.RUnlock()
+			if c != nil {
+				o.release(c, false) // forgets c unless a breaker is bound to it
+			}
+			return
+		}
+	}
 	switch e.Kind {
 	case observe.Success:
-		// The hot path: every successful call through a breaker.
-		o.callsOf(e.Name).addSuccess()
+		c.addSuccess()
 		if e.Duration > 0 {
 			o.recordDuration(ctx, e)
 		}
 		return
 	case observe.Failure:
-		o.callsOf(e.Name).failure.Add(1)
+		c.failure.Add(1)
 		if e.Duration > 0 {
 			o.recordDuration(ctx, e)
 		}
 		return
 	case observe.Ignored:
-		o.callsOf(e.Name).ignored.Add(1)
+		c.ignored.Add(1)
+		return
+	case observe.Removed:
 		return
 	case observe.Rejected:
-		o.callsOf(e.Name).rejected.Add(1)
+		c.rejected.Add(1)
 	case observe.Transition:
 		o.mu.Lock()
-		o.states[e.Name] = e.To
+		c.state = e.To
 		o.mu.Unlock()
 		o.transitions.Add(ctx, 1, o.opts(setKey{source: e.Source, name: e.Name, k1: KeyBreakerFrom, s1: e.From, k2: KeyBreakerTo, s2: e.To}).add...)
 	case observe.Retrying:
@@ -276,11 +373,11 @@ func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 	}
 }
 
-// callsOf returns the call counts of the breaker named name, creating
-// them on its first call.
+// callsOf returns the record of the breaker named name, creating it on
+// its first event.
 func (o *Observer) callsOf(name string) *callCounts {
 	if c := o.last.Load(); c != nil && c.name == name {
-		return c
+		return c // no store: a store on every event would cost more than the lookup saves
 	}
 	o.mu.RLock()
 	c := o.calls[name]
@@ -358,23 +455,19 @@ func (o *Observer) opts(k setKey) *options {
 func (o *Observer) observeStates(_ context.Context, obs metric.Int64Observer) error {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	report := func(name, cur string) {
+	for name, c := range o.calls {
+		// A breaker that has reported no transition is closed: a breaker
+		// reports every transition from its creation on.
+		cur := c.state
+		if cur == "" {
+			cur = circuitbreaker.Closed.String()
+		}
 		for _, st := range breakerStates {
 			v := int64(0)
 			if st == cur {
 				v = 1
 			}
 			obs.Observe(v, metric.WithAttributes(KeyLayer.String(observe.Breaker.String()), KeyName.String(name), KeyBreakerState.String(st)))
-		}
-	}
-	for name, cur := range o.states {
-		report(name, cur)
-	}
-	// A breaker that has reported calls and no transition is closed: a
-	// breaker reports every transition from its creation on.
-	for name := range o.calls {
-		if _, ok := o.states[name]; !ok {
-			report(name, circuitbreaker.Closed.String())
 		}
 	}
 	return nil

@@ -164,12 +164,52 @@ func TestShare_FL2_FailedProbeReopensTheFleet(t *testing.T) {
 	}
 }
 
+// The keys of the breaker named "payments" under the default prefix.
+const (
+	stateKey   = "rampart:{payments}:state"
+	reportsKey = "rampart:{payments}:reports"
+)
+
+// recordState returns the state of the shared record in Redis: "closed"
+// when there is none, as the scripts read it.
+func recordState(t *testing.T, c *redis.Client) string {
+	t.Helper()
+	st, err := c.HGet(context.Background(), stateKey, "state").Result()
+	if errors.Is(err, redis.Nil) {
+		return "closed"
+	}
+	require.NoError(t, err)
+	return st
+}
+
+// readAfterNow waits until each of rs has read the record after this
+// call: two commands counted from now, the first of which may have been
+// sent before, the second is sent after the first's result was applied.
+func readAfterNow(t *testing.T, rs ...*replica) {
+	t.Helper()
+	before := make([]int64, len(rs))
+	for i, r := range rs {
+		before[i] = r.sh.Stats().Commands
+	}
+	waitFor(t, "a read after the write", func() bool {
+		for i, r := range rs {
+			if r.sh.Stats().Commands < before[i]+2 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func TestShare_FL3_QuorumHonoursAnOpenOnlyFromKReplicas(t *testing.T) {
 	srv := server(t)
-	rs := fleet(t, srv.Options(), 3, breakerConfig(), rampartredis.Config{Quorum: 2})
+	c := srv.Client()
+	ctx := context.Background()
+	rs := fleet(t, srv.Options(), 3, breakerConfig(), rampartredis.Config{Quorum: 2, Refresh: 20 * time.Millisecond})
 	rs[0].trip(t)
-	waitFor(t, "the report written", func() bool { return rs[0].sh.Stats().Commands >= 2 })
-	// The read that follows every write shows the record still closed.
+	waitFor(t, "the report written", func() bool { return c.ZCard(ctx, reportsKey).Val() == 1 })
+	assert.Equal(t, "closed", recordState(t, c), "one replica is not a quorum")
+	readAfterNow(t, rs[1], rs[2])
 	for _, r := range rs[1:] {
 		assert.Equal(t, circuitbreaker.Closed, r.br.State().State, "one replica is not a quorum")
 	}
@@ -177,6 +217,42 @@ func TestShare_FL3_QuorumHonoursAnOpenOnlyFromKReplicas(t *testing.T) {
 	rs[1].trip(t)
 	waitFor(t, "the third replica to open", stateIs(rs[2].br, circuitbreaker.Open))
 	assert.True(t, rs[2].br.State().Remote)
+	assert.Equal(t, "open", recordState(t, c))
+}
+
+func TestShare_FL3_ReportsOutsideTheWindowDoNotCount(t *testing.T) {
+	srv := server(t)
+	c := srv.Client()
+	ctx := context.Background()
+	const window = 200 * time.Millisecond
+	rs := fleet(t, srv.Options(), 3, breakerConfig(), rampartredis.Config{Quorum: 2, QuorumWindow: window, Refresh: 20 * time.Millisecond})
+	rs[0].trip(t)
+	var first redis.Z
+	waitFor(t, "the first report", func() bool {
+		zs := c.ZRangeWithScores(ctx, reportsKey, 0, -1).Val()
+		if len(zs) == 1 {
+			first = zs[0]
+		}
+		return len(zs) == 1
+	})
+	waitFor(t, "the window to pass on Redis's clock", func() bool {
+		now := c.Time(ctx).Val()
+		return now.UnixMilli() > int64(first.Score)+window.Milliseconds()
+	})
+	rs[1].trip(t)
+	waitFor(t, "the second report", func() bool {
+		for _, z := range c.ZRangeWithScores(ctx, reportsKey, 0, -1).Val() {
+			if z.Member != first.Member {
+				return true
+			}
+		}
+		// A quorum reached deletes the reports: the record is open.
+		return recordState(t, c) == "open"
+	})
+	assert.Equal(t, "closed", recordState(t, c), "the first report is outside the window")
+	assert.Equal(t, int64(1), c.ZCard(ctx, reportsKey).Val(), "the first report was dropped")
+	readAfterNow(t, rs[2])
+	assert.Equal(t, circuitbreaker.Closed, rs[2].br.State().State)
 }
 
 func TestShare_FL4_ClosedSuccessSendsNoCommand(t *testing.T) {

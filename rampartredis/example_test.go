@@ -56,3 +56,34 @@ func ExampleShare() {
 	// true true
 	// reported by a: connection refused
 }
+
+// Two replicas share a quota of 100 calls per second: the first one,
+// alone, gets all of it; the second one, joining, gets half of it, and the
+// first gets the other half at its next Slice. (The Slice of an hour keeps
+// the output fixed; the default is 100ms.)
+func ExampleNewQuota() {
+	addr, stop, err := redistest.Run() // a redis-server of its own
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+
+	replica := func(id string) (*rampartredis.Quota, func()) {
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		q, err := rampartredis.NewQuota(client, rampartredis.QuotaConfig{Key: "partner-api", Limit: 100, Slice: time.Hour, ID: id})
+		if err != nil {
+			panic(err)
+		}
+		return q, func() { q.Close(); client.Close() }
+	}
+	a, closeA := replica("a")
+	defer closeA()
+	fmt.Printf("a alone: %v calls/s\n", a.Stats().Share)
+	b, closeB := replica("b")
+	defer closeB()
+	fmt.Printf("b joins: %v calls/s (limiter: %v), after %d command\n", b.Stats().Share, b.Limiter().Limit(), b.Stats().Commands)
+	// Output:
+	// a alone: 100 calls/s
+	// b joins: 50 calls/s (limiter: 50), after 1 command
+}

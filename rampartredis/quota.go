@@ -224,11 +224,20 @@ func (q *Quota) Close() error {
 	return nil
 }
 
-// QuotaStats are counts of a Quota's Redis commands (one per Slice) and
-// failed commands, and its current share of the quota (calls per second).
+// QuotaStats are a [Quota]'s counts and its current share, as
+// [Quota.Stats] returns them.
 type QuotaStats struct {
-	Commands, Failures int64
-	Share              rate.Limit
+	// Commands is the number of Redis commands the Quota has sent: one
+	// script call per Slice (and one in NewQuota), failed ones included.
+	Commands int64
+	// Failures is the number of those commands that failed (an error or
+	// no answer within Timeout); each one set the limiter to the share
+	// Unreachable says.
+	Failures int64
+	// Share is the rate the replica's limiter admits now, in calls per
+	// second: its share of Limit from Redis's last answer, or the
+	// Unreachable share after a failure.
+	Share rate.Limit
 }
 
 // Stats returns the counts so far. Safe for concurrent use.

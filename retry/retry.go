@@ -196,7 +196,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 		discard:     cfg.Discard,
 		clock:       cfg.Clock,
 		name:        cfg.Name,
-		obs:         cfg.Observer,
+		obs:         observe.Bind(cfg.Observer, observe.Retry, cfg.Name),
 	}
 	switch {
 	case p.maxAttempts < 0 || p.maxAttempts > MaxAttemptsLimit:

@@ -15,9 +15,11 @@ import (
 // TestFleet runs a short version of the example against a redis-server it
 // starts, and checks the claims that do not depend on the outage's length
 // or the machine's load: with shared state at most MaxProbes probes run
-// per HalfOpen round across the fleet, every replica is open within 100 ms of the first trip, and
-// the backend gets fewer hits. (The quarter of the hits is the default,
-// longer run's claim.)
+// per HalfOpen round across the fleet, every replica opens, and the
+// backend gets fewer hits. The targets (a quarter of the hits, every
+// replica open within 100 ms of the first trip) are the default, longer
+// run's claims, printed by the example: timed on the real clock, they
+// belong in its output, not in a test that a loaded machine would fail.
 func TestFleet(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -39,8 +41,7 @@ func TestFleet(t *testing.T) {
 	assert.Positive(t, r.Shared.MinRoundProbes)
 	assert.LessOrEqual(t, r.Shared.MaxRoundProbes, 2)
 	assert.Greater(t, r.Independent.MaxRoundProbes, 2, "independent: every replica probes")
-	assert.Less(t, r.Shared.AllOpenAfterMS, 100.0)
-	assert.GreaterOrEqual(t, r.Shared.AllOpenAfterMS, 0.0)
+	assert.GreaterOrEqual(t, r.Shared.AllOpenAfterMS, 0.0, "every replica opened")
 	assert.Less(t, r.Shared.OutageHits, r.Independent.OutageHits)
 	assert.Positive(t, r.Shared.RedisCommands)
 	assert.Zero(t, r.Independent.RedisCommands)

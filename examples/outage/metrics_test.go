@@ -33,6 +33,11 @@ func TestMetrics_EV11_PrometheusEndpoint(t *testing.T) {
 	}
 	scope := `otel_scope_name="github.com/rampart-go/rampart/otel",otel_scope_schema_url="",otel_scope_version="",`
 	require.Equal(t, []string{
+		// A breaker's series appear together, with its first event.
+		`rampart_breaker_calls_total{` + scope + `rampart_layer="circuitbreaker",rampart_name="backend",rampart_outcome="failure"} 0`,
+		`rampart_breaker_calls_total{` + scope + `rampart_layer="circuitbreaker",rampart_name="backend",rampart_outcome="ignored"} 0`,
+		`rampart_breaker_calls_total{` + scope + `rampart_layer="circuitbreaker",rampart_name="backend",rampart_outcome="rejected"} 0`,
+		`rampart_breaker_calls_total{` + scope + `rampart_layer="circuitbreaker",rampart_name="backend",rampart_outcome="success"} 0`,
 		`rampart_breaker_state{` + scope + `rampart_breaker_state="closed",rampart_layer="circuitbreaker",rampart_name="backend"} 0`,
 		`rampart_breaker_state{` + scope + `rampart_breaker_state="forced-closed",rampart_layer="circuitbreaker",rampart_name="backend"} 0`,
 		`rampart_breaker_state{` + scope + `rampart_breaker_state="forced-open",rampart_layer="circuitbreaker",rampart_name="backend"} 0`,
