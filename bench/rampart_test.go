@@ -48,9 +48,12 @@ func rampartOpen() []contender {
 	}}}
 }
 
+// rampartRetry is the retry layer without a budget, as the scenario's
+// peers have none: budget.Always said explicitly, since a layer left
+// without a Budget gets a default budget of its own.
 func rampartRetry() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
-		return must(b)(retry.NewLayer(retry.Config[Req, Resp]{}))
+		return must(b)(retry.NewLayer(retry.Config[Req, Resp]{Budget: budget.Always}))
 	}}}
 }
 

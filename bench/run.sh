@@ -10,7 +10,9 @@
 # taking turns with the others: a placement of one process (what the
 # allocator put next to what) cannot make all of them look good or bad,
 # and slow drift of the machine's load spreads over every row. Override
-# with ROUNDS, BENCHTIME, SERIAL_CPU, PARALLEL_CPU. Writes the raw results,
+# with ROUNDS, BENCHTIME, SERIAL_CPU, PARALLEL_CPU; ONLY, a regular
+# expression over scenario names (ONLY='RetrySuccess|RetryStack'), runs
+# just those scenarios and their parallel twins. Writes the raw results,
 # benchstat's summary next to them (results.benchstat.txt) and the
 # README's tables (results.md, medians with the min–max spread).
 # About 7 minutes on a 2-core machine.
@@ -36,6 +38,9 @@ serial_cpu=${SERIAL_CPU:-1}
 parallel_cpu=${PARALLEL_CPU:-2}
 
 all=$(go test -list '^Benchmark' . | grep '^Benchmark')
+if [[ -n ${ONLY:-} ]]; then
+  all=$(grep -E "^Benchmark(${ONLY})(Parallel)?\$" <<<"$all")
+fi
 serial=$(grep -v 'Parallel$' <<<"$all" | paste -sd'|')
 parallel=$(grep 'Parallel$' <<<"$all" | paste -sd'|')
 

@@ -39,7 +39,9 @@ func BenchmarkOverheadClient(b *testing.B) {
 	}{
 		{name: "bare", rt: func(_ *testing.B, base *http.Transport) http.RoundTripper { return base }},
 		{name: "retry", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
-			return newTransport(b, ramparthttp.Config{Base: base})
+			// budget.Always: no budget, said explicitly (left nil, the
+			// transport would get a default budget of its own).
+			return newTransport(b, ramparthttp.Config{Base: base, Retry: ramparthttp.RetryConfig{Budget: budget.Always}})
 		}},
 		{name: "retry+budget+breaker", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
 			return newTransport(b, ramparthttp.Config{Base: base, Retry: ramparthttp.RetryConfig{Budget: newBenchBudget(b)}, Breaker: newBenchBreaker(b)})
