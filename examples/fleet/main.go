@@ -41,16 +41,21 @@ type options struct {
 	failures  int
 	maxProbes int
 	redis     string
-	jsonOut   bool
-	quota     float64       // calls per second; 0 skips the rate limit run
-	quotaFor  time.Duration // how long the rate limit run lasts
+	// redisTimeout bounds each Redis command (rampartredis.Config.Timeout
+	// and the client's dial, read and write timeouts): past it a replica
+	// fails safe and decides alone.
+	redisTimeout time.Duration
+	jsonOut      bool
+	quota        float64       // calls per second; 0 skips the rate limit run
+	quotaFor     time.Duration // how long the rate limit run lasts
 }
 
 func defaults() options {
 	return options{
 		replicas: 8, healthy: 500 * time.Millisecond, outage: 4 * time.Second, after: time.Second,
 		interval: 5 * time.Millisecond, callers: 1, cooldown: 100 * time.Millisecond, failures: 5, maxProbes: 1,
-		quotaFor: 10 * time.Second,
+		redisTimeout: 200 * time.Millisecond,
+		quotaFor:     10 * time.Second,
 	}
 }
 
@@ -66,6 +71,7 @@ func main() {
 	flag.DurationVar(&o.cooldown, "cooldown", o.cooldown, "the breakers' reset timeout")
 	flag.IntVar(&o.failures, "failures", o.failures, "consecutive failures that trip a breaker")
 	flag.IntVar(&o.maxProbes, "max-probes", o.maxProbes, "probes a HalfOpen breaker admits")
+	flag.DurationVar(&o.redisTimeout, "redis-timeout", o.redisTimeout, "bound on each Redis command; past it a replica fails safe and decides alone")
 	flag.StringVar(&o.redis, "redis", "", "address of a running Redis (host:port); empty starts a redis-server")
 	flag.Float64Var(&o.quota, "quota", 0, "also run a fleet-wide rate limit of this many calls per second (rampartredis.Quota) with every replica wanting more; 0 skips it")
 	flag.DurationVar(&o.quotaFor, "quota-for", o.quotaFor, "how long the rate limit run lasts")

@@ -103,9 +103,9 @@ func simulate(o options, redisAddr string) (result, error) {
 		if redisAddr != "" {
 			r.rc = redis.NewClient(&redis.Options{
 				Addr: redisAddr, ContextTimeoutEnabled: true,
-				DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
+				DialTimeout: o.redisTimeout, ReadTimeout: o.redisTimeout, WriteTimeout: o.redisTimeout,
 			})
-			r.sh, err = rampartredis.Share(br, r.rc, rampartredis.Config{Key: key, ID: fmt.Sprint("replica-", i)})
+			r.sh, err = rampartredis.Share(br, r.rc, rampartredis.Config{Key: key, ID: fmt.Sprint("replica-", i), Timeout: o.redisTimeout})
 			if err != nil {
 				return res, err
 			}
