@@ -101,7 +101,12 @@ const minSamples = 10
 // count as the dependency's. The first 256 calls of a window are all
 // timed, then one call in eight (a clock read costs about as much as the
 // rest of the acquire and release). Timed calls count whatever their
-// outcome: a dependency that fails fast looks fast.
+// outcome: a dependency that fails fast looks fast. A timed call counts in
+// the window in which it finishes, its latency and its count together,
+// even when it finishes as another call closes that window, so a window's
+// average is never below its fastest call. A window counts at most 65535
+// calls and about 78 hours of summed latency; a call beyond either is not
+// counted.
 //
 // The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
 // InFlight are 0, Ready is false, Acquire refuses at once with a
@@ -120,11 +125,12 @@ type AdaptiveLimiter struct {
 	// slot under mu before joining them: see Acquire.
 	waiting atomic.Int64
 
-	// The open window's sums, added to by every Release of a timed call.
-	// A Release that runs while the window closes may count in the closing
-	// window or the next: one sample in many, which the average absorbs.
-	latencySum  atomic.Int64 // nanoseconds
-	samples     atomic.Int64
+	// sums is the open window's samples: how many timed calls finished in
+	// it, in the low sampleBits bits, and the sum of their latencies in
+	// nanoseconds above them. One word, so that a Release adds a call's
+	// count and its latency in one step and closeWindow takes both in one
+	// step: a call counts, duration and all, in exactly one window.
+	sums        atomic.Uint64
 	maxInFlight atomic.Int64 // most slots held at once in the window
 	windowEnd   atomic.Int64 // time since epoch, in nanoseconds, at which the window may close
 	// acquired counts slots taken, to time one call in sampleEvery once
@@ -149,7 +155,17 @@ const (
 	sampleEvery = 8
 	// untimed is the start of a Permit whose call is not timed.
 	untimed time.Duration = -1
+
+	// sampleBits is how many low bits of AdaptiveLimiter.sums count the
+	// window's samples; the other 48 sum their latencies, up to about 78
+	// hours. A sample that would overflow either is not recorded.
+	sampleBits = 16
+	maxSamples = 1<<sampleBits - 1
+	maxLatency = 1<<(64-sampleBits) - 1 // nanoseconds
 )
+
+// sampleCount returns how many samples sums holds.
+func sampleCount(sums uint64) int64 { return int64(sums & maxSamples) }
 
 // Permit is a slot taken from an [AdaptiveLimiter]: it records when the
 // slot was taken, so that [AdaptiveLimiter.Release] can measure the call.
@@ -169,7 +185,7 @@ type Permit struct {
 func (l *AdaptiveLimiter) permit(n int64) Permit {
 	for m := l.maxInFlight.Load(); n > m && !l.maxInFlight.CompareAndSwap(m, n); m = l.maxInFlight.Load() {
 	}
-	if l.acquired.Add(1)%sampleEvery != 0 && l.samples.Load() >= sampleAll {
+	if l.acquired.Add(1)%sampleEvery != 0 && sampleCount(l.sums.Load()) >= sampleAll {
 		return Permit{start: untimed}
 	}
 	return Permit{start: time.Since(l.epoch) + 1}
@@ -338,8 +354,7 @@ func (l *AdaptiveLimiter) Release(p Permit) {
 	}
 	if p.start != untimed {
 		now := time.Since(l.epoch) + 1
-		l.latencySum.Add(int64(now - p.start))
-		if l.samples.Add(1) >= minSamples && int64(now) >= l.windowEnd.Load() {
+		if n := l.record(uint64(max(0, now-p.start))); n >= minSamples && int64(now) >= l.windowEnd.Load() {
 			l.closeWindow(now)
 		}
 	}
@@ -347,6 +362,29 @@ func (l *AdaptiveLimiter) Release(p Permit) {
 		l.wake()
 	}
 }
+
+// record adds a call that took d nanoseconds to the open window, and
+// returns how many samples the window holds with it. A call that would
+// overflow the window's count or sum is left out.
+func (l *AdaptiveLimiter) record(d uint64) int64 {
+	for {
+		old := l.sums.Load()
+		if sampleCount(old) == maxSamples || d > maxLatency-old>>sampleBits {
+			return sampleCount(old)
+		}
+		if l.sums.CompareAndSwap(old, old+d<<sampleBits+1) {
+			if testHookRecorded != nil {
+				testHookRecorded()
+			}
+			return sampleCount(old) + 1
+		}
+	}
+}
+
+// testHookRecorded, when set by a test, runs in Release right after the
+// call's sample is recorded, where a concurrent Release may close the
+// window.
+var testHookRecorded func()
 
 // takeSlot takes a slot if fewer than limit are held, and returns how
 // many are held with it.
@@ -388,11 +426,11 @@ func (l *AdaptiveLimiter) closeWindow(now time.Duration) {
 		return
 	}
 	defer l.mu.Unlock()
-	if int64(now) < l.windowEnd.Load() || l.samples.Load() < minSamples {
+	if int64(now) < l.windowEnd.Load() || sampleCount(l.sums.Load()) < minSamples {
 		return // another caller closed it
 	}
-	n := l.samples.Swap(0)
-	sum := l.latencySum.Swap(0)
+	sums := l.sums.Swap(0)
+	n, sum := sampleCount(sums), int64(sums>>sampleBits)
 	peak := l.maxInFlight.Swap(l.inFlight.Load())
 	l.windowEnd.Store(int64(now + l.window))
 	if sum <= 0 {
