@@ -373,18 +373,10 @@ func (l *AdaptiveLimiter) record(d uint64) int64 {
 			return sampleCount(old)
 		}
 		if l.sums.CompareAndSwap(old, old+d<<sampleBits+1) {
-			if testHookRecorded != nil {
-				testHookRecorded()
-			}
 			return sampleCount(old) + 1
 		}
 	}
 }
-
-// testHookRecorded, when set by a test, runs in Release right after the
-// call's sample is recorded, where a concurrent Release may close the
-// window.
-var testHookRecorded func()
 
 // takeSlot takes a slot if fewer than limit are held, and returns how
 // many are held with it.
