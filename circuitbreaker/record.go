@@ -51,11 +51,7 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 			// A rate policy may trip on a success (the call that brings
 			// the window to MinCalls): the cause is then the policy's
 			// reason, or the last failure.
-			cause := b.tripCause(o)
-			if cause == nil {
-				cause = b.lastFailure
-			}
-			b.trip(Closed, cause)
+			b.trip(Closed, b.tripCause(o))
 		}
 		return true
 	case HalfOpen:
@@ -87,9 +83,6 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 		case VerdictReopen:
 			cause := b.tripCause(o)
 			if cause == nil {
-				cause = b.lastFailure
-			}
-			if cause == nil {
 				cause = b.period.Load().cause
 			}
 			b.trip(HalfOpen, cause)
@@ -99,13 +92,16 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 	return false // ForcedClosed: nothing is recorded
 }
 
-// tripCause returns the tracker's reason for a trip or re-open decided
-// on an outcome o, if o is a success and the tracker gives one.
+// tripCause returns the cause of a trip or re-open decided on an outcome
+// o: the tracker's reason if o is a success and the tracker gives one,
+// else the last failure of the period (nil if none). Called with mu held.
 func (b *Breaker) tripCause(o Outcome) error {
 	if tc, ok := b.tracker.(TripCauser); ok && o == Success {
-		return tc.TripCause()
+		if cause := tc.TripCause(); cause != nil {
+			return cause
+		}
 	}
-	return nil
+	return b.lastFailure
 }
 
 // call builds the Call for a tracker of a call admitted at mono time
