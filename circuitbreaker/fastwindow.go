@@ -254,19 +254,14 @@ func (f *fastWindow) record(flags uint8, trip func(Counters) bool) bool {
 		}
 	}
 	f.w.addAt(idx, 1, int(flags&flagFailure), int(flags&flagSlow)>>1)
-	t := f.totals()
-	if trip(t) || t.Calls < f.minCalls {
+	t := f.w.counters()
+	tripped := trip(t)
+	if tripped || t.Calls < f.minCalls {
 		f.fold()
-		t = f.totals()
+		tripped = trip(f.w.counters())
 	}
 	f.publish()
-	return trip(t)
-}
-
-// totals returns the window's totals as of its head, without the striped
-// successes. Called with mu held.
-func (f *fastWindow) totals() Counters {
-	return Counters{Calls: f.w.calls, Failures: f.w.failures, SlowCalls: f.w.slow}
+	return tripped
 }
 
 // cached returns the current bucket in the cached phase. Called with mu

@@ -215,6 +215,11 @@ func (w *window) totals(now time.Duration) Counters {
 	if w.timed() {
 		w.advance(w.index(now))
 	}
+	return w.counters()
+}
+
+// counters returns the totals as of the window's head, without moving it.
+func (w *window) counters() Counters {
 	return Counters{Calls: w.calls, Failures: w.failures, SlowCalls: w.slow}
 }
 
