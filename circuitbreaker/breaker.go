@@ -27,7 +27,7 @@ type Breaker struct {
 	// cache lines that nothing written per call shares: this padding keeps
 	// the end of whatever object the allocator put before the Breaker off
 	// word's line (objects of this size are not 64-byte aligned).
-	_ [64]byte
+	_ [cacheLine]byte
 
 	word atomic.Uint64
 

@@ -39,9 +39,9 @@ type consecutive struct {
 	// so the padding gives it a cache line of its own: a neighbouring
 	// object written per call would otherwise make parallel successes
 	// contend (false sharing).
-	_   [64]byte
+	_   [cacheLine]byte
 	run atomic.Int64
-	_   [56]byte
+	_   [cacheLine - 8]byte
 
 	failures, successes int
 }

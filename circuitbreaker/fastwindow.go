@@ -85,7 +85,7 @@ const (
 // also keeps the adjacent-line prefetcher from pairing two).
 type stripe struct {
 	n atomic.Uint64
-	_ [120]byte
+	_ [2*cacheLine - 8]byte
 }
 
 func newFastWindow(w *window, minCalls int, ratio float64) *fastWindow {
