@@ -45,14 +45,13 @@ type GroupConfig struct {
 // Group behaves as NewGroup(GroupConfig{}). A Group is safe for concurrent
 // use and must not be copied after first use.
 type Group[K comparable] struct {
-	cfg      Config
-	maxKeys  int
-	idle     time.Duration
+	cfg     Config
+	maxKeys int
+	idle    time.Duration
+	// overflow is the breaker shared by the keys past maxKeys; its
+	// monotonic clock (cfg.Clock's or the system's) also measures the
+	// group's idle times (mono).
 	overflow *Breaker
-	// base and origin are the origin of the group's monotonic readings
-	// (mono), from the system's clock or cfg.Clock, as in Breaker.
-	base   time.Time
-	origin time.Duration
 
 	// keys maps each held key to its *groupEntry[K]. It is read without
 	// mu; it is written only with mu held, together with ring.
@@ -65,8 +64,8 @@ type Group[K comparable] struct {
 	// hand is the index in ring where the next search for room starts.
 	// Guarded by mu.
 	hand int
-	// looked is when the group last looked at every key for idleness, in
-	// nanoseconds since base. Guarded by mu.
+	// looked is when the group last looked at every key for idleness, a
+	// mono reading. Guarded by mu.
 	looked int64
 	// dropped holds the breakers dropped and not yet reported to the
 	// Observer as removed, when the breakers have an Observer. Guarded by
@@ -82,8 +81,8 @@ type groupEntry[K comparable] struct {
 	// write per look, not one per call.
 	used atomic.Bool
 	// seen is when the group last knew the entry used: when it was added,
-	// or the last look that found used set, in nanoseconds since
-	// Group.base. Guarded by Group.mu.
+	// or the last look that found used set, a Group.mono reading.
+	// Guarded by Group.mu.
 	seen int64
 }
 
@@ -118,11 +117,6 @@ func (g *Group[K]) init(cfg GroupConfig) error {
 	g.maxKeys = orDefault(cfg.MaxKeys, DefaultGroupMaxKeys)
 	g.idle = orDefault(cfg.IdleTimeout, DefaultGroupIdleTimeout)
 	g.overflow = overflow
-	if c := cfg.Breaker.Clock; c != nil {
-		g.origin = c.Monotonic()
-	} else {
-		g.base = time.Now()
-	}
 	return nil
 }
 
@@ -138,14 +132,10 @@ func (g *Group[K]) setUp() {
 	}
 }
 
-// mono returns the monotonic time since the group's origin in nanoseconds,
-// on the Breaker config's Clock or the system's monotonic clock.
-func (g *Group[K]) mono() int64 {
-	if c := g.cfg.Clock; c != nil {
-		return int64(c.Monotonic() - g.origin)
-	}
-	return int64(time.Since(g.base))
-}
+// mono returns the monotonic time in nanoseconds on the overflow
+// breaker's clock, the Breaker config's Clock or the system's. Called on a
+// group that is set up.
+func (g *Group[K]) mono() int64 { return g.overflow.mono() }
 
 // Breaker returns the breaker for key, creating it if needed. Use it for
 // the call at hand only: the group may drop it later.
