@@ -184,9 +184,10 @@ func (f *fastWindow) arm(now time.Duration) {
 		return
 	}
 	idx := f.w.index(now)
-	boundary := time.Duration((idx + 1) * f.w.width)
+	start := time.Duration(idx * f.w.width)
+	boundary := start + time.Duration(f.w.width)
 	gen := f.gen
-	if near := boundary - f.lead; now < near && now >= time.Duration(idx*f.w.width)+f.lead {
+	if near := boundary - f.lead; now < near && now >= start+f.lead {
 		f.phase = phaseCached
 		f.stamp = (f.stamp + 1) & stampMask
 		f.stamps[f.stamp%uint64(len(f.stamps))] = stamped{stamp: f.stamp, idx: idx, valid: true}
@@ -196,8 +197,8 @@ func (f *fastWindow) arm(now time.Duration) {
 	// Near a boundary: closed until lead after the next one starts.
 	f.phase = phaseNear
 	next := boundary + f.lead
-	if now < time.Duration(idx*f.w.width)+f.lead {
-		next = time.Duration(idx*f.w.width) + f.lead // just after this one
+	if now < start+f.lead {
+		next = start + f.lead // just after this one
 	}
 	f.timer = f.after(next-now, func() { f.tock(gen) })
 }
