@@ -108,6 +108,37 @@ func TestLayer_EV12_DurationWhenThePolicyTimesCalls(t *testing.T) {
 	})
 }
 
+func TestLayer_EV12_ProbeDuration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec observetest.Recorder
+		b := newBreaker(t, circuitbreaker.Config{
+			Name:         "db",
+			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
+			ResetTimeout: time.Second,
+			Observer:     &rec,
+		})
+		svc := circuitbreaker.Wrap(rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
+			time.Sleep(d)
+			return "ok", nil
+		}), b)
+		_, _ = svc.Call(t.Context(), 2*time.Second) // slow: trips
+		time.Sleep(time.Second)
+		_, err := svc.Call(t.Context(), 300*time.Millisecond) // the probe
+		require.NoError(t, err)
+		var calls []observe.Event
+		for _, e := range rec.Events() {
+			if e.Kind != observe.Transition {
+				calls = append(calls, e)
+			}
+		}
+		require.Equal(t, []observe.Event{
+			{Source: observe.Breaker, Name: "db", Kind: observe.Success, Duration: 2 * time.Second},
+			{Source: observe.Breaker, Name: "db", Kind: observe.Success, Duration: 300 * time.Millisecond},
+		}, calls)
+		require.Equal(t, circuitbreaker.Closed, b.State().State)
+	})
+}
+
 func TestLayer_EV12_PanicIsAFailure(t *testing.T) {
 	var rec observetest.Recorder
 	b := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: &rec})
