@@ -95,7 +95,12 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 			return resp, err
 		}
 		if s.b.set.observer != nil && s.b.timing == TimingLatency {
-			start, timed = s.b.mono(), true
+			// A Closed or ForcedClosed permit of a timed policy holds
+			// the time it was issued; a probe's is under the lock.
+			start, timed = p.aux, true
+			if stateOf(p.word) == HalfOpen {
+				start = s.b.mono()
+			}
 		}
 	}
 	normal := false
