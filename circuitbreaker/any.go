@@ -83,12 +83,7 @@ func (a *anyTracker) Probe(c Call, p Probes) Verdict {
 
 // TripCause is the reason of the policy that decided the last trip or
 // re-open, if it gives one.
-func (a *anyTracker) TripCause() error {
-	if tc, ok := a.decider.(TripCauser); ok {
-		return tc.TripCause()
-	}
-	return nil
-}
+func (a *anyTracker) TripCause() error { return tripCauseOf(a.decider) }
 
 func (a *anyTracker) Reset(s State) {
 	for _, t := range a.ts {

@@ -54,6 +54,14 @@ type TripCauser interface {
 	TripCause() error
 }
 
+// tripCauseOf returns t's TripCause, or nil if t is not a [TripCauser].
+func tripCauseOf(t Tracker) error {
+	if tc, ok := t.(TripCauser); ok {
+		return tc.TripCause()
+	}
+	return nil
+}
+
 // ClockUser is an optional interface of a [Tracker] that reads the time
 // outside Record and Probe (as the time window of [FailureRate] does). [New]
 // calls UseClock once, before the breaker is used, with the breaker's

@@ -96,8 +96,8 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 // o: the tracker's reason if o is a success and the tracker gives one,
 // else the last failure of the period (nil if none). Called with mu held.
 func (b *Breaker) tripCause(o Outcome) error {
-	if tc, ok := b.tracker.(TripCauser); ok && o == Success {
-		if cause := tc.TripCause(); cause != nil {
+	if o == Success {
+		if cause := tripCauseOf(b.tracker); cause != nil {
 			return cause
 		}
 	}

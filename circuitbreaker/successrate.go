@@ -64,12 +64,7 @@ func (s *successRate) Probe(_ Call, p Probes) Verdict {
 // TripCause forwards the Trip tracker's reason for a trip on a success
 // (WantsSuccess and the rest are forwarded by embedding). The probe rule
 // of SuccessRate re-opens only on a failure.
-func (s *successRate) TripCause() error {
-	if tc, ok := s.Tracker.(TripCauser); ok {
-		return tc.TripCause()
-	}
-	return nil
-}
+func (s *successRate) TripCause() error { return tripCauseOf(s.Tracker) }
 
 // CountSuccess forwards to the Trip tracker, if it counts successes
 // without the breaker's lock.
