@@ -94,9 +94,7 @@ func (a *anyTracker) Reset(s State) {
 // UseClock gives the breaker's clock to every policy that reads it.
 func (a *anyTracker) UseClock(c clock.Clock) {
 	for _, t := range a.ts {
-		if u, ok := t.(ClockUser); ok {
-			u.UseClock(c)
-		}
+		useClock(t, c)
 	}
 }
 

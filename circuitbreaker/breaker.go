@@ -166,9 +166,7 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	} else {
 		b.base = time.Now()
 	}
-	if u, ok := tracker.(ClockUser); ok {
-		u.UseClock((*breakerClock)(b))
-	}
+	useClock(tracker, (*breakerClock)(b))
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
 	w := uint64(flagMade)

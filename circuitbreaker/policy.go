@@ -72,6 +72,13 @@ type ClockUser interface {
 	UseClock(c clock.Clock)
 }
 
+// useClock gives c to t if t is a [ClockUser].
+func useClock(t Tracker, c clock.Clock) {
+	if u, ok := t.(ClockUser); ok {
+		u.UseClock(c)
+	}
+}
+
 // Timing is the set of clock readings a [Tracker] asks for.
 type Timing uint8
 

@@ -74,8 +74,4 @@ func (s *successRate) CountSuccess() bool {
 }
 
 // UseClock gives the breaker's clock to the Trip tracker if it reads it.
-func (s *successRate) UseClock(c clock.Clock) {
-	if u, ok := s.Tracker.(ClockUser); ok {
-		u.UseClock(c)
-	}
-}
+func (s *successRate) UseClock(c clock.Clock) { useClock(s.Tracker, c) }
