@@ -52,7 +52,9 @@ func TestWrapTwins_CB4_CB18_GuardAsTheirLayers(t *testing.T) {
 			assert.Equal(t, "ok:bad", resp)
 			assert.Equal(t, circuitbreaker.Open, b.State().State)
 			_, err = svc.Call(t.Context(), "bad")
-			assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+			var oe *circuitbreaker.OpenError
+			require.ErrorAs(t, err, &oe)
+			assert.Same(t, circuitbreaker.ErrBadResponse, oe.Cause, "tripped by the bad response")
 		})
 	}
 
@@ -63,7 +65,10 @@ func TestWrapTwins_CB4_CB18_GuardAsTheirLayers(t *testing.T) {
 		_, err = svc.Call(t.Context(), "a")
 		assert.Same(t, errBoom, err)
 		_, err = svc.Call(t.Context(), "a")
-		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		var oe *circuitbreaker.OpenError
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, "a", oe.Name, "a's own breaker")
+		assert.Same(t, errBoom, oe.Cause)
 		_, err = svc.Call(t.Context(), "b")
 		assert.Same(t, errBoom, err, "b has its own breaker")
 	})
@@ -83,4 +88,5 @@ func TestWrapTwins_CB15_NilArguments(t *testing.T) {
 	assert.EqualError(t, err, "circuitbreaker: svc must not be nil: rampart: nil service")
 	_, err = circuitbreaker.WrapClassified[string, string](nil, &circuitbreaker.Breaker{}, nil).Call(t.Context(), "a")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "circuitbreaker: Wrap: rampart: nil service")
 }
