@@ -21,22 +21,14 @@ import (
 	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
-// netTimeout is a timeout error as the net package reports one.
-type netTimeout struct{}
-
-func (netTimeout) Error() string   { return "i/o timeout" }
-func (netTimeout) Timeout() bool   { return true }
-func (netTimeout) Temporary() bool { return true }
-
 func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) {
-	var _ net.Error = netTimeout{}
 	tests := []struct {
 		name string
 		errs []error
 		want bool
 	}{
-		{name: "every attempt timed out", errs: []error{context.DeadlineExceeded, fmt.Errorf("read: %w", netTimeout{})}, want: true},
-		{name: "one attempt timed out", errs: []error{errors.New("reset"), netTimeout{}}, want: true},
+		{name: "every attempt timed out", errs: []error{context.DeadlineExceeded, fmt.Errorf("read: %w", os.ErrDeadlineExceeded)}, want: true},
+		{name: "one attempt timed out", errs: []error{errors.New("reset"), os.ErrDeadlineExceeded}, want: true},
 		{name: "no timeout", errs: []error{errors.New("reset"), context.Canceled}, want: false},
 	}
 	for _, tt := range tests {

@@ -210,27 +210,19 @@ func TestRetry_RT10_RefundCountsExactly(t *testing.T) {
 	})
 }
 
-// netTimeout is a timeout error as the net package reports one.
-type netTimeout struct{}
-
-func (netTimeout) Error() string   { return "i/o timeout" }
-func (netTimeout) Timeout() bool   { return true }
-func (netTimeout) Temporary() bool { return true }
-
 func TestRetry_ErrorsThatWrapATimeoutAreTimeouts(t *testing.T) {
-	var _ net.Error = netTimeout{}
 	tests := []struct {
 		name string
 		err  error
 		want bool
 	}{
-		{name: "last error is a net timeout", err: &retry.ExhaustedError{Attempts: 2, Err: fmt.Errorf("dial: %w", netTimeout{}), Reason: retry.ErrMaxAttempts}, want: true},
+		{name: "last error is a net timeout", err: &retry.ExhaustedError{Attempts: 2, Err: fmt.Errorf("dial: %w", os.ErrDeadlineExceeded), Reason: retry.ErrMaxAttempts}, want: true},
 		{name: "last error is a deadline", err: &retry.ExhaustedError{Attempts: 2, Err: context.DeadlineExceeded, Reason: retry.ErrBudgetExhausted}, want: true},
 		{name: "caller's deadline ended the loop", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: context.DeadlineExceeded}, want: true},
 		{name: "plain failure", err: &retry.ExhaustedError{Attempts: 3, Err: errors.New("reset"), Reason: retry.ErrMaxAttempts}, want: false},
 		{name: "next attempt past the deadline", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: retry.ErrDeadline}, want: false},
 		{name: "cancelled", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: context.Canceled}, want: false},
-		{name: "permanent timeout", err: retry.Permanent(netTimeout{}), want: true},
+		{name: "permanent timeout", err: retry.Permanent(os.ErrDeadlineExceeded), want: true},
 		{name: "permanent failure", err: retry.Permanent(errors.New("bad request")), want: false},
 	}
 	for _, tt := range tests {
