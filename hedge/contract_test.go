@@ -84,21 +84,6 @@ func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
 	})
 }
 
-func TestHedge_RT10_SentCopiesAreNotRefunded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		bk := newBackend(step{latency: 100 * ms}, step{latency: 5 * ms})
-		b := budgettest.New(10)
-		svc := newHedged(t, bk, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms})
-
-		resp, err, took := call(svc, t.Context())
-
-		require.NoError(t, err)
-		assert.Equal(t, "req#1", resp)
-		assert.Equal(t, 15*ms, took)
-		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, b.Counts(), "no refund")
-	})
-}
-
 // hedge and retry follow one rule for MaxAttempts: 0 is the default, 1
 // disables, and above the package's MaxAttemptsLimit is an error, never
 // clamped.
