@@ -175,7 +175,7 @@ type policy[Req, Resp any] struct {
 	maxAttempts int
 	backoff     Backoff
 	retryable   func(Resp, error) bool
-	budget      Budget
+	budget      Budget   // never nil: newPolicy makes a default one
 	refunder    Refunder // budget as a Refunder, or nil
 	hint        func(Resp, error) (time.Duration, bool)
 	maxHint     time.Duration
@@ -340,9 +340,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		var zero Resp
 		return zero, ctxerr.Reason(ctx)
 	}
-	if s.p.budget != nil {
-		s.p.budget.Deposit()
-	}
+	s.p.budget.Deposit()
 	resp, err := s.inner.Call(ctx, req)
 	if s.p.maxAttempts == 1 || !s.p.wantsRetry(resp, err) {
 		if s.p.obs != nil && err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
@@ -416,7 +414,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if deadline, ok := ctx.Deadline(); ok && p.clock == nil && time.Until(deadline) <= d {
 			return p.stop(ctx, resp, err, attempt, ErrDeadline)
 		}
-		if p.budget != nil && !p.budget.Withdraw() {
+		if !p.budget.Withdraw() {
 			return p.stop(ctx, resp, err, attempt, ErrBudgetExhausted)
 		}
 		if p.obs != nil {
