@@ -13,6 +13,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -305,13 +306,7 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("retry: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("retry", svc, l, err)
 }
 
 type layer[Req, Resp any] struct {
