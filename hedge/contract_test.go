@@ -19,6 +19,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 )
 
 func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) {
@@ -44,21 +45,32 @@ func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) 
 	}
 }
 
-func TestHedge_WrapOfANilServiceIsAnError(t *testing.T) {
-	svc, err := hedge.Wrap[string, string](nil, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)})
-	assert.Nil(t, svc)
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "hedge: svc must not be nil: rampart: nil service")
-}
-
-func TestHedge_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
-	l, err := hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)})
-	require.NoError(t, err)
-	svc := l.Wrap(nil)
-	require.NotNil(t, svc)
-	_, err = svc.Call(t.Context(), "req")
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "hedge: Wrap: rampart: nil service")
+// A nil service fails with an error matching rampart.ErrNilService: at
+// construction through Wrap, on every call through a layer's Wrap.
+func TestHedge_NilService(t *testing.T) {
+	cfg := hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)}
+	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
+		{
+			Name: "Wrap of nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				svc, err := hedge.Wrap[string, string](nil, cfg)
+				assert.Nil(t, svc)
+				return svc, err
+			},
+			Want:       "hedge: svc must not be nil: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := hedge.NewLayer(cfg)
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "hedge: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
 }
 
 func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
