@@ -439,18 +439,19 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			lastErr = err
 		}
 		resp, err = s.inner.Call(ctx, req)
-		if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+		open := err != nil && errors.Is(err, circuitbreaker.ErrOpen)
+		if open {
 			p.refund() // the breaker refused the retry: it was not sent
 		}
 		// A breaker's rejection matches its cause (a timeout, say), which
 		// may match the caller's context error too: it is still a
 		// rejection, returned as it is below.
-		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && !errors.Is(err, circuitbreaker.ErrOpen) {
+		if !open && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			continue // the caller gave up during the attempt; reported above
 		}
 		if !p.wantsRetry(resp, err) {
 			var why error
-			if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+			if open {
 				why = err
 			}
 			p.end(ctx, attempt+1, why)
