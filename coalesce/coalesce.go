@@ -119,13 +119,7 @@ func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req]) 
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], key func(Req) string) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer[Req, Resp](key)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("coalesce: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("coalesce", svc, l, err)
 }
 
 type group[Req, Resp any] struct {

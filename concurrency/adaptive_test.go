@@ -334,31 +334,34 @@ func TestAdaptive_LM8_ReleaseIgnoresZeroAndExtra(t *testing.T) {
 }
 
 func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
-	l := fixedAdaptive(t, 1, 0)
-	release := make(chan struct{})
-	var calls atomic.Int64
-	svc, err := concurrency.Wrap(blocking(release, &calls), l, concurrency.Reject)
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		got, err := svc.Call(context.Background(), 1)
-		assert.NoError(t, err)
-		assert.Equal(t, 10, got)
-	})
-	require.Eventually(t, func() bool { return calls.Load() == 1 }, time.Second, time.Millisecond)
-	_, err = svc.Call(context.Background(), 2)
-	var le *concurrency.LimitedError
-	require.ErrorAs(t, err, &le)
-	assert.Equal(t, time.Duration(0), le.RetryDelay(), "no window closed yet")
-	assert.Equal(t, int64(1), calls.Load())
+	synctest.Test(t, func(t *testing.T) {
+		l := fixedAdaptive(t, 1, 0)
+		release := make(chan struct{})
+		var calls atomic.Int64
+		svc, err := concurrency.Wrap(blocking(release, &calls), l, concurrency.Reject)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			got, err := svc.Call(context.Background(), 1)
+			assert.NoError(t, err)
+			assert.Equal(t, 10, got)
+		})
+		synctest.Wait()
+		require.Equal(t, int64(1), calls.Load(), "the first call holds the only slot")
+		_, err = svc.Call(context.Background(), 2)
+		var le *concurrency.LimitedError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, time.Duration(0), le.RetryDelay(), "no window closed yet")
+		assert.Equal(t, int64(1), calls.Load())
 
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = svc.Call(ctx, 3)
-	assert.ErrorIs(t, err, context.Canceled)
-	close(release)
-	wg.Wait()
-	assert.Equal(t, 0, l.InFlight())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err = svc.Call(ctx, 3)
+		assert.ErrorIs(t, err, context.Canceled)
+		close(release)
+		wg.Wait()
+		assert.Equal(t, 0, l.InFlight())
+	})
 }
 
 func TestAdaptiveLayer_LM9_WaitAndPanicFreeSlot(t *testing.T) {

@@ -38,6 +38,17 @@ func build(t *testing.T, l *concurrency.Limiter, mode concurrency.Mode, inner ra
 	return rampart.NewBuilder[int, int]().Layer(layer).Service(inner)
 }
 
+// buildBlocking returns a limiter of max slots and a service it limits in
+// mode whose calls block until release is closed or receives, counted in calls.
+func buildBlocking(t *testing.T, max int, mode concurrency.Mode) (*concurrency.Limiter, rampart.Service[int, int], chan struct{}, *atomic.Int64) {
+	t.Helper()
+	l, err := concurrency.New(max)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	calls := new(atomic.Int64)
+	return l, build(t, l, mode, blocking(release, calls)), release, calls
+}
+
 func TestNew_RejectsBadMax(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -67,11 +78,7 @@ func TestNewLayer_RejectsBadArguments(t *testing.T) {
 
 func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := concurrency.New(2)
-		require.NoError(t, err)
-		release := make(chan struct{})
-		var calls atomic.Int64
-		svc := build(t, l, concurrency.Reject, blocking(release, &calls))
+		l, svc, release, calls := buildBlocking(t, 2, concurrency.Reject)
 
 		var wg sync.WaitGroup
 		for i := range 2 {
@@ -132,18 +139,14 @@ func TestLayer_Wait_GetsSlotWhenOneFrees(t *testing.T) {
 
 func TestLayer_Wait_BoundedByContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := concurrency.New(1)
-		require.NoError(t, err)
-		release := make(chan struct{})
-		var calls atomic.Int64
-		svc := build(t, l, concurrency.Wait, blocking(release, &calls))
+		l, svc, release, calls := buildBlocking(t, 1, concurrency.Wait)
 		go func() { _, _ = svc.Call(t.Context(), 1) }()
 		synctest.Wait()
 
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err = svc.Call(ctx, 2)
+		_, err := svc.Call(ctx, 2)
 		assert.Equal(t, 30*time.Millisecond, time.Since(start))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.NotErrorIs(t, err, concurrency.ErrLimited)

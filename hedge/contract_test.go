@@ -19,24 +19,17 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 )
 
-// netTimeout is a timeout error as the net package reports one.
-type netTimeout struct{}
-
-func (netTimeout) Error() string   { return "i/o timeout" }
-func (netTimeout) Timeout() bool   { return true }
-func (netTimeout) Temporary() bool { return true }
-
 func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) {
-	var _ net.Error = netTimeout{}
 	tests := []struct {
 		name string
 		errs []error
 		want bool
 	}{
-		{name: "every attempt timed out", errs: []error{context.DeadlineExceeded, fmt.Errorf("read: %w", netTimeout{})}, want: true},
-		{name: "one attempt timed out", errs: []error{errors.New("reset"), netTimeout{}}, want: true},
+		{name: "every attempt timed out", errs: []error{context.DeadlineExceeded, fmt.Errorf("read: %w", os.ErrDeadlineExceeded)}, want: true},
+		{name: "one attempt timed out", errs: []error{errors.New("reset"), os.ErrDeadlineExceeded}, want: true},
 		{name: "no timeout", errs: []error{errors.New("reset"), context.Canceled}, want: false},
 	}
 	for _, tt := range tests {
@@ -52,21 +45,32 @@ func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) 
 	}
 }
 
-func TestHedge_WrapOfANilServiceIsAnError(t *testing.T) {
-	svc, err := hedge.Wrap[string, string](nil, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)})
-	assert.Nil(t, svc)
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "hedge: svc must not be nil: rampart: nil service")
-}
-
-func TestHedge_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
-	l, err := hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)})
-	require.NoError(t, err)
-	svc := l.Wrap(nil)
-	require.NotNil(t, svc)
-	_, err = svc.Call(t.Context(), "req")
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "hedge: Wrap: rampart: nil service")
+// A nil service fails with an error matching rampart.ErrNilService: at
+// construction through Wrap, on every call through a layer's Wrap.
+func TestHedge_NilService(t *testing.T) {
+	cfg := hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)}
+	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
+		{
+			Name: "Wrap of nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				svc, err := hedge.Wrap[string, string](nil, cfg)
+				assert.Nil(t, svc)
+				return svc, err
+			},
+			Want:       "hedge: svc must not be nil: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := hedge.NewLayer(cfg)
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "hedge: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
 }
 
 func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
@@ -89,21 +93,6 @@ func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
 		assert.Equal(t, "slow", resp)
 		assert.Equal(t, int32(2), calls.Load())
 		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1, Refunds: 1}, b.Counts(), "the copy the breaker refused gave its token back")
-	})
-}
-
-func TestHedge_RT10_SentCopiesAreNotRefunded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		bk := newBackend(step{latency: 100 * ms}, step{latency: 5 * ms})
-		b := budgettest.New(10)
-		svc := newHedged(t, bk, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms})
-
-		resp, err, took := call(svc, t.Context())
-
-		require.NoError(t, err)
-		assert.Equal(t, "req#1", resp)
-		assert.Equal(t, 15*ms, took)
-		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, b.Counts(), "no refund")
 	})
 }
 

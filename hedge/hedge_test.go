@@ -47,7 +47,7 @@ func TestHedge_FastHedgeWinsAndPrimaryIsCancelled(t *testing.T) {
 		assert.Equal(t, 15*ms, took)
 		assert.Zero(t, b.inflight.Load(), "an attempt outlived the call (TO3)")
 		assert.Equal(t, []string{"0s start 0", "10ms start 1", "15ms answer 1", "15ms cancelled 0"}, b.Log())
-		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, budget.Counts())
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1}, budget.Counts(), "a copy that was sent is not refunded (RT10)")
 	})
 }
 

@@ -162,9 +162,11 @@ func TestRecorder_NilServiceAndRecorder(t *testing.T) {
 	defer rec.Close()
 	_, err = record.NewLayer[string, string](rec).Wrap(nil).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "record: Wrap: rampart: nil service")
 	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil })
 	_, err = record.NewLayer[string, string](nil).Wrap(ok).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "record: NewLayer's Recorder: rampart: nil service")
 }
 
 // Recording a call allocates nothing.
@@ -211,14 +213,19 @@ func BenchmarkRecorder(b *testing.B) {
 // arguments: a nil service or Recorder fails each call.
 func TestWrap_SameAsTheLayers(t *testing.T) {
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
-	for name, svc := range map[string]rampart.Service[int, int]{
-		"Wrap nil service":       record.Wrap[int, int](nil, nil),
-		"WrapKeyed nil service":  record.WrapKeyed[int, int](nil, nil, nil),
-		"Wrap nil Recorder":      record.Wrap(ok, nil),
-		"WrapKeyed nil Recorder": record.WrapKeyed(ok, nil, func(int) string { return "k" }),
+	for _, tc := range []struct {
+		name string
+		svc  rampart.Service[int, int]
+		want string
+	}{
+		{"Wrap nil service", record.Wrap[int, int](nil, nil), "record: Wrap: rampart: nil service"},
+		{"WrapKeyed nil service", record.WrapKeyed[int, int](nil, nil, nil), "record: Wrap: rampart: nil service"},
+		{"Wrap nil Recorder", record.Wrap(ok, nil), "record: NewLayer's Recorder: rampart: nil service"},
+		{"WrapKeyed nil Recorder", record.WrapKeyed(ok, nil, func(int) string { return "k" }), "record: NewLayer's Recorder: rampart: nil service"},
 	} {
-		_, err := svc.Call(t.Context(), 1)
-		assert.ErrorIs(t, err, rampart.ErrNilService, name)
+		_, err := tc.svc.Call(t.Context(), 1)
+		assert.ErrorIs(t, err, rampart.ErrNilService, tc.name)
+		assert.EqualError(t, err, tc.want, tc.name)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -210,27 +211,19 @@ func TestRetry_RT10_RefundCountsExactly(t *testing.T) {
 	})
 }
 
-// netTimeout is a timeout error as the net package reports one.
-type netTimeout struct{}
-
-func (netTimeout) Error() string   { return "i/o timeout" }
-func (netTimeout) Timeout() bool   { return true }
-func (netTimeout) Temporary() bool { return true }
-
 func TestRetry_ErrorsThatWrapATimeoutAreTimeouts(t *testing.T) {
-	var _ net.Error = netTimeout{}
 	tests := []struct {
 		name string
 		err  error
 		want bool
 	}{
-		{name: "last error is a net timeout", err: &retry.ExhaustedError{Attempts: 2, Err: fmt.Errorf("dial: %w", netTimeout{}), Reason: retry.ErrMaxAttempts}, want: true},
+		{name: "last error is a net timeout", err: &retry.ExhaustedError{Attempts: 2, Err: fmt.Errorf("dial: %w", os.ErrDeadlineExceeded), Reason: retry.ErrMaxAttempts}, want: true},
 		{name: "last error is a deadline", err: &retry.ExhaustedError{Attempts: 2, Err: context.DeadlineExceeded, Reason: retry.ErrBudgetExhausted}, want: true},
 		{name: "caller's deadline ended the loop", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: context.DeadlineExceeded}, want: true},
 		{name: "plain failure", err: &retry.ExhaustedError{Attempts: 3, Err: errors.New("reset"), Reason: retry.ErrMaxAttempts}, want: false},
 		{name: "next attempt past the deadline", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: retry.ErrDeadline}, want: false},
 		{name: "cancelled", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: context.Canceled}, want: false},
-		{name: "permanent timeout", err: retry.Permanent(netTimeout{}), want: true},
+		{name: "permanent timeout", err: retry.Permanent(os.ErrDeadlineExceeded), want: true},
 		{name: "permanent failure", err: retry.Permanent(errors.New("bad request")), want: false},
 	}
 	for _, tt := range tests {
@@ -245,21 +238,32 @@ func TestRetry_ErrorsThatWrapATimeoutAreTimeouts(t *testing.T) {
 	}
 }
 
-func TestRetry_WrapOfANilServiceIsAnError(t *testing.T) {
-	svc, err := retry.Wrap[string, string](nil, retry.Config[string, string]{})
-	assert.Nil(t, svc)
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "retry: svc must not be nil: rampart: nil service")
-}
-
-func TestRetry_LayerWrapOfANilServiceFailsEachCall(t *testing.T) {
-	l, err := retry.NewLayer(retry.Config[string, string]{})
-	require.NoError(t, err)
-	svc := l.Wrap(nil)
-	require.NotNil(t, svc)
-	_, err = svc.Call(t.Context(), "req")
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "retry: Wrap: rampart: nil service")
+// A nil service fails with an error matching rampart.ErrNilService: at
+// construction through Wrap, on every call through a layer's Wrap.
+func TestRetry_NilService(t *testing.T) {
+	cfg := retry.Config[string, string]{}
+	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
+		{
+			Name: "Wrap of nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				svc, err := retry.Wrap[string, string](nil, cfg)
+				assert.Nil(t, svc)
+				return svc, err
+			},
+			Want:       "retry: svc must not be nil: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := retry.NewLayer(cfg)
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "retry: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
 }
 
 func TestRetry_ZeroErrorsDoNotPanic(t *testing.T) {

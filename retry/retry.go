@@ -13,6 +13,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -175,7 +176,7 @@ type policy[Req, Resp any] struct {
 	maxAttempts int
 	backoff     Backoff
 	retryable   func(Resp, error) bool
-	budget      Budget
+	budget      Budget   // never nil: newPolicy makes a default one
 	refunder    Refunder // budget as a Refunder, or nil
 	hint        func(Resp, error) (time.Duration, bool)
 	maxHint     time.Duration
@@ -305,13 +306,7 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 // error matching [rampart.ErrNilService] when svc is nil.
 func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
 	l, err := NewLayer(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, fmt.Errorf("retry: svc must not be nil: %w", rampart.ErrNilService)
-	}
-	return l.Wrap(svc), nil
+	return wrap.Service("retry", svc, l, err)
 }
 
 type layer[Req, Resp any] struct {
@@ -340,9 +335,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		var zero Resp
 		return zero, ctxerr.Reason(ctx)
 	}
-	if s.p.budget != nil {
-		s.p.budget.Deposit()
-	}
+	s.p.budget.Deposit()
 	resp, err := s.inner.Call(ctx, req)
 	if s.p.maxAttempts == 1 || !s.p.wantsRetry(resp, err) {
 		if s.p.obs != nil && err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
@@ -416,7 +409,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if deadline, ok := ctx.Deadline(); ok && p.clock == nil && time.Until(deadline) <= d {
 			return p.stop(ctx, resp, err, attempt, ErrDeadline)
 		}
-		if p.budget != nil && !p.budget.Withdraw() {
+		if !p.budget.Withdraw() {
 			return p.stop(ctx, resp, err, attempt, ErrBudgetExhausted)
 		}
 		if p.obs != nil {
@@ -446,18 +439,19 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			lastErr = err
 		}
 		resp, err = s.inner.Call(ctx, req)
-		if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+		open := err != nil && errors.Is(err, circuitbreaker.ErrOpen)
+		if open {
 			p.refund() // the breaker refused the retry: it was not sent
 		}
 		// A breaker's rejection matches its cause (a timeout, say), which
 		// may match the caller's context error too: it is still a
 		// rejection, returned as it is below.
-		if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) && !errors.Is(err, circuitbreaker.ErrOpen) {
+		if !open && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			continue // the caller gave up during the attempt; reported above
 		}
 		if !p.wantsRetry(resp, err) {
 			var why error
-			if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+			if open {
 				why = err
 			}
 			p.end(ctx, attempt+1, why)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
+
+	"github.com/rampart-go/rampart/internal/ctxerr"
 )
 
 // States of an abandonable call. The caller and the call's goroutine race
@@ -47,7 +49,7 @@ func (s *service[Req, Resp]) callAbandon(parent context.Context, req Req, b boun
 			cancel()
 			var zero Resp
 			if parent.Err() != nil {
-				return zero, callerErr(parent)
+				return zero, ctxerr.Reason(parent)
 			}
 			// tctx is done and its parent is not: the layer's deadline fired.
 			s.l.fired(parent, b.timeout)
@@ -112,17 +114,6 @@ func (s *service[Req, Resp]) run(ctx context.Context, req Req, c *call[Resp]) {
 	}()
 	c.resp, c.err = s.inner.Call(ctx, req)
 	normal = true
-}
-
-// callerErr reports why the caller's context ended: ctx.Err(), wrapped
-// with the caller's cause when it gave one (context.WithCancelCause), so
-// that errors.Is finds both.
-func callerErr(ctx context.Context) error {
-	err := ctx.Err()
-	if cause := context.Cause(ctx); cause != err {
-		return fmt.Errorf("%w: %w", err, cause)
-	}
-	return err
 }
 
 // panicError carries a panic from an abandonable call's goroutine to the

@@ -274,7 +274,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 }
 
 // context returns the inner call's context: with the layer's deadline on
-// the system's clock (context.WithTimeoutCause, with the deadline computed
+// the system's clock (context.WithDeadlineCause, with the deadline computed
 // in Call), or cancelled with the same cause by a timer of the supplied
 // clock.
 func (b *bounds) context(parent context.Context) (context.Context, context.CancelFunc) {
