@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -237,7 +237,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		return s, fmt.Errorf("hedge: Hedgeable must not be nil (hedge only requests that are safe to repeat; return true to hedge all)")
 	case c.Budget == nil:
 		return s, fmt.Errorf("hedge: Budget must not be nil (every hedge must be bounded; a Budget whose Withdraw returns true removes the bound)")
-	case isNilPointer(c.Budget):
+	case nilvalue.Is(c.Budget):
 		return s, fmt.Errorf("hedge: Budget must not be a nil pointer, got %T(nil)", c.Budget)
 	case c.MaxAttempts < 0 || c.MaxAttempts > MaxAttemptsLimit:
 		return s, fmt.Errorf("hedge: MaxAttempts must be 0 (the default, %d) or between 1 and %d, got %d", DefaultMaxAttempts, MaxAttemptsLimit, c.MaxAttempts)
@@ -272,15 +272,4 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		s.minSamples = min(DefaultMinSamples, s.window)
 	}
 	return s, nil
-}
-
-// isNilPointer reports whether v holds a nil pointer, so that a nil
-// *budget.Budget is refused when the layer is built rather than when the
-// first call dereferences it.
-func isNilPointer(v any) bool {
-	if v == nil {
-		return false
-	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -79,7 +79,7 @@ func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error)
 	if r == nil {
 		return nil, errors.New("loadshed: readiness must not be nil")
 	}
-	if v := reflect.ValueOf(r); (v.Kind() == reflect.Pointer || v.Kind() == reflect.Func) && v.IsNil() {
+	if nilvalue.Is(r) {
 		return nil, fmt.Errorf("loadshed: readiness must not be a nil %T", r)
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"time"
 
 	"github.com/rampart-go/rampart"
@@ -13,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -214,7 +214,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 	switch {
 	case p.backoff == nil:
 		p.backoff = defaultBackoff
-	case isNilValue(p.backoff):
+	case nilvalue.Is(p.backoff):
 		return nil, fmt.Errorf("retry: Backoff must not be a nil func or pointer, got %T(nil)", p.backoff)
 	}
 	switch {
@@ -224,21 +224,11 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 			return nil, fmt.Errorf("retry: the default Budget: %w", err)
 		}
 		p.budget = b
-	case isNilValue(p.budget):
+	case nilvalue.Is(p.budget):
 		return nil, fmt.Errorf("retry: Budget must not be a nil pointer, got %T(nil)", p.budget)
 	}
 	p.refunder, _ = p.budget.(Refunder)
 	return p, nil
-}
-
-// isNilValue reports whether v holds a nil pointer or func: an interface
-// that is not nil but whose method calls would dereference nil.
-func isNilValue(v any) bool {
-	if v == nil {
-		return false
-	}
-	rv := reflect.ValueOf(v)
-	return (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Func) && rv.IsNil()
 }
 
 // NewLayer returns a layer that retries failed calls as cfg says.
