@@ -197,5 +197,5 @@ func TestNewRoundTripper_HT2_NilServiceFailsEachRequest(t *testing.T) {
 	c := &http.Client{Transport: ramparthttp.NewRoundTripper(nil)}
 	_, err := c.Get("http://backend/x")
 	require.ErrorIs(t, err, rampart.ErrNilService)
-	assert.Contains(t, err.Error(), "ramparthttp: NewRoundTripper: rampart: nil service")
+	assert.EqualError(t, err, `Get "http://backend/x": ramparthttp: NewRoundTripper: rampart: nil service`)
 }
