@@ -70,8 +70,7 @@ func TestClient_NilResponseWithNilErrorIsAnError(t *testing.T) {
 	c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	resp, err := c.Get("http://backend/x")
 	assert.Nil(t, resp)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ramparthttp: ramparthttp_test.roundTripFunc returned a nil *http.Response with a nil error")
+	assert.EqualError(t, err, `Get "http://backend/x": ramparthttp: ramparthttp_test.roundTripFunc returned a nil *http.Response with a nil error`)
 }
 
 func TestClient_ResponseWithErrorKeepsOnlyTheError(t *testing.T) {
