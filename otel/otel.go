@@ -256,13 +256,6 @@ type boundBreaker struct {
 }
 
 func (b *boundBreaker) Observe(ctx context.Context, e observe.Event) {
-	if e.Kind == observe.Success { // the hot path: every successful call
-		b.calls.addSuccess()
-		if e.Duration > 0 {
-			b.o.recordDuration(ctx, e)
-		}
-		return
-	}
 	if e.Kind == observe.Removed {
 		if !b.removed.Swap(true) {
 			b.o.release(b.calls, true)

@@ -59,15 +59,15 @@ func Classify(err error) circuitbreaker.Outcome {
 }
 
 // Retryable is the default judgement of an attempt for the retry layer
-// ([RetryConfig.Retryable] when nil): it reports true for UNAVAILABLE
-// only, the code gRPC defines as "most likely a transient condition, which
-// can be corrected by retrying with a backoff", and false for a nil error
-// and every other code (a DEADLINE_EXCEEDED call may have done its work,
-// and RESOURCE_EXHAUSTED asks the client to send less). Whatever it says, the interceptors retry only the
-// methods declared safe to repeat ([RetryConfig.Methods]), never retry an
-// open breaker or the caller's cancellation, and never retry an attempt
-// whose server sent a negative or malformed grpc-retry-pushback-ms
-// trailer. It is safe for concurrent use.
+// ([RetryConfig.Retryable] when nil): it reports true for UNAVAILABLE only,
+// the code gRPC defines as "most likely a transient condition, which can be
+// corrected by retrying with a backoff", and false for a nil error and every
+// other code (a DEADLINE_EXCEEDED call may have done its work, and
+// RESOURCE_EXHAUSTED asks the client to send less). Whatever it says, the
+// interceptors retry only the methods declared safe to repeat
+// ([RetryConfig.Methods]), never retry an open breaker or the caller's
+// cancellation, and never retry an attempt whose server sent a negative or
+// malformed grpc-retry-pushback-ms trailer. It is safe for concurrent use.
 func Retryable(err error) bool {
 	return status.Code(err) == codes.Unavailable
 }

@@ -202,7 +202,8 @@ type client struct {
 	unary service // the full stack, for methods that may be repeated
 	once  service // the stack without retry and hedge
 	// budget receives a deposit for every call sent once, so that such
-	// calls still earn retries for the others.
+	// calls still earn retries for the others; never nil (newClient gives
+	// a default one).
 	budget retry.Budget
 
 	// For streams.
@@ -365,9 +366,7 @@ func (c *client) interceptUnary(ctx context.Context, method string, req, reply a
 	if r.repeat {
 		_, err = c.unary.Call(ctx, r)
 	} else {
-		if c.budget != nil {
-			c.budget.Deposit()
-		}
+		c.budget.Deposit()
 		_, err = c.once.Call(ctx, r)
 	}
 	return statusOf(err)

@@ -168,16 +168,13 @@ func (n noDeposit) Refund() {
 	}
 }
 
-// newCommitRetry returns the commit stack's retry layer.
+// newCommitRetry returns the commit stack's retry layer; cfg.Budget must
+// not be nil (newClient sets a default one).
 func newCommitRetry(cfg RetryConfig, retryable func(error) bool) (rampart.Layer[*commitCall, commitResult], error) {
-	var b retry.Budget
-	if cfg.Budget != nil {
-		b = noDeposit{cfg.Budget}
-	}
 	return retry.NewLayer(retry.Config[*commitCall, commitResult]{
 		MaxAttempts: cfg.MaxAttempts,
 		Backoff:     cfg.Backoff,
-		Budget:      b,
+		Budget:      noDeposit{cfg.Budget},
 		MaxHint:     cfg.MaxHint,
 		Retryable:   func(_ commitResult, err error) bool { return err != nil && retryable(err) },
 		Hint: func(res commitResult, _ error) (time.Duration, bool) {

@@ -104,7 +104,7 @@ type ServerConfig struct {
 //
 //	refusal                                        code                 trailer
 //	rate limit ([ratelimit.ErrLimited])            RESOURCE_EXHAUSTED   its RetryAfter
-//	concurrency limit ([concurrency.ErrLimited])         UNAVAILABLE          ServerConfig.Pushback
+//	concurrency limit ([concurrency.ErrLimited])   UNAVAILABLE          ServerConfig.Pushback
 //	load shedding ([loadshed.ErrOverloaded])       UNAVAILABLE          ServerConfig.Pushback
 //	open breaker ([circuitbreaker.ErrOpen])        UNAVAILABLE          its RetryAfter, else Pushback
 //	timeout ([timeout.ErrTimeout])                 DEADLINE_EXCEEDED    none

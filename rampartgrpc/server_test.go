@@ -229,12 +229,13 @@ func TestServer_GR13_ClientHonoursServerPushback(t *testing.T) {
 }
 
 func TestServerConfig_BadFieldsNamed(t *testing.T) {
+	const pushback = "rampartgrpc: ServerConfig.Pushback must be >= 0 (0 means DefaultPushback, 100ms), got -1ns"
 	_, err := rampartgrpc.NewUnaryServerInterceptor(rampartgrpc.ServerConfig{Pushback: -1})
-	assert.ErrorContains(t, err, "ServerConfig.Pushback must be >= 0")
+	assert.EqualError(t, err, pushback)
 	_, err = rampartgrpc.NewStreamServerInterceptor(rampartgrpc.ServerConfig{Pushback: -1})
-	assert.ErrorContains(t, err, "ServerConfig.Pushback must be >= 0")
+	assert.EqualError(t, err, pushback)
 	_, err = rampartgrpc.NewTapHandle(rampartgrpc.TapConfig{Key: rampartgrpc.KeyPeer})
-	assert.ErrorContains(t, err, "TapConfig.Key is set without TapConfig.Keyed")
+	assert.EqualError(t, err, "rampartgrpc: TapConfig.Key is set without TapConfig.Keyed")
 }
 
 func TestKeyPeer(t *testing.T) {

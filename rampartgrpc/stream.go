@@ -79,9 +79,7 @@ func NewStreamClientInterceptor(cfg ClientConfig) (grpc.StreamClientInterceptor,
 				cs = &replayStream{ClientStream: cs, ctx: ctx, call: s, retry: commit, replay: true}
 			}
 		} else {
-			if c.budget != nil {
-				c.budget.Deposit()
-			}
+			c.budget.Deposit()
 			cs, err = once.Call(ctx, s)
 		}
 		if err != nil {

@@ -35,13 +35,15 @@ func newBreaker(t *testing.T, cfg circuitbreaker.Config) *circuitbreaker.Breaker
 	return br
 }
 
-// trip opens br with one failure (its policy must trip on one).
+// trip opens br with one failure (its policy must trip on one, and its
+// ResetTimeout be Immediate), so that it is half-open: the next call is a
+// probe.
 func trip(t *testing.T, br *circuitbreaker.Breaker) {
 	t.Helper()
 	p, err := br.TryAcquire()
 	require.NoError(t, err)
 	p.Failure(errors.New("trip"))
-	require.NotEqual(t, circuitbreaker.Closed, br.State().State)
+	require.Equal(t, circuitbreaker.HalfOpen, br.State().State)
 }
 
 // sendThen sends msgs messages and ends the stream with err.

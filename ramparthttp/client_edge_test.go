@@ -70,8 +70,7 @@ func TestClient_NilResponseWithNilErrorIsAnError(t *testing.T) {
 	c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	resp, err := c.Get("http://backend/x")
 	assert.Nil(t, resp)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "ramparthttp: ramparthttp_test.roundTripFunc returned a nil *http.Response with a nil error")
+	assert.EqualError(t, err, `Get "http://backend/x": ramparthttp: ramparthttp_test.roundTripFunc returned a nil *http.Response with a nil error`)
 }
 
 func TestClient_ResponseWithErrorKeepsOnlyTheError(t *testing.T) {
@@ -197,5 +196,5 @@ func TestNewRoundTripper_HT2_NilServiceFailsEachRequest(t *testing.T) {
 	c := &http.Client{Transport: ramparthttp.NewRoundTripper(nil)}
 	_, err := c.Get("http://backend/x")
 	require.ErrorIs(t, err, rampart.ErrNilService)
-	assert.Contains(t, err.Error(), "ramparthttp: NewRoundTripper: rampart: nil service")
+	assert.EqualError(t, err, `Get "http://backend/x": ramparthttp: NewRoundTripper: rampart: nil service`)
 }

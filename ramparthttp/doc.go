@@ -89,12 +89,13 @@
 // # Server side
 //
 // [NewHandler] puts a stack of [ServerLayer]s in front of an [http.Handler],
-// so a server refuses at once what it cannot serve soon instead of letting
-// a queue build up until every request is slow. A refusal is answered with a status computed from the layer's error, never
-// a bare 500: 429 Too Many Requests for a rate limit
-// ([ratelimit.ErrLimited]); 503 Service Unavailable for a full concurrency
-// limit, load shedding, an open breaker or a timeout; with a Retry-After
-// header in whole seconds, rounded up, from the error's RetryDelay method.
+// so a server refuses at once what it cannot serve soon instead of letting a
+// queue build up until every request is slow. A refusal is answered with a
+// status computed from the layer's error, never a bare 500: 429 Too Many
+// Requests for a rate limit ([ratelimit.ErrLimited]); 503 Service Unavailable
+// for a full concurrency limit, load shedding, an open breaker or a timeout;
+// with a Retry-After header in whole seconds, rounded up, from the error's
+// RetryDelay method.
 // [HandlerConfig.OnError] can answer other errors. The request type of a
 // server stack is [Exchange], which carries the ResponseWriter with the
 // request, so any rampart layer composes in front of a handler; layers that

@@ -30,11 +30,12 @@ type RetryConfig struct {
 	// MaxAttempts.
 	Budget retry.Budget
 	// MaxHint caps the delay a Retry-After header may ask for; zero means
-	// [retry.DefaultMaxHint] (a minute). A longer Retry-After is shortened
-	// to MaxHint, not obeyed: the request is retried after MaxHint, sooner
-	// than the server asked. A number of seconds too large to represent is
-	// such a longer one, never a malformed header. Give requests a deadline, and a Retry-After
-	// that lands past it ends the retries at once with the response.
+	// [retry.DefaultMaxHint] (a minute). A longer Retry-After is shortened to
+	// MaxHint, not obeyed: the request is retried after MaxHint, sooner than
+	// the server asked. A number of seconds too large to represent is such a
+	// longer one, never a malformed header. Give requests a deadline, and a
+	// Retry-After that lands past it ends the retries at once with the
+	// response.
 	MaxHint time.Duration
 	// Retryable reports whether an attempt's outcome is worth retrying:
 	// its response, or the error the transport (or a layer below) returned.

@@ -16,8 +16,8 @@ import (
 	"github.com/rampart-go/rampart/ramparthttp"
 )
 
-// The zero Handler, and a nil *Handler, answer every request with a 500
-// naming what is wrong instead of panicking.
+// The zero Handler, and a nil *Handler, answer every request with a bare
+// 500 instead of panicking.
 func TestHandler_ZeroValueAnswers500(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -77,4 +77,21 @@ func TestLayers_WrapNilFailsEachCall(t *testing.T) {
 func TestNewTransport_AttemptTimeoutMessageStatesAcceptedValues(t *testing.T) {
 	_, err := ramparthttp.NewTransport(ramparthttp.Config{AttemptTimeout: -time.Second})
 	assert.EqualError(t, err, "ramparthttp: Config.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
+}
+
+// A breaker layer over a nil *Breaker fails each call with an error naming
+// it, without sending the request, instead of panicking.
+func TestBreakerLayer_NilBreakerFailsEachCallUnsent(t *testing.T) {
+	sent := 0
+	base := rampart.ServiceFunc[*http.Request, *http.Response](func(context.Context, *http.Request) (*http.Response, error) {
+		sent++
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	})
+	svc := ramparthttp.BreakerLayer(nil).Wrap(base)
+	for range 2 {
+		resp, err := svc.Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://backend/x", nil))
+		assert.Nil(t, resp)
+		assert.EqualError(t, err, "circuitbreaker: layer built over a nil *Breaker (build one with circuitbreaker.New)")
+	}
+	assert.Equal(t, 0, sent)
 }
