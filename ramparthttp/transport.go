@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"time"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // Config configures [NewTransport]. The zero Config is valid: it sends
@@ -69,13 +69,8 @@ type Config struct {
 // breaker failure. A bad field is an error naming it and the accepted
 // values. The RoundTripper is safe for concurrent use.
 func NewTransport(cfg Config) (http.RoundTripper, error) {
-	if cfg.Base != nil {
-		// A typed nil in the interface is not == nil, and its type may be
-		// any RoundTripper implementation (a nil *http.Transport, or a
-		// caller's own pointer type), so only reflect can see it.
-		if v := reflect.ValueOf(cfg.Base); v.Kind() == reflect.Pointer && v.IsNil() {
-			return nil, fmt.Errorf("ramparthttp: Config.Base must not be a nil pointer, got %T(nil)", cfg.Base)
-		}
+	if nilvalue.Is(cfg.Base) {
+		return nil, fmt.Errorf("ramparthttp: Config.Base must not be a nil pointer, got %T(nil)", cfg.Base)
 	}
 	if cfg.AttemptTimeout < 0 {
 		return nil, fmt.Errorf("ramparthttp: Config.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got %v", cfg.AttemptTimeout)
