@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything CI checks, in one script: formatting, vet and race-enabled
-# tests in each module (the core, bench, examples, otel, rampartgrpc,
-# rampartredis, cmd/rampart-sim), every benchmark once, and the outage
-# demo's claims on real loopback HTTP. Run it from anywhere:
+# tests in every module of the tree (each directory with a go.mod, which
+# go.work must use; it fails if the two lists differ), every benchmark
+# once, and the outage demo's claims on real loopback HTTP. Run it from
+# anywhere:
 #
 #	./test.sh
 #
@@ -10,14 +11,27 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-modules=(. bench examples otel rampartgrpc rampartredis cmd/rampart-sim)
-
 command -v go >/dev/null || { echo "test.sh: go is not on PATH" >&2; exit 1; }
 command -v gofmt >/dev/null || { echo "test.sh: gofmt is not on PATH" >&2; exit 1; }
-for m in "${modules[@]}"; do
-  [ -f "$m/go.mod" ] || { echo "test.sh: $m/go.mod is missing" >&2; exit 1; }
-done
 [ -f go.work ] || { echo "test.sh: go.work is missing" >&2; exit 1; }
+
+# The modules are the directories with a go.mod (testdata and hidden
+# directories aside), as paths relative to here: ".", "bench", ...
+mapfile -t modules < <(
+  find . \( -name testdata -o -name '.?*' \) -prune -o -name go.mod -printf '%h\n' |
+    sed 's|^\./||' | sort
+)
+# The ones go.work uses, in the same form.
+mapfile -t used < <(
+  go work edit -json | sed -n 's|^[[:space:]]*"DiskPath": "\(.*\)"$|\1|p' |
+    sed 's|^\./||; s|/$||' | sort
+)
+if [ "${modules[*]}" != "${used[*]}" ]; then
+  echo "test.sh: the modules in the tree and those go.work uses differ:" >&2
+  diff <(printf '%s\n' "${modules[@]}") <(printf '%s\n' "${used[@]}") | sed 's/^</  only in the tree:/; s/^>/  only in go.work:/' | grep '^  ' >&2
+  exit 1
+fi
+echo "== modules: ${modules[*]}"
 
 # rampartredis's tests start their own redis-server (Debian's package);
 # CI runs as root and installs it when missing.

@@ -17,6 +17,12 @@ import (
 	"github.com/rampart-go/rampart/rampartredis"
 )
 
+// These tests run against a real redis-server over loopback, on real
+// time: synctest's virtual clock cannot drive another process or a
+// socket. They wait for outcomes (waitFor, readAfterNow), never for a
+// duration, and no assertion can fail because the machine is slow; a
+// time.Sleep here only paces a loop that polls.
+
 func breakerConfig() circuitbreaker.Config {
 	return circuitbreaker.Config{
 		Name:         "payments",
@@ -28,16 +34,21 @@ func breakerConfig() circuitbreaker.Config {
 func TestShare_FL1_TripOpensEveryReplica(t *testing.T) {
 	srv := server(t)
 	rs := fleet(t, srv.Options(), 3, breakerConfig(), rampartredis.Config{ID: "r"})
+	start := time.Now()
 	rs[0].trip(t)
 	for i, r := range rs[1:] {
 		waitFor(t, "replica to open", stateIs(r.br, circuitbreaker.Open))
 		snap := r.br.State()
+		elapsed := time.Since(start) // since before the trip: at least since it
 		assert.True(t, snap.Remote, "replica %d", i+1)
 		assert.ErrorIs(t, snap.Cause, rampartredis.ErrFleetOpen)
 		var fe *rampartredis.FleetOpenError
 		require.ErrorAs(t, snap.Cause, &fe)
 		assert.Equal(t, rampartredis.FleetOpenError{Cause: "backend down", By: "r"}, *fe)
-		assert.Greater(t, snap.RetryAfter, 4*time.Second, "the remaining cool-down, not a fresh one")
+		// The record keeps the trip's end to the millisecond, and the
+		// replica stays open for Timeout past it.
+		assert.GreaterOrEqual(t, snap.RetryAfter+elapsed, 5*time.Second+rampartredis.DefaultTimeout-time.Millisecond,
+			"the trip's cool-down plus Timeout, counted from the trip")
 		assert.LessOrEqual(t, snap.RetryAfter, 5*time.Second+rampartredis.DefaultTimeout)
 		_, err := r.br.TryAcquire()
 		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
@@ -102,7 +113,8 @@ func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 				waitFor(t, "every replica open", stateIs(r.br, circuitbreaker.Open))
 			}
 			// Every replica asks to call until MaxProbes probes have been
-			// admitted somewhere, and goes on a while: no replica admits more.
+			// admitted somewhere, and goes on until no replica can admit
+			// more: none does.
 			var admitted atomic.Int32
 			var permits sync.Map
 			stop := make(chan struct{})
@@ -119,12 +131,28 @@ func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 							admitted.Add(1)
 							permits.Store(i*100+int(admitted.Load()), &p)
 						}
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // pacing, not a wait
 					}
 				})
 			}
 			waitFor(t, "the probes", func() bool { return admitted.Load() >= int32(maxProbes) })
-			time.Sleep(300 * time.Millisecond) // the others must stay open meanwhile
+			// Then until every replica has decided the round: the winner is
+			// HalfOpen with its probes in flight, each other one lost its
+			// claim, which holds it open for ProbeClaim plus Timeout (5.2s),
+			// where before its claim it was open for at most ResetTimeout
+			// plus Timeout (0.5s). From then on no replica can admit a call,
+			// so an extra admission, if any, has been counted.
+			waitFor(t, "every replica's claim decided", func() bool {
+				for _, r := range rs {
+					s := r.br.State()
+					probing := s.State == circuitbreaker.HalfOpen && s.ProbesInFlight > 0
+					lost := s.State == circuitbreaker.Open && s.RetryAfter > rampartredis.DefaultProbeClaim/2
+					if !probing && !lost {
+						return false
+					}
+				}
+				return true
+			})
 			close(stop)
 			wg.Wait()
 			assert.Equal(t, int32(maxProbes), admitted.Load(), "probes fleet-wide")
@@ -273,22 +301,51 @@ func TestShare_FL4_ClosedSuccessSendsNoCommand(t *testing.T) {
 
 func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
 	srv := server(t)
-	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Timeout: 2 * time.Second, Refresh: 50 * time.Millisecond})
+	// No command to the paused Redis ends before the test does: the
+	// client's own timeouts are off and Config.Timeout is an hour. A call
+	// that waited for Redis would not return while it is paused.
+	opts := srv.Options()
+	opts.ReadTimeout, opts.WriteTimeout = -1, -1
+	rs := fleet(t, opts, 2, breakerConfig(), rampartredis.Config{Timeout: time.Hour, Refresh: 50 * time.Millisecond})
 	waitFor(t, "startup reads", func() bool { return rs[1].sh.Stats().Commands >= 1 })
 	srv.Pause()
-	// With Redis paused, a blocking implementation would hold the calls for
-	// the 2s command timeout: tripping and every call must return at once.
-	start := time.Now()
-	rs[0].trip(t)
-	for range 1000 {
-		p, err := rs[1].br.TryAcquire()
-		require.NoError(t, err)
-		p.Success()
-	}
-	assert.Less(t, time.Since(start), 500*time.Millisecond, "calls waited for Redis")
+	paused := true
+	defer func() {
+		if paused {
+			srv.Resume()
+		}
+	}()
+	// Tripping and every call must return while Redis is paused.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for rs[0].br.State().State == circuitbreaker.Closed {
+			p, err := rs[0].br.TryAcquire()
+			if !assert.NoError(t, err) {
+				return
+			}
+			p.Failure(errBackend)
+		}
+		for range 1000 {
+			p, err := rs[1].br.TryAcquire()
+			if !assert.NoError(t, err) {
+				return
+			}
+			p.Success()
+		}
+	}()
+	waitFor(t, "the calls to return while Redis is paused", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 	assert.Equal(t, circuitbreaker.Open, rs[0].br.State().State, "the replica's own breaker works alone")
 	assert.Equal(t, circuitbreaker.Closed, rs[1].br.State().State)
 	srv.Resume()
+	paused = false
 	waitFor(t, "the trip published after Redis resumed", stateIs(rs[1].br, circuitbreaker.Open))
 }
 

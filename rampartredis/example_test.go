@@ -12,6 +12,10 @@ import (
 	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
 )
 
+// The examples run against a redis-server of their own, on real time
+// (synctest's virtual clock cannot drive another process): they wait for
+// an outcome by polling, never for a duration.
+
 // Two replicas share one breaker: the first one's trip opens the second
 // one's breaker, which rejects calls without having seen a failure.
 func ExampleShare() {
@@ -43,7 +47,7 @@ func ExampleShare() {
 		p, _ := a.TryAcquire()
 		p.Failure(errors.New("connection refused"))
 	}
-	for b.State().State != circuitbreaker.Open {
+	for b.State().State != circuitbreaker.Open { // until b has read a's trip
 		time.Sleep(time.Millisecond)
 	}
 	_, err = b.TryAcquire()

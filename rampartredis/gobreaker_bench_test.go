@@ -16,6 +16,10 @@ import (
 	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
 )
 
+// The benchmark runs against a real redis-server on real time, as the
+// replicas it compares would; its one time.Sleep is the backend's 1 ms
+// latency, part of what is measured, not a wait for an outcome.
+
 // The anchor: sony/gobreaker v2's distributed breaker reads the shared
 // state, takes a Redis lock, runs the call under it and writes the state
 // back, on every call. Each iteration here is 8 goroutines making 25

@@ -16,6 +16,11 @@ import (
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
+// These tests run against a real redis-server over loopback, on real
+// time: synctest's virtual clock cannot drive another process or a
+// socket. They wait for outcomes (waitFor), never for a duration; the one
+// time.Sleep paces a busy replica's loop.
+
 // quotas starts n replicas of one quota, each with its own client.
 func quotas(t *testing.T, opts *redis.Options, n int, cfg rampartredis.QuotaConfig) []*rampartredis.Quota {
 	t.Helper()
