@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/rampart-go/rampart v0.0.0
-	github.com/rampart-go/rampart/otel v0.0.0
+	github.com/rampart-go/rampart/rampartotel v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
@@ -54,4 +54,4 @@ replace github.com/rampart-go/rampart => ../
 
 replace github.com/rampart-go/rampart/rampartredis => ../rampartredis
 
-replace github.com/rampart-go/rampart/otel => ../otel
+replace github.com/rampart-go/rampart/rampartotel => ../rampartotel

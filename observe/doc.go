@@ -14,7 +14,7 @@
 // The same Observer may serve every layer of a program: the Event says
 // which layer (its [Source] and Name) it comes from. [Join] sends the
 // events to several observers (a log and metrics, say); the nested module
-// github.com/rampart-go/rampart/otel turns them into OpenTelemetry metrics
+// github.com/rampart-go/rampart/rampartotel turns them into OpenTelemetry metrics
 // and span events.
 //
 // # Cost

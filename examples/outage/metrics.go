@@ -11,7 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/rampart-go/rampart/observe"
-	rampartotel "github.com/rampart-go/rampart/otel"
+	"github.com/rampart-go/rampart/rampartotel"
 )
 
 // serveMetrics starts serving the rampart client's metrics on addr at

@@ -31,7 +31,7 @@ func TestMetrics_EV11_PrometheusEndpoint(t *testing.T) {
 			got = append(got, strings.TrimSpace(line))
 		}
 	}
-	scope := `otel_scope_name="github.com/rampart-go/rampart/otel",otel_scope_schema_url="",otel_scope_version="",`
+	scope := `otel_scope_name="github.com/rampart-go/rampart/rampartotel",otel_scope_schema_url="",otel_scope_version="",`
 	require.Equal(t, []string{
 		// A breaker's series appear together, with its first event.
 		`rampart_breaker_calls_total{` + scope + `rampart_layer="circuitbreaker",rampart_name="backend",rampart_outcome="failure"} 0`,

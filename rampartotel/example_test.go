@@ -10,7 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
-	rampartotel "github.com/rampart-go/rampart/otel"
+	"github.com/rampart-go/rampart/rampartotel"
 )
 
 // A breaker named "db" trips after two failures and refuses the third

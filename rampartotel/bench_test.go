@@ -12,7 +12,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/observe"
-	rampartotel "github.com/rampart-go/rampart/otel"
+	"github.com/rampart-go/rampart/rampartotel"
 	"github.com/rampart-go/rampart/retry"
 )
 

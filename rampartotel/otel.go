@@ -21,7 +21,7 @@ import (
 )
 
 // ScopeName is the instrumentation scope of the metrics: the meter's name.
-const ScopeName = "github.com/rampart-go/rampart/otel"
+const ScopeName = "github.com/rampart-go/rampart/rampartotel"
 
 // Attribute keys, as documented in the package's table.
 const (

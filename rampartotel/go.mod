@@ -1,4 +1,4 @@
-module github.com/rampart-go/rampart/otel
+module github.com/rampart-go/rampart/rampartotel
 
 go 1.26.0
 
