@@ -14,6 +14,14 @@ import (
 // outcome reported after the breaker changed state does not count. Do not
 // copy a Permit or share it between goroutines; the zero Permit is
 // finished already.
+//
+// The first finish is reported to the breaker's Observer as the outcome
+// it gives (success, failure with its error, or ignored), even when the
+// breaker no longer counts it (the breaker changed state since the permit
+// was issued, the probe's lease expired, the breaker is forced closed): so
+// the Observer's counts by outcome are those of what the callers got. A
+// permit never finished is not reported; a probe's slot comes back after
+// [Config.ProbeLease].
 type Permit struct {
 	// Four fields at most, three words: the compiler then keeps a Permit
 	// returned by TryAcquire in registers instead of a stack temporary.
