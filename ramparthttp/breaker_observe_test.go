@@ -46,11 +46,11 @@ func TestClient_EV12_EveryRequestReportedOnce(t *testing.T) {
 			srv := loopback(t)
 			var obs observetest.Counter
 			bcfg := circuitbreaker.Config{Name: "api", Policy: circuitbreaker.Consecutive{Failures: 5}, Observer: &obs}
-			cfg := ramparthttp.Config{Retry: ramparthttp.RetryConfig{MaxAttempts: 1}}
+			cfg := ramparthttp.ClientConfig{Retry: ramparthttp.RetryConfig{MaxAttempts: 1}}
 			if perHost {
 				g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: bcfg})
 				require.NoError(t, err)
-				cfg.HostBreakers = g
+				cfg.Breakers = g
 			} else {
 				b, err := circuitbreaker.New(bcfg)
 				require.NoError(t, err)
