@@ -8,6 +8,7 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/nilvalue"
+	"github.com/rampart-go/rampart/record"
 )
 
 // Config configures [NewTransport]. The zero Config is valid: it sends
@@ -42,6 +43,10 @@ type Config struct {
 	// success. It is used only with a breaker; what is retried is
 	// Retry.Retryable's to say. It must be safe for concurrent use.
 	Classify circuitbreaker.Classifier[*http.Response]
+	// Recorder, if not nil, records every attempt for package sim to
+	// replay, between the retry layer and the breaker, judged by Classify
+	// as the breaker judges it (see [RecordLayer]).
+	Recorder *record.Recorder
 	// AttemptTimeout, if positive, bounds each attempt, reading its response
 	// body included (see [TimeoutLayer]). Zero means no per-attempt timeout
 	// (the caller's context and http.Client.Timeout still apply); negative
@@ -60,8 +65,8 @@ type Config struct {
 }
 
 // NewTransport returns an [http.RoundTripper] with the recommended client
-// stack around cfg.Base, outermost first: [RetryLayer];
-// [ClassifiedBreakerLayer] if cfg.Breaker is set, or [GroupBreakerLayer]
+// stack around cfg.Base, outermost first: [RetryLayer]; [RecordLayer] if
+// cfg.Recorder is set; [ClassifiedBreakerLayer] if cfg.Breaker is set, or [GroupBreakerLayer]
 // keyed by [Host] if cfg.HostBreakers is, with cfg.Classify;
 // [TimeoutLayer] if cfg.AttemptTimeout is set; [HeaderTimeoutLayer] if
 // cfg.HeaderTimeout is set. So each attempt consults the breaker, an open
@@ -87,6 +92,9 @@ func NewTransport(cfg Config) (http.RoundTripper, error) {
 		return nil, fmt.Errorf("ramparthttp: Config.Retry: %w", err)
 	}
 	b = b.Layer(rt)
+	if cfg.Recorder != nil {
+		b = b.Layer(RecordLayer(cfg.Recorder, cfg.Classify))
+	}
 	switch {
 	case cfg.Breaker != nil:
 		b = b.Layer(ClassifiedBreakerLayer(cfg.Breaker, cfg.Classify))
