@@ -12,7 +12,7 @@ import (
 // with classify (nil means [Classify]): a 503 is recorded as a failure, a
 // 429 as ignored, a request the breaker refused as refused. The entry's key
 // is the request's host ([Host]). Put it between the retry layer and the
-// breaker (as [NewTransport] does with [Config.Recorder]), so each attempt
+// breaker (as [NewTransport] does with [ClientConfig.Recorder]), so each attempt
 // and each refusal is recorded, retries marked as such. An attempt is
 // judged when its response headers arrive: a body that fails later, which
 // the breaker layer counts as a failure, is recorded as the response was

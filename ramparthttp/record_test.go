@@ -43,7 +43,7 @@ func TestRecordLayer_SM8_JudgesAsTheBreaker(t *testing.T) {
 	require.NoError(t, err)
 	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour})
 	require.NoError(t, err)
-	rt, err := ramparthttp.NewTransport(ramparthttp.Config{
+	rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 		Breaker:  br,
 		Recorder: rec,
 		Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Budget: budget.Always,
@@ -96,7 +96,7 @@ func TestRecordLayer_SM8_ZeroRecorder(t *testing.T) {
 	var sent atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { sent.Add(1) }))
 	defer srv.Close()
-	rt, err := ramparthttp.NewTransport(ramparthttp.Config{Recorder: &record.Recorder{}, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Recorder: &record.Recorder{}, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	require.NoError(t, err)
 	_, err = (&http.Client{Transport: rt}).Get(srv.URL)
 	assert.ErrorContains(t, err, "record: Recorder must be made by New, got a zero Recorder")

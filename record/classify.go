@@ -5,14 +5,19 @@ import (
 	"errors"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 )
 
 // judge returns the outcome and class of a call that returned (resp, err)
 // in the order a breaker judges one: a refusal first (the call was not
 // made), then the caller's cancellation, then the classifier.
 func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (Outcome, string) {
-	if err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+	switch {
+	case err == nil:
+	case errors.Is(err, circuitbreaker.ErrOpen):
 		return Refused, "open"
+	case errors.Is(err, concurrency.ErrLimited):
+		return Refused, "limited"
 	}
 	o := circuitbreaker.ClassifyContext(ctx, err)
 	if o != circuitbreaker.Ignored && s.classify != nil {

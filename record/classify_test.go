@@ -14,6 +14,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -115,4 +116,18 @@ func TestLayer_SM8_ZeroRecorderRefused(t *testing.T) {
 	assert.Zero(t, calls, "nothing sent")
 	assert.EqualError(t, zero.Close(), "record: Recorder must be made by New, got a zero Recorder")
 	assert.Zero(t, zero.Dropped())
+}
+
+// A concurrency limit's refusal below the recorder is a refusal too: the
+// call never reached the dependency.
+func TestLayer_SM8_LimitRefusal(t *testing.T) {
+	var out bytes.Buffer
+	rec, err := record.New(&out, record.Config{})
+	require.NoError(t, err)
+	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+		return "", &concurrency.LimitedError{}
+	}))
+	_, _ = svc.Call(context.Background(), "")
+	require.NoError(t, rec.Close())
+	assert.Contains(t, out.String(), `"outcome":"refused","class":"limited"}`)
 }

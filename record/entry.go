@@ -20,9 +20,11 @@ const (
 	// Ignored is a call a breaker counts neither way: the caller gave up
 	// on it, or the classifier said so (an HTTP 429, say).
 	Ignored Outcome = "ignored"
-	// Refused is a call a breaker below the recorder refused: it never
-	// reached the dependency, so what the dependency would have done is
-	// unknown. Its Class is the breaker's decision ("open").
+	// Refused is a call a breaker or concurrency limit below the recorder
+	// refused: it never reached the dependency, so what the dependency
+	// would have done is unknown. Its Class is the live decision: "open"
+	// (an error matching circuitbreaker.ErrOpen) or "limited"
+	// (concurrency.ErrLimited).
 	Refused Outcome = "refused"
 )
 

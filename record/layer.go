@@ -45,9 +45,9 @@ func NewLayer[Req, Resp any](r *Recorder) rampart.Layer[Req, Resp] {
 //
 // Put it just outside the breaker, inside any retry layer: then it sees
 // every attempt, each retry marked as one, and the calls the live breaker
-// refused, which never reached the dependency and are recorded as
-// [Refused] (an error matching [circuitbreaker.ErrOpen]), so a replay
-// knows which outcomes the trace cannot know. A per-attempt timeout below
+// (or a concurrency limit below the recorder) refused, which never
+// reached the dependency and are recorded as [Refused], so a replay knows
+// which outcomes the trace cannot know. A per-attempt timeout below
 // the breaker is then inside the recorder, so a slow attempt is recorded
 // with the time it was given and its timeout. Replay its trace with
 // package sim.
