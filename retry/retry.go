@@ -281,7 +281,8 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 // A call that succeeds at once allocates nothing and creates no timer: it
 // costs a context check, a budget deposit and the Retryable call. A retry
 // allocates one timer per call on its first wait (reused for later waits
-// and stopped on return), and the [*ExhaustedError] if the loop gives up.
+// and stopped on return), the context that carries its number ([Attempt])
+// per retry, and the [*ExhaustedError] if the loop gives up.
 // bench/README.md has the measurements.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	p, err := newPolicy(cfg)
@@ -428,7 +429,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if err != nil {
 			lastErr = err
 		}
-		resp, err = s.inner.Call(ctx, req)
+		resp, err = s.inner.Call(context.WithValue(ctx, attemptKey{}, attempt+1), req)
 		open := err != nil && errors.Is(err, circuitbreaker.ErrOpen)
 		if open {
 			p.refund() // the breaker refused the retry: it was not sent
