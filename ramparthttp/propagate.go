@@ -182,7 +182,7 @@ type PropagateConfig struct {
 // reads it), and the attempt number in [AttemptHeader]
 // ([rampart.AttemptOf] reads it; a retry layer below then does not retry
 // a request that is already a retry). Put it first in
-// [HandlerConfig.Layers], so that every layer after it sees them.
+// [ServerConfig.Layers], so that every layer after it sees them.
 //
 // From a peer that is not trusted, the headers are ignored. From a trusted
 // one, each header is read as follows, and nothing it holds panics or

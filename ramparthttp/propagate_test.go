@@ -44,7 +44,7 @@ func TestPropagate_PG1_EachAttemptSendsTimeLeft(t *testing.T) {
 		base := &headerTransport{}
 		backoff, err := retry.NewConstant(100 * time.Millisecond)
 		require.NoError(t, err)
-		rt, err := ramparthttp.NewTransport(ramparthttp.Config{
+		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 			Base:  ramparthttp.Propagate(base),
 			Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: backoff, Budget: budget.Always},
 		})
@@ -106,7 +106,7 @@ func deadlineOf(t *testing.T, cfg ramparthttp.PropagateConfig, h http.Header) (l
 	})
 	pl, err := ramparthttp.PropagatedLayer(cfg)
 	require.NoError(t, err)
-	hd, err := ramparthttp.NewHandler(next, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{pl}})
+	hd, err := ramparthttp.NewHandler(next, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{pl}})
 	require.NoError(t, err)
 	r := httptest.NewRequest(http.MethodGet, "http://a.test/", nil)
 	r.Header = h
@@ -225,7 +225,7 @@ func TestPropagate_PG3_HandlerStopsWhenCallerGivesUp(t *testing.T) {
 	})
 	pl, err := ramparthttp.PropagatedLayer(ramparthttp.PropagateConfig{Trusted: trustAll, MaxTimeout: time.Minute})
 	require.NoError(t, err)
-	hd, err := ramparthttp.NewHandler(next, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{pl}})
+	hd, err := ramparthttp.NewHandler(next, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{pl}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(hd)
 	defer srv.Close()
@@ -237,10 +237,12 @@ func TestPropagate_PG3_HandlerStopsWhenCallerGivesUp(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := client.Do(req)
 	if err == nil {
+		// The server's copy of the deadline may end the handler, and its
+		// 503 arrive, just before the caller's own.
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	}
-	require.Error(t, err, "the caller gave up")
 	select {
 	case why := <-stoppedBy:
 		assert.True(t, errors.Is(why, context.DeadlineExceeded) || errors.Is(why, context.Canceled), "%v", why)
@@ -265,7 +267,7 @@ func TestPropagate_PG3_DeadlineAloneStopsHandler(t *testing.T) {
 		})
 		pl, err := ramparthttp.PropagatedLayer(ramparthttp.PropagateConfig{Trusted: trustAll, MaxTimeout: time.Minute})
 		require.NoError(t, err)
-		hd, err := ramparthttp.NewHandler(next, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{pl}})
+		hd, err := ramparthttp.NewHandler(next, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{pl}})
 		require.NoError(t, err)
 		r := httptest.NewRequest(http.MethodGet, "http://a.test/", nil)
 		r.Header.Set(ramparthttp.TimeoutHeader, "300m")
@@ -284,7 +286,7 @@ func chainHop(t *testing.T, count *atomic.Int64, down *httptest.Server, status i
 	var rt http.RoundTripper
 	if down != nil {
 		var err error
-		rt, err = ramparthttp.NewTransport(ramparthttp.Config{
+		rt, err = ramparthttp.NewTransport(ramparthttp.ClientConfig{
 			Base:  ramparthttp.Propagate(down.Client().Transport),
 			Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: zeroBackoff, Budget: budget.Always},
 		})
@@ -312,7 +314,7 @@ func chainHop(t *testing.T, count *atomic.Int64, down *httptest.Server, status i
 	})
 	pl, err := ramparthttp.PropagatedLayer(ramparthttp.PropagateConfig{Trusted: trustAll, MaxTimeout: time.Minute})
 	require.NoError(t, err)
-	hd, err := ramparthttp.NewHandler(next, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{pl}})
+	hd, err := ramparthttp.NewHandler(next, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{pl}})
 	require.NoError(t, err)
 	return httptest.NewServer(hd)
 }
@@ -331,7 +333,7 @@ func TestPropagate_PG4_RetriesDoNotMultiply(t *testing.T) {
 	defer srvB.Close()
 	srvA := chainHop(t, &a, srvB, 0)
 	defer srvA.Close()
-	rt, err := ramparthttp.NewTransport(ramparthttp.Config{
+	rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 		Base:  ramparthttp.Propagate(srvA.Client().Transport),
 		Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: zeroBackoff, Budget: budget.Always},
 	})
@@ -353,12 +355,12 @@ func TestPropagate_PG5_NoRetryObeyed(t *testing.T) {
 		lim, err := concurrency.New(1)
 		require.NoError(t, err)
 		require.True(t, lim.TryAcquire()) // the only slot is taken
-		cl, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
+		cl, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
 		require.NoError(t, err)
 		pl, err := ramparthttp.PropagatedLayer(ramparthttp.PropagateConfig{NoRetry: noRetry})
 		require.NoError(t, err)
 		var served atomic.Int64
-		hd, err := ramparthttp.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ramparthttp.HandlerConfig{
+		hd, err := ramparthttp.NewHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ramparthttp.ServerConfig{
 			Layers: []ramparthttp.ServerLayer{
 				rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(inner ramparthttp.ServerService) ramparthttp.ServerService {
 					return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(ctx context.Context, x ramparthttp.Exchange) (struct{}, error) {
@@ -371,7 +373,7 @@ func TestPropagate_PG5_NoRetryObeyed(t *testing.T) {
 		})
 		require.NoError(t, err)
 		srv := httptest.NewServer(hd)
-		rt, err := ramparthttp.NewTransport(ramparthttp.Config{
+		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 			Base:  srv.Client().Transport,
 			Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: zeroBackoff, Budget: budget.Always},
 		})
