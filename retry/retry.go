@@ -299,8 +299,8 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 // A call that succeeds at once allocates nothing and creates no timer: it
 // costs a context check, a budget deposit and the Retryable call. A retry
 // allocates one timer per call on its first wait (reused for later waits
-// and stopped on return), the context that carries its attempt number,
-// and the [*ExhaustedError] if the loop gives up.
+// and stopped on return), the context that carries its number ([Attempt])
+// per retry, and the [*ExhaustedError] if the loop gives up.
 // bench/README.md has the measurements.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	p, err := newPolicy(cfg)
