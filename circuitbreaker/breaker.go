@@ -71,6 +71,8 @@ type Breaker struct {
 	// in the current Closed or HalfOpen period. Guarded by mu.
 	succeeded, failed int
 	lastFailure       error
+	// tripCounts are the counts of the trip being entered. Guarded by mu.
+	tripCounts Counters
 
 	// events delivers transitions to the listeners (see notify.go).
 	events dispatcher[Transition]

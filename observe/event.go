@@ -162,6 +162,11 @@ type Event struct {
 	// by the names circuitbreaker.State prints ("closed", "open",
 	// "half-open", "forced-open", "forced-closed").
 	From, To string
+	// Calls and Failures are, for a breaker's trip (a [Transition] to
+	// open), the counts it was decided on: Failures among Calls (a run of
+	// N consecutive failures is N and N; a window's counts; the probes
+	// judged and failed for a re-open). Zero otherwise.
+	Calls, Failures int
 }
 
 // Source is the kind of layer that reports an event.
@@ -219,7 +224,8 @@ type Kind uint8
 // set besides Source and Name.
 const (
 	// Transition: a breaker changed state. From, To; Err is the cause of
-	// a trip (a transition to open or forced-open), nil otherwise.
+	// a trip (a transition to open or forced-open), nil otherwise; Calls
+	// and Failures, for a trip, the counts it was decided on.
 	Transition Kind = iota + 1
 	// Retrying: a retry layer is about to retry, after waiting Duration.
 	// Attempt is the number of the attempt it is about to make (2 for the

@@ -30,11 +30,16 @@ func TestMetrics_EV11_PrometheusEndpoint(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	var got []string
+	stateTimes := 0
 	for line := range strings.Lines(string(body)) {
-		if strings.HasPrefix(line, "rampart_") {
+		switch {
+		case strings.HasPrefix(line, "rampart_breaker_state_time_seconds_total{"):
+			stateTimes++ // its values are the run's real time
+		case strings.HasPrefix(line, "rampart_"):
 			got = append(got, strings.TrimSpace(line))
 		}
 	}
+	require.Equal(t, 5, stateTimes, "one series per state")
 	scope := `otel_scope_name="github.com/rampart-go/rampart/rampartotel",otel_scope_schema_url="",otel_scope_version="",`
 	require.Equal(t, []string{
 		// A breaker's series appear together, with its first event.
@@ -48,6 +53,11 @@ func TestMetrics_EV11_PrometheusEndpoint(t *testing.T) {
 		`rampart_breaker_state{` + scope + `rampart_breaker_state="half-open",rampart_layer="circuitbreaker",rampart_name="backend"} 0`,
 		`rampart_breaker_state{` + scope + `rampart_breaker_state="open",rampart_layer="circuitbreaker",rampart_name="backend"} 1`,
 		`rampart_breaker_transitions_total{` + scope + `rampart_breaker_from="closed",rampart_breaker_to="open",rampart_layer="circuitbreaker",rampart_name="backend"} 1`,
+		// The transitions a breaker makes by itself are there from its
+		// first event, at zero.
+		`rampart_breaker_transitions_total{` + scope + `rampart_breaker_from="half-open",rampart_breaker_to="closed",rampart_layer="circuitbreaker",rampart_name="backend"} 0`,
+		`rampart_breaker_transitions_total{` + scope + `rampart_breaker_from="half-open",rampart_breaker_to="open",rampart_layer="circuitbreaker",rampart_name="backend"} 0`,
+		`rampart_breaker_transitions_total{` + scope + `rampart_breaker_from="open",rampart_breaker_to="half-open",rampart_layer="circuitbreaker",rampart_name="backend"} 0`,
 	}, got)
 }
 
