@@ -95,7 +95,7 @@ func TestObserver_EV14_KeySeriesBounded(t *testing.T) {
 			"rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=g,rampart.outcome=success}":               2, // c, past the bound
 		}, success(points))
 
-		g.Len() // the group notes that a, b and c were used
+		g.Len()                     // the group notes that a, b and c were used
 		time.Sleep(2 * time.Minute) // every key idle since
 		require.Zero(t, g.Len(), "every key dropped, and reported")
 		_, _ = svc.Call(context.Background(), "d")
