@@ -32,7 +32,7 @@ func TestLayer_CK4_DeadlineOnTheSuppliedClock(t *testing.T) {
 		})
 		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, inner)
 
-		_, err, took := timed(context.Background(), svc)
+		_, took, err := timed(context.Background(), svc)
 		synctest.Wait() // an abandoned inner call ends too
 
 		assert.Equal(t, 100*time.Millisecond, took)
@@ -59,14 +59,14 @@ func TestLayer_CK4_ClockWhoseDeadline(t *testing.T) {
 	inBothModes(t, func(t *testing.T, abandon bool) {
 		clk := clocktest.New()
 		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
-		_, err, took := timed(context.Background(), svc)
+		_, took, err := timed(context.Background(), svc)
 		assert.Equal(t, 50*time.Millisecond, took)
 		assert.Same(t, errBoom, err)
 
 		svc = wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		_, err, took = timed(ctx, svc)
+		_, took, err = timed(ctx, svc)
 		assert.Equal(t, 50*time.Millisecond, took)
 		assert.Equal(t, context.DeadlineExceeded, err, "the caller's own error, unwrapped")
 	})
