@@ -69,6 +69,7 @@ artifacts="$PWD/.artifacts"
 mkdir -p "$artifacts"
 for m in "${modules[@]}"; do
   echo "== go test -race ($m)"
+  mkdir -p "$artifacts/$m"
   (cd "$m" && go test -race -artifacts -outputdir "$artifacts/$m" ./...)
 done
 echo "== artifacts in $artifacts"
