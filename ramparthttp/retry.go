@@ -39,7 +39,7 @@ type RetryConfig struct {
 	MaxHint time.Duration
 	// Retryable reports whether an attempt's outcome is worth retrying:
 	// its response, or the error the transport (or a layer below) returned.
-	// Nil means [Retryable]: a transport error, 429, and 5xx but 501 and
+	// Nil means [Retryable]: a transport error, 429, and 5xx except 501 and
 	// 505. Whatever it returns, an open breaker, the caller's cancellation
 	// and a request that may not be sent twice are never retried. It must
 	// be safe for concurrent use.
@@ -57,7 +57,7 @@ type RetryConfig struct {
 
 // RetryLayer returns a layer that retries requests whose attempt
 // cfg.Retryable judges worth retrying (by default [Retryable]: a transport
-// error, 429, or 5xx but 501 and 505), within cfg's attempts and budget,
+// error, 429, or 5xx except 501 and 505), within cfg's attempts and budget,
 // honouring Retry-After on 429 and 503 responses. Only requests that may
 // be sent again
 // are retried: an idempotent method (RFC 9110: GET, HEAD, OPTIONS, TRACE,
@@ -68,7 +68,10 @@ type RetryConfig struct {
 // at most 4 KiB, and for at most 10 ms).
 //
 // Never retried, as in package retry: an open breaker (returned as it is),
-// the caller's cancellation. When the attempts run out on a failing
+// the caller's cancellation, a request whose context says it is already a
+// retry at the hop that sent it ([rampart.AttemptOf] above 1). Nor is a
+// 429 or 503 answer that carries [NoRetryHeader] "no", whatever
+// cfg.Retryable says. When the attempts run out on a failing
 // response, that last response is returned with a nil error; when they run
 // out on an error, the error is a [*retry.ExhaustedError] that wraps the
 // last attempt's error. A bad cfg is an error naming the field.
@@ -76,6 +79,7 @@ func RetryLayer(cfg RetryConfig) (Layer, error) {
 	if cfg.Retryable == nil {
 		cfg.Retryable = Retryable
 	}
+	cfg.Retryable = obeyNoRetry(cfg.Retryable)
 	if cfg.Budget == nil {
 		// One default budget for the retry loop and for the requests sent
 		// once, which earn retries for the others.

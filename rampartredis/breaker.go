@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // Defaults of [Config]'s zero fields.
@@ -23,6 +24,8 @@ const (
 	DefaultQuorumWindow = 10 * time.Second
 	DefaultRecordTTL    = 24 * time.Hour
 	DefaultMaxBackoff   = 5 * time.Second
+	// DefaultFailureWindow is Config.FailureWindow when zero.
+	DefaultFailureWindow = 10 * time.Second
 )
 
 // ErrFleetOpen is the cause of a rejection by a breaker that another
@@ -85,11 +88,17 @@ type Config struct {
 	Refresh time.Duration
 
 	// ProbeClaim is how long one replica's claim on a HalfOpen round
-	// holds: the other replicas stay Open until its probes' result is
-	// published or the claim ends, then claim again. Make it longer than a
-	// probe call can take (the breaker's ProbeLease bounds that), or a
-	// slow probe lets another replica's round start. Zero means
-	// [DefaultProbeClaim] (5s); negative is an error.
+	// holds unless renewed: the other replicas stay Open until its probes'
+	// verdict is published or the claim ends, then claim again. The
+	// claimant renews it halfway through for as long as its breaker is
+	// probing (a slow probe keeps the round, up to the breaker's
+	// ProbeLease), and lets it lapse if no call came to be a probe. A
+	// verdict counts only while its claim holds: one that arrives after
+	// the claim lapsed (Redis was slow or unreachable) changes nothing.
+	// So ProbeClaim is how long a replica that dies mid-round, or gets no
+	// call, holds the fleet Open. Zero means [DefaultProbeClaim] (5s);
+	// it must be more than twice Timeout (a renewal may take Timeout) and
+	// less than RecordTTL.
 	ProbeClaim time.Duration
 
 	// Quorum, when above 1, opens the shared record only once that many
@@ -111,7 +120,37 @@ type Config struct {
 	// at Timeout and doubles. Zero means [DefaultMaxBackoff] (5s); negative
 	// is an error.
 	MaxBackoff time.Duration
+
+	// Failures, when above 0, shares failure evidence, not only
+	// verdicts: every failure the breaker counts while Closed is reported
+	// to Redis in the background (never on the call's path: the call
+	// hands it over with a non-blocking channel send; reports are batched,
+	// one script in flight per replica), and the record opens once
+	// Failures failures have been reported fleet-wide within
+	// FailureWindow of the first, as if one breaker had seen them all.
+	// With a Quorum above 1, K distinct replicas must have reported too.
+	// Successes are not reported (a Closed success sends nothing), so
+	// this is a count within a window, like gobreaker's Interval, not a
+	// consecutive run: choose Failures and FailureWindow above what the
+	// fleet fails while healthy. Each replica's own breaker still trips by
+	// its own policy. Zero means verdicts only; negative is an error.
+	Failures int
+
+	// FailureWindow is how long the fleet's failure count lasts from its
+	// first failure. Zero means [DefaultFailureWindow] (10s); negative is
+	// an error.
+	FailureWindow time.Duration
+
+	// Cooldown is the cool-down of an Open that shared failure evidence
+	// opens (a trip keeps its breaker's own); set it to the breakers'
+	// ResetTimeout. Zero means [circuitbreaker.DefaultResetTimeout]
+	// (30s); negative is an error.
+	Cooldown time.Duration
 }
+
+// Every duration of a Config is sent to Redis in milliseconds: each must
+// be zero (the default) or at least a millisecond; a negative one or one
+// under a millisecond is an error naming it.
 
 // Shared shares one breaker's state with the other replicas through
 // Redis. It is created by [Share] and stopped by [Shared.Close].
@@ -127,7 +166,8 @@ type Config struct {
 //
 // While Redis is down, slow or paused, each replica's breaker works as if
 // alone; an Open received from Redis still ends by itself. On reconnect
-// the replica reads the record and publishes what it missed.
+// the replica reads the record and adopts it; its own trip while alone is
+// written only over a closed record.
 type Shared struct {
 	br     *circuitbreaker.Breaker
 	client redis.UniversalClient
@@ -137,8 +177,15 @@ type Shared struct {
 
 	own     chan circuitbreaker.Transition // the breaker's own transitions
 	dropped atomic.Bool                    // an own transition did not fit in own
-	msgs    chan record                    // records received by pub/sub
-	resub   chan struct{}                  // pub/sub (re)subscribed
+	// failed counts the failures not yet reported (Config.Failures);
+	// evidence signals the worker that there are some; lastFailure is
+	// the latest one's error.
+	unreported  atomic.Int64
+	evidence    chan struct{}
+	mu          sync.Mutex
+	lastFailure error         // guarded by mu
+	msgs        chan record   // records received by pub/sub
+	resub       chan struct{} // pub/sub (re)subscribed
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -147,14 +194,26 @@ type Shared struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	stats struct{ commands, failures, published, applied atomic.Int64 }
+	stats struct{ commands, failures, published, applied, reported atomic.Int64 }
+
+	// synced is closed once the record has been read and applied.
+	synced     chan struct{}
+	syncedOnce sync.Once
 
 	// The worker's state: read and written by the worker goroutine only.
 	gen     int64         // generation of the record last adopted
 	down    bool          // the last command failed
 	dirty   bool          // an own transition was not published
 	backoff time.Duration // wait before the next read while down
+	// holding is true while this replica holds the claim on the round of
+	// generation gen, under the token nonce@gen.
+	holding bool
+	nonce   string
 }
+
+// shared holds the breakers shared by a Shared not yet closed: a breaker
+// can be shared once at a time.
+var shared sync.Map // *circuitbreaker.Breaker → *Shared
 
 // Share attaches br to the shared record in Redis and starts the
 // background work (two goroutines: a pub/sub reader and a worker). It
@@ -164,13 +223,17 @@ type Shared struct {
 // The client must bound its commands by their context (for a
 // [*redis.Client] or [*redis.ClusterClient], Options.ContextTimeoutEnabled
 // set), so that Config.Timeout bounds every command and Close returns
-// promptly; Share returns an error otherwise, and for a nil br or client
-// or a bad Config field (naming it). One breaker should be shared once.
+// promptly; Share returns an error otherwise, and for a nil br or client,
+// a bad Config field (naming it) or a br that another Shared, not yet
+// closed, shares already.
+//
+// Until its first read of the record the breaker decides alone, even
+// while the fleet is Open: see [Shared.WaitSynced].
 func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config) (*Shared, error) {
 	if br == nil {
 		return nil, errors.New("rampartredis: breaker must not be nil")
 	}
-	if client == nil {
+	if client == nil || nilvalue.Is(client) {
 		return nil, errors.New("rampartredis: client must not be nil")
 	}
 	if err := checkClient(client); err != nil {
@@ -184,18 +247,29 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 	}
 	tag := cfg.Prefix + "{" + cfg.Key + "}:"
 	s := &Shared{
-		br:     br,
-		client: client,
-		cfg:    cfg,
-		keys:   []string{tag + "state", tag + "probe", tag + "reports"},
-		ch:     tag + "changes",
-		own:    make(chan circuitbreaker.Transition, 64),
-		msgs:   make(chan record, 64),
-		resub:  make(chan struct{}, 1),
+		br:       br,
+		client:   client,
+		cfg:      cfg,
+		keys:     []string{tag + "state", tag + "probe", tag + "reports", tag + "failures", tag + "failed"},
+		ch:       tag + "changes",
+		own:      make(chan circuitbreaker.Transition, 64),
+		msgs:     make(chan record, 64),
+		resub:    make(chan struct{}, 1),
+		synced:   make(chan struct{}),
+		evidence: make(chan struct{}, 1),
+		nonce:    cfg.ID + "#" + randomID(),
+	}
+	if _, dup := shared.LoadOrStore(br, s); dup {
+		return nil, errors.New("rampartredis: the breaker is shared already: Close the other Shared first")
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.ps = client.Subscribe(s.ctx) // no channel yet: no connection
 	s.unsub = br.Subscribe(s.onTransition)
+	if cfg.Failures > 0 {
+		stop := br.SubscribeFailures(s.onFailure)
+		unsub := s.unsub
+		s.unsub = func() { unsub(); stop() }
+	}
 	s.wg.Add(2)
 	go s.listen()
 	go s.work()
@@ -207,6 +281,33 @@ func (c *Config) fill() error {
 	if c.Key == "" {
 		return errors.New("rampartredis: Config.Key is empty and the breaker has no Name; set one of them")
 	}
+	if err := fillDurations(c); err != nil {
+		return err
+	}
+	if c.Quorum < 0 {
+		return fmt.Errorf("rampartredis: Config.Quorum must be >= 0 (0 or 1: every trip opens the fleet), got %d", c.Quorum)
+	}
+	if c.Failures < 0 {
+		return fmt.Errorf("rampartredis: Config.Failures must be >= 0 (0: share verdicts only), got %d", c.Failures)
+	}
+	// Combinations that would break the protocol.
+	if c.ProbeClaim <= 2*c.Timeout {
+		return fmt.Errorf("rampartredis: Config.ProbeClaim (%v) must be more than twice Config.Timeout (%v): the claim is renewed halfway through, and a renewal may take Timeout", c.ProbeClaim, c.Timeout)
+	}
+	if c.RecordTTL <= c.ProbeClaim {
+		return fmt.Errorf("rampartredis: Config.RecordTTL (%v) must be more than Config.ProbeClaim (%v): a record that expires during a round closes the fleet without a verdict", c.RecordTTL, c.ProbeClaim)
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.ID == "" {
+		c.ID = randomID()
+	}
+	return nil
+}
+
+// fillDurations checks c's durations and fills their defaults.
+func fillDurations(c *Config) error {
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
@@ -218,6 +319,8 @@ func (c *Config) fill() error {
 		{"QuorumWindow", &c.QuorumWindow, DefaultQuorumWindow},
 		{"RecordTTL", &c.RecordTTL, DefaultRecordTTL},
 		{"MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff},
+		{"FailureWindow", &c.FailureWindow, DefaultFailureWindow},
+		{"Cooldown", &c.Cooldown, circuitbreaker.DefaultResetTimeout},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("rampartredis: Config.%s must be >= 0 (0 means %v), got %v", d.name, d.def, *d.v)
@@ -225,15 +328,9 @@ func (c *Config) fill() error {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
-	}
-	if c.Quorum < 0 {
-		return fmt.Errorf("rampartredis: Config.Quorum must be >= 0 (0 or 1: every trip opens the fleet), got %d", c.Quorum)
-	}
-	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
-	}
-	if c.ID == "" {
-		c.ID = randomID()
+		if *d.v < time.Millisecond {
+			return fmt.Errorf("rampartredis: Config.%s must be 0 (%v) or at least 1ms (Redis counts milliseconds), got %v", d.name, d.def, *d.v)
+		}
 	}
 	return nil
 }
@@ -255,18 +352,77 @@ func (s *Shared) onTransition(t circuitbreaker.Transition) {
 	}
 }
 
+// onFailure is the breaker's failure listener (Config.Failures): it
+// counts the failure and signals the worker without blocking. It runs on
+// the goroutine that reported the failure and sends no command.
+func (s *Shared) onFailure(err error) {
+	s.mu.Lock()
+	s.lastFailure = err
+	s.mu.Unlock()
+	s.unreported.Add(1)
+	select {
+	case s.evidence <- struct{}{}:
+	default: // signalled already: the worker takes every failure counted
+	}
+}
+
 // Close stops the background work, waits for its goroutines to return
 // and detaches the breaker, which keeps its current state and goes on
 // alone. It does not close the client. Calling it again does nothing.
+//
+// Close of a Shared that [Share] did not return (nil, or a zero Shared)
+// is an error and does nothing else.
 func (s *Shared) Close() error {
+	if s == nil || s.br == nil {
+		return errNotShared
+	}
 	var err error
 	s.once.Do(func() {
 		s.unsub()
 		s.cancel()
 		err = s.ps.Close()
 		s.wg.Wait()
+		shared.CompareAndDelete(s.br, s)
 	})
 	return err
+}
+
+// errNotShared is the error of a method called on a Shared that Share did
+// not return.
+var errNotShared = errors.New("rampartredis: the Shared was not returned by Share")
+
+// ErrClosed is returned by [Shared.WaitSynced] once the Shared is closed.
+var ErrClosed = errors.New("rampartredis: the Shared is closed")
+
+// WaitSynced waits until the replica has read the shared record once and
+// applied it to the breaker, and returns nil; or returns ctx.Err() if ctx
+// ends first, or [ErrClosed] if the Shared is closed first. It sends
+// nothing itself.
+//
+// [Share] returns at once, and until that first read the breaker decides
+// alone: it admits calls even while the fleet is Open. A service that
+// must not (its first calls would hit a dependency the fleet knows is
+// down) calls WaitSynced before it serves, with a deadline: an error
+// means Redis did not answer in time, and the breaker goes on alone
+// until it does. A service that prefers to start at once while Redis is
+// down needs neither. Safe for concurrent use.
+func (s *Shared) WaitSynced(ctx context.Context) error {
+	if s == nil || s.br == nil {
+		return errNotShared
+	}
+	select {
+	case <-s.synced:
+		return nil
+	default:
+	}
+	select {
+	case <-s.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return ErrClosed
+	}
 }
 
 // Stats are counts of a [Shared]'s work since [Share].
@@ -282,15 +438,22 @@ type Stats struct {
 	// Applied is how many applications of the record changed the breaker
 	// (its state, or the end of a remote Open).
 	Applied int64
+	// Reported is how many failures were reported as evidence
+	// (Config.Failures) by scripts that Redis answered.
+	Reported int64
 }
 
 // Stats returns the counts so far. Safe for concurrent use.
 func (s *Shared) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
 	return Stats{
 		Commands:  s.stats.commands.Load(),
 		Failures:  s.stats.failures.Load(),
 		Published: s.stats.published.Load(),
 		Applied:   s.stats.applied.Load(),
+		Reported:  s.stats.reported.Load(),
 	}
 }
 

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rampart-go/rampart"
 )
 
 // Defaults and limits of [Config].
@@ -60,7 +58,7 @@ func DefaultClass(err error) string {
 }
 
 // Recorder writes entries to an [io.Writer] as JSON Lines, off the
-// callers' path: a call through its layer ([NewLayer]) stores its entry
+// callers' path: a call through its layer ([NewConfigLayer]) stores its entry
 // in a bounded buffer, and a goroutine of the Recorder writes the buffer
 // every FlushInterval, or sooner when it is half full, each batch in order
 // of start. Entries of different batches can be out of order by up to the
@@ -74,7 +72,9 @@ func DefaultClass(err error) string {
 // counted, never delayed.
 //
 // A Recorder is safe for concurrent use. [Recorder.Close] writes what is
-// left and stops its goroutine.
+// left and stops its goroutine. Make one with [New]: a zero Recorder has
+// no writer, and a layer over one fails every call with an error saying
+// so.
 type Recorder struct {
 	w      io.Writer
 	sample uint64
@@ -139,7 +139,13 @@ func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 // Close writes the entries held, stops the writer goroutine, and returns
 // the first error the writer returned, if any. Calls recorded after Close
 // are dropped. Close is safe to call more than once.
+//
+// A zero Recorder (not made by New) has nothing to close: Close returns
+// an error saying so.
 func (r *Recorder) Close() error {
+	if r.done == nil {
+		return errZeroRecorder
+	}
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
@@ -215,64 +221,4 @@ func (r *Recorder) write(spare []Entry) {
 // make disagree with it).
 func byStart(a, b Entry) int {
 	return a.Start.Round(0).Compare(b.Start.Round(0))
-}
-
-// NewLayer returns a layer that records each call through it with r: its
-// start, duration, outcome (a nil error is a success) and error class.
-// Put it just above the dependency (innermost, below any per-attempt
-// timeout, so each attempt is recorded with the duration it really took),
-// and replay its trace with package sim.
-func NewLayer[Req, Resp any](r *Recorder) rampart.Layer[Req, Resp] {
-	return NewKeyedLayer[Req, Resp](r, nil)
-}
-
-// NewKeyedLayer is [NewLayer] that also records each request's key, such
-// as its host or tenant; a nil key records none. key is called once per
-// recorded call and must be safe for concurrent use.
-func NewKeyedLayer[Req, Resp any](r *Recorder, key func(Req) string) rampart.Layer[Req, Resp] {
-	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
-			return rampart.Failing[Req, Resp]("record: Wrap")
-		}
-		if r == nil {
-			return rampart.Failing[Req, Resp]("record: NewLayer's Recorder")
-		}
-		return &service[Req, Resp]{r: r, key: key, inner: inner}
-	})
-}
-
-// Wrap records each call to svc with r: it is NewLayer[Req, Resp](r).Wrap(svc),
-// with the type arguments inferred from svc.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r *Recorder) rampart.Service[Req, Resp] {
-	return NewLayer[Req, Resp](r).Wrap(svc)
-}
-
-// WrapKeyed records each call to svc with r and its key: it is
-// NewKeyedLayer[Req, Resp](r, key).Wrap(svc), with the type arguments
-// inferred from svc.
-func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], r *Recorder, key func(Req) string) rampart.Service[Req, Resp] {
-	return NewKeyedLayer[Req, Resp](r, key).Wrap(svc)
-}
-
-type service[Req, Resp any] struct {
-	r     *Recorder
-	key   func(Req) string
-	inner rampart.Service[Req, Resp]
-}
-
-func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if !s.r.sampled() {
-		return s.inner.Call(ctx, req)
-	}
-	start := time.Now()
-	resp, err := s.inner.Call(ctx, req)
-	e := Entry{Start: start, Duration: time.Since(start), Outcome: Success}
-	if err != nil {
-		e.Outcome, e.Class = Failure, s.r.class(err)
-	}
-	if s.key != nil {
-		e.Key = s.key(req)
-	}
-	s.r.add(&e)
-	return resp, err
 }

@@ -40,7 +40,7 @@ func TestRecorder_SM8_WritesEntriesSimReads(t *testing.T) {
 		rec, err := record.New(&out, record.Config{})
 		require.NoError(t, err)
 		start := time.Now()
-		svc := record.NewKeyedLayer[string, string](rec, func(r string) string { return r }).Wrap(script(
+		svc := record.NewConfigLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(script(
 			[]time.Duration{10 * time.Millisecond, 1500 * time.Microsecond, 7, time.Second},
 			[]error{nil, errors.New("boom"), context.Canceled, &timeout.Error{After: time.Second, Err: context.DeadlineExceeded}}))
 		for _, key := range []string{"a", `b"\`, "", "d"} {
@@ -68,7 +68,7 @@ func TestRecorder_SM8_WritesEntriesSimReads(t *testing.T) {
 			got = append(got, e)
 		}
 		require.Len(t, got, 4)
-		assert.Equal(t, record.Entry{Start: start.Add(10 * time.Millisecond).UTC(), Duration: 1500 * time.Microsecond, Outcome: record.Failure, Class: "error", Key: `b"\`}, got[1])
+		assert.Equal(t, record.Entry{Start: start.Add(10 * time.Millisecond).UTC(), Duration: 1500 * time.Microsecond, Outcome: record.Failure, Class: "error", Key: `b"\`, Attempt: 1}, got[1])
 	})
 }
 
@@ -209,7 +209,7 @@ func BenchmarkRecorder(b *testing.B) {
 	}
 }
 
-// Wrap and WrapKeyed are the layers applied to a service, with the same
+// Wrap is the layer applied to a service, with the same
 // arguments: a nil service or Recorder fails each call.
 func TestWrap_SameAsTheLayers(t *testing.T) {
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
@@ -219,9 +219,7 @@ func TestWrap_SameAsTheLayers(t *testing.T) {
 		want string
 	}{
 		{"Wrap nil service", record.Wrap[int, int](nil, nil), "record: Wrap: rampart: nil service"},
-		{"WrapKeyed nil service", record.WrapKeyed[int, int](nil, nil, nil), "record: Wrap: rampart: nil service"},
 		{"Wrap nil Recorder", record.Wrap(ok, nil), "record: NewLayer's Recorder: rampart: nil service"},
-		{"WrapKeyed nil Recorder", record.WrapKeyed(ok, nil, func(int) string { return "k" }), "record: NewLayer's Recorder: rampart: nil service"},
 	} {
 		_, err := tc.svc.Call(t.Context(), 1)
 		assert.ErrorIs(t, err, rampart.ErrNilService, tc.name)
@@ -239,7 +237,7 @@ func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
 		rec, err := record.New(&out, record.Config{FlushInterval: time.Second})
 		require.NoError(t, err)
 		// A request is the call's duration; "1ms" fails.
-		svc := record.NewKeyedLayer[string, string](rec, func(r string) string { return r }).Wrap(
+		svc := record.NewConfigLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(
 			rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
 				d, _ := time.ParseDuration(req)
 				time.Sleep(d)
