@@ -208,23 +208,20 @@ func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 	if o.closed.Load() {
 		return
 	}
-	if e.Source == observe.Breaker {
-		switch e.Kind {
-		case observe.Success, observe.Failure, observe.Ignored, observe.Rejected, observe.Transition:
-			o.implicitFor(e.Name).Observe(ctx, e)
-			return
-		case observe.Removed:
-			o.mu.Lock()
-			b := o.implicit[e.Name]
-			delete(o.implicit, e.Name)
-			o.mu.Unlock()
-			if b != nil {
-				b.Observe(ctx, e)
-			}
-			return
+	switch e.Kind { // the kinds of a breaker's events, whatever the Source
+	case observe.Success, observe.Failure, observe.Ignored, observe.Rejected, observe.Transition:
+		o.implicitFor(e.Name).Observe(ctx, e)
+	case observe.Removed:
+		o.mu.Lock()
+		b := o.implicit[e.Name]
+		delete(o.implicit, e.Name)
+		o.mu.Unlock()
+		if b != nil {
+			b.Observe(ctx, e)
 		}
+	default:
+		o.observe(ctx, e, nil)
 	}
-	o.observe(ctx, e, nil)
 }
 
 // implicitFor returns the binding of the breaker named name for the
