@@ -41,6 +41,17 @@ command -v redis-server >/dev/null || {
 }
 command -v redis-server >/dev/null || { echo "test.sh: redis-server is not on PATH" >&2; exit 1; }
 
+# examples/outage's tests drive Debian's chromium (headless) on the live
+# page, and run a real prometheus (and promtool) on the demo's metrics and
+# the alert rules; installed when missing, as redis-server is.
+for pkg in chromium:chromium prometheus:prometheus prometheus:promtool; do
+  command -v "${pkg#*:}" >/dev/null || {
+    echo "== installing ${pkg%%:*}"
+    apt-get update && apt-get install -y --no-install-recommends "${pkg%%:*}"
+  }
+  command -v "${pkg#*:}" >/dev/null || { echo "test.sh: ${pkg#*:} is not on PATH" >&2; exit 1; }
+done
+
 echo "== gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
@@ -52,10 +63,16 @@ for m in "${modules[@]}"; do
   (cd "$m" && go vet ./...)
 done
 
+# Tests keep what they make for people to look at (the browser test's
+# screenshot) under .artifacts/ (git ignores it), by go test -artifacts.
+artifacts="$PWD/.artifacts"
+mkdir -p "$artifacts"
 for m in "${modules[@]}"; do
   echo "== go test -race ($m)"
-  (cd "$m" && go test -race ./...)
+  mkdir -p "$artifacts/$m"
+  (cd "$m" && go test -race -artifacts -outputdir "$artifacts/$m" ./...)
 done
+echo "== artifacts in $artifacts"
 
 echo "== bench: every benchmark once (checks each contender's outcome)"
 (cd bench && go test -run='^$' -bench=. -benchtime=1x ./...)

@@ -39,7 +39,8 @@ func (f ReadyFunc) Ready() bool { return f() }
 
 // NewLayer returns a layer that refuses a call with [ErrOverloaded] when
 // r.Ready() is false, and otherwise calls the inner service and returns its
-// result unchanged. It is Tower's load_shed with readiness made explicit:
+// result unchanged; a call that carries a criticality is judged as
+// [CriticalReadiness] says. It is Tower's load_shed with readiness made explicit:
 // put it outside the layer that would queue (a concurrency layer in Wait mode)
 // and pass it the same resource.
 //
@@ -86,7 +87,8 @@ func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error)
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("loadshed: Wrap")
 		}
-		return &shed[Req, Resp]{inner: inner, ready: r, name: cfg.Name, obs: cfg.Observer}
+		crit, _ := r.(CriticalReadiness)
+		return &shed[Req, Resp]{inner: inner, ready: r, crit: crit, name: cfg.Name, obs: cfg.Observer}
 	}), nil
 }
 
@@ -116,12 +118,13 @@ func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r Readiness) (rampart.S
 type shed[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	ready Readiness
+	crit  CriticalReadiness // ready, when it tells criticalities apart
 	name  string
 	obs   observe.Observer
 }
 
 func (s *shed[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if !s.ready.Ready() {
+	if !s.admits(ctx) {
 		refused(ctx, s.name, s.obs)
 		var zero Resp
 		return zero, ErrOverloaded
