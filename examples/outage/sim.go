@@ -86,6 +86,10 @@ func simulate(o options, nw network, progress io.Writer) (*result, error) {
 		o:              o,
 	}
 	r.Rampart.Breaker = ramp.breakerCounts(r.Rampart)
+	if ramp.shadow != nil {
+		r.shadows = ramp.shadow.Results()
+		r.Shadows = r.shadows
+	}
 	return r, nil
 }
 
