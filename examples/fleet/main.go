@@ -65,8 +65,8 @@ type options struct {
 	// shared run's replicas; empty for none. registry is its Registry.
 	debug    string
 	registry *inspect.Registry
-	quota        float64       // calls per second; 0 skips the rate limit run
-	quotaFor     time.Duration // how long the rate limit run lasts
+	quota    float64       // calls per second; 0 skips the rate limit run
+	quotaFor time.Duration // how long the rate limit run lasts
 }
 
 func defaults() options {
