@@ -549,7 +549,12 @@ func ms(n int64) time.Duration {
 // run runs a script with the configured timeout and parses its reply
 // {won, gen, state, remaining, cause, by, claim ms}.
 func (s *Shared) run(script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	return s.runContext(s.ctx, script, args...)
+}
+
+// runContext is run within ctx as well as the configured timeout.
+func (s *Shared) runContext(ctx context.Context, script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	s.stats.commands.Add(1)
 	v, err := script.Run(ctx, s.client, s.keys, args...).Slice()

@@ -13,6 +13,7 @@ import (
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/shadow"
 )
 
 // client is what the load generator drives: one caller request, which may
@@ -50,6 +51,8 @@ type rampartClient struct {
 	hc  *http.Client
 	url string
 
+	shadow *shadow.Shadow // with -shadows
+
 	mu          sync.Mutex
 	transitions []circuitbreaker.Transition // guarded by mu
 }
@@ -86,9 +89,23 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if err != nil {
 		return nil, err
 	}
+	var sh *shadow.Shadow
+	if o.shadows {
+		// Two candidates a replay might have found: a quicker trip with a
+		// shorter cool-down, and a failure-rate window.
+		sh, err = shadow.New(shadow.Config{Live: br, Candidates: []shadow.Candidate{
+			{Name: "3 in a row, 500ms", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: 500 * time.Millisecond, MaxProbes: 1}},
+			{Name: "half of 20, 5s", Breaker: circuitbreaker.Config{
+				Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}, Ratio: 0.5}, ResetTimeout: 5 * time.Second, MaxProbes: 1}},
+		}})
+		if err != nil {
+			return nil, err
+		}
+	}
 	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 		Base:           base,
 		Breaker:        br,
+		Shadow:         sh,
 		AttemptTimeout: o.attemptTimeout,
 		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb, Name: "backend", Observer: obs},
 	})
@@ -99,7 +116,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		o.registry.AddBreaker(br)
 		o.registry.AddBudget("backend", rb)
 	}
-	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url}
+	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url, shadow: sh}
 	br.Subscribe(func(t circuitbreaker.Transition) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
