@@ -256,6 +256,9 @@ const (
 	// circuitbreaker.ErrOpen). The candidate's breaker reports its own
 	// Rejected, Transition and outcome events under Source Breaker.
 	Lost
+	// Tuned: a layer's settings were changed while it ran
+	// (circuitbreaker.Breaker.Tune). No other field.
+	Tuned
 )
 
 var kindNames = [...]string{
@@ -276,6 +279,7 @@ var kindNames = [...]string{
 	Rejected:      "rejected",
 	Removed:       "removed",
 	Lost:          "lost",
+	Tuned:         "tuned",
 }
 
 // String returns the kind's name, such as "retry-end".
