@@ -157,6 +157,8 @@ const (
 	Fallback
 	// Coalesce is package coalesce.
 	Coalesce
+	// Shadow is package shadow.
+	Shadow
 )
 
 var sourceNames = [...]string{
@@ -170,6 +172,7 @@ var sourceNames = [...]string{
 	LoadShed:    "loadshed",
 	Fallback:    "fallback",
 	Coalesce:    "coalesce",
+	Shadow:      "shadow",
 }
 
 // String returns the name of the source's package, such as "retry".
@@ -247,6 +250,15 @@ const (
 	// something per name may forget it; a later call for the same key
 	// creates a new breaker, which starts afresh. No other field.
 	Removed
+	// Lost: a shadow breaker (package shadow, Source Shadow, Name the
+	// candidate's) would have refused a call that succeeded: goodput the
+	// candidate would have cost. Err is its refusal (matching
+	// circuitbreaker.ErrOpen). The candidate's breaker reports its own
+	// Rejected, Transition and outcome events under Source Breaker.
+	Lost
+	// Tuned: a layer's settings were changed while it ran
+	// (circuitbreaker.Breaker.Tune). No other field.
+	Tuned
 )
 
 var kindNames = [...]string{
@@ -266,6 +278,8 @@ var kindNames = [...]string{
 	Ignored:       "ignored",
 	Rejected:      "rejected",
 	Removed:       "removed",
+	Lost:          "lost",
+	Tuned:         "tuned",
 }
 
 // String returns the kind's name, such as "retry-end".

@@ -11,6 +11,7 @@ import (
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/record"
+	"github.com/rampart-go/rampart/shadow"
 )
 
 // ClientConfig configures [NewTransport]. The zero ClientConfig is valid:
@@ -77,6 +78,12 @@ type ClientConfig struct {
 	// replay, between the retry layer and the breaker, judged by Classify
 	// as the breaker judges it (see [RecordLayer]).
 	Recorder *record.Recorder
+	// Shadow, if not nil, runs its candidate breakers beside Breaker on
+	// every attempt, below the recorder, judged by Classify as the
+	// breaker judges them, without changing any request (see package
+	// shadow); give it Breaker as its Live breaker to see both side by
+	// side.
+	Shadow *shadow.Shadow
 	// AttemptTimeout, if positive, bounds each attempt, reading its response
 	// body included (see [TimeoutLayer]). Zero means no per-attempt timeout
 	// (the caller's context and http.Client.Timeout still apply); negative
@@ -101,6 +108,7 @@ type ClientConfig struct {
 // NewTransport returns an [http.RoundTripper] with the recommended client
 // stack around cfg.Base, outermost first: [RetryLayer] with cfg.Retry;
 // [HedgeLayer] if cfg.Hedge is set; [RecordLayer] if cfg.Recorder is set;
+// the shadow layer if cfg.Shadow is set;
 // the concurrency limit if cfg.Limit is set; [BreakerLayer] if cfg.Breaker or cfg.Breakers is set, with
 // cfg.BreakerKey and cfg.Classify; [TimeoutLayer] if cfg.AttemptTimeout is
 // set; [HeaderTimeoutLayer] if cfg.HeaderTimeout is set. So each attempt
@@ -157,6 +165,13 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 	}
 	if cfg.Recorder != nil {
 		b = b.Layer(RecordLayer(cfg.Recorder, cfg.Classify))
+	}
+	if cfg.Shadow != nil {
+		classify := cfg.Classify
+		if classify == nil {
+			classify = Classify
+		}
+		b = b.Layer(shadow.NewLayer[*http.Request, *http.Response](cfg.Shadow, classify))
 	}
 	if cfg.Limit != nil {
 		l, err := concurrency.NewLayer[*http.Request, *http.Response](cfg.Limit, concurrency.Reject)

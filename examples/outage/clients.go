@@ -10,8 +10,10 @@ import (
 
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/shadow"
 )
 
 // client is what the load generator drives: one caller request, which may
@@ -49,6 +51,8 @@ type rampartClient struct {
 	hc  *http.Client
 	url string
 
+	shadow *shadow.Shadow // with -shadows
+
 	mu          sync.Mutex
 	transitions []circuitbreaker.Transition // guarded by mu
 }
@@ -63,9 +67,13 @@ const (
 )
 
 func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, error) {
+	obs := o.observer
+	if o.registry != nil {
+		obs = observe.Join(obs, o.registry.Observer())
+	}
 	br, err := circuitbreaker.New(circuitbreaker.Config{
 		Name:         "backend",
-		Observer:     o.observer,
+		Observer:     obs,
 		Policy:       circuitbreaker.Consecutive{Failures: tripAfter},
 		ResetTimeout: o.resetTimeout,
 		MaxProbes:    1,
@@ -73,7 +81,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if err != nil {
 		return nil, err
 	}
-	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor, Name: "backend", Observer: o.observer})
+	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor, Name: "backend", Observer: obs})
 	if err != nil {
 		return nil, err
 	}
@@ -81,16 +89,34 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if err != nil {
 		return nil, err
 	}
+	var sh *shadow.Shadow
+	if o.shadows {
+		// Two candidates a replay might have found: a quicker trip with a
+		// shorter cool-down, and a failure-rate window.
+		sh, err = shadow.New(shadow.Config{Live: br, Candidates: []shadow.Candidate{
+			{Name: "3 in a row, 500ms", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: 500 * time.Millisecond, MaxProbes: 1}},
+			{Name: "half of 20, 5s", Breaker: circuitbreaker.Config{
+				Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}, Ratio: 0.5}, ResetTimeout: 5 * time.Second, MaxProbes: 1}},
+		}})
+		if err != nil {
+			return nil, err
+		}
+	}
 	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 		Base:           base,
 		Breaker:        br,
+		Shadow:         sh,
 		AttemptTimeout: o.attemptTimeout,
-		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb, Name: "backend", Observer: o.observer},
+		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb, Name: "backend", Observer: obs},
 	})
 	if err != nil {
 		return nil, err
 	}
-	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url}
+	if o.registry != nil {
+		o.registry.AddBreaker(br)
+		o.registry.AddBudget("backend", rb)
+	}
+	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url, shadow: sh}
 	br.Subscribe(func(t circuitbreaker.Transition) {
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/sim"
 )
 
 // callLog records every caller request of one client.
@@ -40,8 +41,11 @@ type result struct {
 	ResetTimeoutMs float64 `json:"reset_timeout_ms"` // the rampart breaker's cool-down
 	Naive          summary `json:"naive"`
 	Rampart        summary `json:"rampart"`
+	// Shadows is the live breaker's row and the shadows' (with -shadows).
+	Shadows []sim.Result `json:"shadows,omitempty"`
 
-	o options
+	o       options
+	shadows []sim.Result
 }
 
 // summary is one client's outcome.
