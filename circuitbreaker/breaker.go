@@ -98,6 +98,9 @@ const (
 	flagMade  = 16
 	fastMask  = stateMask | flagTimed | flagMade
 	fastWord  = flagMade // Closed, untimed, set up
+	// rejectMask picks the bits that tell an Open word whose rejection
+	// needs no clock read: w&rejectMask == Open (flagReady clear).
+	rejectMask = stateMask | flagReady
 	// flagReady is set in an Open word once the end of the cool-down is
 	// near (see readyLead): until then a rejection reads no clock; from
 	// then on it reads the clock to tell whether the cool-down is over.
