@@ -396,6 +396,10 @@ func retryStop(why error) string {
 	case errors.Is(why, circuitbreaker.ErrOpen):
 		return "breaker_open"
 	}
+	var named interface{ RetryStop() string }
+	if errors.As(why, &named) {
+		return named.RetryStop() // rampartgrpc.ErrCommitted: "committed"
+	}
 	return "canceled"
 }
 
