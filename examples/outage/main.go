@@ -31,7 +31,7 @@
 //
 // With -metrics, the rampart client's breaker, retries and budget report
 // their events (package observe) to OpenTelemetry metrics (module
-// rampart/otel), served at /metrics through the OpenTelemetry Prometheus
+// rampartotel), served at /metrics through the OpenTelemetry Prometheus
 // exporter while the demo runs and until it is interrupted afterwards:
 // rampart_breaker_state shows the breaker open and close, and
 // rampart_retry_retries_total and rampart_budget_refusals_total the
