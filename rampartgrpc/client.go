@@ -71,7 +71,8 @@ type ClientConfig struct {
 	// Nil means [Classify]. It is not asked about an attempt the caller
 	// cancelled (that is ignored), and is used only with a breaker. It must
 	// be safe for concurrent use. A panic in it is recorded as the failure
-	// [circuitbreaker.ErrPanicked] and continues to the caller.
+	// [circuitbreaker.ErrPanicked] and is not recovered: it goes on up the
+	// caller's stack.
 	Classify func(err error) circuitbreaker.Outcome
 	// Recorder, if not nil, records every attempt of a unary call for
 	// package sim to replay, between the retry (and hedge) layers and the
