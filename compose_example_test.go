@@ -38,10 +38,10 @@ func ExampleBuilder_resilientStack() {
 	})
 
 	svc, err := rampart.NewBuilder[string, string]().
-		With(timeout.NewLayer[string, string](2 * time.Second)).                              // bounds the whole request, retries included
-		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 5, Backoff: backoff})). // up to 5 attempts
-		Layer(circuitbreaker.NewLayer[string, string](breaker)).                              // the breaker, consulted before each attempt
-		With(timeout.NewLayer[string, string](100 * time.Millisecond)).                       // a timed-out attempt is a breaker failure
+		With(timeout.NewLayer(timeout.Config[string, string]{Timeout: 2 * time.Second})).        // bounds the whole request, retries included
+		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 5, Backoff: backoff})).    // up to 5 attempts
+		Layer(circuitbreaker.NewLayer[string, string](breaker, nil)).                            // the breaker, consulted before each attempt
+		With(timeout.NewLayer(timeout.Config[string, string]{Timeout: 100 * time.Millisecond})). // a timed-out attempt is a breaker failure
 		Build(backend)
 	if err != nil {
 		panic(err)

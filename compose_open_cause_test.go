@@ -49,7 +49,7 @@ func causeStack(t *testing.T, mid rampart.Layer[string, string], backend rampart
 	if mid != nil {
 		b = b.Layer(mid)
 	}
-	return b.Layer(circuitbreaker.NewLayer[string, string](br)).Service(backend), br
+	return b.Layer(circuitbreaker.NewLayer[string, string](br, nil)).Service(backend), br
 }
 
 // TestCompose_CB2_RT3_RetryEndsAtOpenBreakerWithItsCause: a client whose
@@ -143,7 +143,7 @@ func TestCompose_CB2_HandlerAnswersOpenBreakerWith503(t *testing.T) {
 		})
 	})
 	h, err := ramparthttp.NewHandler(http.NotFoundHandler(), ramparthttp.HandlerConfig{
-		Layers:     []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br), limited},
+		Layers:     []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br, nil), limited},
 		RetryAfter: 7 * time.Second,
 	})
 	require.NoError(t, err)
@@ -176,9 +176,9 @@ func TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 		require.NoError(t, err)
-		perAttempt, err := timeout.NewLayer[string, string](time.Second)
+		perAttempt, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second})
 		require.NoError(t, err)
-		total, err := timeout.NewLayer[string, string](5 * time.Second)
+		total, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: 5 * time.Second})
 		require.NoError(t, err)
 		hang := rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
 			<-ctx.Done()
@@ -186,7 +186,7 @@ func TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn(t *testing.T) {
 		})
 		svc := rampart.NewBuilder[string, string]().
 			Layer(total).
-			Layer(circuitbreaker.NewLayer[string, string](br)).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 			Layer(perAttempt).
 			Service(hang)
 
@@ -227,7 +227,7 @@ func TestCompose_CB2_FallbackOnOpenBreakerOnly(t *testing.T) {
 	require.NoError(t, err)
 	svc := rampart.NewBuilder[string, string]().
 		Layer(fb).
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Service(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 			return "", &statusError{code: 502}
 		}))

@@ -183,7 +183,7 @@ func timeoutLayer(t *testing.T, d time.Duration, late func(string, error)) rampa
 	if d == 0 {
 		return nil
 	}
-	l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
+	l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
 	require.NoError(t, err)
 	return l
 }
@@ -198,7 +198,7 @@ func stackA(t *testing.T, c stackConfig, backend *tap) stack {
 		Layer(timeoutLayer(t, c.total, nil)).
 		Layer(rl).
 		Layer(attempts).
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
 		Service(backend)
 	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
@@ -212,7 +212,7 @@ func stackB(t *testing.T, c stackConfig, backend *tap) stack {
 	attempts := newTap()
 	svc := rampart.NewBuilder[string, string]().
 		Layer(attempts).
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Layer(rl).
 		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
 		Service(backend)

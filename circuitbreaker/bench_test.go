@@ -37,7 +37,7 @@ func TestAllocs_ClosedFailureAndDone(t *testing.T) {
 
 func TestAllocs_Layer(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{})
-	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](b)).Service(ok)
+	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](b, nil)).Service(ok)
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) })
 	assert.Zero(t, allocs)
@@ -105,7 +105,7 @@ func BenchmarkOpenRejectParallel(b *testing.B) {
 
 func BenchmarkLayer(b *testing.B) {
 	br := newBreaker(b, circuitbreaker.Config{})
-	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br)).Service(ok)
+	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(ok)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -115,7 +115,7 @@ func BenchmarkLayer(b *testing.B) {
 
 func BenchmarkLayerParallel(b *testing.B) {
 	br := newBreaker(b, circuitbreaker.Config{})
-	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br)).Service(ok)
+	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(ok)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -38,7 +38,7 @@ func TestClassifiedLayer_CB8_IsFailureOverrulesErrors(t *testing.T) {
 		resp int
 		err  error
 	}
-	svc := circuitbreaker.NewClassifiedLayer[int, int](b, classify).Wrap(
+	svc := circuitbreaker.NewLayer[int, int](b, classify).Wrap(
 		rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return next.resp, next.err }))
 
 	next.err = notFound
@@ -60,7 +60,7 @@ func TestClassifiedLayer_CB8_IsFailureOverrulesErrors(t *testing.T) {
 func TestClassifiedLayer_CB2_BadResponseIsTheCause(t *testing.T) {
 	b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	require.NoError(t, err)
-	svc := circuitbreaker.NewClassifiedLayer[int, int](b, func(resp int, err error) circuitbreaker.Outcome {
+	svc := circuitbreaker.NewLayer[int, int](b, func(resp int, err error) circuitbreaker.Outcome {
 		if resp == 503 {
 			return circuitbreaker.Failure
 		}
@@ -78,7 +78,7 @@ func TestClassifiedLayer_CB2_BadResponseIsTheCause(t *testing.T) {
 
 func TestLayer_NilBreakerFailsEachCallWithoutPanic(t *testing.T) {
 	var called bool
-	svc := circuitbreaker.NewLayer[int, int](nil).Wrap(
+	svc := circuitbreaker.NewLayer[int, int](nil, nil).Wrap(
 		rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { called = true; return 1, nil }))
 	_, err := svc.Call(context.Background(), 0)
 	assert.EqualError(t, err, "circuitbreaker: layer built over a nil *Breaker (build one with circuitbreaker.New)")

@@ -25,7 +25,7 @@ func ExampleNewGroupLayer() {
 		panic(err)
 	}
 	host := func(url string) string { h, _, _ := strings.Cut(url, "/"); return h }
-	perHost, err := circuitbreaker.NewGroupLayer[string, string](hosts, host)
+	perHost, err := circuitbreaker.NewGroupLayer[string, string](hosts, host, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -26,7 +26,7 @@ func ExampleNewLayer() {
 		return "", errors.New("registry unavailable")
 	})
 	svc := rampart.NewBuilder[string, string]().
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Service(registry)
 
 	for range 5 {

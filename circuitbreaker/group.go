@@ -324,15 +324,10 @@ func (g *Group[K]) Overflow() *Breaker {
 	return g.overflow
 }
 
-// NewGroupLayer is [NewLayer] with g's breaker for key(req); key must be
-// safe for concurrent use. A nil g or key is an error.
-func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K) (rampart.Layer[Req, Resp], error) {
-	return NewClassifiedGroupLayer[Req, Resp](g, key, nil)
-}
-
-// NewClassifiedGroupLayer is [NewGroupLayer] with classify judging each
-// call.
-func NewClassifiedGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Layer[Req, Resp], error) {
+// NewGroupLayer is [NewLayer] with g's breaker for key(req), judging each
+// call with classify (nil judges by the error alone); key must be safe for
+// concurrent use. A nil g or key is an error.
+func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Layer[Req, Resp], error) {
 	switch {
 	case g == nil:
 		return nil, errors.New("circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")

@@ -240,7 +240,7 @@ func TestGroup_CB18_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{
 			Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute,
 		}})
-		layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf)
+		layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf, nil)
 		require.NoError(t, err)
 		calls := map[string]int{}
 		svc := rampart.NewBuilder[string, string]().Layer(layer).Service(
@@ -275,7 +275,7 @@ func TestGroup_CB18_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
 
 func TestGroup_CB18_ClassifiedLayer(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}}})
-	layer, err := circuitbreaker.NewClassifiedGroupLayer[string, int](g, hostOf, func(status int, err error) circuitbreaker.Outcome {
+	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf, func(status int, err error) circuitbreaker.Outcome {
 		if err != nil || status >= 500 {
 			return circuitbreaker.Failure
 		}
@@ -294,12 +294,12 @@ func TestGroup_CB18_ClassifiedLayer(t *testing.T) {
 
 func TestGroup_CB18_LayerNilArguments(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{})
-	_, err := circuitbreaker.NewGroupLayer[string, string](nil, hostOf)
+	_, err := circuitbreaker.NewGroupLayer[string, string](nil, hostOf, nil)
 	assert.EqualError(t, err, "circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")
-	_, err = circuitbreaker.NewGroupLayer[string, string, string](g, nil)
+	_, err = circuitbreaker.NewGroupLayer[string, string, string](g, nil, nil)
 	assert.EqualError(t, err, "circuitbreaker: group layer: nil key func")
 
-	layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf)
+	layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf, nil)
 	require.NoError(t, err)
 	_, err = layer.Wrap(nil).Call(t.Context(), "a/x")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
@@ -314,7 +314,7 @@ func TestGroup_CB18_Hammer(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: maxKeys, IdleTimeout: 4 * time.Millisecond, Breaker: circuitbreaker.Config{
 			Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2 * time.Millisecond,
 		}})
-		layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(req int) string { return strconv.Itoa(req % 40) })
+		layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(req int) string { return strconv.Itoa(req % 40) }, nil)
 		require.NoError(t, err)
 		svc := layer.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
 			if req%3 == 0 {
@@ -344,7 +344,7 @@ func TestGroup_CB18_Hammer(t *testing.T) {
 
 func TestAllocs_Group_CB18(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{})
-	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf)
+	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf, nil)
 	require.NoError(t, err)
 	svc := layer.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }))
 	ctx := context.Background()
@@ -366,7 +366,7 @@ func BenchmarkGroup_ClosedSuccess(b *testing.B) {
 		keys[i] = "host" + strconv.Itoa(i)
 		g.Breaker(keys[i])
 	}
-	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(i int) string { return keys[i%len(keys)] })
+	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(i int) string { return keys[i%len(keys)] }, nil)
 	require.NoError(b, err)
 	svc := layer.Wrap(ok)
 	ctx := context.Background()
@@ -384,7 +384,7 @@ func BenchmarkGroup_ClosedSuccess(b *testing.B) {
 // on the same key.
 func BenchmarkGroup_OneHotKey(b *testing.B) {
 	g := newGroup(b, circuitbreaker.GroupConfig{})
-	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(int) string { return "host" })
+	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(int) string { return "host" }, nil)
 	require.NoError(b, err)
 	svc := layer.Wrap(ok)
 	ctx := context.Background()

@@ -98,7 +98,7 @@ func TestHammer(t *testing.T) {
 			}
 			return r.id, nil
 		})
-		svc = rampart.NewBuilder[req, int]().Layer(circuitbreaker.NewLayer[req, int](b)).Service(inner)
+		svc = rampart.NewBuilder[req, int]().Layer(circuitbreaker.NewLayer[req, int](b, nil)).Service(inner)
 		wg  sync.WaitGroup
 	)
 	for g := range goroutines {

@@ -20,24 +20,15 @@ var ErrPanicked = errors.New("circuitbreaker: protected call or its classifier p
 // cancelled, and must be safe for concurrent use.
 type Classifier[Resp any] func(resp Resp, err error) Outcome
 
-// NewLayer returns a layer that guards a service with b. A call returns
-// ctx.Err() (with its [context.Cause]) when ctx is already done, the [*OpenError] when b rejects it,
-// and otherwise the inner result unchanged, recorded as by
-// [Permit.DoneContext]. A nil b fails every call; Wrap(nil) fails with
-// [rampart.ErrNilService]. Safe for concurrent use.
-func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
-	return layer[Req, Resp]{b: b}
-}
-
-// Wrap is NewLayer[Req, Resp](b).Wrap(svc), with inferred types.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], b *Breaker) rampart.Service[Req, Resp] {
-	return NewLayer[Req, Resp](b).Wrap(svc)
-}
-
-// NewClassifiedLayer is [NewLayer] with classify judging each call;
-// [Config.IsFailure] still has the last word on errors. A nil classify is
-// NewLayer.
-func NewClassifiedLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
+// NewLayer returns a layer that guards a service with b, judging each
+// call with classify: a nil classify judges by the error alone (see
+// [ClassifyContext]), and [Config.IsFailure] has the last word on errors
+// either way. A call returns ctx.Err() (with its [context.Cause]) when ctx
+// is already done, the [*OpenError] when b refuses it, and otherwise the
+// inner result unchanged, recorded as by [Permit.DoneContext]. A nil b
+// fails every call; Wrap(nil) fails with [rampart.ErrNilService]. Safe for
+// concurrent use.
+func NewLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b, classify: classify}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // panickingBackend panics; its name must appear in the stack the caller
@@ -152,7 +153,7 @@ func testResponseClassifier(t *testing.T) {
 	}
 	calls := 0
 	svc := rampart.NewBuilder[string, httpResp]().
-		Layer(circuitbreaker.NewClassifiedLayer[string, httpResp](b, classify)).
+		Layer(circuitbreaker.NewLayer[string, httpResp](b, classify)).
 		Service(rampart.ServiceFunc[string, httpResp](func(context.Context, string) (httpResp, error) {
 			calls++
 			return httpResp{status: 503}, nil
@@ -392,7 +393,7 @@ func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
 		}
 		stack := func(status int, err error, cancel context.CancelFunc) rampart.Service[string, httpResp] {
 			return rampart.NewBuilder[string, httpResp]().
-				Layer(circuitbreaker.NewClassifiedLayer[string, httpResp](b, classify)).
+				Layer(circuitbreaker.NewLayer[string, httpResp](b, classify)).
 				Service(rampart.ServiceFunc[string, httpResp](func(context.Context, string) (httpResp, error) {
 					cancel()
 					return httpResp{status: status}, err
@@ -417,10 +418,10 @@ func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
 func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
 	calls := 0
-	svc := circuitbreaker.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) {
+	svc := wrap.Layer(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) {
 		calls++
 		return 0, errBoom
-	}), b)
+	}), circuitbreaker.NewLayer, b, nil)
 	_, err := svc.Call(t.Context(), "x")
 	require.ErrorIs(t, err, errBoom)
 	_, err = svc.Call(t.Context(), "x")
@@ -428,8 +429,8 @@ func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
 	assert.Equal(t, 1, calls, "the open breaker made no call")
 	assert.Equal(t, circuitbreaker.Open, b.State().State)
 
-	_, err = circuitbreaker.Wrap[string, int](nil, b).Call(t.Context(), "x")
+	_, err = circuitbreaker.NewLayer[string, int](b, nil).Wrap(nil).Call(t.Context(), "x")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
-	_, err = circuitbreaker.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }), nil).Call(t.Context(), "x")
+	_, err = wrap.Layer(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }), circuitbreaker.NewLayer, nil, nil).Call(t.Context(), "x")
 	assert.ErrorContains(t, err, "nil *Breaker")
 }

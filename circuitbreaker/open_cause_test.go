@@ -121,8 +121,8 @@ func TestLayer_CB8_NestedBreakerCountsInnerRejection(t *testing.T) {
 		outer := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
 		be := &backend{err: cause}
 		svc := rampart.NewBuilder[string, string]().
-			Layer(circuitbreaker.NewLayer[string, string](outer)).
-			Layer(circuitbreaker.NewLayer[string, string](inner)).
+			Layer(circuitbreaker.NewLayer[string, string](outer, nil)).
+			Layer(circuitbreaker.NewLayer[string, string](inner, nil)).
 			Service(be)
 
 		_, err := svc.Call(t.Context(), "a") // trips inner

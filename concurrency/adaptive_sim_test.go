@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // simBackend is a dependency with capacity calls' worth of workers: a call
@@ -70,7 +71,7 @@ func simulate(t *testing.T, lim *concurrency.AdaptiveLimiter, clients int, phase
 	be := &simBackend{}
 	be.capacity.Store(phases[0].capacity)
 	be.unloaded.Store(int64(phases[0].unloaded))
-	svc, err := concurrency.Wrap[int, int](be, lim, concurrency.Reject)
+	svc, err := wrap.Service[int, int](be, concurrency.NewLayer, concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
 	require.NoError(t, err)
 
 	var (

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -86,9 +87,9 @@ func TestAdaptive_LM8_ZeroValue(t *testing.T) {
 	l.Release(p) // the zero Permit: ignored
 	assert.Equal(t, 0, l.InFlight())
 
-	_, err = concurrency.NewLayer[int, int](&l, concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: &l, Mode: concurrency.Wait})
 	assert.EqualError(t, err, "concurrency: limiter must be made by NewAdaptive, got a zero AdaptiveLimiter")
-	_, err = concurrency.NewLayer[int, int]((*concurrency.AdaptiveLimiter)(nil), concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: (*concurrency.AdaptiveLimiter)(nil), Mode: concurrency.Wait})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
 }
 
@@ -338,7 +339,7 @@ func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
 		l := fixedAdaptive(t, 1, 0)
 		release := make(chan struct{})
 		var calls atomic.Int64
-		svc, err := concurrency.Wrap(blocking(release, &calls), l, concurrency.Reject)
+		svc, err := wrap.Service(blocking(release, &calls), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Reject})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -367,13 +368,13 @@ func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
 func TestAdaptiveLayer_LM9_WaitAndPanicFreeSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := fixedAdaptive(t, 1, 0)
-		svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 			time.Sleep(time.Second)
 			if req < 0 {
 				panic("boom")
 			}
 			return req, nil
-		}), l, concurrency.Wait)
+		}), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -397,7 +398,7 @@ func TestAdaptiveLayer_LM9_LoadshedReadiness(t *testing.T) {
 	var _ loadshed.Readiness = l
 	p, ok := l.TryAcquire()
 	require.True(t, ok)
-	svc, err := loadshed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l)
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), loadshed.NewLayer, loadshed.Config{Readiness: l})
 	require.NoError(t, err)
 	_, err = svc.Call(context.Background(), 1)
 	assert.ErrorIs(t, err, loadshed.ErrOverloaded)
@@ -424,7 +425,7 @@ func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
 		}
 	}), "Acquire/Release")
 	for name, mode := range modes {
-		svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l, mode)
+		svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: mode})
 		require.NoError(t, err)
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }), name)
 	}
@@ -433,7 +434,7 @@ func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
 	for i := range held {
 		held[i], _ = l.TryAcquire()
 	}
-	svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l, concurrency.Reject)
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Reject})
 	require.NoError(t, err)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }), "refusal")
 	for _, p := range held {
@@ -463,7 +464,7 @@ func TestAdaptive_LM8_Hammer(t *testing.T) {
 		if g%2 == 1 {
 			mode = concurrency.Reject
 		}
-		svc, err := concurrency.Wrap[int, int](inner, l, mode)
+		svc, err := wrap.Service[int, int](inner, concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: mode})
 		require.NoError(t, err)
 		wg.Go(func() {
 			for i := range calls {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 var modes = map[string]concurrency.Mode{"Wait": concurrency.Wait, "Reject": concurrency.Reject}
@@ -33,7 +34,7 @@ func blocking(release <-chan struct{}, calls *atomic.Int64) rampart.Service[int,
 
 func build(t *testing.T, l *concurrency.Limiter, mode concurrency.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
 	t.Helper()
-	layer, err := concurrency.NewLayer[int, int](l, mode)
+	layer, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: mode})
 	require.NoError(t, err)
 	return rampart.NewBuilder[int, int]().Layer(layer).Service(inner)
 }
@@ -70,9 +71,9 @@ func TestNewLayer_RejectsBadArguments(t *testing.T) {
 	l, err := concurrency.New(1)
 	require.NoError(t, err)
 
-	_, err = concurrency.NewLayer[int, int](nil, concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: nil, Mode: concurrency.Wait})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
-	_, err = concurrency.NewLayer[int, int](l, concurrency.Mode(7))
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: concurrency.Mode(7)})
 	assert.EqualError(t, err, "concurrency: mode must be Wait or Reject, got 7")
 }
 
@@ -284,16 +285,16 @@ func TestLayer_ZeroAllocs(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestWrap(t *testing.T) {
+func TestNewLayer_Wraps(t *testing.T) {
 	l, err := concurrency.New(1)
 	require.NoError(t, err)
-	svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		return l.InFlight(), nil
-	}), l, concurrency.Wait)
+	}), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Wait})
 	require.NoError(t, err)
 	resp, err := svc.Call(t.Context(), 0)
 	assert.NoError(t, err)
 	assert.Equal(t, 1, resp, "the call runs in a slot")
-	_, err = concurrency.Wrap[int, int](nil, nil, concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
 }

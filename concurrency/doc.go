@@ -9,9 +9,12 @@
 //	if err != nil {
 //		return err
 //	}
-//	svc, err := concurrency.Wrap(backend, lim, concurrency.Wait)
+//	l, err := concurrency.NewLayer[Req, Resp](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
+//	if err != nil {
+//		return err
+//	}
+//	svc := l.Wrap(backend) // or pass l to a rampart.Builder
 //
-// [NewLayer] returns the same limit as a layer for a [rampart.Builder].
 // A [*Limiter] is also usable on its own, as semaphore.Weighted is:
 //
 //	if err := lim.Acquire(ctx); err != nil {
@@ -53,9 +56,9 @@
 //	if err != nil {
 //		return err
 //	}
-//	svc, err := concurrency.Wrap(backend, lim, concurrency.Reject)
+//	svc, err := concurrency.NewLayer[Req, Resp](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
 //
-// [NewLayer] and [Wrap] take either limiter (both are [Slots]), with the
+// [NewLayer] takes either limiter (both are [Slots]), with the
 // same modes and refusals; in a server, put it in the handler's layers to
 // protect the service itself. Used directly, an AdaptiveLimiter hands out
 // a [Permit] to give back:

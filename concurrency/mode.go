@@ -2,9 +2,7 @@ package concurrency
 
 import "strconv"
 
-// Mode says what a call does when its limiter has no room for it now. The
-// same type configures package ratelimit, whose Mode is an alias of this
-// one, so one value serves both kinds of limit.
+// Mode says what a call does when its limiter has no slot for it now.
 type Mode int
 
 const (

@@ -11,6 +11,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -26,7 +27,7 @@ func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 			var rec observetest.Recorder
 			lim, err := concurrency.New(1)
 			require.NoError(t, err)
-			svc, err := concurrency.WrapConfig(sleeper, concurrency.Config{Limiter: lim, Mode: mode, Name: "db", Observer: &rec})
+			svc, err := wrap.Service(sleeper, concurrency.NewLayer, concurrency.Config{Limiter: lim, Mode: mode, Name: "db", Observer: &rec})
 			require.NoError(t, err)
 
 			go svc.Call(t.Context(), 2*time.Second) // holds the slot for two seconds
@@ -62,7 +63,7 @@ func TestConcurrency_EV6_AdaptiveRefusedAndQueued(t *testing.T) {
 		var rec observetest.Recorder
 		lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 1, MaxWaiting: 1})
 		require.NoError(t, err)
-		svc, err := concurrency.WrapConfig(sleeper, concurrency.Config{Limiter: lim, Name: "adaptive", Observer: &rec})
+		svc, err := wrap.Service(sleeper, concurrency.NewLayer, concurrency.Config{Limiter: lim, Name: "adaptive", Observer: &rec})
 		require.NoError(t, err)
 
 		go svc.Call(t.Context(), 2*time.Second) // holds the only slot

@@ -10,9 +10,12 @@ import (
 )
 
 // Empty queries never reach the search backend.
-func ExampleNewAllowLayer() {
-	layer, err := filter.NewAllowLayer[string, string](func(ctx context.Context, query string) bool {
-		return query != ""
+func ExampleNewLayer() {
+	layer, err := filter.NewLayer[string, string](func(ctx context.Context, query string) error {
+		if query == "" {
+			return filter.ErrRejected
+		}
+		return nil
 	})
 	if err != nil {
 		panic(err)

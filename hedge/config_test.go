@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
@@ -108,7 +109,7 @@ func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 			l, err := hedge.NewLayer(cfg)
 			assert.EqualError(t, err, tc.want)
 			assert.Nil(t, l)
-			svc, err := hedge.Wrap(newBackend(), cfg)
+			svc, err := wrap.Service(newBackend(), hedge.NewLayer, cfg)
 			assert.EqualError(t, err, tc.want)
 			assert.Nil(t, svc)
 		})

@@ -6,7 +6,7 @@
 // # Quick start
 //
 //	hb := new(budget.Budget) // bounds hedges to a share of traffic
-//	svc, err := hedge.Wrap(backend, hedge.Config[Req, Resp]{
+//	l, err := hedge.NewLayer(hedge.Config[Req, Resp]{
 //		Hedgeable:  func(req Req) bool { return req.IsRead() }, // safe to send twice
 //		Budget:     hb,
 //		Percentile: 0.95, // hedge once an attempt is slower than the recent p95
@@ -14,8 +14,9 @@
 //	if err != nil {
 //		return err // names the bad field
 //	}
+//	svc := l.Wrap(backend)
 //
-// [NewLayer] builds the same as a layer. For HTTP clients,
+// For HTTP clients,
 // ramparthttp.HedgeLayer fills in what this package leaves to the caller:
 // which requests may be sent twice, a body of its own for each copy, which
 // statuses are answers, and closing the bodies of the responses that lose.

@@ -20,6 +20,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Many goroutines call one hedged service with random latencies, failures
@@ -50,7 +51,7 @@ func TestHedge_Hammer(t *testing.T) {
 		shared, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
 		require.NoError(t, err)
 		bud := budgettest.Over(shared)
-		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+		svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
 			Hedgeable:   func(req string) bool { return !strings.HasSuffix(req, "w") },
 			Budget:      bud,
 			MaxAttempts: 3,
@@ -141,7 +142,7 @@ func TestHedge_NoGoroutineLeft(t *testing.T) {
 		}
 		return "hedge", nil
 	})
-	svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+	svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
 		Hedgeable: always, Budget: budgettest.New(budgettest.Unlimited), Delay: time.Millisecond,
 	})
 	require.NoError(t, err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -60,14 +59,6 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 		return nil, err
 	}
 	return layer[Req, Resp]{s: s}, nil
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer(cfg)
-	return wrap.Service("hedge", svc, l, err)
 }
 
 type layer[Req, Resp any] struct {

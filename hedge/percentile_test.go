@@ -15,6 +15,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // A loser the layer cancels after it ran at least the delay is recorded as
@@ -72,7 +73,7 @@ func TestHedge_LearnedP95HedgesAboutFivePercent(t *testing.T) {
 			}
 		})
 		budget := budgettest.New(budgettest.Unlimited)
-		svc, err := hedge.Wrap(rampart.Service[int, int](inner), hedge.Config[int, int]{
+		svc, err := wrap.Service(rampart.Service[int, int](inner), hedge.NewLayer, hedge.Config[int, int]{
 			Hedgeable: func(int) bool { return true }, Budget: budget, Percentile: 0.95,
 		})
 		require.NoError(t, err)

@@ -7,18 +7,22 @@
 //	if err != nil {
 //		return err
 //	}
-//	svc, err := loadshed.WrapThrottle(backend, throttle, nil)
+//	l, err := loadshed.NewThrottleLayer[Req, Resp](throttle, nil) // nil: a nil error is an accept
+//	if err != nil {
+//		return err
+//	}
+//	svc := l.Wrap(backend)
 //
 // It offers two layers, both refusing with [ErrOverloaded]:
 //
-//   - [NewLayer] and [Wrap] shed a call when a resource they are given (a
+//   - [NewLayer] sheds a call when a resource they are given (a
 //     concurrency limit, a queue) says it is not ready, instead of letting
 //     the call queue. This is Tower's load_shed layer: there a service
 //     reports readiness through poll_ready and load_shed fails requests
 //     that would have to wait for it. Go services have no poll_ready, so
 //     the resource is passed explicitly as a [Readiness];
 //     *concurrency.Limiter is one.
-//   - [NewThrottleLayer] and [WrapThrottle] are client-side adaptive
+//   - [NewThrottleLayer] is client-side adaptive
 //     throttling as described in the Google SRE book, chapter 21
 //     "Handling Overload": each client tracks, over the last couple of
 //     minutes, how many requests it made and how many the backend

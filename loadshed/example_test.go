@@ -45,11 +45,11 @@ func ExampleNewLayer() {
 	if err != nil {
 		panic(err)
 	}
-	shed, err := loadshed.NewLayer[string, string](lim)
+	shed, err := loadshed.NewLayer[string, string](loadshed.Config{Readiness: lim})
 	if err != nil {
 		panic(err)
 	}
-	wait, err := concurrency.NewLayer[string, string](lim, concurrency.Wait)
+	wait, err := concurrency.NewLayer[string, string](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 	if err != nil {
 		panic(err)
 	}

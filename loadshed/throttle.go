@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -279,15 +278,6 @@ func NewThrottleLayer[Req, Resp any](t *Throttle, accepted func(Resp, error) boo
 		}
 		return &throttled[Req, Resp]{inner: inner, t: t, accepted: accepted}
 	}), nil
-}
-
-// WrapThrottle wraps svc in the layer [NewThrottleLayer] returns,
-// inferring the type parameters from svc. It returns the errors
-// [NewThrottleLayer] returns, and an error matching [rampart.ErrNilService]
-// when svc is nil.
-func WrapThrottle[Req, Resp any](svc rampart.Service[Req, Resp], t *Throttle, accepted func(Resp, error) bool) (rampart.Service[Req, Resp], error) {
-	l, err := NewThrottleLayer[Req, Resp](t, accepted)
-	return wrap.Service("loadshed", svc, l, err)
 }
 
 type throttled[Req, Resp any] struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -331,9 +332,9 @@ func TestThrottleLayer_AllocatesNothing(t *testing.T) {
 func TestWrapThrottle(t *testing.T) {
 	th, err := loadshed.NewThrottle(loadshed.ThrottleConfig{})
 	require.NoError(t, err)
-	svc, err := loadshed.WrapThrottle(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
+	svc, err := wrap.Service2(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
 		return req, nil
-	}), th, nil)
+	}), loadshed.NewThrottleLayer, th, nil)
 	require.NoError(t, err)
 	got, err := svc.Call(t.Context(), 7)
 	require.NoError(t, err)

@@ -260,7 +260,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 		inner = inner.Layer(cb)
 	}
 	if cfg.AttemptTimeout > 0 {
-		to, err := timeout.NewLayer[call, result](cfg.AttemptTimeout)
+		to, err := timeout.NewLayer(timeout.Config[call, result]{Timeout: cfg.AttemptTimeout})
 		if err != nil {
 			return nil, fmt.Errorf("rampartgrpc: ClientConfig.AttemptTimeout: %w", err)
 		}
@@ -320,10 +320,10 @@ func (c *client) breakerLayer() rampart.Layer[call, result] {
 	classify := func(_ result, err error) circuitbreaker.Outcome { return c.classify(err) }
 	switch {
 	case c.breaker != nil:
-		return circuitbreaker.NewClassifiedLayer[call, result](c.breaker, classify)
+		return circuitbreaker.NewLayer[call, result](c.breaker, classify)
 	case c.breakers != nil:
-		// NewClassifiedGroupLayer fails only for a nil group or key.
-		l, _ := circuitbreaker.NewClassifiedGroupLayer[call, result](c.breakers, func(r call) string {
+		// NewGroupLayer fails only for a nil group or key.
+		l, _ := circuitbreaker.NewGroupLayer[call, result](c.breakers, func(r call) string {
 			return c.breakerKey(r.method, r.cc)
 		}, classify)
 		return l

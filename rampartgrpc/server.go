@@ -71,7 +71,7 @@ type ServerService = rampart.Service[ServerCall, any]
 // ServerLayer is a layer of a server-side gRPC stack: any rampart layer
 // built with the type arguments [ServerCall] and any, such as
 //
-//	lim, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](l, concurrency.Reject)
+//	lim, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Reject})
 //	rl, err := ratelimit.NewKeyedLayer[rampartgrpc.ServerCall, any](k, rampartgrpc.KeyPeer, ratelimit.Reject)
 //
 // Layers must call the inner service at most once per call and wait for it

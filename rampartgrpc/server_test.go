@@ -43,7 +43,7 @@ func limitLayer(t *testing.T, max int) rampartgrpc.ServerLayer {
 	t.Helper()
 	l, err := concurrency.New(max)
 	require.NoError(t, err)
-	layer, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](l, concurrency.Reject)
+	layer, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Reject})
 	require.NoError(t, err)
 	return layer
 }
@@ -114,7 +114,7 @@ func TestServer_GR12_StreamHoldsItsSlotUntilItEnds(t *testing.T) {
 
 func TestServer_GR12_RateLimitIsResourceExhaustedWithItsDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](rate.NewLimiter(rate.Every(time.Second), 1), ratelimit.Reject)
+		rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(time.Second), 1), Mode: ratelimit.Reject})
 		require.NoError(t, err)
 		e := start(t, networks[0], &testServer{}, serverOpts(t, rl))
 		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
@@ -129,7 +129,7 @@ func TestServer_GR12_RateLimitIsResourceExhaustedWithItsDelay(t *testing.T) {
 }
 
 func TestServer_GR12_NeverTokenPushesBackMinusOne(t *testing.T) {
-	rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](rate.NewLimiter(0, 0), ratelimit.Reject)
+	rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(0, 0), Mode: ratelimit.Reject})
 	require.NoError(t, err)
 	e := start(t, networks[0], &testServer{}, serverOpts(t, rl))
 	var trailer metadata.MD
@@ -158,7 +158,7 @@ func TestServer_GR12_RateLimitPerMetadataKey(t *testing.T) {
 
 func TestServer_GR12_ShedIsUnavailableWithPushback(t *testing.T) {
 	ready := false
-	shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.ReadyFunc(func() bool { return ready }))
+	shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return ready })})
 	require.NoError(t, err)
 	p, err := rampartgrpc.NewUnaryServerInterceptor(rampartgrpc.ServerConfig{Layers: []rampartgrpc.ServerLayer{nil, shed}, Pushback: 1500 * time.Microsecond})
 	require.NoError(t, err)
@@ -172,7 +172,7 @@ func TestServer_GR12_ShedIsUnavailableWithPushback(t *testing.T) {
 
 func TestServer_GR12_TimeoutIsDeadlineExceeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[rampartgrpc.ServerCall, any](200 * time.Millisecond)
+		to, err := timeout.NewLayer(timeout.Config[rampartgrpc.ServerCall, any]{Timeout: 200 * time.Millisecond})
 		require.NoError(t, err)
 		hang := func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
 			<-s.Context().Done()

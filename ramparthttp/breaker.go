@@ -66,7 +66,7 @@ func (l breakerLayer) Wrap(inner Service) Service {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: BreakerLayer: Wrap")
 	}
 	if l.b == nil {
-		return circuitbreaker.NewLayer[*http.Request, *http.Response](nil).Wrap(inner)
+		return circuitbreaker.NewLayer[*http.Request, *http.Response](nil, nil).Wrap(inner)
 	}
 	return breakerService{b: l.b, classify: l.classify, inner: inner}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/ratelimit"
 )
 
 // The overhead of rampart's HTTP adapters against bare net/http, on
@@ -172,7 +173,7 @@ func newBenchHandler(b *testing.B, cfg ramparthttp.HandlerConfig) http.Handler {
 }
 
 func rateLayer(b *testing.B) ramparthttp.ServerLayer {
-	l, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Inf, 1), concurrency.Reject)
+	l, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Inf, 1), ratelimit.Reject)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,7 +49,7 @@ type ServerService = rampart.Service[Exchange, struct{}]
 // [ServerTimeoutLayer]), any rampart layer built with the type arguments
 // [Exchange] and struct{} is one:
 //
-//	f, err := filter.NewAllowLayer[ramparthttp.Exchange, struct{}](allow)
+//	f, err := filter.NewLayer[ramparthttp.Exchange, struct{}](check) // check returns filter.ErrRejected to refuse
 //
 // Layers must call the inner service at most once per request and wait
 // for it to return: the writer is valid only until ServeHTTP returns. So

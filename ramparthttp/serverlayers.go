@@ -25,7 +25,7 @@ import (
 // refuse instead of queueing. It returns an error when lim is nil or mode
 // is invalid.
 func ServerConcurrencyLimitLayer(lim concurrency.Slots, mode concurrency.Mode) (ServerLayer, error) {
-	return concurrency.NewLayer[Exchange, struct{}](lim, mode)
+	return concurrency.NewLayer[Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: mode})
 }
 
 // ServerShedLayer returns a layer that refuses a request with
@@ -33,7 +33,7 @@ func ServerConcurrencyLimitLayer(lim concurrency.Slots, mode concurrency.Mode) (
 // a *concurrency.Limiter with no free slot. It is [loadshed.NewLayer] for a
 // server stack. It returns an error when r is nil.
 func ServerShedLayer(r loadshed.Readiness) (ServerLayer, error) {
-	return loadshed.NewLayer[Exchange, struct{}](r)
+	return loadshed.NewLayer[Exchange, struct{}](loadshed.Config{Readiness: r})
 }
 
 // ServerRateLimitLayer returns a layer that takes a token from lim before
@@ -42,7 +42,7 @@ func ServerShedLayer(r loadshed.Readiness) (ServerLayer, error) {
 // saying when the next token is due. It returns an error when lim is nil
 // or mode is invalid.
 func ServerRateLimitLayer(lim *rate.Limiter, mode ratelimit.Mode) (ServerLayer, error) {
-	return ratelimit.NewLayer[Exchange, struct{}](lim, mode)
+	return ratelimit.NewLayer[Exchange, struct{}](ratelimit.Config{Limiter: lim, Mode: mode})
 }
 
 // ServerKeyedRateLimitLayer returns a layer that takes a token, before each
@@ -67,5 +67,5 @@ func ServerKeyedRateLimitLayer(k *ratelimit.Keyed, key func(r *http.Request) str
 // since an abandoned handler would write after ServeHTTP returned). d must
 // be > 0, otherwise ServerTimeoutLayer returns an error naming it.
 func ServerTimeoutLayer(d time.Duration) (ServerLayer, error) {
-	return timeout.NewLayer[Exchange, struct{}](d)
+	return timeout.NewLayer(timeout.Config[Exchange, struct{}]{Timeout: d})
 }

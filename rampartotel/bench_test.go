@@ -45,7 +45,7 @@ func closedStack(tb testing.TB, obs observe.Observer) rampart.Service[int, int] 
 	retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs})
 	require.NoError(tb, err)
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil })
-	return rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br)).Service(ok)
+	return rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(ok)
 }
 
 // BenchmarkClosedSuccess is a successful call through a retry layer and a

@@ -23,7 +23,7 @@ var okService = rampart.ServiceFunc[string, string](func(context.Context, string
 func TestLayer_CK5_WaitOnTheSuppliedClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
-		l, err := ratelimit.NewConfigLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Clock: clk})
+		l, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Clock: clk})
 		require.NoError(t, err)
 		svc := l.Wrap(okService)
 		start := time.Now()
@@ -72,7 +72,7 @@ func TestLayer_CK5_ClockWaitEndsWithTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		lim := rate.NewLimiter(1, 1)
-		l, err := ratelimit.NewConfigLayer[string, string](ratelimit.Config{Limiter: lim, Clock: clk})
+		l, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: lim, Clock: clk})
 		require.NoError(t, err)
 		svc := l.Wrap(okService)
 		_, err = svc.Call(context.Background(), "")

@@ -6,14 +6,14 @@
 // # Quick start
 //
 //	lim := rate.NewLimiter(100, 10) // 100 calls a second, bursts of 10
-//	svc, err := ratelimit.Wrap(backend, lim, ratelimit.Wait)
+//	l, err := ratelimit.NewLayer[Req, Resp](ratelimit.Config{Limiter: lim, Mode: ratelimit.Wait})
 //	if err != nil {
 //		return err
 //	}
+//	svc := l.Wrap(backend) // or pass l to a rampart.Builder
 //
-// [NewLayer] returns the same limit as a layer for a [rampart.Builder];
-// [NewKeyed], [NewKeyedLayer] and [WrapKeyed] keep one bucket per key (per
-// user, per tenant).
+// [NewKeyed] and [NewKeyedLayer] keep one bucket per key (per user, per
+// tenant).
 //
 // # Why
 //

@@ -16,7 +16,7 @@ import (
 // long until a token is free.
 func ExampleNewLayer() {
 	lim := rate.NewLimiter(rate.Every(time.Second), 1)
-	layer, err := ratelimit.NewLayer[string, string](lim, ratelimit.Reject)
+	layer, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: lim, Mode: ratelimit.Reject})
 	if err != nil {
 		panic(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -43,7 +42,7 @@ type KeyedConfig struct {
 
 	// Observer, if not nil, is told about each call a layer built with the
 	// Keyed refuses or makes wait, as [Config.Observer] is for
-	// [NewConfigLayer]. See package observe.
+	// [NewLayer]. See package observe.
 	Observer observe.Observer
 }
 
@@ -218,14 +217,6 @@ func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (ra
 		}
 		return &keyedService[Req, Resp]{inner: inner, keyed: k, key: key, mode: mode}
 	}), nil
-}
-
-// WrapKeyed wraps svc in the layer [NewKeyedLayer] returns, inferring the
-// type parameters from svc. It returns the errors [NewKeyedLayer] returns,
-// and an error matching [rampart.ErrNilService] when svc is nil.
-func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], k *Keyed, key func(Req) string, mode Mode) (rampart.Service[Req, Resp], error) {
-	l, err := NewKeyedLayer[Req, Resp](k, key, mode)
-	return wrap.Service("ratelimit", svc, l, err)
 }
 
 type keyedService[Req, Resp any] struct {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -218,9 +219,9 @@ func TestKeyedLayer_KnownKeyAllocatesNothing(t *testing.T) {
 func TestWrapKeyed(t *testing.T) {
 	k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1, Burst: 1})
 	require.NoError(t, err)
-	svc, err := ratelimit.WrapKeyed(rampart.ServiceFunc[string, string](func(_ context.Context, user string) (string, error) {
+	svc, err := wrap.Service3(rampart.ServiceFunc[string, string](func(_ context.Context, user string) (string, error) {
 		return "ok " + user, nil
-	}), k, func(user string) string { return user }, ratelimit.Reject)
+	}), ratelimit.NewKeyedLayer, k, func(user string) string { return user }, ratelimit.Reject)
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		user    string

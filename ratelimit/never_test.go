@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -39,7 +40,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesAtOnceInWaitMode(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
 						ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
 						{
-							svc, err := ratelimit.Wrap(ok, rate.NewLimiter(tc.limit, tc.burst), m)
+							svc, err := wrap.Service(ok, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(tc.limit, tc.burst), Mode: m})
 							require.NoError(t, err)
 							for i := range tc.spend {
 								_, err := svc.Call(t.Context(), i)
@@ -74,7 +75,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesAtOnceInWaitMode(t *testing.T) {
 func TestLayer_LM10_NeverGrantingLimiterRefusesOnTheRealClock(t *testing.T) {
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
 	for _, deadline := range []bool{false, true} {
-		svc, err := ratelimit.Wrap(ok, rate.NewLimiter(0, 1), ratelimit.Wait)
+		svc, err := wrap.Service(ok, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(0, 1), Mode: ratelimit.Wait})
 		require.NoError(t, err)
 		_, err = svc.Call(t.Context(), 1)
 		require.NoError(t, err)

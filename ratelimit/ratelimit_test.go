@@ -16,6 +16,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -33,7 +34,7 @@ func echo(calls *atomic.Int64) rampart.Service[int, int] {
 
 func build(t testing.TB, lim *rate.Limiter, mode ratelimit.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
 	t.Helper()
-	layer, err := ratelimit.NewLayer[int, int](lim, mode)
+	layer, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: lim, Mode: mode})
 	require.NoError(t, err)
 	return layer.Wrap(inner)
 }
@@ -54,9 +55,9 @@ func requireLimited(t *testing.T, err error, retryAfter time.Duration, pastDeadl
 }
 
 func TestNewLayer_RejectsBadArguments(t *testing.T) {
-	_, err := ratelimit.NewLayer[int, int](nil, ratelimit.Wait)
+	_, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: nil, Mode: ratelimit.Wait})
 	assert.EqualError(t, err, "ratelimit: limiter must not be nil")
-	_, err = ratelimit.NewLayer[int, int](rate.NewLimiter(1, 1), ratelimit.Mode(-1))
+	_, err = ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Mode: ratelimit.Mode(-1)})
 	assert.EqualError(t, err, "ratelimit: mode must be Wait or Reject, got -1")
 }
 
@@ -281,25 +282,21 @@ func TestLayer_FreeTokenAllocatesNothing(t *testing.T) {
 
 func TestWrap(t *testing.T) {
 	var calls atomic.Int64
-	svc, err := ratelimit.Wrap(echo(&calls), rate.NewLimiter(rate.Inf, 0), ratelimit.Reject)
+	svc, err := wrap.Service(echo(&calls), ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 0), Mode: ratelimit.Reject})
 	require.NoError(t, err)
 	resp, err := svc.Call(t.Context(), 3)
 	assert.NoError(t, err)
 	assert.Equal(t, 3, resp)
-	_, err = ratelimit.Wrap(echo(&calls), nil, ratelimit.Wait)
+	_, err = wrap.Service(echo(&calls), ratelimit.NewLayer, ratelimit.Config{Limiter: nil, Mode: ratelimit.Wait})
 	assert.EqualError(t, err, "ratelimit: limiter must not be nil")
 }
 
-// ratelimit and concurrency share one Mode: a value of either configures
-// both.
-func TestMode_LM5_SharedWithConcurrency(t *testing.T) {
-	var m ratelimit.Mode = concurrency.Reject
-	assert.Equal(t, ratelimit.Reject, m)
-	assert.Equal(t, "Reject", m.String())
-	l, err := concurrency.New(1)
-	require.NoError(t, err)
-	_, err = concurrency.NewLayer[int, int](l, ratelimit.Wait)
-	assert.NoError(t, err)
+// Mode prints its name, and a value that is neither Wait nor Reject by
+// number.
+func TestMode_String(t *testing.T) {
+	assert.Equal(t, "Wait", ratelimit.Wait.String())
+	assert.Equal(t, "Reject", ratelimit.Reject.String())
+	assert.Equal(t, "Mode(7)", ratelimit.Mode(7).String())
 }
 
 // A refusal has the shape of concurrency's: RetryAfter, PastDeadline and

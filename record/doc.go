@@ -9,7 +9,7 @@
 //	defer rec.Close()
 //	svc := rampart.NewBuilder[Req, Resp]().
 //		// … the layers of the stack (see the package rampart documentation) …
-//		Layer(record.NewLayer[Req, Resp](rec)). // innermost: each attempt
+//		Layer(record.NewLayer[Req, Resp](rec, nil)). // innermost: each attempt
 //		Service(backend)
 //
 // A [Recorder] is bounded (a fixed buffer; calls that find it full are

@@ -218,18 +218,14 @@ func byStart(a, b Entry) int {
 }
 
 // NewLayer returns a layer that records each call through it with r: its
-// start, duration, outcome (a nil error is a success) and error class.
-// Put it just above the dependency (innermost, below any per-attempt
-// timeout, so each attempt is recorded with the duration it really took),
-// and replay its trace with package sim.
-func NewLayer[Req, Resp any](r *Recorder) rampart.Layer[Req, Resp] {
-	return NewKeyedLayer[Req, Resp](r, nil)
-}
-
-// NewKeyedLayer is [NewLayer] that also records each request's key, such
-// as its host or tenant; a nil key records none. key is called once per
-// recorded call and must be safe for concurrent use.
-func NewKeyedLayer[Req, Resp any](r *Recorder, key func(Req) string) rampart.Layer[Req, Resp] {
+// start, duration, outcome (a nil error is a success), error class and,
+// when key is not nil, the request's key, such as its host or tenant (a
+// nil key records none). Put it just above the dependency (innermost,
+// below any per-attempt timeout, so each attempt is recorded with the
+// duration it really took), and replay its trace with package sim. key is
+// called once per recorded call and must be safe for concurrent use. A nil
+// r fails every call.
+func NewLayer[Req, Resp any](r *Recorder, key func(Req) string) rampart.Layer[Req, Resp] {
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("record: Wrap")
@@ -239,19 +235,6 @@ func NewKeyedLayer[Req, Resp any](r *Recorder, key func(Req) string) rampart.Lay
 		}
 		return &service[Req, Resp]{r: r, key: key, inner: inner}
 	})
-}
-
-// Wrap records each call to svc with r: it is NewLayer[Req, Resp](r).Wrap(svc),
-// with the type arguments inferred from svc.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r *Recorder) rampart.Service[Req, Resp] {
-	return NewLayer[Req, Resp](r).Wrap(svc)
-}
-
-// WrapKeyed records each call to svc with r and its key: it is
-// NewKeyedLayer[Req, Resp](r, key).Wrap(svc), with the type arguments
-// inferred from svc.
-func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], r *Recorder, key func(Req) string) rampart.Service[Req, Resp] {
-	return NewKeyedLayer[Req, Resp](r, key).Wrap(svc)
 }
 
 type service[Req, Resp any] struct {

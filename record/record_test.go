@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/timeout"
@@ -40,7 +41,7 @@ func TestRecorder_SM8_WritesEntriesSimReads(t *testing.T) {
 		rec, err := record.New(&out, record.Config{})
 		require.NoError(t, err)
 		start := time.Now()
-		svc := record.NewKeyedLayer[string, string](rec, func(r string) string { return r }).Wrap(script(
+		svc := record.NewLayer[string, string](rec, func(r string) string { return r }).Wrap(script(
 			[]time.Duration{10 * time.Millisecond, 1500 * time.Microsecond, 7, time.Second},
 			[]error{nil, errors.New("boom"), context.Canceled, &timeout.Error{After: time.Second, Err: context.DeadlineExceeded}}))
 		for _, key := range []string{"a", `b"\`, "", "d"} {
@@ -78,7 +79,7 @@ func TestRecorder_SM8_Sample(t *testing.T) {
 		var out bytes.Buffer
 		rec, err := record.New(&out, record.Config{Sample: 3})
 		require.NoError(t, err)
-		svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 		for range 10 {
 			_, _ = svc.Call(context.Background(), "")
 		}
@@ -110,7 +111,7 @@ func TestRecorder_SM8_BoundedDropsWhenFull(t *testing.T) {
 		w := &blocked{release: make(chan struct{})}
 		rec, err := record.New(w, record.Config{Buffer: 4})
 		require.NoError(t, err)
-		svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 		for range 3 { // wakes the writer at 3 of 4, which then blocks
 			_, _ = svc.Call(context.Background(), "")
 		}
@@ -135,7 +136,7 @@ func TestRecorder_SM8_CloseReturnsWriteError(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	rec, err := record.New(failing{}, record.Config{})
 	require.NoError(t, err)
-	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+	svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 	_, _ = svc.Call(context.Background(), "")
 	assert.EqualError(t, rec.Close(), "disk full")
 }
@@ -160,11 +161,11 @@ func TestRecorder_NilServiceAndRecorder(t *testing.T) {
 	rec, err := record.New(io.Discard, record.Config{})
 	require.NoError(t, err)
 	defer rec.Close()
-	_, err = record.NewLayer[string, string](rec).Wrap(nil).Call(context.Background(), "")
+	_, err = record.NewLayer[string, string](rec, nil).Wrap(nil).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "record: Wrap: rampart: nil service")
 	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil })
-	_, err = record.NewLayer[string, string](nil).Wrap(ok).Call(context.Background(), "")
+	_, err = record.NewLayer[string, string](nil, nil).Wrap(ok).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "record: NewLayer's Recorder: rampart: nil service")
 }
@@ -174,7 +175,7 @@ func TestRecorder_SM8_NoAllocation(t *testing.T) {
 	rec, err := record.New(io.Discard, record.Config{})
 	require.NoError(t, err)
 	defer rec.Close()
-	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.ErrUnsupported }))
+	svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.ErrUnsupported }))
 	ctx := context.Background()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, "") }))
 }
@@ -184,7 +185,7 @@ func BenchmarkRecorder(b *testing.B) {
 	for _, sample := range []int{1, 100} {
 		rec, err := record.New(io.Discard, record.Config{Sample: sample, Buffer: record.MaxBuffer})
 		require.NoError(b, err)
-		svc := record.NewLayer[string, string](rec).Wrap(ok)
+		svc := record.NewLayer[string, string](rec, nil).Wrap(ok)
 		ctx := context.Background()
 		name := "every call"
 		if sample > 1 {
@@ -218,10 +219,8 @@ func TestWrap_SameAsTheLayers(t *testing.T) {
 		svc  rampart.Service[int, int]
 		want string
 	}{
-		{"Wrap nil service", record.Wrap[int, int](nil, nil), "record: Wrap: rampart: nil service"},
-		{"WrapKeyed nil service", record.WrapKeyed[int, int](nil, nil, nil), "record: Wrap: rampart: nil service"},
-		{"Wrap nil Recorder", record.Wrap(ok, nil), "record: NewLayer's Recorder: rampart: nil service"},
-		{"WrapKeyed nil Recorder", record.WrapKeyed(ok, nil, func(int) string { return "k" }), "record: NewLayer's Recorder: rampart: nil service"},
+		{"Wrap nil Recorder", wrap.Layer(ok, record.NewLayer, nil, nil), "record: NewLayer's Recorder: rampart: nil service"},
+		{"WrapKeyed nil Recorder", wrap.Layer(ok, record.NewLayer, nil, func(int) string { return "k" }), "record: NewLayer's Recorder: rampart: nil service"},
 	} {
 		_, err := tc.svc.Call(t.Context(), 1)
 		assert.ErrorIs(t, err, rampart.ErrNilService, tc.name)
@@ -239,7 +238,7 @@ func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
 		rec, err := record.New(&out, record.Config{FlushInterval: time.Second})
 		require.NoError(t, err)
 		// A request is the call's duration; "1ms" fails.
-		svc := record.NewKeyedLayer[string, string](rec, func(r string) string { return r }).Wrap(
+		svc := record.NewLayer[string, string](rec, func(r string) string { return r }).Wrap(
 			rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
 				d, _ := time.ParseDuration(req)
 				time.Sleep(d)

@@ -22,7 +22,7 @@ func TestRetry_CK3_WaitsRunOnTheSuppliedClock(t *testing.T) {
 		clk := clocktest.New()
 		clk.Jump(-time.Hour)
 		svc := newScript(fail("a"), fail("b"), outcome{resp: "ok"})
-		s := wrap(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Second), Clock: clk, Budget: budget.Always})
+		s := wrapT(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Second), Clock: clk, Budget: budget.Always})
 		resp, err := s.Call(context.Background(), "x")
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp)
@@ -37,7 +37,7 @@ func TestRetry_CK3_ClockWaitEndsWithTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktest.New()
 		svc := newScript(fail("a"))
-		s := wrap(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Minute), Clock: clk})
+		s := wrapT(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Minute), Clock: clk})
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(time.Second, cancel)
 		start := time.Now()

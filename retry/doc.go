@@ -6,16 +6,16 @@
 // # Quick start
 //
 //	rb := new(budget.Budget) // one budget for every caller of the dependency
-//	svc, err := retry.Wrap(backend, retry.Config[Req, Resp]{Budget: rb})
+//	l, err := retry.NewLayer(retry.Config[Req, Resp]{Budget: rb})
 //	if err != nil {
 //		return err // names the bad field
 //	}
-//	resp, err := svc.Call(ctx, req)
+//	resp, err := l.Wrap(backend).Call(ctx, req)
 //
 // With the zero Config, every error is retried, up to 3 attempts in all,
-// after exponential backoff with full jitter from 100ms; [NewLayer] builds
-// the same as a layer for a [github.com/rampart-go/rampart.Builder], whose
-// package documentation shows where retries go in a full stack.
+// after exponential backoff with full jitter from 100ms. Pass the layer to
+// a [github.com/rampart-go/rampart.Builder], whose package documentation
+// shows where retries go in a full stack.
 //
 // # Why budgets beat max-retries
 //

@@ -13,7 +13,6 @@ import (
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/ctxerr"
 	"github.com/rampart-go/rampart/internal/nilvalue"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -76,7 +75,7 @@ const Forever time.Duration = math.MaxInt64
 var defaultBackoff, _ = NewExponential(Exponential{})
 
 // Config configures the retry layer. Every zero field takes its documented
-// default. A Config is read once by [NewLayer] or [Wrap]; changing it later
+// default. A Config is read once by [NewLayer]; changing it later
 // has no effect.
 type Config[Req, Resp any] struct {
 	// MaxAttempts bounds the number of calls per request, including the
@@ -108,7 +107,7 @@ type Config[Req, Resp any] struct {
 	// Budget bounds retries across all requests that share it: see
 	// [Budget] and [Refunder]. Nil means a budget of the layer's own with
 	// package budget's defaults (20% of recent requests plus 10 retries a
-	// second, on Clock), made by [NewLayer] or [Wrap] and shared by every
+	// second, on Clock), made by [NewLayer] and shared by every
 	// service that layer wraps, so a retrying client never multiplies its
 	// load by MaxAttempts during an outage. Share one *budget.Budget among
 	// the layers that call one dependency; set [budget.Always] to retry
@@ -289,14 +288,6 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 		return nil, err
 	}
 	return layer[Req, Resp]{p: p}, nil
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer(cfg)
-	return wrap.Service("retry", svc, l, err)
 }
 
 type layer[Req, Resp any] struct {

@@ -132,13 +132,13 @@ func (c *Candidate) build(s *scheduler, seed uint64, dep rampart.Service[*call, 
 			return bad(err)
 		}
 		st.breaker = br
-		b = b.Layer(circuitbreaker.NewLayer[*call, struct{}](br))
+		b = b.Layer(circuitbreaker.NewLayer[*call, struct{}](br, nil))
 	}
 	switch {
 	case c.Timeout < 0:
 		return bad(fmt.Errorf("Timeout must be 0 (none) or positive, got %v", c.Timeout))
 	case c.Timeout > 0:
-		b = b.With(timeout.NewConfigLayer(timeout.Config[*call, struct{}]{Timeout: c.Timeout, Clock: s}))
+		b = b.With(timeout.NewLayer(timeout.Config[*call, struct{}]{Timeout: c.Timeout, Clock: s}))
 	}
 	svc, err := b.Build(dep)
 	if err != nil {

@@ -30,7 +30,7 @@ func TestLayer_CK4_DeadlineOnTheSuppliedClock(t *testing.T) {
 			cause = context.Cause(ctx)
 			return "", ctx.Err()
 		})
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, inner)
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, inner)
 
 		_, err, took := timed(context.Background(), svc)
 		synctest.Wait() // an abandoned inner call ends too
@@ -58,12 +58,12 @@ func TestLayer_CK4_DeadlineOnTheSuppliedClock(t *testing.T) {
 func TestLayer_CK4_ClockWhoseDeadline(t *testing.T) {
 	inBothModes(t, func(t *testing.T, abandon bool) {
 		clk := clocktest.New()
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
 		_, err, took := timed(context.Background(), svc)
 		assert.Equal(t, 50*time.Millisecond, took)
 		assert.Same(t, errBoom, err)
 
-		svc = wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
+		svc = wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		_, err, took = timed(ctx, svc)

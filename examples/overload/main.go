@@ -194,7 +194,7 @@ func handler(be *backend, o options, st stack) (http.Handler, *concurrency.Adapt
 		if err != nil {
 			return nil, nil, err
 		}
-		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](alim, concurrency.Reject)
+		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: alim, Mode: concurrency.Reject})
 		if err != nil {
 			return nil, nil, err
 		}
