@@ -142,7 +142,7 @@ func TestCompose_CB2_HandlerAnswersOpenBreakerWith503(t *testing.T) {
 			return struct{}{}, &ratelimit.LimitedError{RetryAfter: 2 * time.Second}
 		})
 	})
-	h, err := ramparthttp.NewHandler(http.NotFoundHandler(), ramparthttp.HandlerConfig{
+	h, err := ramparthttp.NewHandler(http.NotFoundHandler(), ramparthttp.ServerConfig{
 		Layers:     []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br, nil), limited},
 		RetryAfter: 7 * time.Second,
 	})

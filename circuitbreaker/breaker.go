@@ -71,6 +71,11 @@ type Breaker struct {
 
 	// events delivers transitions to the listeners (see notify.go).
 	events dispatcher[Transition]
+
+	// onFailure holds the functions registered with SubscribeFailures (nil
+	// if none), copied on write with mu held; failureID numbers them.
+	onFailure atomic.Pointer[[]failureFunc]
+	failureID uint64 // guarded by mu
 }
 
 // The state word: the low three bits are the State, the next three bits

@@ -39,6 +39,10 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 			return true // quiet, but the policy measures latency
 		}
 		call := b.call(aux, o, err)
+		counted := false
+		if o == Failure && b.onFailure.Load() != nil {
+			defer b.reportFailure(&counted, err) // after the unlock below
+		}
 		b.mu.Lock()
 		defer b.unlock()
 		if b.word.Load() != w {
@@ -46,6 +50,7 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 		}
 		if o == Failure {
 			b.lastFailure = err
+			counted = true
 		}
 		if b.tracker.Record(call) {
 			// A rate policy may trip on a success (the call that brings

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -131,9 +132,9 @@ func TestRemote_CB23_SwitchOwnsForcedStates(t *testing.T) {
 
 func TestRemote_CB23_BadStateIsAnError(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{})
-	for _, s := range []circuitbreaker.State{circuitbreaker.HalfOpen, circuitbreaker.ForcedOpen, circuitbreaker.ForcedClosed, circuitbreaker.State(9)} {
+	for _, s := range []circuitbreaker.State{circuitbreaker.ForcedOpen, circuitbreaker.ForcedClosed, circuitbreaker.State(9)} {
 		changed, err := b.ApplyRemote(s, time.Second, nil)
-		require.EqualError(t, err, "circuitbreaker: ApplyRemote: state must be Open or Closed, got "+s.String())
+		require.EqualError(t, err, "circuitbreaker: ApplyRemote: state must be Open, HalfOpen or Closed, got "+s.String())
 		assert.False(t, changed)
 	}
 	assert.Equal(t, circuitbreaker.Closed, b.State().State)
@@ -141,6 +142,91 @@ func TestRemote_CB23_BadStateIsAnError(t *testing.T) {
 	changed, err := zero.ApplyRemote(circuitbreaker.Open, time.Second, errFleet)
 	require.NoError(t, err)
 	assert.True(t, changed, "a zero Breaker sets itself up")
+}
+
+func TestRemote_CB23_HalfOpenGrantsTheProbeRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		rec := record(b)
+		changed, err := b.ApplyRemote(circuitbreaker.HalfOpen, time.Hour, errFleet)
+		require.NoError(t, err)
+		assert.True(t, changed, "a Closed breaker is granted the round")
+		// A snapshot shows an Open whose cool-down has passed as HalfOpen.
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errFleet, Remote: true}, b.State())
+		changed, _ = b.ApplyRemote(circuitbreaker.HalfOpen, 0, errFleet)
+		assert.False(t, changed, "an ended remote Open is left as it is")
+		p, err := b.TryAcquire()
+		require.NoError(t, err, "the next acquire is a probe")
+		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		assert.True(t, b.State().Remote)
+		changed, _ = b.ApplyRemote(circuitbreaker.HalfOpen, 0, errFleet)
+		assert.False(t, changed, "a round in progress is left as it is")
+		require.True(t, p.Success())
+		assert.Equal(t, []string{"closed>open", "open>half-open", "half-open>closed"}, rec.edges())
+		assert.Equal(t, time.Duration(0), rec.all()[0].RetryAfter)
+		assert.True(t, rec.all()[0].Remote)
+		assert.False(t, rec.all()[2].Remote, "the probe's verdict is the breaker's own")
+
+		// The breaker's own Open, its cool-down not over: the grant ends it
+		// and keeps its cause when given none.
+		fail(t, b, 1, errBoom)
+		changed, _ = b.ApplyRemote(circuitbreaker.HalfOpen, 0, nil)
+		assert.True(t, changed)
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom, Remote: true}, b.State())
+		p, err = b.TryAcquire()
+		require.NoError(t, err)
+		p.Ignore()
+
+		sw := &circuitbreaker.Switch{}
+		forced := newBreaker(t, circuitbreaker.Config{Switch: sw})
+		sw.ForceOpen(errMaintenance)
+		changed, _ = forced.ApplyRemote(circuitbreaker.HalfOpen, 0, errFleet)
+		assert.False(t, changed, "a forced state is never changed")
+	})
+}
+
+func TestRemote_CB23_SubscribeFailuresSeesClosedFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var panics atomic.Int32
+		b := newBreaker(t, circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: time.Second,
+			ListenerPanic: func(any, []byte) { panics.Add(1) },
+		})
+		var got []error
+		stop := b.SubscribeFailures(func(err error) {
+			p, aerr := b.TryAcquire() // called without the breaker's lock
+			if aerr == nil {
+				p.Ignore()
+			}
+			got = append(got, err)
+		})
+		assert.NotPanics(t, func() { b.SubscribeFailures(nil)() })
+		stopPanic := b.SubscribeFailures(func(error) { panic("listener") })
+		succeed(t, b, 2)
+		fail(t, b, 3, errBoom) // the third trips: counted too
+		assert.Equal(t, []error{errBoom, errBoom, errBoom}, got)
+		assert.Equal(t, int32(3), panics.Load(), "a panic goes to ListenerPanic")
+		stopPanic()
+
+		time.Sleep(time.Second)
+		p, err := b.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errNotFound) // a probe's failure is a verdict, not evidence
+		assert.Len(t, got, 3)
+
+		stale, err := newBreaker(t, circuitbreaker.Config{}).TryAcquire()
+		require.NoError(t, err)
+		stale.Failure(errBoom) // another breaker's
+		b.Reset()
+		p, err = b.TryAcquire()
+		require.NoError(t, err)
+		b.Reset()
+		assert.False(t, p.Failure(errBoom), "stale")
+		assert.Len(t, got, 3, "a stale failure is not reported")
+		stop()
+		fail(t, b, 1, errBoom)
+		assert.Len(t, got, 3, "unsubscribed")
+	})
 }
 
 func TestRemote_CB23_OwnOpenTransitionCarriesItsCooldown(t *testing.T) {
@@ -235,4 +321,23 @@ func TestHammer_CB23_RemoteChanges(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, bad)
+}
+
+func TestRemote_CB23_FailureEvidenceAllocatesNothing(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1_000_000}})
+	signal := make(chan struct{}, 1)
+	b.SubscribeFailures(func(error) {
+		select {
+		case signal <- struct{}{}:
+		default:
+		}
+	})
+	allocs := testing.AllocsPerRun(1000, func() {
+		p, _ := b.TryAcquire()
+		p.Failure(errBoom)
+		p, _ = b.TryAcquire()
+		p.Success()
+	})
+	assert.Equal(t, 0.0, allocs)
+	assert.Len(t, signal, 1)
 }

@@ -76,20 +76,53 @@ const minSamples = 10
 // Vegas rather than Gradient2 (Netflix's other estimator, which compares
 // a short-term with a long-term average latency): Vegas's estimate counts
 // queued calls, so the limit settles at the dependency's capacity plus a
-// few, and its baseline is a minimum, which does not drift. The baseline
-// is the smallest window average seen, not an average of recent
-// latencies. An average follows a long incident up until it equals the
-// incident's latency; the limiter then sees no queue and raises the limit
-// while the dependency is still unhealthy (a known complaint about
-// failsafe-go's adaptive limiter, whose baseline is such an average). A
-// minimum does not follow: while an incident lasts, the limit stays at
-// what the dependency still serves. The baseline rises in one case only:
-// a window measured with the limit at MinLimit, the least load this
-// limiter puts on the dependency, whose average is above the baseline.
-// Such latency is not caused by calls queueing behind this limiter's, so
-// it is the dependency's unloaded latency now (a deploy made it slower,
-// say), and the limiter re-learns it, as Envoy's adaptive concurrency
-// filter re-measures its minimum latency at a low fixed concurrency.
+// few, and its baseline is a minimum, which does not drift. An average
+// follows a long incident up until it equals the incident's latency; the
+// limiter then sees no queue and raises the limit while the dependency is
+// still unhealthy (a known complaint about failsafe-go's adaptive limiter,
+// whose baseline is such an average).
+//
+// # What feeds the baseline
+//
+// The baseline must be the dependency's latency without this limiter's
+// queue, or the limiter no longer measures what the dependency does under
+// load. So only these windows move it:
+//
+//   - a window whose average is below the baseline lowers it to that
+//     average: nothing queues below the unloaded latency;
+//   - a window measured with the limit at MinLimit, the least load this
+//     limiter puts on the dependency, whose average is above the baseline,
+//     raises it to that average: such latency is not caused by calls
+//     queueing behind this limiter's, so it is the dependency's unloaded
+//     latency now (a deploy made it slower, an incident made every call
+//     slow), as Envoy's adaptive concurrency filter re-measures its
+//     minimum latency at a low fixed concurrency;
+//   - while the baseline is such a re-learned one, a window whose average
+//     is below half of it means the dependency is fast again: the baseline
+//     returns to the lowest window average ever seen, not to this window's
+//     average, which was measured at whatever load the limit then allowed
+//     (a baseline learned at a high limit makes every queue look like
+//     none, and the limit stays at the overload that taught it).
+//
+// No other window moves it. A re-learned baseline says the dependency is
+// slower at every load; it says nothing about how many calls the
+// dependency can take. The limiter therefore returns to the limit of the
+// last window that did not call for a drop (the capacity it measured
+// before the latency rose) and does not grow past it until the baseline
+// returns to the lowest one: when every call takes the same time whatever
+// the load (every call ends at the same timeout, say), latency no longer
+// counts a queue, and the last measured capacity is the best estimate.
+// Netflix's limiters show what happens otherwise: a Gradient2 limit fed a
+// steady timeout grows to its maximum (concurrency-limits issue 137), and
+// periodically re-probing the baseline upwards drifts the limit up during
+// prolonged high latency (issue 34). A dependency that becomes slower and, at
+// the same time, able to take more calls is therefore used at its old
+// capacity until its latency falls again. With an unloaded latency of
+// 10ms, a capacity of 20 and a 600s incident in which every call takes
+// 1s, the limit falls to MinLimit in the incident's first windows,
+// re-learns 1s there, returns to about 22 for the rest of the incident
+// (not to MaxLimit), and is within a fifth of 20 a few windows after the
+// incident ends, with the baseline 10ms again.
 //
 // Like a [Limiter], an AdaptiveLimiter is shared state, safe for
 // concurrent use, and usable on its own: [AdaptiveLimiter.Acquire] or
@@ -141,9 +174,14 @@ type AdaptiveLimiter struct {
 	// so refusing allocates nothing. It is replaced, never modified.
 	refusal atomic.Pointer[LimitedError]
 
-	mu       sync.Mutex
-	waiters  list.List     // of chan struct{}; guarded by mu
-	baseline time.Duration // guarded by mu
+	mu      sync.Mutex
+	waiters list.List // of chan struct{}; guarded by mu
+	// Guarded by mu: the baseline; the lowest window average ever seen;
+	// the limit of the last window that did not call for a drop; and the
+	// limit not to grow past while the baseline is a re-learned one, 0
+	// when there is none.
+	baseline, lowest time.Duration
+	held, ceiling    int64
 }
 
 const (
@@ -231,6 +269,7 @@ func NewAdaptive(cfg AdaptiveConfig) (*AdaptiveLimiter, error) {
 		epoch:      time.Now(),
 	}
 	l.limit.Store(int64(initial))
+	l.held = int64(initial)
 	l.windowEnd.Store(int64(window) + 1) // times since epoch are counted from 1: see Permit
 	l.refusal.Store(&LimitedError{})
 	return l, nil
@@ -440,26 +479,49 @@ func (l *AdaptiveLimiter) closeWindow(now time.Duration) {
 
 // estimate returns the next limit after a window at limit whose calls
 // took avg on average with at most peak calls in flight at once, and
-// updates the baseline. Called with mu held.
+// updates the baseline as the type's doc says. Called with mu held.
 func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, peak int64) int64 {
+	relearned := false
 	switch {
-	case l.baseline == 0 || avg < l.baseline:
+	case l.baseline == 0:
+		l.baseline, l.lowest = avg, avg
+	case l.baseline > l.lowest && avg < l.baseline/2:
+		// Fast again after a slow spell: back to the unloaded latency.
+		l.baseline, l.ceiling = min(l.lowest, avg), 0
+		l.lowest = l.baseline
+	case avg < l.baseline:
 		l.baseline = avg
+		l.lowest = min(l.lowest, avg)
 	case limit == l.minLimit && avg > l.baseline:
 		l.baseline = avg // slow at the least load: the dependency's own latency now
+		relearned = true
 	}
 	lim := float64(limit)
 	queued := lim * (1 - float64(l.baseline)/float64(avg))
 	alpha := max(1, lim/20)
 	beta := max(2, lim/10)
 	next := lim
+	drop := queued > beta || avg > 2*l.baseline
 	switch {
-	case queued > beta || avg > 2*l.baseline:
+	case drop:
 		next = min(max(lim-queued+alpha, lim/2), lim-1)
 	case queued < alpha && 2*peak >= limit:
 		next = lim + max(1, lim/10)
 	}
-	return min(max(int64(math.Round(next)), l.minLimit), l.maxLimit)
+	n := int64(math.Round(next))
+	switch {
+	case relearned:
+		// The latency rose at the least load too: it was not a queue. Go
+		// back to the capacity measured before, and no further.
+		n = max(l.held, limit)
+		l.ceiling = n
+	case !drop:
+		l.held = limit
+	}
+	if l.ceiling > 0 {
+		n = min(n, l.ceiling)
+	}
+	return min(max(n, l.minLimit), l.maxLimit)
 }
 
 func (l *AdaptiveLimiter) valid() error {

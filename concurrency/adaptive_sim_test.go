@@ -21,11 +21,12 @@ import (
 // simBackend is a dependency with capacity calls' worth of workers: a call
 // that starts with n calls in flight, itself included, takes unloaded
 // while n <= capacity and unloaded × n/capacity above it, as if the
-// workers shared their time among the calls in flight. The limiter is
-// never told capacity.
+// workers shared their time among the calls in flight; or, when fixed is
+// set, fixed whatever the load. The limiter is never told capacity.
 type simBackend struct {
 	capacity atomic.Int64
 	unloaded atomic.Int64 // time.Duration
+	fixed    atomic.Int64 // time.Duration; 0 means none
 	inFlight atomic.Int64
 }
 
@@ -36,6 +37,9 @@ func (b *simBackend) Call(ctx context.Context, req int) (int, error) {
 	if c := b.capacity.Load(); n > c {
 		d = d * time.Duration(n) / time.Duration(c)
 	}
+	if f := time.Duration(b.fixed.Load()); f > 0 {
+		d = f
+	}
 	time.Sleep(d)
 	return req, nil
 }
@@ -45,6 +49,7 @@ type simPhase struct {
 	length   time.Duration
 	capacity int64
 	unloaded time.Duration
+	fixed    time.Duration // every call takes this long whatever the load, if set
 }
 
 // simResult is what a simulation saw in one phase.
@@ -93,6 +98,7 @@ func simulate(t *testing.T, lim *concurrency.AdaptiveLimiter, clients int, phase
 		mu.Unlock()
 		be.capacity.Store(ph.capacity)
 		be.unloaded.Store(int64(ph.unloaded))
+		be.fixed.Store(int64(ph.fixed))
 		lo, hi := band(ph)
 		r := simResult{settled: -1, minLimit: 1 << 30}
 		for at := time.Duration(0); at < ph.length; at += simTick {
@@ -245,4 +251,45 @@ func TestAdaptive_LM7_BaselineRelearnedAtMinLimit(t *testing.T) {
 		assert.GreaterOrEqual(t, res[1].settled, time.Duration(0), "never recovered")
 		assert.LessOrEqual(t, res[1].settled, 5*time.Second, "recovered too late")
 	})
+}
+
+// A 600s incident in which every call takes 1s (10ms unloaded, a capacity
+// of 20, MaxLimit 200) does not become the limiter's new normal, whether
+// the dependency's latency still grows with the load (its 20 workers each
+// take 1s a call) or not at all (every call waits 1s on something
+// else). The limit falls to MinLimit, re-learns 1s there, and goes back
+// to the capacity it measured before the incident: from 30s into the
+// incident to its end it stays within ±20% of 20 (it was climbing to
+// MaxLimit and staying there after recovery with a baseline of 98ms,
+// learned at a limit of 200). Within 60s of recovery it is within ±20% of
+// 20 for good, and the baseline is the unloaded 10ms again.
+func TestAdaptive_LM7_LongIncidentIsNotTheNewNormal(t *testing.T) {
+	const unloaded = 10 * time.Millisecond
+	for name, incident := range map[string]simPhase{
+		"latency grows with load": {length: 600 * time.Second, capacity: 20, unloaded: time.Second},
+		"latency fixed":           {length: 600 * time.Second, capacity: 20, unloaded: unloaded, fixed: time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MaxLimit: 200})
+				require.NoError(t, err)
+				phases := []simPhase{
+					{length: 30 * time.Second, capacity: 20, unloaded: unloaded},
+					incident,
+					{length: 90 * time.Second, capacity: 20, unloaded: unloaded},
+				}
+				res := simulate(t, lim, 400, phases, func(simPhase) (lo, hi int) { return 16, 24 })
+				for i, r := range res {
+					t.Logf("phase %d: settled after %v, limit %d..%d, served %d, p99 %v, baseline %v",
+						i, r.settled, r.minLimit, r.maxLimit, r.served, r.p99, r.baseline)
+				}
+				assert.GreaterOrEqual(t, res[1].settled, time.Duration(0), "incident: limit never settled within 16..24")
+				assert.LessOrEqual(t, res[1].settled, 30*time.Second, "incident: limit settled too late")
+				assert.Equal(t, time.Second, res[1].baseline, "incident baseline")
+				assert.GreaterOrEqual(t, res[2].settled, time.Duration(0), "after the incident: limit never settled within 16..24")
+				assert.LessOrEqual(t, res[2].settled, 60*time.Second, "after the incident: limit settled too late")
+				assert.Equal(t, unloaded, res[2].baseline, "baseline after the incident")
+			})
+		})
+	}
 }

@@ -299,7 +299,11 @@ func TestAdaptive_LM6_SampledWindow(t *testing.T) {
 // The baseline never rises above the smallest window average while the
 // limit is above MinLimit, however long the latency stays high; a window
 // at more than twice the baseline lowers the limit by at least 1, so it
-// reaches MinLimit; there, a slower window becomes the baseline.
+// reaches MinLimit; there, a slower window becomes the baseline, and the
+// limit goes back to that of the last window that did not call for a
+// drop, and grows no further while the baseline is the re-learned one. A
+// window below half of it brings back the lowest baseline, and with it
+// growth.
 func TestAdaptive_LM7_BaselineRisesOnlyAtMinLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 2, InitialLimit: 4, Window: stepWindow})
@@ -318,7 +322,47 @@ func TestAdaptive_LM7_BaselineRisesOnlyAtMinLimit(t *testing.T) {
 		assert.Equal(t, []int{3, 2}, limits)
 		runWindow(t, l, 2, 22*ms)
 		assert.Equal(t, 22*ms, l.Baseline())
-		assert.Equal(t, 3, l.Limit())
+		assert.Equal(t, 4, l.Limit(), "back to the last limit measured without a drop")
+
+		// No queue at the re-learned baseline, but no growth past 4.
+		runWindow(t, l, 4, 22*ms)
+		assert.Equal(t, 4, l.Limit())
+		// 11ms is above half of 22ms: the baseline is lowered to it, as any
+		// faster window lowers it, and the ceiling holds.
+		runWindow(t, l, 4, 11*ms)
+		assert.Equal(t, 11*ms, l.Baseline())
+		assert.Equal(t, 4, l.Limit())
+		// 5ms is below half of 11ms: fast again; the lowest baseline ever
+		// seen was 10ms, and this window is faster still.
+		runWindow(t, l, 4, 5*ms)
+		assert.Equal(t, 5*ms, l.Baseline())
+		assert.Equal(t, 5, l.Limit())
+	})
+}
+
+// After a slow spell, a fast window restores the lowest baseline ever
+// seen rather than adopting its own average, measured under load.
+func TestAdaptive_LM7_RecoveryRestoresLowestBaseline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 10, InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		ms := time.Millisecond
+		runWindow(t, l, 20, 10*ms) // baseline 10ms; no queue: 22
+		var limits []int
+		for range 3 {
+			runWindow(t, l, l.Limit(), 110*ms)
+			limits = append(limits, l.Limit())
+		}
+		// 22 halves to 11, 11 falls to MinLimit 10, and 10 re-learns
+		// 110ms and goes back to 20, the last limit that saw no drop.
+		assert.Equal(t, []int{11, 10, 20}, limits)
+		require.Equal(t, 110*ms, l.Baseline())
+		// 22ms at 20 is below half of 110ms: the baseline is 10ms again (not
+		// 22ms), so the window's 10.9 queued calls bring the limit down to
+		// half of 20.
+		runWindow(t, l, 20, 22*ms)
+		assert.Equal(t, 10*ms, l.Baseline())
+		assert.Equal(t, 10, l.Limit())
 	})
 }
 

@@ -54,9 +54,15 @@ type LogConfig struct {
 // Each kind of event of each layer (each Source, Name and Kind) has its
 // own token bucket (golang.org/x/time/rate): Burst records in a row, then
 // one per Every. An event that finds its bucket empty is not written but
-// counted, and the next record written for that kind of event of that
-// layer carries the count as the attribute "suppressed", so nothing goes
-// unaccounted. A breaker's transitions are never suppressed: a breaker
+// counted, and the count is written, so nothing goes unaccounted: as the
+// attribute "suppressed" of the next record written for that kind of
+// event of that layer, or, when none is written by Every after the bucket
+// has a token again, in a summary record of its own (the event's message
+// and level, the attributes "layer", "name" and "suppressed"), written by
+// a timer with [context.Background]. So a count is written at most twice
+// Every after the first event it counts, and the records written plus
+// the counts they carry are exactly the events observed at an enabled
+// level. [Log.Flush] writes the counts pending at once. A breaker's transitions are never suppressed: a breaker
 // changes state at most a few times per cool-down. A breaker's successful
 // calls are not logged at all: they are the normal case, one per call, and
 // a check of the event's kind is all they cost. Events whose level the
@@ -99,8 +105,14 @@ type logKey struct {
 }
 
 type logBucket struct {
-	lim        *rate.Limiter
-	suppressed int // guarded by Log.mu
+	lim *rate.Limiter
+	// suppressed counts the events not written since the last record of
+	// the bucket; level is the level of the last of them, for a summary.
+	// timer, while suppressed > 0, writes the summary if no record
+	// carries the count first. Guarded by Log.mu.
+	suppressed int
+	level      slog.Level
+	timer      *time.Timer
 }
 
 // NewLog returns a Log configured by cfg, or an error naming the bad
@@ -160,7 +172,7 @@ func (l *Log) Observe(ctx context.Context, e Event) {
 	suppressed := 0
 	if e.Kind != Transition {
 		var ok bool
-		if suppressed, ok = l.admit(e); !ok {
+		if suppressed, ok = l.admit(e, level); !ok {
 			return
 		}
 	}
@@ -189,8 +201,9 @@ func (l *Log) Observe(ctx context.Context, e Event) {
 
 // admit takes a token from e's bucket. It reports whether e may be
 // written and, if so, how many events of its bucket were suppressed
-// since the last one written.
-func (l *Log) admit(e Event) (suppressed int, ok bool) {
+// since the last one written. An event suppressed at level starts the
+// bucket's summary timer, if it is not running.
+func (l *Log) admit(e Event, level slog.Level) (suppressed int, ok bool) {
 	k := logKey{source: e.Source, kind: e.Kind, name: e.Name}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -204,10 +217,81 @@ func (l *Log) admit(e Event) (suppressed int, ok bool) {
 	}
 	if !b.lim.Allow() {
 		b.suppressed++
+		b.level = level
+		if b.timer == nil {
+			b.timer = time.AfterFunc(l.summaryDelay(b), func() { l.summarize(k, b) })
+		}
 		return 0, false
 	}
 	suppressed, b.suppressed = b.suppressed, 0
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
 	return suppressed, true
+}
+
+// summaryDelay is how long after now the summary of b's count is due:
+// Every after b has a token again. Called with l.mu held.
+func (l *Log) summaryDelay(b *logBucket) time.Duration {
+	missing := max(0, 1-b.lim.Tokens())
+	return time.Duration(missing/float64(l.every)*float64(time.Second)) + time.Duration(float64(time.Second)/float64(l.every))
+}
+
+// summarize writes the summary of bucket b of key k, if it still holds a
+// count (a record may have carried it since the timer was set).
+func (l *Log) summarize(k logKey, b *logBucket) {
+	l.mu.Lock()
+	n, level := b.suppressed, b.level
+	b.suppressed, b.timer = 0, nil
+	if n > 0 {
+		b.lim.Allow() // the summary is a record of the bucket
+	}
+	l.mu.Unlock()
+	l.writeSummary(k, level, n)
+}
+
+// writeSummary writes the record that reports n suppressed events of k.
+func (l *Log) writeSummary(k logKey, level slog.Level, n int) {
+	if n == 0 {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 3)
+	attrs = append(attrs, slog.String("layer", k.source.String()))
+	if k.name != "" {
+		attrs = append(attrs, slog.String("name", k.name))
+	}
+	attrs = append(attrs, slog.Int("suppressed", n))
+	l.logger.LogAttrs(context.Background(), level, k.source.String()+" "+k.kind.String(), attrs...)
+}
+
+// Flush writes at once the summary of every count of suppressed events
+// not yet written, as the summary timers would, and stops those timers:
+// call it before a program exits so that its last counts are not lost.
+// Safe for concurrent use; the Log remains usable.
+func (l *Log) Flush() {
+	type pending struct {
+		k     logKey
+		level slog.Level
+		n     int
+	}
+	var due []pending
+	l.mu.Lock()
+	for k, b := range l.buckets {
+		if b.suppressed == 0 {
+			continue
+		}
+		due = append(due, pending{k, b.level, b.suppressed})
+		b.suppressed = 0
+		if b.timer != nil {
+			b.timer.Stop()
+			b.timer = nil
+		}
+	}
+	l.mu.Unlock()
+	for _, p := range due {
+		l.writeSummary(p.k, p.level, p.n)
+	}
 }
 
 // prune drops the buckets a fresh one would replace exactly: full, with

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,7 +20,7 @@ import (
 
 // textLogger returns a logger writing text records without their time
 // into buf, at level and above.
-func textLogger(buf *bytes.Buffer, level slog.Level) *slog.Logger {
+func textLogger(buf io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{
 		Level: level,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
@@ -135,4 +138,144 @@ func TestNames(t *testing.T) {
 	require.Equal(t, "transition", observe.Transition.String())
 	require.Equal(t, "joined", observe.Joined.String())
 	require.Equal(t, "Kind(200)", observe.Kind(200).String())
+}
+
+// countLog is a slog.Handler that counts the records it is given and the
+// counts of suppressed events they carry.
+type countLog struct {
+	mu                  sync.Mutex
+	records, suppressed int
+	summaries           int
+}
+
+func (c *countLog) Enabled(context.Context, slog.Level) bool { return true }
+func (c *countLog) WithAttrs([]slog.Attr) slog.Handler       { return c }
+func (c *countLog) WithGroup(string) slog.Handler            { return c }
+func (c *countLog) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	summary := true
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "suppressed":
+			c.suppressed += int(a.Value.Int64())
+		case "error":
+			summary = false // a summary carries no event's fields
+		}
+		return true
+	})
+	if summary {
+		c.summaries++
+	} else {
+		c.records++
+	}
+	return nil
+}
+
+func (c *countLog) total() (records, suppressed, summaries int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.records, c.suppressed, c.summaries
+}
+
+// The refusals after the last record written are reported by a summary,
+// Every after the bucket has a token again.
+func TestLog_EV10_BurstEndsWithASummary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf lockedBuffer
+		log, err := observe.NewLog(observe.LogConfig{Logger: textLogger(&buf, slog.LevelDebug)})
+		require.NoError(t, err)
+		rejected := observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Rejected, Err: errors.New("open")}
+		for range 100 {
+			log.Observe(context.Background(), rejected)
+		}
+		require.Len(t, buf.lines(), observe.DefaultLogBurst)
+		// The bucket has a token again after Every; the summary is due
+		// Every later.
+		time.Sleep(2*observe.DefaultLogEvery - time.Nanosecond)
+		synctest.Wait()
+		require.Len(t, buf.lines(), observe.DefaultLogBurst, "no summary before it is due")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		got := buf.lines()
+		require.Len(t, got, observe.DefaultLogBurst+1)
+		require.Equal(t, `level=DEBUG msg="circuitbreaker rejected" layer=circuitbreaker name=db suppressed=90`, got[observe.DefaultLogBurst])
+
+		// Nothing more is due: the count was written once.
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		require.Len(t, buf.lines(), observe.DefaultLogBurst+1)
+	})
+}
+
+// Whatever the pattern of events, the records written plus the counts of
+// suppressed events they carry are exactly the events observed.
+func TestLog_EV10_WrittenPlusSuppressedIsExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h countLog
+		log, err := observe.NewLog(observe.LogConfig{Logger: slog.New(&h), Every: 100 * time.Millisecond, Burst: 3})
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(1, 2))
+		names := []string{"a", "b", "c"}
+		observed := 0
+		var wg sync.WaitGroup
+		for g := range 4 {
+			seed := rng.Uint64()
+			wg.Go(func() {
+				r := rand.New(rand.NewPCG(seed, uint64(g)))
+				for range 2000 {
+					log.Observe(context.Background(), observe.Event{Source: observe.Concurrency, Name: names[r.IntN(len(names))], Kind: observe.Refused, Err: errors.New("full")})
+					if r.IntN(10) == 0 {
+						time.Sleep(time.Duration(r.IntN(50)) * time.Millisecond)
+					}
+				}
+			})
+			observed += 2000
+		}
+		wg.Wait()
+		time.Sleep(time.Second) // every summary is due by 2×Every
+		synctest.Wait()
+		records, suppressed, summaries := h.total()
+		require.Positive(t, summaries)
+		require.Positive(t, suppressed)
+		require.Equal(t, observed, records+suppressed)
+	})
+}
+
+// Flush writes the pending counts at once, and the timers then have
+// nothing left to write.
+func TestLog_EV10_Flush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h countLog
+		log, err := observe.NewLog(observe.LogConfig{Logger: slog.New(&h), Burst: 1})
+		require.NoError(t, err)
+		for _, name := range []string{"a", "a", "a", "b", "b"} {
+			log.Observe(context.Background(), observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Refused, Err: errors.New("limited")})
+		}
+		log.Flush()
+		records, suppressed, summaries := h.total()
+		require.Equal(t, []int{2, 3, 2}, []int{records, suppressed, summaries})
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		records, suppressed, summaries = h.total()
+		require.Equal(t, []int{2, 3, 2}, []int{records, suppressed, summaries})
+	})
+}
+
+// lockedBuffer is a buffer a summary timer may write while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return lines(&b.buf)
 }

@@ -1,7 +1,8 @@
 package rampartgrpc
 
 import (
-	"strconv"
+	"errors"
+	"math"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -10,11 +11,13 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/timeout"
 )
 
 // PushbackKey is the trailer in which a server asks a client to wait before
-// retrying, in whole milliseconds, as gRFC A6 defines it. A negative or
-// malformed value asks the client not to retry at all.
+// retrying, in whole milliseconds, as gRFC A6 defines it: a signed 32-bit
+// decimal integer. A negative, out-of-range or malformed value asks the
+// client not to retry at all.
 const PushbackKey = "grpc-retry-pushback-ms"
 
 // Classify is the default judgement of an attempt for the breaker
@@ -59,24 +62,34 @@ func Classify(err error) circuitbreaker.Outcome {
 }
 
 // Retryable is the default judgement of an attempt for the retry layer
-// ([RetryConfig.Retryable] when nil): it reports true for UNAVAILABLE only,
-// the code gRPC defines as "most likely a transient condition, which can be
-// corrected by retrying with a backoff", and false for a nil error and every
-// other code (a DEADLINE_EXCEEDED call may have done its work, and
-// RESOURCE_EXHAUSTED asks the client to send less). Whatever it says, the
-// interceptors retry only the methods declared safe to repeat
-// ([RetryConfig.Methods]), never retry an open breaker or the caller's
-// cancellation, and never retry an attempt whose server sent a negative or
-// malformed grpc-retry-pushback-ms trailer. It is safe for concurrent use.
+// ([RetryConfig.Retryable] when nil): it reports true for UNAVAILABLE, the
+// code gRPC defines as "most likely a transient condition, which can be
+// corrected by retrying with a backoff", and for an attempt cut short by
+// [ClientConfig.AttemptTimeout] (its error matches [timeout.ErrTimeout]),
+// whose next attempt may well be faster; false for a nil error and every
+// other code (a DEADLINE_EXCEEDED from the server, or the caller's own
+// deadline, may have done its work, and RESOURCE_EXHAUSTED asks the client
+// to send less). Whatever it says, the interceptors retry only the methods
+// declared safe to repeat ([RetryConfig.Methods]), never retry an open
+// breaker, the caller's cancellation or a refusal of
+// [ClientConfig.Limit], and never retry an attempt whose server sent a
+// negative or malformed grpc-retry-pushback-ms trailer. It is safe for
+// concurrent use.
 func Retryable(err error) bool {
-	return status.Code(err) == codes.Unavailable
+	return status.Code(err) == codes.Unavailable || errors.Is(err, timeout.ErrTimeout)
 }
 
+// maxPushbackMillis is the largest grpc-retry-pushback-ms value gRFC A6
+// allows: the value is a signed 32-bit integer.
+const maxPushbackMillis = math.MaxInt32
+
 // pushback reads a server's grpc-retry-pushback-ms trailer as gRFC A6
-// does: no trailer is no hint; one non-negative integer is a delay in
-// milliseconds; anything else (a negative number, text, several values)
-// means "do not retry", returned as [retry.Forever], which ends the retry
-// loop at once.
+// defines it: no trailer is no hint; one non-negative decimal integer
+// without a sign or unneeded leading zeros, at most 2147483647 (the
+// largest signed 32-bit integer), is a delay in milliseconds; anything else
+// (a negative number, a value out of that range, a sign, leading zeros,
+// text, several values) means "do not retry", returned as [retry.Forever],
+// which ends the retry loop at once.
 func pushback(trailer metadata.MD) (time.Duration, bool) {
 	vs := trailer[PushbackKey]
 	switch {
@@ -85,12 +98,26 @@ func pushback(trailer metadata.MD) (time.Duration, bool) {
 	case len(vs) > 1:
 		return retry.Forever, true
 	}
-	ms, err := strconv.ParseInt(vs[0], 10, 64)
-	if err != nil || ms < 0 {
+	ms, ok := pushbackMillis(vs[0])
+	if !ok {
 		return retry.Forever, true
 	}
-	if ms > int64(retry.Forever/time.Millisecond) {
-		ms = int64(retry.Forever / time.Millisecond)
-	}
 	return time.Duration(ms) * time.Millisecond, true
+}
+
+// pushbackMillis parses a well-formed non-negative pushback: 0, or a digit
+// other than 0 followed by digits, within gRFC A6's range.
+func pushbackMillis(v string) (int64, bool) {
+	if v == "" || len(v) > len("2147483647") || (v[0] == '0' && v != "0") {
+		return 0, false
+	}
+	var ms int64
+	for i := range len(v) {
+		c := v[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		ms = ms*10 + int64(c-'0')
+	}
+	return ms, ms <= maxPushbackMillis
 }

@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
@@ -24,15 +27,27 @@ import (
 // ([NewUnaryClientInterceptor], [NewStreamClientInterceptor]). The zero
 // ClientConfig is valid and does nothing but pass calls on (no method is
 // declared safe to repeat, so nothing is retried or hedged, and there is no
-// breaker or timeout). Every zero field is a documented default.
+// limit, breaker or timeout). Every zero field is a documented default; a
+// bad field is an error naming it.
 //
 // The interceptors are built from rampart's layers, outermost first: retry
-// (within its budget), hedge (unary calls only, when Hedge.Budget is set),
-// breaker, per-attempt timeout; the order of the package rampart
-// documentation. So every attempt and every hedged copy asks the breaker,
-// an open breaker ends the retries at once, and an attempt that runs out
-// of time counts as a breaker failure.
+// (within its budget), hedge (unary calls only, when Hedge is set),
+// concurrency limit (unary calls only), breaker, per-attempt timeout; the
+// order of the package rampart documentation. So every attempt and every
+// hedged copy asks the breaker, an open breaker ends the retries at once,
+// and an attempt that runs out of time counts as a breaker failure.
+//
+// ramparthttp.ClientConfig has the same fields, with the same meanings,
+// for HTTP.
 type ClientConfig struct {
+	// Skip, if not nil, reports whether a call to a method, by its full
+	// name ("/pkg.Service/Method"), bypasses the whole stack: such a call
+	// is sent once as grpc-go would send it, and no breaker, limit, retry,
+	// budget or timeout sees it. Use it for health checks
+	// ("/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"),
+	// which must reach the server even while its breaker is open; [Methods]
+	// builds one from a list of names. It must be safe for concurrent use.
+	Skip func(method string) bool
 	// Breaker, if not nil, guards every attempt with one breaker shared by
 	// every method and target the interceptor sees. Share it among the
 	// clients of one dependency. At most one of Breaker and Breakers may be
@@ -58,15 +73,33 @@ type ClientConfig struct {
 	Classify func(err error) circuitbreaker.Outcome
 	// Retry configures the retries of the methods declared safe to repeat.
 	Retry RetryConfig
-	// Hedge configures hedging of unary calls to the methods declared safe
-	// to repeat (Retry.Methods). Hedging is off while Hedge.Budget is nil.
-	Hedge HedgeConfig
+	// Hedge, if not nil, hedges unary calls to the methods declared safe to
+	// repeat (Retry.Methods). Its Budget is required. Nil means no hedging.
+	Hedge *HedgeConfig
+	// Limit, if not nil, bounds the unary attempts in flight at once: a
+	// *concurrency.Limiter, or a *concurrency.AdaptiveLimiter that learns
+	// the bound from latency (after Netflix's concurrency-limits). An
+	// attempt that finds every slot taken is not sent and fails at once
+	// with RESOURCE_EXHAUSTED, as a server's back-pressure would: its error
+	// matches [concurrency.ErrLimited], has a RetryDelay() time.Duration
+	// method, and its status carries the same delay as a
+	// google.rpc.RetryInfo detail (the limiter's estimate of when a slot
+	// frees, or [DefaultPushback] when it has none). It is not retried, and
+	// the breaker does not count it. Streams are not limited: a stream
+	// would hold its slot for as long as it stays open.
+	Limit concurrency.Slots
 	// AttemptTimeout, if positive, bounds each attempt of a unary call and
 	// the opening of a stream (until grpc-go hands the stream over); it
 	// never ends a stream once open. Zero means no per-attempt timeout (the
 	// caller's deadline still applies); negative is an error. An attempt
 	// that runs out of time fails with DEADLINE_EXCEEDED, matches
-	// [timeout.ErrTimeout], and counts as a breaker failure.
+	// [timeout.ErrTimeout], counts as a breaker failure, and is retried (by
+	// the default Retry.Retryable) if its method is safe to repeat, as an
+	// HTTP attempt that runs out of its AttemptTimeout is: cutting a slow
+	// attempt short to try again is what a per-attempt timeout is for
+	// (Envoy's per_try_timeout). The caller's own deadline is never
+	// retried, and a DEADLINE_EXCEEDED from the server is not retried by
+	// default either, since the call may have done its work.
 	AttemptTimeout time.Duration
 }
 
@@ -97,18 +130,25 @@ type RetryConfig struct {
 	// MaxHint.
 	MaxHint time.Duration
 	// Retryable reports whether an attempt that ended with err is worth
-	// retrying. Nil means [Retryable]: UNAVAILABLE only. Whatever it
+	// retrying. Nil means [Retryable]: UNAVAILABLE, and an attempt that ran
+	// out of ClientConfig.AttemptTimeout. Whatever it
 	// returns, an open breaker, the caller's cancellation, and an attempt
 	// whose server sent a negative or malformed grpc-retry-pushback-ms
-	// trailer are never retried. It must be safe for concurrent use.
+	// trailer are never retried, nor is a refusal of ClientConfig.Limit.
+	// It must be safe for concurrent use.
 	Retryable func(err error) bool
 }
 
-// HedgeConfig configures hedging of unary calls. Every zero field but
-// Budget takes the default of the matching [hedge.Config] field.
+// HedgeConfig configures hedging of unary calls ([ClientConfig.Hedge]).
+// Budget is required; every other zero field takes the default of the
+// matching [hedge.Config] field.
 type HedgeConfig struct {
-	// Budget bounds the hedges to a share of recent calls; give hedging
-	// a budget of its own, apart from the retries'. Nil disables hedging.
+	// Budget bounds the hedges to a share of recent calls: every call that
+	// may be hedged deposits, every hedge withdraws. A *budget.Budget
+	// satisfies it; give hedging a budget of its own, apart from the
+	// retries'. Required: nil, or a nil pointer such as a nil
+	// *budget.Budget, is an error. To hedge without a bound, pass
+	// budget.Always; to turn hedging off, leave ClientConfig.Hedge nil.
 	Budget hedge.Budget
 	// MaxAttempts is how many copies of a call may be sent in total, the
 	// original included; zero means [hedge.DefaultMaxAttempts].
@@ -131,7 +171,8 @@ type HedgeConfig struct {
 	MinSamples int
 }
 
-// Methods returns a [RetryConfig.Methods] that reports true for exactly
+// Methods returns a [RetryConfig.Methods] or a [ClientConfig.Skip] that
+// reports true for exactly
 // the full method names given ("/pkg.Service/Method"). The result is safe
 // for concurrent use.
 func Methods(names ...string) func(method string) bool {
@@ -199,8 +240,9 @@ func (invokeService) Call(ctx context.Context, c call) (result, error) {
 
 // client holds the built stacks of the client interceptors.
 type client struct {
-	unary service // the full stack, for methods that may be repeated
-	once  service // the stack without retry and hedge
+	unary service           // the full stack, for methods that may be repeated
+	once  service           // the stack without retry and hedge
+	skip  func(string) bool // never nil
 	// budget receives a deposit for every call sent once, so that such
 	// calls still earn retries for the others; never nil (newClient gives
 	// a default one).
@@ -233,6 +275,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 	}
 	c := &client{
 		budget:         cfg.Retry.Budget,
+		skip:           cfg.Skip,
 		breaker:        cfg.Breaker,
 		breakers:       cfg.Breakers,
 		breakerKey:     cfg.BreakerKey,
@@ -249,13 +292,28 @@ func newClient(cfg ClientConfig) (*client, error) {
 	if c.methods == nil {
 		c.methods = func(string) bool { return false }
 	}
-	retryable := cfg.Retry.Retryable
-	if retryable == nil {
-		retryable = Retryable
+	if c.skip == nil {
+		c.skip = func(string) bool { return false }
+	}
+	retryable := Retryable
+	if cfg.Retry.Retryable != nil {
+		user := cfg.Retry.Retryable
+		retryable = func(err error) bool {
+			// A refusal of the client's own limit: sending more would not
+			// help.
+			return !errors.Is(err, concurrency.ErrLimited) && user(err)
+		}
 	}
 
 	// The layers below the retry and hedge, shared by both stacks.
 	inner := rampart.NewBuilder[call, result]()
+	if cfg.Limit != nil {
+		l, err := concurrency.NewLayer[call, result](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Reject})
+		if err != nil {
+			return nil, fmt.Errorf("rampartgrpc: ClientConfig.Limit: %w", err)
+		}
+		inner = inner.Layer(l)
+	}
 	if cb := c.breakerLayer(); cb != nil {
 		inner = inner.Layer(cb)
 	}
@@ -280,7 +338,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 		return nil, fmt.Errorf("rampartgrpc: ClientConfig.Retry: %w", err)
 	}
 	outer := rampart.NewBuilder[call, result]().Layer(rt)
-	if cfg.Hedge.Budget != nil {
+	if cfg.Hedge != nil {
 		h, err := hedge.NewLayer(hedge.Config[call, result]{
 			Hedgeable:   hedgeable,
 			Budget:      cfg.Hedge.Budget,
@@ -289,7 +347,11 @@ func newClient(cfg ClientConfig) (*client, error) {
 			Percentile:  cfg.Hedge.Percentile,
 			Window:      cfg.Hedge.Window,
 			MinSamples:  cfg.Hedge.MinSamples,
-			Accept:      func(_ result, err error) bool { return err == nil || !retryable(err) },
+			// A copy the limit refused is no answer: another copy may be
+			// on its way to one.
+			Accept: func(_ result, err error) bool {
+				return err == nil || (!retryable(err) && !errors.Is(err, concurrency.ErrLimited))
+			},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rampartgrpc: ClientConfig.Hedge: %w", err)
@@ -361,6 +423,9 @@ func NewUnaryClientInterceptor(cfg ClientConfig) (grpc.UnaryClientInterceptor, e
 }
 
 func (c *client) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if c.skip(method) {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
 	r := call{method: method, req: req, reply: reply, cc: cc, opts: opts, invoker: invoker, repeat: c.methods(method)}
 	var err error
 	if r.repeat {
@@ -386,7 +451,38 @@ func statusOf(err error) error {
 	if errors.Is(err, circuitbreaker.ErrOpen) {
 		return &refusedError{code: codes.Unavailable, err: err}
 	}
+	if errors.Is(err, concurrency.ErrLimited) {
+		d := DefaultPushback
+		if w, ok := errors.AsType[interface {
+			error
+			RetryDelay() time.Duration
+		}](err); ok && w.RetryDelay() > 0 {
+			d = w.RetryDelay()
+		}
+		return &limitedError{refusedError: refusedError{code: codes.ResourceExhausted, err: err}, delay: d}
+	}
 	return err
+}
+
+// limitedError is the refusal of the client's concurrency limit: a
+// RESOURCE_EXHAUSTED with the wait it asks for, as a RetryDelay method and
+// as a google.rpc.RetryInfo detail.
+type limitedError struct {
+	refusedError
+	delay time.Duration
+}
+
+// RetryDelay returns how long the caller should wait before trying again.
+func (e *limitedError) RetryDelay() time.Duration { return e.delay }
+
+// GRPCStatus returns RESOURCE_EXHAUSTED with a RetryInfo detail of the
+// delay.
+func (e *limitedError) GRPCStatus() *status.Status {
+	st := status.New(e.code, e.err.Error())
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(e.delay)}); err == nil {
+		return d
+	}
+	return st
 }
 
 // refusedError gives a gRPC code to an error that has none of its own, or

@@ -11,14 +11,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/rampartgrpc"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
@@ -109,6 +113,12 @@ func TestUnary_GR2_NegativeOrMalformedPushbackStopsRetries(t *testing.T) {
 		{name: "fraction", values: []string{"1.5"}},
 		{name: "empty", values: []string{""}},
 		{name: "two values", values: []string{"1", "2"}},
+		// gRFC A6: a signed 32-bit integer with no unneeded leading zeros.
+		{name: "plus sign", values: []string{"+5"}},
+		{name: "leading zero", values: []string{"0100"}},
+		{name: "space", values: []string{" 5"}},
+		{name: "past int32", values: []string{"2147483648"}},
+		{name: "past int64", values: []string{"99999999999999999999"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eachNetwork(t, func(t *testing.T, n network) {
@@ -321,27 +331,55 @@ func TestUnary_GR6_AttemptTimeoutIsDeadlineExceededAndFailure(t *testing.T) {
 	})
 }
 
+// An attempt that runs out of AttemptTimeout is retried by default, as
+// over HTTP; the next attempt is answered.
 func TestUnary_GR6_TimedOutAttemptRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}})
+		require.NoError(t, err)
 		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
 			if n == 1 {
 				<-ctx.Done()
-				return nil, status.Error(codes.Unavailable, "hung")
+				return nil, ctx.Err()
 			}
 			return &testgrpc.SimpleResponse{Username: "ok"}, nil
 		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Breaker:        br,
 			AttemptTimeout: 300 * time.Millisecond,
-			Retry: rampartgrpc.RetryConfig{
-				Methods:   rampartgrpc.Methods(unaryMethod),
-				Backoff:   noWait(t),
-				Retryable: func(err error) bool { return rampartgrpc.Retryable(err) || status.Code(err) == codes.DeadlineExceeded },
-			},
+			Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: noWait(t)},
 		}))
 		begin := time.Now()
 		resp, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp.GetUsername())
 		assert.Equal(t, 300*time.Millisecond, time.Since(begin))
+		assert.Equal(t, int32(2), e.srv.calls.Load())
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, br.State(), "the success after the timeout ends the run of failures")
+	})
+}
+
+// Neither the caller's own deadline nor a DEADLINE_EXCEEDED the server
+// sends is retried by default: the call may have done its work.
+func TestUnary_GR6_OtherDeadlinesNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			if n == 1 {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return nil, status.Error(codes.DeadlineExceeded, "the server's own deadline")
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			AttemptTimeout: time.Second,
+			Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: noWait(t)},
+		}))
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		_, err := e.tc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+		assert.NotErrorIs(t, err, timeout.ErrTimeout, "the caller's deadline, not the attempt's")
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+		assert.Equal(t, int32(2), e.srv.calls.Load(), "one attempt each")
 	})
 }
 
@@ -369,7 +407,7 @@ func TestUnary_GR7_HedgeAnswersFromTheFasterCopy(t *testing.T) {
 			return &testgrpc.SimpleResponse{Username: "hedge"}, nil
 		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
 			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod)},
-			Hedge: rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 40 * time.Millisecond},
+			Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 40 * time.Millisecond},
 		}))
 		begin := time.Now()
 		resp, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
@@ -386,7 +424,7 @@ func TestUnary_GR7_UnsafeMethodNotHedged(t *testing.T) {
 			time.Sleep(time.Second)
 			return &testgrpc.SimpleResponse{Username: "slow"}, nil
 		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
-			Hedge: rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 40 * time.Millisecond},
+			Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 40 * time.Millisecond},
 		}))
 		resp, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
 		require.NoError(t, err)
@@ -411,7 +449,9 @@ func TestClientConfig_BadFieldsNamed(t *testing.T) {
 		{name: "both breakers", cfg: rampartgrpc.ClientConfig{Breaker: br, Breakers: g}, want: "rampartgrpc: ClientConfig.Breaker and ClientConfig.Breakers are both set; set at most one", exact: true},
 		{name: "negative timeout", cfg: rampartgrpc.ClientConfig{AttemptTimeout: -1}, want: "rampartgrpc: ClientConfig.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1ns", exact: true},
 		{name: "negative attempts", cfg: rampartgrpc.ClientConfig{Retry: rampartgrpc.RetryConfig{MaxAttempts: -1}}, want: "rampartgrpc: ClientConfig.Retry: retry: MaxAttempts must be"},
-		{name: "negative hedge delay", cfg: rampartgrpc.ClientConfig{Hedge: rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: -1}}, want: "rampartgrpc: ClientConfig.Hedge: hedge: Delay must be"},
+		{name: "hedge without budget", cfg: rampartgrpc.ClientConfig{Hedge: &rampartgrpc.HedgeConfig{}}, want: "rampartgrpc: ClientConfig.Hedge: hedge: Budget must not be nil"},
+		{name: "nil limiter", cfg: rampartgrpc.ClientConfig{Limit: (*concurrency.Limiter)(nil)}, want: "rampartgrpc: ClientConfig.Limit: "},
+		{name: "negative hedge delay", cfg: rampartgrpc.ClientConfig{Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: -1}}, want: "rampartgrpc: ClientConfig.Hedge: hedge: Delay must be"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, unaryErr := rampartgrpc.NewUnaryClientInterceptor(tc.cfg)
@@ -445,4 +485,157 @@ func TestClient_GR5_ZeroGroupIsDefaultGroup(t *testing.T) {
 		{Key: unaryMethod, Snapshot: circuitbreaker.Snapshot{Name: unaryMethod}},
 		{Key: streamMethod, Snapshot: circuitbreaker.Snapshot{Name: streamMethod}},
 	}, g.States())
+}
+
+// A pushback at the top of gRFC A6's range is a delay, capped by MaxHint
+// like any long one: the retry comes MaxHint later.
+func TestUnary_GR2_LargestPushbackCappedByMaxHint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, networks[0], &testServer{unary: pushingBack(1, "2147483647")}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: noWait(t), MaxHint: 3 * time.Second},
+		}))
+		begin := time.Now()
+		_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		require.NoError(t, err)
+		assert.Equal(t, 3*time.Second, time.Since(begin))
+		assert.Equal(t, int32(2), e.srv.calls.Load())
+	})
+}
+
+// healthMethod is grpc-go's health check, which every server of the tests
+// serves.
+const healthMethod = "/grpc.health.v1.Health/Check"
+
+// A method Skip names bypasses an open breaker, and nothing it does is
+// counted; every other method is refused.
+func TestUnary_GR17_SkipBypassesOpenBreaker(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+		require.NoError(t, err)
+		p, err := br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errors.New("tripped"))
+		b := new(countingBudget)
+		e := start(t, n, &testServer{}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Skip:    rampartgrpc.Methods(healthMethod),
+			Breaker: br,
+			Retry:   rampartgrpc.RetryConfig{Budget: b},
+		}))
+		for range 3 {
+			resp, err := e.hc.Check(t.Context(), &healthgrpc.HealthCheckRequest{})
+			require.NoError(t, err, "the health check reaches the server")
+			assert.Equal(t, healthgrpc.HealthCheckResponse_SERVING, resp.GetStatus())
+		}
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.Equal(t, int32(0), e.srv.calls.Load())
+		assert.Equal(t, circuitbreaker.Open, br.State().State)
+		assert.Equal(t, int32(1), b.deposits.Load(), "only the refused call deposited")
+	})
+}
+
+// The server side's Skip lets a health check past a stack that refuses
+// everything else, over unary calls and streams, and so does the tap's.
+func TestServer_GR17_SkipBypassesTheLayers(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return false })})
+		require.NoError(t, err)
+		cfg := rampartgrpc.ServerConfig{Layers: []rampartgrpc.ServerLayer{shed}, Skip: rampartgrpc.Methods(healthMethod, streamMethod)}
+		u, err := rampartgrpc.NewUnaryServerInterceptor(cfg)
+		require.NoError(t, err)
+		s, err := rampartgrpc.NewStreamServerInterceptor(cfg)
+		require.NoError(t, err)
+		th, err := rampartgrpc.NewTapHandle(rampartgrpc.TapConfig{Shed: loadshed.ReadyFunc(func() bool { return false }), Skip: rampartgrpc.Methods(healthMethod, streamMethod, unaryMethod)})
+		require.NoError(t, err)
+		e := start(t, n, &testServer{}, []grpc.ServerOption{grpc.UnaryInterceptor(u), grpc.StreamInterceptor(s), grpc.InTapHandle(th)})
+		_, err = e.hc.Check(t.Context(), &healthgrpc.HealthCheckRequest{})
+		require.NoError(t, err)
+		stream, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = stream.Recv()
+		assert.Equal(t, io.EOF, err)
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.Unavailable, status.Code(err), "past the tap, refused by the interceptor")
+		assert.Equal(t, int32(0), e.srv.calls.Load())
+		assert.Equal(t, int32(1), e.srv.streams.Load())
+	})
+}
+
+// A full client-side limit refuses the call unsent with RESOURCE_EXHAUSTED
+// and a pushback: a RetryDelay and a RetryInfo detail. The refusal is not
+// retried, and the breaker does not count it.
+func TestUnary_GR18_LimitRefusesWithResourceExhausted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.New(1)
+		require.NoError(t, err)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+		require.NoError(t, err)
+		entered, release := make(chan struct{}), make(chan struct{})
+		e := start(t, networks[0], &testServer{unary: func(_ context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			if n == 1 {
+				entered <- struct{}{}
+				<-release
+			}
+			return &testgrpc.SimpleResponse{Username: "ok"}, nil
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Limit:   lim,
+			Breaker: br,
+			Retry: rampartgrpc.RetryConfig{
+				Methods:   rampartgrpc.Methods(unaryMethod),
+				Backoff:   noWait(t),
+				Retryable: func(error) bool { return true },
+			},
+		}))
+		first := make(chan error)
+		go func() {
+			_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+			first <- err
+		}()
+		<-entered
+
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+		assert.ErrorIs(t, err, concurrency.ErrLimited)
+		w, ok := errors.AsType[interface {
+			error
+			RetryDelay() time.Duration
+		}](err)
+		require.True(t, ok)
+		assert.Equal(t, rampartgrpc.DefaultPushback, w.RetryDelay(), "a Limiter has no estimate: the default pushback")
+		details := status.Convert(err).Details()
+		require.Len(t, details, 1)
+		info, ok := details[0].(*errdetails.RetryInfo)
+		require.True(t, ok, "%T", details[0])
+		assert.Equal(t, rampartgrpc.DefaultPushback, info.GetRetryDelay().AsDuration())
+
+		close(release)
+		require.NoError(t, <-first)
+		assert.Equal(t, int32(1), e.srv.calls.Load(), "the refused call was neither sent nor retried")
+		assert.Equal(t, circuitbreaker.Closed, br.State().State, "one failure would have opened it")
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		require.NoError(t, err, "the slot was given back")
+	})
+}
+
+// A hedged copy the limit refuses is no answer: the original's is.
+func TestUnary_GR18_LimitRefusedHedgeIsNoAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.New(1)
+		require.NoError(t, err)
+		e := start(t, networks[0], &testServer{unary: func(context.Context, int) (*testgrpc.SimpleResponse, error) {
+			time.Sleep(100 * time.Millisecond)
+			return &testgrpc.SimpleResponse{Username: "original"}, nil
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Limit: lim,
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod)},
+			Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 10 * time.Millisecond},
+		}))
+		begin := time.Now()
+		resp, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		require.NoError(t, err)
+		assert.Equal(t, "original", resp.GetUsername())
+		assert.Equal(t, 100*time.Millisecond, time.Since(begin))
+		assert.Equal(t, int32(1), e.srv.calls.Load())
+	})
 }

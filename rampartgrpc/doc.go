@@ -43,15 +43,18 @@
 //	attempt ends with                                breaker   retried
 //	OK                                               success   no
 //	UNAVAILABLE                                      failure   yes, if the method is safe to repeat
-//	DEADLINE_EXCEEDED (an attempt's or the caller's  failure   no
-//	  deadline ran out in flight)
+//	ClientConfig.AttemptTimeout ran out              failure   yes, if the method is safe to repeat
+//	DEADLINE_EXCEEDED (the caller's deadline ran     failure   no
+//	  out in flight, or the server's)
 //	INTERNAL, UNKNOWN, DATA_LOSS                     failure   no
 //	CANCELLED, the caller did not cancel             failure   no
 //	RESOURCE_EXHAUSTED (the server's back-pressure)  neither   no
 //	any other code (INVALID_ARGUMENT, NOT_FOUND,     success   no
 //	  PERMISSION_DENIED, …): the service answered
 //	the caller cancelled                             neither   no
-//	a grpc-retry-pushback-ms trailer                 —         after it; never if negative or malformed
+//	a grpc-retry-pushback-ms trailer                 —         after it; never if negative, out of
+//	                                                           range or malformed
+//	refused by ClientConfig.Limit (not sent)         neither   no: RESOURCE_EXHAUSTED with a RetryInfo
 //
 // Change the breaker's column with [ClientConfig.Classify], starting from
 // [Classify]; change the retry column with [RetryConfig.Retryable],
@@ -61,7 +64,18 @@
 // sets the delay before the next attempt when it is longer than the
 // backoff's, and a negative or malformed one ends the retries. A call the
 // breaker refuses is not sent and fails with UNAVAILABLE, matching
-// [circuitbreaker.ErrOpen].
+// [circuitbreaker.ErrOpen]. [ClientConfig.Skip] names the methods that
+// bypass all of this (health checks), and [ClientConfig.Limit] bounds the
+// unary attempts in flight.
+//
+// [ClientConfig] and [ServerConfig] have the names, fields and meanings of
+// ramparthttp's: the same Breaker, Breakers and BreakerKey, Skip, Limit,
+// Hedge (nil means no hedging; a HedgeConfig without a Budget is an
+// error), and AttemptTimeout (retried when it runs out). What differs is
+// the protocol's: gRPC retries only UNAVAILABLE by default and only
+// methods declared safe to repeat, where HTTP retries transport errors,
+// 429 and 5xx of idempotent requests; the wait hint is the
+// grpc-retry-pushback-ms trailer, not Retry-After.
 //
 // Streams are judged by their final status, retried only before the
 // call is committed (before the server's response headers), and never
@@ -93,7 +107,7 @@
 // [ServerLayer]s, any rampart layer typed [ServerCall] and any, in front of
 // the handler. A refusal is answered with a status computed from the
 // layer's error, and a grpc-retry-pushback-ms trailer telling clients when
-// to come back:
+// to come back ([ServerConfig.Skip] lets health checks past the layers):
 //
 //	refusal                          code                 grpc-retry-pushback-ms
 //	rate limit                       RESOURCE_EXHAUSTED   the limiter's delay; -1 if no token ever comes

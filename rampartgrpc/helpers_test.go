@@ -10,6 +10,8 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/test/bufconn"
 )
@@ -116,6 +118,7 @@ type env struct {
 	cc   *grpc.ClientConn
 	lis  *conns
 	tc   testgrpc.TestServiceClient
+	hc   healthgrpc.HealthClient // grpc-go's own health service
 	stop func()
 }
 
@@ -128,6 +131,7 @@ func start(t testing.TB, n network, srv *testServer, serverOpts []grpc.ServerOpt
 	cl := &conns{Listener: lis}
 	s := grpc.NewServer(serverOpts...)
 	testgrpc.RegisterTestServiceServer(s, srv)
+	healthgrpc.RegisterHealthServer(s, health.NewServer())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -141,7 +145,7 @@ func start(t testing.TB, n network, srv *testServer, serverOpts []grpc.ServerOpt
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{srv: srv, cc: cc, lis: cl, tc: testgrpc.NewTestServiceClient(cc)}
+	e := &env{srv: srv, cc: cc, lis: cl, tc: testgrpc.NewTestServiceClient(cc), hc: healthgrpc.NewHealthClient(cc)}
 	var once sync.Once
 	e.stop = func() {
 		once.Do(func() {
@@ -160,3 +164,10 @@ func eachNetwork(t *testing.T, f func(t *testing.T, n network)) {
 		t.Run(n.name, func(t *testing.T) { f(t, n) })
 	}
 }
+
+// countingBudget is a retry budget that counts deposits and grants every
+// withdrawal.
+type countingBudget struct{ deposits atomic.Int32 }
+
+func (b *countingBudget) Deposit()       { b.deposits.Add(1) }
+func (b *countingBudget) Withdraw() bool { return true }

@@ -81,11 +81,18 @@ type ServerLayer = rampart.Layer[ServerCall, any]
 
 // ServerConfig configures the server interceptors. The zero ServerConfig
 // is valid: interceptors with no layers pass every call to its handler.
+// ramparthttp.ServerConfig is its counterpart for HTTP.
 type ServerConfig struct {
 	// Layers is the stack, outermost first, as with [rampart.Builder]:
 	// Layers[0] sees each call first. Nil entries are skipped. A typical
 	// order is rate limit, load shedding, concurrency limit, timeout.
 	Layers []ServerLayer
+	// Skip, if not nil, reports whether a call to a method, by its full
+	// name, bypasses the layers and goes straight to its handler: health
+	// checks ("/grpc.health.v1.Health/Check"), which must be answered while
+	// the server refuses other load; [Methods] builds one from a list of
+	// names. It must be safe for concurrent use.
+	Skip func(method string) bool
 	// Pushback is the wait advertised in the grpc-retry-pushback-ms
 	// trailer of a refusal whose error carries no delay of its own (a full
 	// concurrency limit, load shedding), rounded up to whole
@@ -121,6 +128,9 @@ func NewUnaryServerInterceptor(cfg ServerConfig) (grpc.UnaryServerInterceptor, e
 		return nil, err
 	}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if s.skip(info.FullMethod) {
+			return handler(ctx, req)
+		}
 		resp, err := s.svc.Call(ctx, ServerCall{FullMethod: info.FullMethod, Req: req, ctx: ctx, unary: handler})
 		if err != nil {
 			err = s.refuse(err, func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) })
@@ -142,6 +152,9 @@ func NewStreamServerInterceptor(cfg ServerConfig) (grpc.StreamServerInterceptor,
 		return nil, err
 	}
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if s.skip(info.FullMethod) {
+			return handler(srv, ss)
+		}
 		_, err := s.svc.Call(ss.Context(), ServerCall{FullMethod: info.FullMethod, Stream: ss, ctx: ss.Context(), stream: handler, srv: srv})
 		if err != nil {
 			err = s.refuse(err, ss.SetTrailer)
@@ -152,6 +165,7 @@ func NewStreamServerInterceptor(cfg ServerConfig) (grpc.StreamServerInterceptor,
 
 type server struct {
 	svc      ServerService
+	skip     func(string) bool // never nil
 	pushback time.Duration
 }
 
@@ -168,7 +182,11 @@ func newServer(cfg ServerConfig) (*server, error) {
 			b = b.Layer(l)
 		}
 	}
-	return &server{svc: b.Service(handlerService{}), pushback: cfg.Pushback}, nil
+	skip := cfg.Skip
+	if skip == nil {
+		skip = func(string) bool { return false }
+	}
+	return &server{svc: b.Service(handlerService{}), skip: skip, pushback: cfg.Pushback}, nil
 }
 
 // handlerService runs a call's handler with the context the stack passes
@@ -224,8 +242,9 @@ func refusalCode(err error) (codes.Code, bool) {
 }
 
 // pushbackValue is the grpc-retry-pushback-ms value for a refusal: its
-// own delay when it has one, otherwise def, in milliseconds rounded up;
-// -1 for a delay that never ends.
+// own delay when it has one, otherwise def, in milliseconds rounded up and
+// at most 2147483647 (gRFC A6's range, about 24.8 days); -1 for a delay
+// that never ends.
 func pushbackValue(err error, def time.Duration) string {
 	d := def
 	var w interface{ RetryDelay() time.Duration }
@@ -237,7 +256,7 @@ func pushbackValue(err error, def time.Duration) string {
 			d = rd
 		}
 	}
-	ms := (d + time.Millisecond - 1) / time.Millisecond
+	ms := min((d+time.Millisecond-1)/time.Millisecond, maxPushbackMillis)
 	return strconv.FormatInt(int64(ms), 10)
 }
 

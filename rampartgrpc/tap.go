@@ -15,6 +15,10 @@ import (
 // TapConfig configures [NewTapHandle]. Every field is optional; the zero
 // TapConfig refuses nothing.
 type TapConfig struct {
+	// Skip, if not nil, reports whether a call to a method, by its full
+	// name, is let through without a check: health checks, as
+	// [ServerConfig.Skip]. It must be safe for concurrent use.
+	Skip func(method string) bool
 	// Shed, if not nil, refuses a call with UNAVAILABLE while it is not
 	// ready: a *concurrency.Limiter with every slot taken, say (its Ready reports
 	// that without taking a slot).
@@ -56,6 +60,7 @@ func NewTapHandle(cfg TapConfig) (tap.ServerInHandle, error) {
 	}
 	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
 		switch {
+		case cfg.Skip != nil && cfg.Skip(info.FullMethodName):
 		case cfg.Shed != nil && !cfg.Shed.Ready():
 			return ctx, errTapShed
 		case cfg.Limiter != nil && !cfg.Limiter.Allow():

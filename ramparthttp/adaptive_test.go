@@ -31,7 +31,7 @@ func TestHandler_LM9_AdaptiveLimitRefusesWithItsDelay(t *testing.T) {
 				return
 			}
 			time.Sleep(1500 * time.Millisecond)
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{layer}, RetryAfter: 5 * time.Second})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{layer}, RetryAfter: 5 * time.Second})
 		require.NoError(t, err)
 		serveOne := func(path string) *httptest.ResponseRecorder {
 			rec := httptest.NewRecorder()

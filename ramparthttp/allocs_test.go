@@ -63,14 +63,14 @@ func TestTransport_AllocsOverBare(t *testing.T) {
 	bare := allocs(base)
 	for _, tc := range []struct {
 		name string
-		cfg  ramparthttp.Config
+		cfg  ramparthttp.ClientConfig
 		want float64
 	}{
-		{name: "retry+budget+breaker", want: 1, cfg: ramparthttp.Config{Base: base,
+		{name: "retry+budget+breaker", want: 1, cfg: ramparthttp.ClientConfig{Base: base,
 			Retry:   ramparthttp.RetryConfig{Budget: allocsBudget(t)},
 			Breaker: allocsBreaker(t),
 		}},
-		{name: "retry+budget+breaker+AttemptTimeout", want: 7, cfg: ramparthttp.Config{Base: base,
+		{name: "retry+budget+breaker+AttemptTimeout", want: 7, cfg: ramparthttp.ClientConfig{Base: base,
 			Retry:          ramparthttp.RetryConfig{Budget: allocsBudget(t)},
 			Breaker:        allocsBreaker(t),
 			AttemptTimeout: 10 * time.Second,

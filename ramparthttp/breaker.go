@@ -11,20 +11,41 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// BreakerLayer returns a layer that guards requests with b, judging each
-// attempt with [Classify]; it is [ClassifiedBreakerLayer] with a nil
-// classifier.
-func BreakerLayer(b *circuitbreaker.Breaker) Layer {
-	return ClassifiedBreakerLayer(b, nil)
+// BreakerConfig configures [BreakerLayer]: one breaker for every request
+// (Breaker), or one per key from a group (Breakers), and how each attempt is
+// judged for it. Set exactly one of Breaker and Breakers.
+type BreakerConfig struct {
+	// Breaker, if not nil, guards every request. Share one breaker among
+	// all the clients of one dependency.
+	Breaker *circuitbreaker.Breaker
+	// Breakers, if not nil, guards each request with the breaker the group
+	// holds for BreakerKey(req), created on demand, so that each endpoint
+	// has its own breaker: one bad host among many trips only its own, and
+	// requests to the others go on (the models are Envoy's outlier
+	// detection and Finagle's per-endpoint failure accrual).
+	// [circuitbreaker.Group] says how many breakers the group holds and
+	// when it drops them, and [circuitbreaker.Group.States] lists them for
+	// a status page. A zero Group is one with the defaults of
+	// [circuitbreaker.NewGroup].
+	Breakers *circuitbreaker.Group[string]
+	// BreakerKey chooses the key of Breakers for a request; nil means
+	// [Host]. It is used only with Breakers, must be safe for concurrent
+	// use and must not panic.
+	BreakerKey func(req *http.Request) string
+	// Classify judges each attempt for the breaker: a failure, a success,
+	// or neither ([circuitbreaker.Ignored]). Nil means [Classify]. It must
+	// be safe for concurrent use.
+	Classify circuitbreaker.Classifier[*http.Response]
 }
 
-// ClassifiedBreakerLayer returns a layer that guards requests with b, and
-// classify judges each attempt for b; nil means [Classify]:
+// BreakerLayer returns a layer that guards requests with cfg.Breaker, or
+// with the breaker cfg.Breakers holds for the request's key, and judges
+// each attempt for it:
 //   - an error returned after the caller cancelled the request's context is
-//     ignored without asking classify (the caller gave up);
-//   - any other error is judged by classify; an error it judges a failure
-//     is then given to [circuitbreaker.Config.IsFailure], which may still
-//     count it as a success;
+//     ignored without asking cfg.Classify (the caller gave up);
+//   - any other error is judged by cfg.Classify; an error it judges a
+//     failure is then given to [circuitbreaker.Config.IsFailure], which may
+//     still count it as a success;
 //   - a response judged a failure counts as one, with
 //     [circuitbreaker.ErrBadResponse] as its cause; one judged
 //     [circuitbreaker.Ignored] counts neither way (a 429 by default);
@@ -35,23 +56,43 @@ func BreakerLayer(b *circuitbreaker.Breaker) Layer {
 //     So a server that sends good headers and then hangs still trips the
 //     breaker.
 //
-// An outcome classify returns that is none of Success, Failure and Ignored
-// counts as a failure. classify must be safe for concurrent use.
+// An outcome the classifier returns that is none of Success, Failure and
+// Ignored counts as a failure.
 //
-// A rejected request is not sent, and fails with an
-// [*circuitbreaker.OpenError] that matches [circuitbreaker.ErrOpen].
+// A rejected request is not sent, and fails with the breaker's
+// [*circuitbreaker.OpenError], which matches [circuitbreaker.ErrOpen].
 // Responses, failures included, are returned unchanged but for the body
 // wrapper. While a response's body is open its call holds its permit: in
-// HalfOpen a probe slot is freed when the body is closed (or after the
-// breaker's ProbeLease, if it never is). Layers from the same b share its
-// state. A panic in the call, in classify or in the breaker's IsFailure is
-// recorded as the failure [circuitbreaker.ErrPanicked] and continues. A nil
-// b gives a layer whose every call fails with an error naming it.
-func ClassifiedBreakerLayer(b *circuitbreaker.Breaker, classify circuitbreaker.Classifier[*http.Response]) Layer {
-	if classify == nil {
-		classify = Classify
+// HalfOpen a probe slot is freed when the body is closed, or after the
+// breaker's ProbeLease if it never is, and until then every other request
+// is refused. Close every body (as net/http requires anyway), and give
+// breakers that guard HTTP a ProbeLease about as long as the slowest
+// response body takes to read. A request whose context is already done
+// fails with the context's error without asking the breaker or looking up
+// its key. Layers from the same breaker share its state. A panic in the
+// call, in the classifier or in the breaker's IsFailure is recorded as the
+// failure [circuitbreaker.ErrPanicked] and is not recovered: it goes on up
+// the caller's stack.
+//
+// BreakerLayer returns an error when both or neither of cfg.Breaker and
+// cfg.Breakers are set.
+func BreakerLayer(cfg BreakerConfig) (Layer, error) {
+	switch {
+	case cfg.Breaker != nil && cfg.Breakers != nil:
+		return nil, errors.New("ramparthttp: BreakerConfig.Breaker and BreakerConfig.Breakers must not both be set (one breaker for every request, or one per key)")
+	case cfg.Breaker == nil && cfg.Breakers == nil:
+		return nil, errors.New("ramparthttp: BreakerConfig needs a Breaker or Breakers, got neither")
 	}
-	return breakerLayer{b: b, classify: classify}
+	if cfg.BreakerKey == nil {
+		cfg.BreakerKey = Host
+	}
+	if cfg.Classify == nil {
+		cfg.Classify = Classify
+	}
+	if cfg.Breakers != nil {
+		return groupBreakerLayer{g: cfg.Breakers, key: cfg.BreakerKey, classify: cfg.Classify}, nil
+	}
+	return breakerLayer{b: cfg.Breaker, classify: cfg.Classify}, nil
 }
 
 type breakerLayer struct {
@@ -64,9 +105,6 @@ type breakerLayer struct {
 func (l breakerLayer) Wrap(inner Service) Service {
 	if inner == nil {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: BreakerLayer: Wrap")
-	}
-	if l.b == nil {
-		return circuitbreaker.NewLayer[*http.Request, *http.Response](nil, nil).Wrap(inner)
 	}
 	return breakerService{b: l.b, classify: l.classify, inner: inner}
 }
@@ -168,36 +206,10 @@ func (j *judgedBody) judge(err error) {
 	j.p.DoneContext(j.ctx, err)
 }
 
-// Host is the default key of [GroupBreakerLayer] and of
-// [Config.HostBreakers]: req.URL.Host, the host and port as the URL names
-// them ("api.example" and "api.example:443" are two keys).
+// Host is the default key of [BreakerConfig.BreakerKey] and
+// [ClientConfig.BreakerKey]: req.URL.Host, the host and port as the URL
+// names them ("api.example" and "api.example:443" are two keys).
 func Host(req *http.Request) string { return req.URL.Host }
-
-// GroupBreakerLayer returns a layer that guards each request with the
-// breaker g holds for key(req), created on demand, so that each endpoint
-// has its own breaker: one bad host among many trips only its own, and
-// requests to the others go on (the models are Envoy's outlier detection
-// and Finagle's per-endpoint failure accrual). A nil key means [Host].
-// Each request is judged exactly as by [ClassifiedBreakerLayer] over its
-// key's breaker, with classify (nil means [Classify]), the body included,
-// and a rejection is that breaker's [*circuitbreaker.OpenError]. A request
-// whose context is already done fails with the context's error without
-// looking up its key. [circuitbreaker.Group] says how many breakers the
-// group holds and when it drops them, and [circuitbreaker.Group.States]
-// lists them for a status page.
-//
-// key must be safe for concurrent use and must not panic. A nil g gives a
-// layer whose every call fails with an error matching
-// [rampart.ErrNilService] that names it.
-func GroupBreakerLayer(g *circuitbreaker.Group[string], key func(*http.Request) string, classify circuitbreaker.Classifier[*http.Response]) Layer {
-	if key == nil {
-		key = Host
-	}
-	if classify == nil {
-		classify = Classify
-	}
-	return groupBreakerLayer{g: g, key: key, classify: classify}
-}
 
 type groupBreakerLayer struct {
 	g        *circuitbreaker.Group[string]
@@ -205,15 +217,12 @@ type groupBreakerLayer struct {
 	classify circuitbreaker.Classifier[*http.Response]
 }
 
-// Wrap returns inner guarded by the group's breakers; a nil inner, or a
-// nil group, gives a Service whose every call fails with an error matching
+// Wrap returns inner guarded by the group's breakers; a nil inner gives a
+// Service whose every call fails with an error matching
 // [rampart.ErrNilService].
 func (l groupBreakerLayer) Wrap(inner Service) Service {
-	switch {
-	case inner == nil:
-		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: GroupBreakerLayer: Wrap")
-	case l.g == nil:
-		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: GroupBreakerLayer: nil *circuitbreaker.Group")
+	if inner == nil {
+		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: BreakerLayer: Wrap")
 	}
 	return groupBreakerService{l: l, inner: inner}
 }

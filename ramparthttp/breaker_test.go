@@ -29,7 +29,7 @@ func TestBreakerLayer_CB8_StalledBodyIsAFailure(t *testing.T) {
 			return &http.Response{StatusCode: 200, Header: http.Header{}, ContentLength: -1,
 				Body: ctxBody{r.Context(), stallingReader{r}}}, nil
 		})
-		c := newClient(t, ramparthttp.Config{Base: rt, Breaker: br, AttemptTimeout: 100 * time.Millisecond,
+		c := newClient(t, ramparthttp.ClientConfig{Base: rt, Breaker: br, AttemptTimeout: 100 * time.Millisecond,
 			Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 
 		resp, err := c.Get("http://backend/x")
@@ -61,7 +61,7 @@ func TestBreakerLayer_CB8_BodyEndOrEarlyCloseIsASuccess(t *testing.T) {
 		next = next[1:]
 		return &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("hello"))}, nil
 	})
-	c := newClient(t, ramparthttp.Config{Base: rt, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: rt, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	get := func() *http.Response {
 		resp, err := c.Get("http://backend/x")
 		require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestBreakerLayer_CB8_BodyResetIsAFailure(t *testing.T) {
 	rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(io.MultiReader(strings.NewReader("par"), errReader{reset}))}, nil
 	})
-	c := newClient(t, ramparthttp.Config{Base: rt, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: rt, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	resp, err := c.Get("http://backend/x")
 	require.NoError(t, err)
 	_, err = io.ReadAll(resp.Body)

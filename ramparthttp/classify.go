@@ -7,9 +7,9 @@ import (
 )
 
 // Classify is the default judgement of an attempt for the breaker
-// ([BreakerLayer], and [Config.Classify] when nil). It returns:
+// ([BreakerConfig.Classify] and [ClientConfig.Classify] when nil). It returns:
 //   - [circuitbreaker.Failure] for a transport error, and for a 5xx status
-//     but 501 (Not Implemented) and 505 (HTTP Version Not Supported): the
+//     except 501 (Not Implemented) and 505 (HTTP Version Not Supported): the
 //     dependency is down or in trouble;
 //   - [circuitbreaker.Ignored] for 429 (Too Many Requests): the server asks
 //     this client to slow down, which is no evidence that it is down, so
@@ -48,7 +48,7 @@ func Classify(resp *http.Response, err error) circuitbreaker.Outcome {
 // Retryable is the default judgement of an attempt for the retry layer
 // ([RetryConfig.Retryable] when nil) and of what a hedge waits past
 // ([HedgeLayer]): it reports true for a transport error, a 429 (Too Many
-// Requests, retried after its Retry-After) and a 5xx status but 501 (Not
+// Requests, retried after its Retry-After) and a 5xx status except 501 (Not
 // Implemented) and 505 (HTTP Version Not Supported), which no retry can
 // cure. Whatever it says, the retry layer never retries an open breaker,
 // the caller's cancellation, or a request that may not be sent twice. It is
@@ -61,7 +61,7 @@ func Retryable(resp *http.Response, err error) bool {
 }
 
 // serverFailure reports whether a status says the server is unhealthy: any
-// 5xx but 501 Not Implemented and 505 HTTP Version Not Supported, which say
+// 5xx except 501 Not Implemented and 505 HTTP Version Not Supported, which say
 // the request will never succeed, not that the server is in trouble.
 func serverFailure(code int) bool {
 	return code >= 500 && code != http.StatusNotImplemented && code != http.StatusHTTPVersionNotSupported

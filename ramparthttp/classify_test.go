@@ -30,7 +30,7 @@ func TestClient_HT5_TooManyRequestsIsRetriedButNeutralForTheBreaker(t *testing.T
 		ft := &fakeTransport{statuses: []int{429, 429, 429, 200}, header: http.Header{"Retry-After": {"2"}}}
 		small, err := retry.NewConstant(10 * time.Millisecond)
 		require.NoError(t, err)
-		c := newClient(t, ramparthttp.Config{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 4, Backoff: small}})
+		c := newClient(t, ramparthttp.ClientConfig{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 4, Backoff: small}})
 		start := time.Now()
 
 		resp, err := c.Get("http://backend/x")
@@ -104,7 +104,7 @@ func TestClient_HT5_ClassifyDecidesTheBreakersJudgement(t *testing.T) {
 		return circuitbreaker.Success
 	}
 	ft := &fakeTransport{statuses: []int{503, 0, 404, 200}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Breaker: br, Classify: classify, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Breaker: br, Classify: classify, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 
 	for _, want := range []circuitbreaker.State{circuitbreaker.Closed, circuitbreaker.Closed, circuitbreaker.Open} {
 		resp, _ := c.Get("http://backend/x")
@@ -133,7 +133,7 @@ func TestClient_HT5_RetryableDecidesWhatIsRetried(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ft := &fakeTransport{statuses: tc.statuses}
-			c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff, Retryable: retryable}})
+			c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff, Retryable: retryable}})
 			resp, err := c.Get("http://backend/x")
 			require.NoError(t, err)
 			resp.Body.Close()
@@ -145,14 +145,14 @@ func TestClient_HT5_RetryableDecidesWhatIsRetried(t *testing.T) {
 
 // The caller's cancellation is ignored before the classifier is asked: the
 // caller gave up, and the error says nothing about the dependency.
-func TestClassifiedBreakerLayer_HT5_CallerCancellationNotClassified(t *testing.T) {
+func TestBreakerLayer_HT5_CallerCancellationNotClassified(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	require.NoError(t, err)
 	asked := 0
-	l := ramparthttp.ClassifiedBreakerLayer(br, func(*http.Response, error) circuitbreaker.Outcome {
+	l := breakerLayer(t, ramparthttp.BreakerConfig{Breaker: br, Classify: func(*http.Response, error) circuitbreaker.Outcome {
 		asked++
 		return circuitbreaker.Failure
-	})
+	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	svc := l.Wrap(rampart.ServiceFunc[*http.Request, *http.Response](func(ctx context.Context, _ *http.Request) (*http.Response, error) {
 		cancel()

@@ -51,7 +51,7 @@ func TestClient_StalledBodyOfRetriedResponseDoesNotDelayRetry(t *testing.T) {
 			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: b}, nil
 		})
 		backoff, _ := retry.NewConstant(10 * time.Millisecond)
-		c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: backoff}})
+		c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: backoff}})
 
 		resp, err := c.Get("http://backend/x")
 		require.NoError(t, err)
@@ -67,7 +67,7 @@ func TestClient_StalledBodyOfRetriedResponseDoesNotDelayRetry(t *testing.T) {
 
 func TestClient_NilResponseWithNilErrorIsAnError(t *testing.T) {
 	rt := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
-	c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	resp, err := c.Get("http://backend/x")
 	assert.Nil(t, resp)
 	assert.EqualError(t, err, `Get "http://backend/x": ramparthttp: ramparthttp_test.roundTripFunc returned a nil *http.Response with a nil error`)
@@ -79,7 +79,7 @@ func TestClient_ResponseWithErrorKeepsOnlyTheError(t *testing.T) {
 	rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Body: body}, boom
 	})
-	c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	resp, err := c.Get("http://backend/x")
 	assert.Nil(t, resp)
 	assert.ErrorIs(t, err, boom)
@@ -100,7 +100,7 @@ func TestClient_StatusesThatNoRetryCures(t *testing.T) {
 	} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			ft := &fakeTransport{statuses: []int{tc.status}}
-			c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+			c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
 			resp, err := c.Get("http://backend/x")
 			require.NoError(t, err)
 			resp.Body.Close()
@@ -112,7 +112,7 @@ func TestClient_StatusesThatNoRetryCures(t *testing.T) {
 func TestClient_RT7_RetryAfterOnlyOn429And503(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ft := &fakeTransport{statuses: []int{500, 200}, header: http.Header{"Retry-After": {"2"}}}
-		c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+		c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
 		start := time.Now()
 		resp, err := c.Get("http://backend/x")
 		require.NoError(t, err)
@@ -124,7 +124,7 @@ func TestClient_RT7_RetryAfterOnlyOn429And503(t *testing.T) {
 
 func TestClient_OneAttemptReturnsTransportErrorUnwrapped(t *testing.T) {
 	ft := &fakeTransport{statuses: []int{0}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 	_, err := c.Get("http://backend/x")
 	var ex *retry.ExhaustedError
 	assert.False(t, errors.As(err, &ex))
@@ -139,7 +139,7 @@ func TestClient_CB8_IsFailureOverrulesTransportErrors(t *testing.T) {
 	})
 	require.NoError(t, err)
 	ft := &fakeTransport{statuses: []int{0, 0, 0, 503, 503}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 
 	for range 3 {
 		_, err := c.Get("http://backend/x")
@@ -173,7 +173,7 @@ func TestClient_RetriedShortBodiesKeepTheConnection(t *testing.T) {
 	defer srv.Close()
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	c := newClient(t, ramparthttp.Config{Base: base, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
 
 	for range 10 {
 		resp, err := c.Get(srv.URL)
@@ -186,8 +186,8 @@ func TestClient_RetriedShortBodiesKeepTheConnection(t *testing.T) {
 
 func TestNewTransport_NilPointerBaseIsAnError(t *testing.T) {
 	var base *http.Transport
-	_, err := ramparthttp.NewTransport(ramparthttp.Config{Base: base})
-	assert.EqualError(t, err, "ramparthttp: Config.Base must not be a nil pointer, got *http.Transport(nil)")
+	_, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.Base must not be a nil pointer, got *http.Transport(nil)")
 }
 
 // A nil Service follows the one rule for nil services: every request fails

@@ -69,7 +69,7 @@ type trackedBody struct {
 
 func (b *trackedBody) Close() error { b.closed.Store(true); return nil }
 
-func newClient(t *testing.T, cfg ramparthttp.Config) *http.Client {
+func newClient(t *testing.T, cfg ramparthttp.ClientConfig) *http.Client {
 	t.Helper()
 	tr, err := ramparthttp.NewTransport(cfg)
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ var noBackoff, _ = retry.NewConstant(0)
 
 func TestClient_RetriesFailingStatusAndClosesRetriedBodies(t *testing.T) {
 	ft := &fakeTransport{statuses: []int{503, 500, 200}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
 
 	resp, err := c.Get("http://backend/x")
 	require.NoError(t, err)
@@ -95,7 +95,7 @@ func TestClient_RetriesFailingStatusAndClosesRetriedBodies(t *testing.T) {
 
 func TestClient_RT5_LastFailingResponseReturnedAsIs(t *testing.T) {
 	ft := &fakeTransport{statuses: []int{503}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
 
 	resp, err := c.Get("http://backend/x")
 	require.NoError(t, err)
@@ -108,7 +108,7 @@ func TestClient_RT5_LastFailingResponseReturnedAsIs(t *testing.T) {
 
 func TestClient_RT5_TransportErrorsExhaust(t *testing.T) {
 	ft := &fakeTransport{statuses: []int{0}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
 
 	resp, err := c.Get("http://backend/x")
 	require.Error(t, err)
@@ -138,7 +138,7 @@ func TestClient_NonIdempotentNotRetriedByDefault(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ft := &fakeTransport{statuses: []int{503}}
-			c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{
+			c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{
 				Backoff: noBackoff, RetryNonIdempotent: tc.optIn,
 			}})
 			req, err := http.NewRequest(tc.method, "http://backend/x", strings.NewReader("payload"))
@@ -160,7 +160,7 @@ func TestClient_NonIdempotentNotRetriedByDefault(t *testing.T) {
 
 func TestClient_BodyWithoutGetBodyNotRetried(t *testing.T) {
 	ft := &fakeTransport{statuses: []int{503}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
 	req, err := http.NewRequest(http.MethodPut, "http://backend/x", io.NopCloser(strings.NewReader("once")))
 	require.NoError(t, err)
 	require.Nil(t, req.GetBody)
@@ -176,7 +176,7 @@ func TestClient_RT7_RetryAfterSecondsSetsDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ft := &fakeTransport{statuses: []int{503, 200}, header: http.Header{"Retry-After": {"2"}}}
 		small, _ := retry.NewConstant(10 * time.Millisecond)
-		c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: small}})
+		c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: small}})
 		start := time.Now()
 
 		resp, err := c.Get("http://backend/x")
@@ -193,7 +193,7 @@ func TestClient_RT7_RetryAfterDateSetsDelay(t *testing.T) {
 		// second, so an HTTP date (whole seconds) is exact.
 		at := time.Now().Add(3 * time.Second).UTC().Format(http.TimeFormat)
 		ft := &fakeTransport{statuses: []int{429, 200}, header: http.Header{"Retry-After": {at}}}
-		c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+		c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
 		start := time.Now()
 
 		resp, err := c.Get("http://backend/x")
@@ -207,7 +207,7 @@ func TestClient_RT7_RetryAfterDateSetsDelay(t *testing.T) {
 func TestClient_RT7_RetryAfterPastDeadlineStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ft := &fakeTransport{statuses: []int{503, 200}, header: http.Header{"Retry-After": {"120"}}}
-		c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+		c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://backend/x", nil)
@@ -229,7 +229,7 @@ func TestClient_CB8_FailingStatusesTripBreaker(t *testing.T) {
 	})
 	require.NoError(t, err)
 	ft := &fakeTransport{statuses: []int{503, 502, 200}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 
 	for range 2 {
 		resp, err := c.Get("http://backend/x")
@@ -256,7 +256,7 @@ func TestClient_RT3_OpenBreakerEndsRetries(t *testing.T) {
 	})
 	require.NoError(t, err)
 	ft := &fakeTransport{statuses: []int{0}}
-	c := newClient(t, ramparthttp.Config{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 5, Backoff: noBackoff}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 5, Backoff: noBackoff}})
 
 	_, err = c.Get("http://backend/x")
 	require.ErrorIs(t, err, circuitbreaker.ErrOpen)
@@ -298,7 +298,7 @@ func TestClient_TO1_AttemptTimeoutIsBreakerFailure(t *testing.T) {
 			ResetTimeout: time.Minute,
 		})
 		require.NoError(t, err)
-		c := newClient(t, ramparthttp.Config{
+		c := newClient(t, ramparthttp.ClientConfig{
 			Base: slowTransport{d: time.Hour}, Breaker: br, AttemptTimeout: 100 * time.Millisecond,
 			Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff},
 		})
@@ -313,7 +313,7 @@ func TestClient_TO1_AttemptTimeoutIsBreakerFailure(t *testing.T) {
 
 func TestClient_TO1_TimeoutErrorMatchesSentinels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newClient(t, ramparthttp.Config{
+		c := newClient(t, ramparthttp.ClientConfig{
 			Base: slowTransport{d: time.Hour}, AttemptTimeout: 100 * time.Millisecond,
 			Retry: ramparthttp.RetryConfig{MaxAttempts: 1},
 		})
@@ -325,7 +325,7 @@ func TestClient_TO1_TimeoutErrorMatchesSentinels(t *testing.T) {
 
 func TestClient_TimeoutDoesNotCutOffBodyOfSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newClient(t, ramparthttp.Config{
+		c := newClient(t, ramparthttp.ClientConfig{
 			Base: slowTransport{d: 10 * time.Millisecond}, AttemptTimeout: time.Second,
 		})
 		resp, err := c.Get("http://backend/x")
@@ -341,7 +341,7 @@ func TestClient_CallerCancellationNotRetriedNorCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 		require.NoError(t, err)
-		c := newClient(t, ramparthttp.Config{Base: slowTransport{d: time.Hour}, Breaker: br})
+		c := newClient(t, ramparthttp.ClientConfig{Base: slowTransport{d: time.Hour}, Breaker: br})
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(50*time.Millisecond, cancel)
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://backend/x", nil)
@@ -353,12 +353,12 @@ func TestClient_CallerCancellationNotRetriedNorCounted(t *testing.T) {
 }
 
 func TestNewTransport_BadConfigNamesField(t *testing.T) {
-	_, err := ramparthttp.NewTransport(ramparthttp.Config{AttemptTimeout: -time.Second})
-	assert.EqualError(t, err, "ramparthttp: Config.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
-	_, err = ramparthttp.NewTransport(ramparthttp.Config{Retry: ramparthttp.RetryConfig{MaxAttempts: -1}})
+	_, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{AttemptTimeout: -time.Second})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
+	_, err = ramparthttp.NewTransport(ramparthttp.ClientConfig{Retry: ramparthttp.RetryConfig{MaxAttempts: -1}})
 	require.Error(t, err)
 	// The rest of the message is package retry's.
-	assert.True(t, strings.HasPrefix(err.Error(), "ramparthttp: Config.Retry: retry: MaxAttempts must be"), err.Error())
+	assert.True(t, strings.HasPrefix(err.Error(), "ramparthttp: ClientConfig.Retry: retry: MaxAttempts must be"), err.Error())
 }
 
 func TestClient_EndToEndOverLoopback(t *testing.T) {
@@ -374,7 +374,7 @@ func TestClient_EndToEndOverLoopback(t *testing.T) {
 	defer srv.Close()
 	br, err := circuitbreaker.New(circuitbreaker.Config{})
 	require.NoError(t, err)
-	c := newClient(t, ramparthttp.Config{Breaker: br, AttemptTimeout: 5 * time.Second,
+	c := newClient(t, ramparthttp.ClientConfig{Breaker: br, AttemptTimeout: 5 * time.Second,
 		Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
 
 	resp, err := c.Post(srv.URL, "text/plain", strings.NewReader("abc"))

@@ -46,7 +46,7 @@ func TestNewTransport_RT13_DefaultBudgetBoundsRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				base := &down{}
-				tr, err := ramparthttp.NewTransport(ramparthttp.Config{
+				tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 					Base:  base,
 					Retry: ramparthttp.RetryConfig{Backoff: noWait, Budget: tc.budget},
 				})

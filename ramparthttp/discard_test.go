@@ -45,7 +45,7 @@ func TestClient_HT4_StalledSmallBodyDelaysRetryAtMostTheDrainBound(t *testing.T)
 			bodies = append(bodies, b)
 			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: b, ContentLength: 100}, nil
 		})
-		c := newClient(t, ramparthttp.Config{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
+		c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
 
 		resp, err := c.Get("http://backend/x")
 		require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestClient_HT4_StalledSmallBodyOverLoopbackDoesNotHoldUpRetry(t *testing.T)
 	defer base.CloseIdleConnections()
 	br, err := circuitbreaker.New(circuitbreaker.Config{}) // its body wrapper sees the Close during the Read
 	require.NoError(t, err)
-	c := newClient(t, ramparthttp.Config{Base: base, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
+	c := newClient(t, ramparthttp.ClientConfig{Base: base, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
 
 	resp, err := c.Get(srv.URL)
 	require.NoError(t, err)

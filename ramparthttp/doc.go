@@ -7,7 +7,7 @@
 //
 // A client ([NewTransport]):
 //
-//	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
+//	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 //		Breaker:       br,                                  // a *circuitbreaker.Breaker
 //		Retry:         ramparthttp.RetryConfig{Budget: rb}, // a *budget.Budget
 //		HeaderTimeout: time.Second,
@@ -17,7 +17,7 @@
 //
 // A server ([NewHandler]):
 //
-//	h, err := ramparthttp.NewHandler(mux, ramparthttp.HandlerConfig{
+//	h, err := ramparthttp.NewHandler(mux, ramparthttp.ServerConfig{
 //		Layers: []ramparthttp.ServerLayer{rateLimit, shed, concurrency}, // outermost first
 //	})
 //	if err != nil { ... }
@@ -31,21 +31,27 @@
 // and an open breaker ends the retries at once (the caller gets an error
 // matching [circuitbreaker.ErrOpen], wrapped by net/http in a *url.Error);
 // per-attempt timeouts inside it, so a timed-out attempt counts as a
-// breaker failure. For another order or more layers, build the stack from
-// the pre-typed layers ([RetryLayer], [HedgeLayer], [BreakerLayer],
-// [GroupBreakerLayer], [TimeoutLayer], [HeaderTimeoutLayer], or any
-// rampart.Layer[*http.Request, *http.Response]) with [NewBuilder] and turn
-// it into a RoundTripper with [NewRoundTripper].
+// breaker failure. [ClientConfig] also hedges ([ClientConfig.Hedge]),
+// bounds the attempts in flight ([ClientConfig.Limit]) and lets health
+// checks bypass everything ([ClientConfig.Skip]). For another order or
+// more layers, build the stack from the HTTP layers ([RetryLayer],
+// [HedgeLayer], [BreakerLayer], [TimeoutLayer], [HeaderTimeoutLayer]),
+// which know about bodies and Retry-After, and any
+// rampart.Layer[*http.Request, *http.Response], with [NewBuilder], and
+// turn it into a RoundTripper with [NewRoundTripper]. Each HTTP layer
+// takes a Config ([RetryConfig], [HedgeConfig], [BreakerConfig]), or a
+// duration where that is its whole configuration.
 //
-// One breaker ([Config.Breaker]) guards one dependency. A client that talks
-// to many hosts (replicas, shards) gives each host its own breaker with
-// [Config.HostBreakers], a [circuitbreaker.Group]: a host that fails trips
+// One breaker ([ClientConfig.Breaker]) guards one dependency. A client
+// that talks to many hosts (replicas, shards) gives each host its own
+// breaker with [ClientConfig.Breakers], a [circuitbreaker.Group] keyed by
+// [ClientConfig.BreakerKey] (by default [Host]): a host that fails trips
 // only its own breaker, and the others keep getting traffic.
 //
-// Two timeouts bound an attempt. [Config.HeaderTimeout] bounds the wait
-// for the response headers only, so a server that never answers is a
+// Two timeouts bound an attempt. [ClientConfig.HeaderTimeout] bounds the
+// wait for the response headers only, so a server that never answers is a
 // failure while a slow but healthy download is not: use it when responses
-// may be large or streamed. [Config.AttemptTimeout] bounds the whole
+// may be large or streamed. [ClientConfig.AttemptTimeout] bounds the whole
 // attempt, body included: use it when the exchange must end in time
 // whatever is being sent. Both may be set, the header timeout the shorter.
 //
@@ -53,7 +59,7 @@
 //
 //	attempt                                  breaker   retried
 //	transport error                          failure   yes
-//	5xx but 501 and 505                      failure   yes
+//	5xx except 501 and 505                   failure   yes
 //	429 Too Many Requests                    neither   yes, after its Retry-After
 //	501, 505 (no retry can cure them)        success   no
 //	any other status (2xx, 3xx, 4xx)         success   no
@@ -62,8 +68,8 @@
 //
 // A 429 is the server asking this client to slow down, not evidence that
 // the dependency is down, so the breaker counts it neither way. Change the
-// breaker's column with [Config.Classify] (or [ClassifiedBreakerLayer]),
-// starting from [Classify]; change the retry column with
+// breaker's column with [ClientConfig.Classify] (or
+// [BreakerConfig.Classify]), starting from [Classify]; change the retry column with
 // [RetryConfig.Retryable], starting from [Retryable]. A response judged a
 // success by the breaker is judged again by its body: one whose read fails
 // (a server that stalls or resets after good headers) is a failure.
@@ -96,8 +102,15 @@
 // for a full concurrency limit, load shedding, an open breaker or a timeout;
 // with a Retry-After header in whole seconds, rounded up, from the error's
 // RetryDelay method.
-// [HandlerConfig.OnError] can answer other errors. The request type of a
-// server stack is [Exchange], which carries the ResponseWriter with the
-// request, so any rampart layer composes in front of a handler; layers that
-// send a request twice (retry, hedge) do not belong there.
+// [ServerConfig.OnError] can answer other errors, and [ServerConfig.Skip]
+// lets health checks past the layers. The request type of a server stack
+// is [Exchange], which carries the ResponseWriter with the request, so any
+// rampart layer composes in front of a handler, built with the type
+// arguments [Exchange] and struct{} (see [ServerLayer]); [KeyPeer] and
+// [KeyHeader] key a per-client rate limit. Layers that send a request
+// twice (retry, hedge) do not belong there.
+//
+// rampartgrpc mirrors this package for gRPC: the same [ClientConfig] and
+// [ServerConfig] names and fields, with the protocol's own defaults where
+// they must differ.
 package ramparthttp

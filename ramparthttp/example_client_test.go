@@ -28,7 +28,7 @@ func ExampleNewTransport() {
 		panic(err)
 	}
 	backoff, _ := retry.NewConstant(0)
-	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
+	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 		Breaker:        br,
 		AttemptTimeout: 2 * time.Second,
 		Retry:          ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: backoff},

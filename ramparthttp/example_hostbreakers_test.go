@@ -32,8 +32,8 @@ func ExampleConfig_hostBreakers() {
 	if err != nil {
 		panic(err)
 	}
-	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
-		HostBreakers:  hosts,
+	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
+		Breakers:      hosts,
 		HeaderTimeout: 2 * time.Second,
 		Retry:         ramparthttp.RetryConfig{MaxAttempts: 1},
 	})

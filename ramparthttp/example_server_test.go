@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
 )
@@ -21,11 +22,11 @@ func ExampleNewHandler() {
 	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "hello")
 	})
-	rl, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Every(2*time.Second), 1), ratelimit.Reject)
+	rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(2*time.Second), 1), Mode: ratelimit.Reject})
 	if err != nil {
 		panic(err)
 	}
-	h, err := ramparthttp.NewHandler(hello, ramparthttp.HandlerConfig{
+	h, err := ramparthttp.NewHandler(hello, ramparthttp.ServerConfig{
 		Layers: []ramparthttp.ServerLayer{rl},
 	})
 	if err != nil {
@@ -45,16 +46,16 @@ func ExampleNewHandler() {
 // Load shedding in front of a concurrency limit (Tower's load_shed): a
 // request that arrives while every slot is taken is answered 503 at once
 // instead of queueing, with the configured Retry-After.
-func ExampleServerShedLayer() {
+func ExampleNewHandler_shedding() {
 	lim, err := concurrency.New(1)
 	if err != nil {
 		panic(err)
 	}
-	shed, err := ramparthttp.ServerShedLayer(lim)
+	shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](loadshed.Config{Readiness: lim})
 	if err != nil {
 		panic(err)
 	}
-	slot, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
+	slot, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 	if err != nil {
 		panic(err)
 	}
@@ -67,7 +68,7 @@ func ExampleServerShedLayer() {
 			fmt.Println("inner:", rec.Code, "Retry-After:", rec.Header().Get("Retry-After"))
 		}
 		_, _ = io.WriteString(w, "served "+r.URL.Path)
-	}), ramparthttp.HandlerConfig{
+	}), ramparthttp.ServerConfig{
 		Layers:     []ramparthttp.ServerLayer{shed, slot},
 		RetryAfter: time.Second,
 	})

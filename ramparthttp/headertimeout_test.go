@@ -50,15 +50,15 @@ func slowBody(delay time.Duration) http.Handler {
 func TestHeaderTimeout_HT8_SlowBodyIsNotAFailure(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		cfg        ramparthttp.Config
+		cfg        ramparthttp.ClientConfig
 		wantBody   string
 		wantErr    error
 		wantAt     time.Duration
 		wantFailed int
 	}{
-		{name: "HeaderTimeout", cfg: ramparthttp.Config{HeaderTimeout: time.Second},
+		{name: "HeaderTimeout", cfg: ramparthttp.ClientConfig{HeaderTimeout: time.Second},
 			wantBody: "done", wantAt: 3 * time.Second},
-		{name: "AttemptTimeout", cfg: ramparthttp.Config{AttemptTimeout: time.Second},
+		{name: "AttemptTimeout", cfg: ramparthttp.ClientConfig{AttemptTimeout: time.Second},
 			wantErr: timeout.ErrTimeout, wantAt: time.Second, wantFailed: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,7 +111,7 @@ func TestHeaderTimeout_HT8_LateHeadersTimeOutAndRetry(t *testing.T) {
 			io.WriteString(w, "ok")
 		})
 		br := countingBreaker(t)
-		c := newClient(t, ramparthttp.Config{Base: pipeServer(t, h), Breaker: br, HeaderTimeout: time.Second,
+		c := newClient(t, ramparthttp.ClientConfig{Base: pipeServer(t, h), Breaker: br, HeaderTimeout: time.Second,
 			Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
 
 		start := time.Now()
@@ -159,7 +159,7 @@ func TestHeaderTimeout_HT8_Loopback_LateHeadersRetried(t *testing.T) {
 	}))
 	defer srv.Close()
 	br := countingBreaker(t)
-	c := newClient(t, ramparthttp.Config{Base: srv.Client().Transport, Breaker: br, HeaderTimeout: 250 * time.Millisecond, // long enough for the retry's headers on a loaded machine
+	c := newClient(t, ramparthttp.ClientConfig{Base: srv.Client().Transport, Breaker: br, HeaderTimeout: 250 * time.Millisecond, // long enough for the retry's headers on a loaded machine
 		Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
 
 	resp, err := c.Get(srv.URL)
@@ -196,7 +196,7 @@ func TestHeaderTimeout_HT8_Loopback_SlowBodyNotAFailure(t *testing.T) {
 		return srv.Client().Transport.RoundTrip(r)
 	})
 	br := countingBreaker(t)
-	c := newClient(t, ramparthttp.Config{Base: base, Breaker: br, HeaderTimeout: limit,
+	c := newClient(t, ramparthttp.ClientConfig{Base: base, Breaker: br, HeaderTimeout: limit,
 		Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
 
 	resp, err := c.Get(srv.URL)
@@ -262,8 +262,8 @@ func TestHeaderTimeoutLayer_HT8_CallerDeadlineIsTheCallers(t *testing.T) {
 
 // Bad values are errors naming the field and the accepted values.
 func TestHeaderTimeout_HT2_BadValues(t *testing.T) {
-	_, err := ramparthttp.NewTransport(ramparthttp.Config{HeaderTimeout: -time.Second})
-	assert.EqualError(t, err, "ramparthttp: Config.HeaderTimeout must be >= 0 (0 means no limit on the time to the response headers), got -1s")
+	_, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{HeaderTimeout: -time.Second})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.HeaderTimeout must be >= 0 (0 means no limit on the time to the response headers), got -1s")
 	_, err = ramparthttp.HeaderTimeoutLayer(0)
 	assert.EqualError(t, err, "ramparthttp: header timeout must be > 0, got 0s")
 }

@@ -58,7 +58,7 @@ type HedgeConfig struct {
 //     copies share the request's header, which the layers below must not
 //     modify (the [http.RoundTripper] contract).
 //   - A good response is one that [Retryable] would not retry: a transport
-//     error, 429, and 5xx but 501 and 505 are not good, so a fast 503 from
+//     error, 429, and 5xx except 501 and 505 are not good, so a fast 503 from
 //     one replica does not beat a slower 200 from another. A response that
 //     is not good does not trigger a hedge.
 //   - The response returned keeps its copy's context until its body is

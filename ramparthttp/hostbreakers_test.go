@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 )
@@ -60,7 +59,7 @@ func TestHostBreakers_HT7_OneBadHostDoesNotStopTheOthers(t *testing.T) {
 			bad, badCalls := countingServer(t, http.StatusServiceUnavailable)
 			good, goodCalls := countingServer(t, http.StatusOK)
 			brCfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour}
-			cfg := ramparthttp.Config{Base: good.Client().Transport, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}}
+			cfg := ramparthttp.ClientConfig{Base: good.Client().Transport, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}}
 			var hosts *circuitbreaker.Group[string]
 			if tc.shared {
 				br, err := circuitbreaker.New(brCfg)
@@ -70,7 +69,7 @@ func TestHostBreakers_HT7_OneBadHostDoesNotStopTheOthers(t *testing.T) {
 				var err error
 				hosts, err = circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: brCfg})
 				require.NoError(t, err)
-				cfg.HostBreakers = hosts
+				cfg.Breakers = hosts
 			}
 			c := newClient(t, cfg)
 
@@ -129,7 +128,7 @@ func TestHostBreakers_HT7_SameJudgementAsOneBreaker(t *testing.T) {
 		}
 		return ramparthttp.Classify(resp, err)
 	}
-	run := func(t *testing.T, cfg ramparthttp.Config) {
+	run := func(t *testing.T, cfg ramparthttp.ClientConfig) {
 		i := 0
 		cfg.Base = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			status := script[i]
@@ -154,10 +153,10 @@ func TestHostBreakers_HT7_SameJudgementAsOneBreaker(t *testing.T) {
 		}
 	}
 	one := countingBreaker(t)
-	run(t, ramparthttp.Config{Breaker: one})
+	run(t, ramparthttp.ClientConfig{Breaker: one})
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.FailureRate{}}})
 	require.NoError(t, err)
-	run(t, ramparthttp.Config{HostBreakers: hosts})
+	run(t, ramparthttp.ClientConfig{Breakers: hosts})
 
 	want := circuitbreaker.Counters{Calls: 6, Failures: 4} // 409, 500, transport error, failed body; 429 not counted
 	assert.Equal(t, want, one.State().Counters)
@@ -184,7 +183,7 @@ func TestGroupBreakerLayer_HT7_KeyAndNilGroup(t *testing.T) {
 		return &http.Response{StatusCode: 500, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 	}))
 	byPath := func(r *http.Request) string { return r.URL.Path }
-	svc := ramparthttp.GroupBreakerLayer(hosts, byPath, nil).Wrap(base)
+	svc := breakerLayer(t, ramparthttp.BreakerConfig{Breakers: hosts, BreakerKey: byPath}).Wrap(base)
 	call := func(ctx context.Context, u string) error {
 		resp, err := svc.Call(ctx, httptest.NewRequest(http.MethodGet, u, nil))
 		if err == nil {
@@ -205,17 +204,14 @@ func TestGroupBreakerLayer_HT7_KeyAndNilGroup(t *testing.T) {
 	}
 	assert.Equal(t, []string{"/x", "/y"}, keys)
 
-	_, err = ramparthttp.GroupBreakerLayer(nil, nil, nil).Wrap(base).Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://a/", nil))
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "ramparthttp: GroupBreakerLayer: nil *circuitbreaker.Group: rampart: nil service")
 }
 
 func TestNewTransport_HT7_BreakerAndHostBreakersIsAnError(t *testing.T) {
 	br := countingBreaker(t)
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{})
 	require.NoError(t, err)
-	_, err = ramparthttp.NewTransport(ramparthttp.Config{Breaker: br, HostBreakers: hosts})
-	assert.EqualError(t, err, "ramparthttp: Config.Breaker and Config.HostBreakers must not both be set (one breaker for every host, or one per host)")
+	_, err = ramparthttp.NewTransport(ramparthttp.ClientConfig{Breaker: br, Breakers: hosts})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.Breaker and ClientConfig.Breakers must not both be set (one breaker for every host, or one per key)")
 }
 
 // A zero circuitbreaker.Group is a usable default group, given to
@@ -228,16 +224,16 @@ func TestHostBreakers_HT7_ZeroGroupIsDefaultGroup(t *testing.T) {
 		name   string
 		client func(g *circuitbreaker.Group[string]) *http.Client
 	}{{
-		name: "Config.HostBreakers",
+		name: "ClientConfig.Breakers",
 		client: func(g *circuitbreaker.Group[string]) *http.Client {
-			rt, err := ramparthttp.NewTransport(ramparthttp.Config{HostBreakers: g})
+			rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Breakers: g})
 			require.NoError(t, err)
 			return &http.Client{Transport: rt}
 		},
 	}, {
-		name: "GroupBreakerLayer",
+		name: "BreakerLayer",
 		client: func(g *circuitbreaker.Group[string]) *http.Client {
-			svc := ramparthttp.NewBuilder().Layer(ramparthttp.GroupBreakerLayer(g, nil, nil)).Service(ramparthttp.FromRoundTripper(nil))
+			svc := ramparthttp.NewBuilder().Layer(breakerLayer(t, ramparthttp.BreakerConfig{Breakers: g})).Service(ramparthttp.FromRoundTripper(nil))
 			return &http.Client{Transport: ramparthttp.NewRoundTripper(svc)}
 		},
 	}} {

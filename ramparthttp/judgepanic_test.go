@@ -44,7 +44,7 @@ func TestBreakerLayer_CB7_PanickingJudgeFreesTheProbe(t *testing.T) {
 			p, err := br.TryAcquire()
 			require.NoError(t, err)
 			p.Failure(errTransport)
-			svc := ramparthttp.NewBuilder().Layer(ramparthttp.ClassifiedBreakerLayer(br, tc.classify)).Service(ramparthttp.FromRoundTripper(nil))
+			svc := ramparthttp.NewBuilder().Layer(breakerLayer(t, ramparthttp.BreakerConfig{Breaker: br, Classify: tc.classify})).Service(ramparthttp.FromRoundTripper(nil))
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, tc.url, nil)
 			require.NoError(t, err)
 

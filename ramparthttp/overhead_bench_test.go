@@ -14,6 +14,7 @@ import (
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
+	"github.com/rampart-go/rampart/timeout"
 )
 
 // The overhead of rampart's HTTP adapters against bare net/http, on
@@ -42,13 +43,13 @@ func BenchmarkOverheadClient(b *testing.B) {
 		{name: "retry", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
 			// budget.Always: no budget, said explicitly (left nil, the
 			// transport would get a default budget of its own).
-			return newTransport(b, ramparthttp.Config{Base: base, Retry: ramparthttp.RetryConfig{Budget: budget.Always}})
+			return newTransport(b, ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: budget.Always}})
 		}},
 		{name: "retry+budget+breaker", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
-			return newTransport(b, ramparthttp.Config{Base: base, Retry: ramparthttp.RetryConfig{Budget: newBenchBudget(b)}, Breaker: newBenchBreaker(b)})
+			return newTransport(b, ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: newBenchBudget(b)}, Breaker: newBenchBreaker(b)})
 		}},
 		{name: "full", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
-			return newTransport(b, ramparthttp.Config{
+			return newTransport(b, ramparthttp.ClientConfig{
 				Base:           base,
 				Retry:          ramparthttp.RetryConfig{Budget: newBenchBudget(b)},
 				Breaker:        newBenchBreaker(b),
@@ -93,16 +94,16 @@ func BenchmarkOverheadServer(b *testing.B) {
 		h    func(b *testing.B) http.Handler
 	}{
 		{name: "bare", h: func(*testing.B) http.Handler { return http.HandlerFunc(okHandlerFunc) }},
-		{name: "empty", h: func(b *testing.B) http.Handler { return newBenchHandler(b, ramparthttp.HandlerConfig{}) }},
+		{name: "empty", h: func(b *testing.B) http.Handler { return newBenchHandler(b, ramparthttp.ServerConfig{}) }},
 		{name: "ratelimit+concurrency", h: func(b *testing.B) http.Handler {
-			return newBenchHandler(b, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{rateLayer(b), concurrencyLayer(b)}})
+			return newBenchHandler(b, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rateLayer(b), concurrencyLayer(b)}})
 		}},
 		{name: "full", h: func(b *testing.B) http.Handler {
-			to, err := ramparthttp.ServerTimeoutLayer(10 * time.Second)
+			to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 10 * time.Second})
 			if err != nil {
 				b.Fatal(err)
 			}
-			return newBenchHandler(b, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{rateLayer(b), concurrencyLayer(b), to}})
+			return newBenchHandler(b, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rateLayer(b), concurrencyLayer(b), to}})
 		}},
 	} {
 		b.Run(s.name, func(b *testing.B) {
@@ -140,7 +141,7 @@ func (w *statusOnlyWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func newTransport(b *testing.B, cfg ramparthttp.Config) http.RoundTripper {
+func newTransport(b *testing.B, cfg ramparthttp.ClientConfig) http.RoundTripper {
 	rt, err := ramparthttp.NewTransport(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -164,7 +165,7 @@ func newBenchBreaker(b *testing.B) *circuitbreaker.Breaker {
 	return br
 }
 
-func newBenchHandler(b *testing.B, cfg ramparthttp.HandlerConfig) http.Handler {
+func newBenchHandler(b *testing.B, cfg ramparthttp.ServerConfig) http.Handler {
 	h, err := ramparthttp.NewHandler(http.HandlerFunc(okHandlerFunc), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -173,7 +174,7 @@ func newBenchHandler(b *testing.B, cfg ramparthttp.HandlerConfig) http.Handler {
 }
 
 func rateLayer(b *testing.B) ramparthttp.ServerLayer {
-	l, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Inf, 1), ratelimit.Reject)
+	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Mode: ratelimit.Reject})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func concurrencyLayer(b *testing.B) ramparthttp.ServerLayer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
+	l, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -39,7 +39,7 @@ type RetryConfig struct {
 	MaxHint time.Duration
 	// Retryable reports whether an attempt's outcome is worth retrying:
 	// its response, or the error the transport (or a layer below) returned.
-	// Nil means [Retryable]: a transport error, 429, and 5xx but 501 and
+	// Nil means [Retryable]: a transport error, 429, and 5xx except 501 and
 	// 505. Whatever it returns, an open breaker, the caller's cancellation
 	// and a request that may not be sent twice are never retried. It must
 	// be safe for concurrent use.
@@ -57,7 +57,7 @@ type RetryConfig struct {
 
 // RetryLayer returns a layer that retries requests whose attempt
 // cfg.Retryable judges worth retrying (by default [Retryable]: a transport
-// error, 429, or 5xx but 501 and 505), within cfg's attempts and budget,
+// error, 429, or 5xx except 501 and 505), within cfg's attempts and budget,
 // honouring Retry-After on 429 and 503 responses. Only requests that may
 // be sent again
 // are retried: an idempotent method (RFC 9110: GET, HEAD, OPTIONS, TRACE,

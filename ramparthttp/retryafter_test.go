@@ -35,7 +35,7 @@ func TestClient_RT7_HugeRetryAfterIsCappedAtMaxHint(t *testing.T) {
 				ft := &fakeTransport{statuses: []int{503, 200}, header: http.Header{"Retry-After": {tc.value}}}
 				small, err := retry.NewConstant(10 * time.Millisecond)
 				require.NoError(t, err)
-				c := newClient(t, ramparthttp.Config{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: small, MaxHint: 5 * time.Second}})
+				c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: small, MaxHint: 5 * time.Second}})
 
 				resp, err := c.Get("http://backend/x")
 				require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -43,13 +44,12 @@ type Exchange struct {
 // sees it. Its Call returns a nil error once the handler has answered.
 type ServerService = rampart.Service[Exchange, struct{}]
 
-// ServerLayer is a layer of a server-side HTTP stack. Besides the
-// pre-typed constructors of this package ([ServerConcurrencyLimitLayer],
-// [ServerShedLayer], [ServerRateLimitLayer], [ServerKeyedRateLimitLayer],
-// [ServerTimeoutLayer]), any rampart layer built with the type arguments
-// [Exchange] and struct{} is one:
+// ServerLayer is a layer of a server-side HTTP stack: any rampart layer
+// built with the type arguments [Exchange] and struct{}, such as
 //
-//	f, err := filter.NewLayer[ramparthttp.Exchange, struct{}](check) // check returns filter.ErrRejected to refuse
+//	lim, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: l, Mode: concurrency.Reject})
+//	rl, err := ratelimit.NewKeyedLayer[ramparthttp.Exchange, struct{}](k, ramparthttp.KeyPeer, ratelimit.Reject)
+//	to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 2 * time.Second})
 //
 // Layers must call the inner service at most once per request and wait
 // for it to return: the writer is valid only until ServeHTTP returns. So
@@ -59,14 +59,25 @@ type ServerService = rampart.Service[Exchange, struct{}]
 // stack.
 type ServerLayer = rampart.Layer[Exchange, struct{}]
 
-// HandlerConfig configures [NewHandler]. The zero HandlerConfig is valid:
+// ServerConfig configures [NewHandler]. The zero ServerConfig is valid:
 // a Handler with no layers passes every request to its handler.
-type HandlerConfig struct {
+// rampartgrpc.ServerConfig is its counterpart for gRPC.
+type ServerConfig struct {
 	// Layers is the stack, outermost first, as with [rampart.Builder]:
 	// Layers[0] sees each request first. Nil entries are skipped. A
 	// typical order is rate limit, load shedding, concurrency limit,
-	// timeout.
+	// timeout. A timeout layer's handler must honour its context: the
+	// layer runs it on the request's goroutine and waits for it, and a
+	// handler that returns without answering once its context is done gets
+	// a 503 answer (timeout's Abandon mode must not be used here, since an
+	// abandoned handler would write after ServeHTTP returned).
 	Layers []ServerLayer
+
+	// Skip, if not nil, reports whether a request bypasses the layers and
+	// goes straight to the handler: health checks and readiness probes,
+	// which must be answered while the server refuses other load. It must
+	// be safe for concurrent use.
+	Skip func(r *http.Request) bool
 
 	// RetryAfter is the wait advertised in the Retry-After header of a 429
 	// or 503 answer whose error carries no delay of its own: a
@@ -96,7 +107,7 @@ type HandlerConfig struct {
 //
 // # Answers
 //
-// When the stack returns an error, the Handler calls HandlerConfig.OnError,
+// When the stack returns an error, the Handler calls ServerConfig.OnError,
 // if set. Unless OnError handled the error, and provided nothing has been
 // written to the response yet, the Handler answers with the status text as
 // body and:
@@ -118,7 +129,7 @@ type HandlerConfig struct {
 // A 429 or 503 carries a Retry-After header (RFC 9110, section 10.2.3) in
 // whole seconds, rounded up so that a client never comes back early: the
 // error's RetryDelay() when it is positive (a rate limiter's time to the
-// next token, a breaker's remaining cool-down), HandlerConfig.RetryAfter
+// next token, a breaker's remaining cool-down), ServerConfig.RetryAfter
 // otherwise, and no header when both are zero or the delay is
 // [rate.InfDuration] (a limiter that will never grant a token) or
 // [circuitbreaker.Forever] (a breaker held open until reset).
@@ -155,6 +166,8 @@ type HandlerConfig struct {
 // Refusals allocate what writing the answer allocates.
 type Handler struct {
 	svc        ServerService
+	next       http.Handler
+	skip       func(*http.Request) bool
 	retryAfter time.Duration
 	onError    func(w http.ResponseWriter, r *http.Request, err error) bool
 }
@@ -162,12 +175,12 @@ type Handler struct {
 // NewHandler returns a [Handler] that sends each request through
 // cfg.Layers to next. It returns an error when next is nil or a field of
 // cfg is invalid, naming it.
-func NewHandler(next http.Handler, cfg HandlerConfig) (*Handler, error) {
+func NewHandler(next http.Handler, cfg ServerConfig) (*Handler, error) {
 	if next == nil {
 		return nil, errors.New("ramparthttp: next handler must not be nil")
 	}
 	if cfg.RetryAfter < 0 {
-		return nil, fmt.Errorf("ramparthttp: HandlerConfig.RetryAfter must be >= 0 (0 means no Retry-After header unless the error carries a delay), got %v", cfg.RetryAfter)
+		return nil, fmt.Errorf("ramparthttp: ServerConfig.RetryAfter must be >= 0 (0 means no Retry-After header unless the error carries a delay), got %v", cfg.RetryAfter)
 	}
 	b := rampart.NewBuilder[Exchange, struct{}]()
 	for _, l := range cfg.Layers {
@@ -175,6 +188,8 @@ func NewHandler(next http.Handler, cfg HandlerConfig) (*Handler, error) {
 	}
 	return &Handler{
 		svc:        b.Service(handlerService{next: next}),
+		next:       next,
+		skip:       cfg.Skip,
 		retryAfter: cfg.RetryAfter,
 		onError:    cfg.OnError,
 	}, nil
@@ -185,6 +200,10 @@ func NewHandler(next http.Handler, cfg HandlerConfig) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h == nil || h.svc == nil {
 		http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+		return
+	}
+	if h.skip != nil && h.skip(r) {
+		h.next.ServeHTTP(w, r)
 		return
 	}
 	rw := &responseWriter{w: w}
@@ -230,4 +249,40 @@ func (s handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) 
 		return struct{}{}, err
 	}
 	return struct{}{}, nil
+}
+
+// KeyPeer is a key function for a per-client rate limit
+// ([ratelimit.NewKeyedLayer] over [Exchange]): the host of the request's
+// RemoteAddr, without its port, so that a client's connections share one
+// key; the whole RemoteAddr when it has no port. It is the peer's address
+// as the server sees it: behind a proxy, key by a header the proxy sets
+// with [KeyHeader] instead. rampartgrpc.KeyPeer is its gRPC counterpart.
+func KeyPeer(x Exchange) string {
+	if x.Request == nil {
+		return ""
+	}
+	a := x.Request.RemoteAddr
+	if host, _, err := net.SplitHostPort(a); err == nil {
+		return host
+	}
+	return a
+}
+
+// KeyHeader returns a key function for a per-key rate limit
+// ([ratelimit.NewKeyedLayer] over [Exchange]) that reads the request's
+// header name (its first value; "" when there is none): an API key, a
+// tenant, or the client address a trusted proxy sets. Names are
+// case-insensitive, as HTTP header names are. The function is safe for
+// concurrent use. rampartgrpc.KeyMetadata is its gRPC counterpart.
+func KeyHeader(name string) func(Exchange) string {
+	name = http.CanonicalHeaderKey(name)
+	return func(x Exchange) string {
+		if x.Request == nil {
+			return ""
+		}
+		if vs := x.Request.Header[name]; len(vs) > 0 {
+			return vs[0]
+		}
+		return ""
+	}
 }

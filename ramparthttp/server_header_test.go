@@ -14,13 +14,14 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/timeout"
 )
 
 // A handler that sets the headers of an answer and then gives up: the 503
 // must carry none of them, only what was set outside the Handler.
 func TestHandler_TO1_RefusalDropsHeadersOfUnwrittenAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			assert.Equal(t, "req-7", w.Header().Get("X-Request-Id"), "the handler sees outer headers")
@@ -30,7 +31,7 @@ func TestHandler_TO1_RefusalDropsHeadersOfUnwrittenAnswer(t *testing.T) {
 			w.Header().Set("Retry-After", "600")
 			w.Header().Del("X-Request-Id")
 			<-r.Context().Done()
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}, RetryAfter: 2 * time.Second})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}, RetryAfter: 2 * time.Second})
 
 		rec := httptest.NewRecorder()
 		rec.Header().Set("X-Request-Id", "req-7") // set by an outer middleware
@@ -61,7 +62,7 @@ func TestHandler_HeadersOfWrittenAnswerAreSent(t *testing.T) {
 				w.Header().Set("Cache-Control", "no-store")
 				w.Header().Del("X-Outer")
 				tc.write(w)
-			}), ramparthttp.HandlerConfig{})
+			}), ramparthttp.ServerConfig{})
 			rec := httptest.NewRecorder()
 			rec.Header().Set("X-Outer", "1")
 			h.ServeHTTP(rec, get())
@@ -82,7 +83,7 @@ func TestHandler_TrailersThroughAKeptHeaderMap(t *testing.T) {
 		_, _ = w.Write([]byte("body"))
 		hdr.Set("X-Sum", "abc")
 		hdr.Set(http.TrailerPrefix+"X-Late", "late")
-	}), ramparthttp.HandlerConfig{})
+	}), ramparthttp.ServerConfig{})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -97,7 +98,7 @@ func TestHandler_TrailersThroughAKeptHeaderMap(t *testing.T) {
 // CORS) stay on a refusal; only the handler's own are dropped.
 func TestHandler_LayerHeadersStayOnRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		cors := ramparthttp.ServerLayer(rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(inner ramparthttp.ServerService) ramparthttp.ServerService {
 			return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(ctx context.Context, x ramparthttp.Exchange) (struct{}, error) {
@@ -109,7 +110,7 @@ func TestHandler_LayerHeadersStayOnRefusal(t *testing.T) {
 			assert.Equal(t, "*", w.Header().Get("Access-Control-Allow-Origin"))
 			w.Header().Set("Cache-Control", "public")
 			<-r.Context().Done()
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{cors, to}})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{cors, to}})
 
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, get())

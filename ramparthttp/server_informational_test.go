@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/timeout"
 )
 
 // A handler that sends 103 Early Hints with the headers of its answer and
@@ -22,7 +23,7 @@ import (
 // its body (a leaked Content-Encoding: gzip would fail it with "gzip:
 // invalid header").
 func TestHandler_HT3_RefusalAfterInformationalDropsHandlerHeaders(t *testing.T) {
-	to, err := ramparthttp.ServerTimeoutLayer(time.Millisecond)
+	to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Millisecond})
 	require.NoError(t, err)
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
@@ -30,7 +31,7 @@ func TestHandler_HT3_RefusalAfterInformationalDropsHandlerHeaders(t *testing.T) 
 		w.Header().Set("Link", "</style.css>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
 		<-r.Context().Done()
-	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}})
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -66,7 +67,7 @@ func TestHandler_HT3_AnswerAfterInformationalKeepsHandlerHeaders(t *testing.T) {
 		w.WriteHeader(http.StatusEarlyHints)
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = io.WriteString(w, "page")
-	}), ramparthttp.HandlerConfig{})
+	}), ramparthttp.ServerConfig{})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 

@@ -60,7 +60,7 @@ func lateFailLayer(err error) ramparthttp.ServerLayer {
 	})
 }
 
-func newServerHandler(t testing.TB, next http.Handler, cfg ramparthttp.HandlerConfig) *ramparthttp.Handler {
+func newServerHandler(t testing.TB, next http.Handler, cfg ramparthttp.ServerConfig) *ramparthttp.Handler {
 	t.Helper()
 	h, err := ramparthttp.NewHandler(next, cfg)
 	require.NoError(t, err)
@@ -117,9 +117,9 @@ func (w *countingWriter) finals() int {
 func TestHandler_RateLimitAnswers429WithExactRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// One token every 2.5s, bucket of one.
-		rl, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Every(2500*time.Millisecond), 1), ratelimit.Reject)
+		rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(2500*time.Millisecond), 1), Mode: ratelimit.Reject})
 		require.NoError(t, err)
-		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{rl}})
+		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rl}})
 
 		rec := serve(h, get())
 		assert.Equal(t, http.StatusOK, rec.Code)
@@ -146,9 +146,9 @@ func TestHandler_KeyedRateLimitPerClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1, Burst: 1})
 		require.NoError(t, err)
-		rl, err := ramparthttp.ServerKeyedRateLimitLayer(k, func(r *http.Request) string { return r.Header.Get("X-Client") }, ratelimit.Reject)
+		rl, err := ratelimit.NewKeyedLayer[ramparthttp.Exchange, struct{}](k, ramparthttp.KeyHeader("X-Client"), ratelimit.Reject)
 		require.NoError(t, err)
-		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{rl}})
+		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rl}})
 		from := func(client string) *http.Request {
 			r := get()
 			r.Header.Set("X-Client", client)
@@ -195,7 +195,7 @@ func TestHandler_RetryAfterWholeSecondsRoundedUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+			h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
 				Layers:     []ramparthttp.ServerLayer{failLayer(tt.err)},
 				RetryAfter: tt.fallback,
 			})
@@ -216,7 +216,7 @@ func TestHandler_StatusForEachError(t *testing.T) {
 		name       string
 		err        error
 		code       int
-		retryAfter string // with HandlerConfig.RetryAfter = 1s
+		retryAfter string // with ServerConfig.RetryAfter = 1s
 	}{
 		{name: "rate limited", err: fmt.Errorf("wrapped: %w", &ratelimit.LimitedError{RetryAfter: 3 * time.Second}), code: 429, retryAfter: "3"},
 		{name: "concurrency limit", err: &concurrency.LimitedError{}, code: 503, retryAfter: "1"},
@@ -231,7 +231,7 @@ func TestHandler_StatusForEachError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var next atomic.Int32
-			h := newServerHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { next.Add(1) }), ramparthttp.HandlerConfig{
+			h := newServerHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { next.Add(1) }), ramparthttp.ServerConfig{
 				Layers:     []ramparthttp.ServerLayer{failLayer(tt.err)},
 				RetryAfter: time.Second,
 			})
@@ -248,7 +248,7 @@ func TestHandler_StatusForEachError(t *testing.T) {
 func TestHandler_OnError(t *testing.T) {
 	boom := errors.New("boom")
 	t.Run("handled", func(t *testing.T) {
-		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
 			Layers: []ramparthttp.ServerLayer{failLayer(boom)},
 			OnError: func(w http.ResponseWriter, _ *http.Request, err error) bool {
 				if !errors.Is(err, boom) {
@@ -264,7 +264,7 @@ func TestHandler_OnError(t *testing.T) {
 	})
 	t.Run("declined falls back to the default", func(t *testing.T) {
 		var seen []error
-		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
 			Layers:     []ramparthttp.ServerLayer{failLayer(loadshed.ErrOverloaded)},
 			RetryAfter: 3 * time.Second,
 			OnError: func(_ http.ResponseWriter, _ *http.Request, err error) bool {
@@ -285,7 +285,7 @@ func TestHandler_NeverWritesSecondResponse(t *testing.T) {
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, "made")
-	}), ramparthttp.HandlerConfig{
+	}), ramparthttp.ServerConfig{
 		Layers: []ramparthttp.ServerLayer{lateFailLayer(late)},
 		OnError: func(w http.ResponseWriter, _ *http.Request, err error) bool {
 			seen = append(seen, err)
@@ -307,7 +307,7 @@ func TestHandler_NeverWritesSecondResponse(t *testing.T) {
 func TestHandler_WriteHeaderAloneStartsTheResponse(t *testing.T) {
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
-	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
 	w := newCountingWriter()
 	h.ServeHTTP(w, get())
 	assert.Equal(t, []int{http.StatusNoContent}, w.codes)
@@ -317,7 +317,7 @@ func TestHandler_InformationalStatusDoesNotStartTheResponse(t *testing.T) {
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Link", "</style.css>; rel=preload")
 		w.WriteHeader(http.StatusEarlyHints)
-	}), ramparthttp.HandlerConfig{
+	}), ramparthttp.ServerConfig{
 		Layers:     []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)},
 		RetryAfter: time.Second,
 	})
@@ -329,14 +329,14 @@ func TestHandler_InformationalStatusDoesNotStartTheResponse(t *testing.T) {
 
 func TestHandler_TO1_TimeoutWithoutAnswerIs503(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		var waited time.Duration
 		h := newServerHandler(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			<-r.Context().Done() // gives up without answering
 			waited = time.Since(start)
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}, RetryAfter: 2 * time.Second})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}, RetryAfter: 2 * time.Second})
 
 		rec := serve(h, get())
 		assert.Equal(t, time.Second, waited)
@@ -348,13 +348,13 @@ func TestHandler_TO1_TimeoutWithoutAnswerIs503(t *testing.T) {
 
 func TestHandler_TO1_TimeoutErrorReachesOnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		var seen error
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "99") // for an answer it never writes
 			<-r.Context().Done()
-		}), ramparthttp.HandlerConfig{
+		}), ramparthttp.ServerConfig{
 			Layers:  []ramparthttp.ServerLayer{to},
 			OnError: func(_ http.ResponseWriter, _ *http.Request, err error) bool { seen = err; return false },
 		})
@@ -368,12 +368,12 @@ func TestHandler_TO1_TimeoutErrorReachesOnError(t *testing.T) {
 
 func TestHandler_TO1_LateAnswerIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := ramparthttp.ServerTimeoutLayer(time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			time.Sleep(2 * time.Second) // ignores its context, then answers
 			_, _ = io.WriteString(w, "late but fine")
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}})
 		w := newCountingWriter()
 		h.ServeHTTP(w, get())
 		assert.Equal(t, []int{http.StatusOK}, w.codes)
@@ -383,14 +383,14 @@ func TestHandler_TO1_LateAnswerIsKept(t *testing.T) {
 
 func TestHandler_TimeoutContextReachesHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := ramparthttp.ServerTimeoutLayer(3 * time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 3 * time.Second})
 		require.NoError(t, err)
 		var left time.Duration
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			deadline, ok := r.Context().Deadline()
 			require.True(t, ok)
 			left = time.Until(deadline)
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to}})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}})
 		rec := serve(h, get())
 		assert.Equal(t, http.StatusOK, rec.Code)
 		assert.Equal(t, 3*time.Second, left)
@@ -402,11 +402,11 @@ func TestHandler_TimeoutContextReachesHandler(t *testing.T) {
 // answered 503.
 func TestHandler_TO1_WaitForSlotBoundedByTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := ramparthttp.ServerTimeoutLayer(2 * time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 2 * time.Second})
 		require.NoError(t, err)
 		lim, err := concurrency.New(1)
 		require.NoError(t, err)
-		ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
+		ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		release := make(chan struct{})
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -414,7 +414,7 @@ func TestHandler_TO1_WaitForSlotBoundedByTimeout(t *testing.T) {
 				<-release
 			}
 			_, _ = io.WriteString(w, "ok")
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{to, ll}, RetryAfter: time.Second})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to, ll}, RetryAfter: time.Second})
 
 		held := make(chan *httptest.ResponseRecorder)
 		go func() { held <- serve(h, httptest.NewRequest(http.MethodGet, "/hold", nil)) }()
@@ -436,10 +436,10 @@ func TestHandler_ClientGoneGetsBareStatus(t *testing.T) {
 	t.Run("refused by a layer", func(t *testing.T) {
 		lim, err := concurrency.New(1)
 		require.NoError(t, err)
-		ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
+		ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		var seen error
-		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
 			Layers:     []ramparthttp.ServerLayer{ll},
 			RetryAfter: time.Second,
 			OnError:    func(_ http.ResponseWriter, _ *http.Request, err error) bool { seen = err; return false },
@@ -458,7 +458,7 @@ func TestHandler_ClientGoneGetsBareStatus(t *testing.T) {
 		h := newServerHandler(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 			cancel() // the client hangs up mid-request
 			<-r.Context().Done()
-		}), ramparthttp.HandlerConfig{RetryAfter: time.Second})
+		}), ramparthttp.ServerConfig{RetryAfter: time.Second})
 		w := newCountingWriter()
 		h.ServeHTTP(w, get().WithContext(ctx))
 		assert.Equal(t, []int{http.StatusServiceUnavailable}, w.codes)
@@ -468,7 +468,7 @@ func TestHandler_ClientGoneGetsBareStatus(t *testing.T) {
 }
 
 func TestHandler_NoLayersPassesThrough(t *testing.T) {
-	h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{nil}})
+	h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{nil}})
 	rec := serve(h, get())
 	assert.Equal(t, http.StatusOK, rec.Code)
 	assert.Equal(t, "ok", rec.Body.String())
@@ -487,7 +487,7 @@ func TestHandler_LayerMayReplaceRequestAndWriter(t *testing.T) {
 	})
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "value %v", r.Context().Value(key{}))
-	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{upper, lateFailLayer(loadshed.ErrOverloaded)}})
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{upper, lateFailLayer(loadshed.ErrOverloaded)}})
 	w := newCountingWriter()
 	h.ServeHTTP(w, get())
 	assert.Equal(t, []int{http.StatusOK}, w.codes, "the wrapped writer's output still counts as begun")
@@ -507,7 +507,7 @@ func TestHandler_WriterKeepsOptionalInterfaces(t *testing.T) {
 			require.True(t, ok)
 			f.Flush()
 			require.NoError(t, http.NewResponseController(w).Flush())
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
 		rec := serve(h, get())
 		assert.True(t, rec.Flushed)
 		assert.Equal(t, http.StatusOK, rec.Code, "a flush starts the response; no 503 after it")
@@ -519,7 +519,7 @@ func TestHandler_WriterKeepsOptionalInterfaces(t *testing.T) {
 			_, _, err := http.NewResponseController(w).Hijack()
 			assert.ErrorIs(t, err, http.ErrNotSupported)
 			assert.ErrorIs(t, http.NewResponseController(w).SetWriteDeadline(time.Time{}), http.ErrNotSupported)
-		}), ramparthttp.HandlerConfig{
+		}), ramparthttp.ServerConfig{
 			Layers:     []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)},
 			RetryAfter: time.Second,
 		})
@@ -534,7 +534,7 @@ func TestHandler_WriterKeepsOptionalInterfaces(t *testing.T) {
 			n, err := rf.ReadFrom(strings.NewReader("copied"))
 			assert.NoError(t, err)
 			assert.Equal(t, int64(6), n)
-		}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)}})
 		w := newCountingWriter()
 		h.ServeHTTP(w, get())
 		assert.Equal(t, []int{http.StatusOK}, w.codes)
@@ -553,7 +553,7 @@ func TestHandler_HijackOverLoopback(t *testing.T) {
 		defer conn.Close()
 		_, _ = brw.WriteString("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
 		_ = brw.Flush()
-	}), ramparthttp.HandlerConfig{
+	}), ramparthttp.ServerConfig{
 		Layers:  []ramparthttp.ServerLayer{lateFailLayer(loadshed.ErrOverloaded)},
 		OnError: func(_ http.ResponseWriter, _ *http.Request, err error) bool { seen.Store(err); return false },
 	})
@@ -578,14 +578,14 @@ func TestHandler_EndToEndOverLoopback(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	lim, err := concurrency.New(1)
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		close(entered)
 		<-release
 		_, _ = io.WriteString(w, "done")
-	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: time.Second})
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: time.Second})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	client := srv.Client()
@@ -623,7 +623,7 @@ func TestHandler_ConcurrencyLimitExact(t *testing.T) {
 	const n, k = 40, 4
 	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
 	require.NoError(t, err)
 	var inFlight, most atomic.Int32
 	entered, gate := make(chan struct{}, n), make(chan struct{})
@@ -633,7 +633,7 @@ func TestHandler_ConcurrencyLimitExact(t *testing.T) {
 		<-gate
 		inFlight.Add(-1)
 		_, _ = io.WriteString(w, "ok")
-	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: time.Second})
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: time.Second})
 
 	writers := make([]*countingWriter, n)
 	refused := make(chan struct{}, n)
@@ -682,7 +682,7 @@ func TestHandler_HammerShedAndLimit(t *testing.T) {
 		inFlight.Add(-1)
 		served.Add(1)
 		_, _ = io.WriteString(w, "ok")
-	}), ramparthttp.HandlerConfig{Layers: layers, RetryAfter: time.Second})
+	}), ramparthttp.ServerConfig{Layers: layers, RetryAfter: time.Second})
 
 	var ok, unavailable, other atomic.Int32
 	var wg sync.WaitGroup
@@ -722,7 +722,7 @@ func TestHandler_HammerOverLoopback(t *testing.T) {
 	const clients, perClient, k = 16, 25, 2
 	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Reject)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
 	require.NoError(t, err)
 	var inFlight, most atomic.Int32
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -732,7 +732,7 @@ func TestHandler_HammerOverLoopback(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "ok")
 		http.NewResponseController(w).Flush()
-	}), ramparthttp.HandlerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: 1500 * time.Millisecond})
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{ll}, RetryAfter: 1500 * time.Millisecond})
 	var logged lockedBuffer
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ErrorLog = log.New(&logged, "", 0)
@@ -814,7 +814,7 @@ func FuzzRetryAfter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, n int64) {
 		d := time.Duration(n)
-		h := newServerHandler(t, okHandler, ramparthttp.HandlerConfig{
+		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
 			Layers: []ramparthttp.ServerLayer{failLayer(&ratelimit.LimitedError{RetryAfter: d})},
 		})
 		rec := serve(h, get())
@@ -838,25 +838,11 @@ func FuzzRetryAfter(f *testing.F) {
 }
 
 func TestNewHandler_BadConfigNamesField(t *testing.T) {
-	_, err := ramparthttp.NewHandler(nil, ramparthttp.HandlerConfig{})
+	_, err := ramparthttp.NewHandler(nil, ramparthttp.ServerConfig{})
 	assert.EqualError(t, err, "ramparthttp: next handler must not be nil")
-	_, err = ramparthttp.NewHandler(okHandler, ramparthttp.HandlerConfig{RetryAfter: -time.Second})
-	assert.EqualError(t, err, "ramparthttp: HandlerConfig.RetryAfter must be >= 0 (0 means no Retry-After header unless the error carries a delay), got -1s")
+	_, err = ramparthttp.NewHandler(okHandler, ramparthttp.ServerConfig{RetryAfter: -time.Second})
+	assert.EqualError(t, err, "ramparthttp: ServerConfig.RetryAfter must be >= 0 (0 means no Retry-After header unless the error carries a delay), got -1s")
 
-	_, err = ramparthttp.ServerConcurrencyLimitLayer(nil, concurrency.Reject)
-	assert.Error(t, err)
-	_, err = ramparthttp.ServerShedLayer(nil)
-	assert.Error(t, err)
-	_, err = ramparthttp.ServerRateLimitLayer(nil, ratelimit.Reject)
-	assert.Error(t, err)
-	k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1})
-	require.NoError(t, err)
-	_, err = ramparthttp.ServerKeyedRateLimitLayer(k, nil, ratelimit.Reject)
-	assert.EqualError(t, err, "ramparthttp: key must not be nil")
-	_, err = ramparthttp.ServerKeyedRateLimitLayer(nil, func(*http.Request) string { return "" }, ratelimit.Reject)
-	assert.Error(t, err)
-	_, err = ramparthttp.ServerTimeoutLayer(0)
-	assert.EqualError(t, err, "timeout: Timeout must be > 0, got 0s")
 }
 
 // shedAndLimit returns a limiter with k slots and the overload stack
@@ -865,9 +851,9 @@ func shedAndLimit(t testing.TB, k int) (*concurrency.Limiter, []ramparthttp.Serv
 	t.Helper()
 	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	shed, err := ramparthttp.ServerShedLayer(lim)
+	shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](loadshed.Config{Readiness: lim})
 	require.NoError(t, err)
-	ll, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 	require.NoError(t, err)
 	return lim, []ramparthttp.ServerLayer{shed, ll}
 }
@@ -875,7 +861,7 @@ func shedAndLimit(t testing.TB, k int) (*concurrency.Limiter, []ramparthttp.Serv
 func TestHandler_AllocsPerServedRequest(t *testing.T) {
 	_, layers := shedAndLimit(t, 4)
 	h := newServerHandler(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-		ramparthttp.HandlerConfig{Layers: layers})
+		ramparthttp.ServerConfig{Layers: layers})
 	w, r := discardWriter{h: make(http.Header)}, get()
 	allocs := testing.AllocsPerRun(1000, func() { h.ServeHTTP(w, r) })
 	assert.Equal(t, 1.0, allocs, "only the writer wrapper")
@@ -890,7 +876,7 @@ func (w discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func BenchmarkHandler(b *testing.B) {
 	_, layers := shedAndLimit(b, 1<<20)
 	h := newServerHandler(b, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}),
-		ramparthttp.HandlerConfig{Layers: layers})
+		ramparthttp.ServerConfig{Layers: layers})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		w, r := discardWriter{h: make(http.Header)}, get()
@@ -898,4 +884,31 @@ func BenchmarkHandler(b *testing.B) {
 			h.ServeHTTP(w, r)
 		}
 	})
+}
+
+// A request Skip reports true for goes straight to the handler past a
+// stack that refuses everything else.
+func TestHandler_HT9_SkipBypassesTheLayers(t *testing.T) {
+	h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
+		Layers: []ramparthttp.ServerLayer{failLayer(loadshed.ErrOverloaded)},
+		Skip:   func(r *http.Request) bool { return r.URL.Path == "/healthz" },
+	})
+	assert.Equal(t, http.StatusOK, serve(h, httptest.NewRequest(http.MethodGet, "/healthz", nil)).Code)
+	assert.Equal(t, http.StatusServiceUnavailable, serve(h, get()).Code)
+}
+
+// KeyPeer keys by the client's host without its port; KeyHeader by a
+// header's first value, its name in any case.
+func TestKeyPeerAndKeyHeader(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "192.0.2.7:5123"
+	r.Header.Add("X-Tenant", "a")
+	r.Header.Add("X-Tenant", "b")
+	assert.Equal(t, "192.0.2.7", ramparthttp.KeyPeer(ramparthttp.Exchange{Request: r}))
+	assert.Equal(t, "a", ramparthttp.KeyHeader("x-tenant")(ramparthttp.Exchange{Request: r}))
+	assert.Equal(t, "", ramparthttp.KeyHeader("X-Other")(ramparthttp.Exchange{Request: r}))
+	r.RemoteAddr = "@unix"
+	assert.Equal(t, "@unix", ramparthttp.KeyPeer(ramparthttp.Exchange{Request: r}))
+	assert.Equal(t, "", ramparthttp.KeyPeer(ramparthttp.Exchange{}))
+	assert.Equal(t, "", ramparthttp.KeyHeader("X-Tenant")(ramparthttp.Exchange{}))
 }

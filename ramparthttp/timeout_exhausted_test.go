@@ -31,7 +31,7 @@ func TestTransport_RT11_TimeoutStaysATimeoutThroughRetries(t *testing.T) {
 			defer srv.Close()
 			noWait, err := retry.NewConstant(0)
 			require.NoError(t, err)
-			rt, err := ramparthttp.NewTransport(ramparthttp.Config{
+			rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 				Base:           srv.Client().Transport,
 				Retry:          ramparthttp.RetryConfig{MaxAttempts: attempts, Backoff: noWait},
 				AttemptTimeout: 20 * time.Millisecond,

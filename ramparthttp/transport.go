@@ -1,52 +1,86 @@
 package ramparthttp
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
-// Config configures [NewTransport]. The zero Config is valid: it sends
-// requests through [http.DefaultTransport] with retry's defaults (up to 3
-// attempts of an idempotent request) within a retry budget of its own
-// (package budget's defaults), and no breaker or timeout. Share one
-// Retry.Budget and one Breaker among the clients of one dependency.
-type Config struct {
+// ClientConfig configures [NewTransport]. The zero ClientConfig is valid:
+// it sends requests through [http.DefaultTransport] with retry's defaults
+// (up to 3 attempts of an idempotent request) within a retry budget of its
+// own (package budget's defaults), and no hedging, limit, breaker or
+// timeout. Share one Retry.Budget and one Breaker among the clients of one
+// dependency. Every zero field is a documented default; a bad field is an
+// error naming it.
+//
+// rampartgrpc.ClientConfig has the same fields, with the same meanings,
+// for gRPC.
+type ClientConfig struct {
 	// Base sends the requests; nil means [http.DefaultTransport]. A nil
 	// pointer (a nil *http.Transport) is an error.
 	Base http.RoundTripper
+	// Skip, if not nil, reports whether a request bypasses the whole stack:
+	// such a request is sent once with Base, and no breaker, limit, retry,
+	// budget or timeout sees it. Use it for health checks and the like,
+	// which must reach the server even while its breaker is open. It must
+	// be safe for concurrent use.
+	Skip func(req *http.Request) bool
 	// Retry configures the retry layer. Set Retry.MaxAttempts to 1 to
 	// disable retries.
 	Retry RetryConfig
+	// Hedge, if not nil, hedges the requests that may be sent twice; see
+	// [HedgeLayer]. Its Budget is required. Nil means no hedging.
+	Hedge *HedgeConfig
+	// Limit, if not nil, bounds the attempts in flight at once: a
+	// *concurrency.Limiter, or a *concurrency.AdaptiveLimiter that learns
+	// the bound from latency (after Netflix's concurrency-limits). An
+	// attempt that finds every slot taken is not sent and fails at once
+	// with a [*concurrency.LimitedError] (matching [concurrency.ErrLimited],
+	// its RetryDelay the limiter's estimate of when a slot frees, zero if
+	// it has none); it is not retried, and the breaker does not count it.
+	// An attempt holds its slot until its response headers arrive (or it
+	// fails), not while its body is read.
+	Limit concurrency.Slots
 	// Breaker, if not nil, guards every attempt. Share one breaker among all
 	// the clients of one dependency. Set at most one of Breaker and
-	// HostBreakers.
+	// Breakers.
 	Breaker *circuitbreaker.Breaker
-	// HostBreakers, if not nil, guards every attempt with the breaker the
-	// group holds for the request's host ([Host]: req.URL.Host), so that
-	// one bad host among many stops only the requests to it (see
-	// [GroupBreakerLayer]). Use it for a client that talks to many
-	// endpoints (replicas, shards, tenants' servers); build the group with
+	// Breakers, if not nil, guards every attempt with the breaker the group
+	// holds for BreakerKey(req), by default the request's host, so that one
+	// bad host among many stops only the requests to it (see
+	// [BreakerConfig]). Use it for a client that talks to many endpoints
+	// (replicas, shards, tenants' servers); build the group with
 	// [circuitbreaker.NewGroup], which sets each breaker's Config and how
-	// many hosts are held (a zero Group is one with the defaults). Setting
-	// both Breaker and HostBreakers is an error.
-	HostBreakers *circuitbreaker.Group[string]
-	// Classify judges each attempt for Breaker or HostBreakers: a failure,
-	// a success, or neither ([circuitbreaker.Ignored]); see
-	// [ClassifiedBreakerLayer]. Nil means [Classify]: transport errors and
-	// 5xx but 501 and 505 are failures, 429 is neither, anything else a
-	// success. It is used only with a breaker; what is retried is
-	// Retry.Retryable's to say. It must be safe for concurrent use.
+	// many keys are held (a zero Group is one with the defaults). Setting
+	// both Breaker and Breakers is an error.
+	Breakers *circuitbreaker.Group[string]
+	// BreakerKey chooses the key of Breakers for a request. Nil means
+	// [Host] (req.URL.Host). It is used only with Breakers, must be safe
+	// for concurrent use and must not panic.
+	BreakerKey func(req *http.Request) string
+	// Classify judges each attempt for Breaker or Breakers: a failure, a
+	// success, or neither ([circuitbreaker.Ignored]); see [BreakerLayer].
+	// Nil means [Classify]: transport errors and 5xx except 501 and 505
+	// are failures, 429 is neither, anything else a success. It is used
+	// only with a breaker; what is retried is Retry.Retryable's to say. It
+	// must be safe for concurrent use.
 	Classify circuitbreaker.Classifier[*http.Response]
 	// AttemptTimeout, if positive, bounds each attempt, reading its response
 	// body included (see [TimeoutLayer]). Zero means no per-attempt timeout
 	// (the caller's context and http.Client.Timeout still apply); negative
 	// is an error. An attempt that runs out of time, before its headers or
-	// while its body is read, counts as a breaker failure.
+	// while its body is read, counts as a breaker failure, and one that
+	// runs out before its headers is retried (by the default
+	// Retry.Retryable, as any transport error is) if the request may be
+	// sent again; the caller's own deadline is never retried. gRPC's
+	// AttemptTimeout is retried the same way.
 	AttemptTimeout time.Duration
 	// HeaderTimeout, if positive, bounds the time from sending each attempt
 	// until its response headers arrive, and not the reading of the body
@@ -60,52 +94,107 @@ type Config struct {
 }
 
 // NewTransport returns an [http.RoundTripper] with the recommended client
-// stack around cfg.Base, outermost first: [RetryLayer];
-// [ClassifiedBreakerLayer] if cfg.Breaker is set, or [GroupBreakerLayer]
-// keyed by [Host] if cfg.HostBreakers is, with cfg.Classify;
-// [TimeoutLayer] if cfg.AttemptTimeout is set; [HeaderTimeoutLayer] if
-// cfg.HeaderTimeout is set. So each attempt consults the breaker, an open
-// breaker ends the retries at once, and a timed-out attempt counts as a
-// breaker failure. A bad field is an error naming it and the accepted
-// values. The RoundTripper is safe for concurrent use.
-func NewTransport(cfg Config) (http.RoundTripper, error) {
+// stack around cfg.Base, outermost first: [RetryLayer] with cfg.Retry;
+// [HedgeLayer] if cfg.Hedge is set; the concurrency limit if cfg.Limit is
+// set; [BreakerLayer] if cfg.Breaker or cfg.Breakers is set, with
+// cfg.BreakerKey and cfg.Classify; [TimeoutLayer] if cfg.AttemptTimeout is
+// set; [HeaderTimeoutLayer] if cfg.HeaderTimeout is set. So each attempt
+// (and each hedged copy) consults the breaker, an open breaker ends the
+// retries at once, and a timed-out attempt counts as a breaker failure.
+// Requests cfg.Skip reports true for bypass the stack. A bad field is an
+// error naming it and the accepted values. The RoundTripper is safe for
+// concurrent use.
+//
+// A response's body holds its attempt's breaker permit until it is read to
+// its end or closed: in HalfOpen, a probe whose body is never closed keeps
+// its probe slot for the breaker's ProbeLease (see
+// [circuitbreaker.Config.ProbeLease]), and the breaker refuses every other
+// request meanwhile. Close every body, as net/http requires anyway, and
+// give breakers that guard HTTP a ProbeLease about as long as the slowest
+// body takes to read (a few seconds, not the minute of the default).
+func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 	if nilvalue.Is(cfg.Base) {
-		return nil, fmt.Errorf("ramparthttp: Config.Base must not be a nil pointer, got %T(nil)", cfg.Base)
+		return nil, fmt.Errorf("ramparthttp: ClientConfig.Base must not be a nil pointer, got %T(nil)", cfg.Base)
+	}
+	if nilvalue.Is(cfg.Limit) {
+		return nil, fmt.Errorf("ramparthttp: ClientConfig.Limit must not be a nil pointer, got %T(nil)", cfg.Limit)
 	}
 	if cfg.AttemptTimeout < 0 {
-		return nil, fmt.Errorf("ramparthttp: Config.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got %v", cfg.AttemptTimeout)
+		return nil, fmt.Errorf("ramparthttp: ClientConfig.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got %v", cfg.AttemptTimeout)
 	}
 	if cfg.HeaderTimeout < 0 {
-		return nil, fmt.Errorf("ramparthttp: Config.HeaderTimeout must be >= 0 (0 means no limit on the time to the response headers), got %v", cfg.HeaderTimeout)
+		return nil, fmt.Errorf("ramparthttp: ClientConfig.HeaderTimeout must be >= 0 (0 means no limit on the time to the response headers), got %v", cfg.HeaderTimeout)
 	}
-	if cfg.Breaker != nil && cfg.HostBreakers != nil {
-		return nil, errors.New("ramparthttp: Config.Breaker and Config.HostBreakers must not both be set (one breaker for every host, or one per host)")
+	if cfg.Breaker != nil && cfg.Breakers != nil {
+		return nil, errors.New("ramparthttp: ClientConfig.Breaker and ClientConfig.Breakers must not both be set (one breaker for every host, or one per key)")
 	}
+	base := FromRoundTripper(cfg.Base)
 	b := NewBuilder()
+	retryable := cfg.Retry.Retryable
+	if retryable == nil {
+		retryable = Retryable
+	}
+	cfg.Retry.Retryable = func(resp *http.Response, err error) bool {
+		// A refusal of the client's own limit: sending more would not help.
+		return !errors.Is(err, concurrency.ErrLimited) && retryable(resp, err)
+	}
 	rt, err := RetryLayer(cfg.Retry)
 	if err != nil {
-		return nil, fmt.Errorf("ramparthttp: Config.Retry: %w", err)
+		return nil, fmt.Errorf("ramparthttp: ClientConfig.Retry: %w", err)
 	}
 	b = b.Layer(rt)
-	switch {
-	case cfg.Breaker != nil:
-		b = b.Layer(ClassifiedBreakerLayer(cfg.Breaker, cfg.Classify))
-	case cfg.HostBreakers != nil:
-		b = b.Layer(GroupBreakerLayer(cfg.HostBreakers, Host, cfg.Classify))
+	if cfg.Hedge != nil {
+		h, err := HedgeLayer(*cfg.Hedge)
+		if err != nil {
+			return nil, fmt.Errorf("ramparthttp: ClientConfig.Hedge: %w", err)
+		}
+		b = b.Layer(h)
+	}
+	if cfg.Limit != nil {
+		l, err := concurrency.NewLayer[*http.Request, *http.Response](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Reject})
+		if err != nil {
+			return nil, fmt.Errorf("ramparthttp: ClientConfig.Limit: %w", err)
+		}
+		b = b.Layer(l)
+	}
+	if cfg.Breaker != nil || cfg.Breakers != nil {
+		cb, err := BreakerLayer(BreakerConfig{Breaker: cfg.Breaker, Breakers: cfg.Breakers, BreakerKey: cfg.BreakerKey, Classify: cfg.Classify})
+		if err != nil {
+			return nil, err // not reached: the fields were checked above
+		}
+		b = b.Layer(cb)
 	}
 	if cfg.AttemptTimeout > 0 {
 		to, err := TimeoutLayer(cfg.AttemptTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("ramparthttp: Config.AttemptTimeout: %w", err)
+			return nil, fmt.Errorf("ramparthttp: ClientConfig.AttemptTimeout: %w", err)
 		}
 		b = b.Layer(to)
 	}
 	if cfg.HeaderTimeout > 0 {
 		ht, err := HeaderTimeoutLayer(cfg.HeaderTimeout)
 		if err != nil {
-			return nil, fmt.Errorf("ramparthttp: Config.HeaderTimeout: %w", err)
+			return nil, fmt.Errorf("ramparthttp: ClientConfig.HeaderTimeout: %w", err)
 		}
 		b = b.Layer(ht)
 	}
-	return NewRoundTripper(b.Service(FromRoundTripper(cfg.Base))), nil
+	svc := b.Service(base)
+	if cfg.Skip != nil {
+		svc = skipService{skip: cfg.Skip, skipped: base, svc: svc}
+	}
+	return NewRoundTripper(svc), nil
+}
+
+// skipService sends the requests skip reports true for to skipped, and
+// every other to svc.
+type skipService struct {
+	skip         func(*http.Request) bool
+	skipped, svc Service
+}
+
+func (s skipService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	if s.skip(req) {
+		return s.skipped.Call(ctx, req)
+	}
+	return s.svc.Call(ctx, req)
 }

@@ -55,9 +55,9 @@ func TestLayers_WrapNilFailsEachCall(t *testing.T) {
 	}{
 		{name: "retry", layer: rl, wantErr: "ramparthttp: RetryLayer: Wrap: rampart: nil service"},
 		{name: "hedge", layer: hl, wantErr: "ramparthttp: HedgeLayer: Wrap: rampart: nil service"},
-		{name: "breaker", layer: ramparthttp.BreakerLayer(br), wantErr: "ramparthttp: BreakerLayer: Wrap: rampart: nil service"},
+		{name: "breaker", layer: breakerLayer(t, ramparthttp.BreakerConfig{Breaker: br}), wantErr: "ramparthttp: BreakerLayer: Wrap: rampart: nil service"},
 		{name: "header timeout", layer: ht, wantErr: "ramparthttp: HeaderTimeoutLayer: Wrap: rampart: nil service"},
-		{name: "group breaker", layer: ramparthttp.GroupBreakerLayer(hosts, nil, nil), wantErr: "ramparthttp: GroupBreakerLayer: Wrap: rampart: nil service"},
+		{name: "group breaker", layer: breakerLayer(t, ramparthttp.BreakerConfig{Breakers: hosts}), wantErr: "ramparthttp: BreakerLayer: Wrap: rampart: nil service"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := tc.layer.Wrap(nil)
@@ -73,25 +73,19 @@ func TestLayers_WrapNilFailsEachCall(t *testing.T) {
 }
 
 // The message states the accepted values, zero (no timeout) included.
-// HandlerConfig's messages are checked in TestNewHandler_BadConfigNamesField.
+// ServerConfig's messages are checked in TestNewHandler_BadConfigNamesField.
 func TestNewTransport_AttemptTimeoutMessageStatesAcceptedValues(t *testing.T) {
-	_, err := ramparthttp.NewTransport(ramparthttp.Config{AttemptTimeout: -time.Second})
-	assert.EqualError(t, err, "ramparthttp: Config.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
+	_, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{AttemptTimeout: -time.Second})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
 }
 
-// A breaker layer over a nil *Breaker fails each call with an error naming
-// it, without sending the request, instead of panicking.
-func TestBreakerLayer_NilBreakerFailsEachCallUnsent(t *testing.T) {
-	sent := 0
-	base := rampart.ServiceFunc[*http.Request, *http.Response](func(context.Context, *http.Request) (*http.Response, error) {
-		sent++
-		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
-	})
-	svc := ramparthttp.BreakerLayer(nil).Wrap(base)
-	for range 2 {
-		resp, err := svc.Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://backend/x", nil))
-		assert.Nil(t, resp)
-		assert.EqualError(t, err, "circuitbreaker: layer built over a nil *Breaker (build one with circuitbreaker.New)")
-	}
-	assert.Equal(t, 0, sent)
+// A BreakerConfig with both or neither breaker is an error naming the
+// fields.
+func TestBreakerLayer_BadConfigNamesFields(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	_, err = ramparthttp.BreakerLayer(ramparthttp.BreakerConfig{})
+	assert.EqualError(t, err, "ramparthttp: BreakerConfig needs a Breaker or Breakers, got neither")
+	_, err = ramparthttp.BreakerLayer(ramparthttp.BreakerConfig{Breaker: br, Breakers: &circuitbreaker.Group[string]{}})
+	assert.EqualError(t, err, "ramparthttp: BreakerConfig.Breaker and BreakerConfig.Breakers must not both be set (one breaker for every request, or one per key)")
 }

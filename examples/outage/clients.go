@@ -81,7 +81,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if err != nil {
 		return nil, err
 	}
-	tr, err := ramparthttp.NewTransport(ramparthttp.Config{
+	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 		Base:           base,
 		Breaker:        br,
 		AttemptTimeout: o.attemptTimeout,

@@ -53,6 +53,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
 )
@@ -177,7 +178,7 @@ func handler(be *backend, o options, st stack) (http.Handler, *concurrency.Adapt
 		// A bucket of a tenth of a second's tokens absorbs the jitter of
 		// arrivals without letting a real surge through.
 		burst := max(1, int(o.rate/10))
-		rl, err := ramparthttp.ServerRateLimitLayer(rate.NewLimiter(rate.Limit(o.rate), burst), ratelimit.Reject)
+		rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Limit(o.rate), burst), Mode: ratelimit.Reject})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -204,17 +205,17 @@ func handler(be *backend, o options, st stack) (http.Handler, *concurrency.Adapt
 		if err != nil {
 			return nil, nil, err
 		}
-		shed, err := ramparthttp.ServerShedLayer(lim)
+		shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](loadshed.Config{Readiness: lim})
 		if err != nil {
 			return nil, nil, err
 		}
-		slots, err := ramparthttp.ServerConcurrencyLimitLayer(lim, concurrency.Wait)
+		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 		if err != nil {
 			return nil, nil, err
 		}
 		layers = append(layers, shed, slots)
 	}
-	h, err := ramparthttp.NewHandler(be, ramparthttp.HandlerConfig{Layers: layers, RetryAfter: o.retryAfter})
+	h, err := ramparthttp.NewHandler(be, ramparthttp.ServerConfig{Layers: layers, RetryAfter: o.retryAfter})
 	return h, alim, err
 }
 

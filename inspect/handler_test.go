@@ -1,0 +1,100 @@
+package inspect_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/inspect"
+)
+
+// TestServeHTTP_Page checks the HTML page: a row per breaker with its
+// state, the transition listed with its cause, the script that refreshes
+// it, and nothing loaded from elsewhere.
+func TestServeHTTP_OP4_Page(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reg inspect.Registry
+		br := newBreaker(t, circuitbreaker.Config{Name: "db<1>", Observer: reg.Observer(), Policy: circuitbreaker.Consecutive{Failures: 1}})
+		reg.AddBreaker(br)
+		require.ErrorIs(t, call(br, errBoom), errBoom)
+		time.Sleep(1500 * time.Millisecond)
+
+		code, ctype, body := get(t, &reg, "/debug/rampart")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Equal(t, "text/html; charset=utf-8", ctype)
+		assert.Contains(t, body, `<tr class="s-open" data-name="db&lt;1&gt;" data-state="open"><td>db&lt;1&gt;</td><td><span class="state">open</span></td><td>1.5s</td><td>28.5s</td>`)
+		assert.Contains(t, body, `<tr class="s-open" data-name="db&lt;1&gt;" data-to="open"><td>00:00:00.000</td><td>1.5s</td><td>db&lt;1&gt;</td><td>closed</td><td><span class="state">open</span></td><td class="cause">connection refused</td></tr>`)
+		assert.Contains(t, body, `setTimeout(tick,  500 );`)
+		assert.NotContains(t, body, "src=")
+		assert.NotContains(t, body, "href=")
+
+		_, _, frag := get(t, &reg, "/debug/rampart?fragment=1")
+		assert.True(t, strings.HasPrefix(frag, `<p class="muted">as of 2000-01-01 00:00:01.5 UTC</p>`), frag)
+		assert.NotContains(t, frag, "<script>")
+		assert.Contains(t, frag, `data-state="open"`)
+	})
+}
+
+// TestServeHTTP_Errors checks the answers to a bad method and a bad
+// format, and that nothing is cached.
+func TestServeHTTP_OP4_Errors(t *testing.T) {
+	var reg inspect.Registry
+	rec := httptest.NewRecorder()
+	reg.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	assert.Equal(t, "GET, HEAD", rec.Header().Get("Allow"))
+	assert.Equal(t, "inspect: method not allowed: POST\n", rec.Body.String())
+
+	code, _, body := get(t, &reg, "/?format=xml")
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Equal(t, "inspect: unknown format \"xml\": want json or html\n", body)
+
+	rec = httptest.NewRecorder()
+	reg.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?format=json", nil))
+	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+}
+
+// TestServeHTTP_Hammer reads the page while calls trip and close breakers
+// of a group and a breaker on other goroutines, for the race detector.
+func TestServeHTTP_Hammer(t *testing.T) {
+	var reg inspect.Registry
+	obs := reg.Observer()
+	br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: obs, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+	g, err := circuitbreaker.NewGroup[int](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "g", Observer: obs}, MaxKeys: 8})
+	require.NoError(t, err)
+	reg.AddBreaker(br)
+	inspect.AddGroup(&reg, "g", g)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				err := error(nil)
+				if i%3 == 0 {
+					err = errBoom
+				}
+				_ = call(br, err)
+				_ = call(g.Breaker((w*500+i)%16), err)
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 50 {
+			code, _, _ := get(t, &reg, "/?format=json")
+			assert.Equal(t, http.StatusOK, code)
+			code, _, _ = get(t, &reg, "/")
+			assert.Equal(t, http.StatusOK, code)
+		}
+	})
+	wg.Wait()
+	s := reg.Status(t.Context())
+	assert.LessOrEqual(t, len(s.Groups[0].Breakers), 9)
+	assert.Len(t, s.Transitions, inspect.DefaultTransitions)
+}
