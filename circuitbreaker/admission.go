@@ -1,10 +1,16 @@
 package circuitbreaker
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/rampart-go/rampart/observe"
+)
 
 // TryAcquire asks to make one call, without blocking: it returns a
 // [Permit] to finish once (a probe left unfinished loses its slot after
-// [Config.ProbeLease]), or an [*OpenError].
+// [Config.ProbeLease]), or an [*OpenError], which it reports to the
+// breaker's Observer as rejected, with [context.Background].
 func (b *Breaker) TryAcquire() (Permit, error) {
 	// The Closed fast path: one atomic load and one comparison, which also
 	// rules out a policy that needs the clock (flagTimed) and a zero
@@ -12,11 +18,12 @@ func (b *Breaker) TryAcquire() (Permit, error) {
 	if w := b.word.Load(); w&fastMask == fastWord {
 		return Permit{b: b, word: w}, nil
 	}
-	return b.tryAcquire()
+	return b.tryAcquire(context.Background())
 }
 
-// tryAcquire is TryAcquire after the Closed fast path.
-func (b *Breaker) tryAcquire() (Permit, error) {
+// tryAcquire is TryAcquire after the Closed fast path, reporting a
+// rejection to the Observer with ctx.
+func (b *Breaker) tryAcquire(ctx context.Context) (Permit, error) {
 	for {
 		w := b.word.Load()
 		if w&flagMade == 0 { // a zero Breaker's first use
@@ -36,19 +43,26 @@ func (b *Breaker) tryAcquire() (Permit, error) {
 			// Before the timer has marked the end of the cool-down as
 			// near, the rejection is the period's, without a clock read.
 			if w&flagReady == 0 || per.until-b.mono() > 0 {
+				b.observe(ctx, observe.Rejected, per.reject, 0)
 				return Permit{}, per.reject
 			}
-			return b.acquireSlow()
+			return b.acquireSlow(ctx)
 		default: // HalfOpen
-			return b.acquireSlow()
+			return b.acquireSlow(ctx)
 		}
 	}
 }
 
 // acquireSlow admits a call with the lock held: in HalfOpen, and at the end
 // of a cool-down, where the Open → HalfOpen transition and the admission of
-// the caller as the first probe are one atomic step.
-func (b *Breaker) acquireSlow() (Permit, error) {
+// the caller as the first probe are one atomic step. A rejection is
+// reported to the Observer with ctx once the lock is released.
+func (b *Breaker) acquireSlow(ctx context.Context) (_ Permit, err error) {
+	defer func() { // runs after the unlock
+		if err != nil {
+			b.observe(ctx, observe.Rejected, err, 0)
+		}
+	}()
 	b.mu.Lock()
 	defer b.unlock()
 	now := b.mono()

@@ -116,13 +116,13 @@ func TestClock_CB20_GroupIdleTime(t *testing.T) {
 func TestClock_CB20_ClosedSuccessReadsNoClock(t *testing.T) {
 	clk := newFakeClock()
 	b := newBreaker(t, circuitbreaker.Config{Clock: clk})
-	reads := clk.Reads()
+	before := reads(clk)
 	allocs := testing.AllocsPerRun(1000, func() {
 		p, _ := b.TryAcquire()
 		p.Success()
 	})
 	assert.Zero(t, allocs)
-	assert.Equal(t, reads, clk.Reads())
+	assert.Equal(t, before, reads(clk))
 }
 
 // An Open breaker rejects without reading the clock until its timer marks
@@ -134,23 +134,23 @@ func TestClock_CB21_OpenRejectionReadsNoClock(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 16 * time.Second})
 	fail(t, b, 1, errBoom)
 	first := openErr(t, b)
-	reads := clk.Reads()
+	before := reads(clk)
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := b.TryAcquire(); err != first {
 			t.Fatalf("rejection %v, want the period's prebuilt one", err)
 		}
 	})
 	assert.Zero(t, allocs)
-	assert.Equal(t, reads, clk.Reads(), "no clock read per rejection")
+	assert.Equal(t, before, reads(clk), "no clock read per rejection")
 
 	clk.Advance(15*time.Second - time.Nanosecond)
 	openErr(t, b)
-	assert.Equal(t, reads, clk.Reads(), "the timer has not fired yet")
+	assert.Equal(t, before, reads(clk), "the timer has not fired yet")
 	assert.Equal(t, time.Second+time.Nanosecond, first.RetryAfter(), "asking reads the clock")
 	clk.Advance(time.Nanosecond) // the timer fires, a second before the end
-	reads = clk.Reads()
+	before = reads(clk)
 	assert.Same(t, first, openErr(t, b))
-	assert.Equal(t, reads+1, clk.Reads(), "near the end, a rejection reads the clock once")
+	assert.Equal(t, before+1, reads(clk), "near the end, a rejection reads the clock once")
 	clk.Advance(time.Second - time.Nanosecond)
 	assert.Equal(t, time.Nanosecond, openErr(t, b).RetryAfter())
 	clk.Advance(time.Nanosecond)
@@ -173,31 +173,31 @@ func TestClock_CB21_NoTimerLeftBehind(t *testing.T) {
 		t.Helper()
 		fail(t, b, 1, errBoom)
 		require.Equal(t, circuitbreaker.Open, b.State().State)
-		require.Equal(t, 1, clk.Timers(), "armed when the breaker opens")
+		require.Equal(t, 1, clk.Pending(), "armed when the breaker opens")
 	}
 	trip()
 	b.Reset()
-	assert.Zero(t, clk.Timers(), "after Reset")
+	assert.Zero(t, clk.Pending(), "after Reset")
 	trip()
 	sw.ForceOpen(errBoom)
-	assert.Zero(t, clk.Timers(), "after ForceOpen")
+	assert.Zero(t, clk.Pending(), "after ForceOpen")
 	sw.Release()
 	trip()
 	sw.ForceClosed()
-	assert.Zero(t, clk.Timers(), "after ForceClosed")
+	assert.Zero(t, clk.Pending(), "after ForceClosed")
 	sw.Release()
 	trip()
 	clk.Advance(time.Minute)
-	assert.Zero(t, clk.Timers(), "fired")
+	assert.Zero(t, clk.Pending(), "fired")
 	fail(t, b, 1, errBoom) // the probe fails: a fresh Open period
-	assert.Equal(t, 1, clk.Timers(), "re-armed on re-open")
+	assert.Equal(t, 1, clk.Pending(), "re-armed on re-open")
 	b.Reset()
-	assert.Zero(t, clk.Timers())
+	assert.Zero(t, clk.Pending())
 
 	for _, cooldown := range []time.Duration{circuitbreaker.Immediate, circuitbreaker.Forever} {
 		b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: cooldown})
 		fail(t, b, 1, errBoom)
-		assert.Zero(t, clk.Timers(), "cool-down %v", cooldown)
+		assert.Zero(t, clk.Pending(), "cool-down %v", cooldown)
 	}
 }
 
@@ -216,12 +216,12 @@ func TestClock_CB22_TimeWindowSuccessReadsNoClock(t *testing.T) {
 	clk := newFakeClock()
 	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: timeWindow(100)})
 	succeed(t, b, 1) // starts the window's timer
-	require.Equal(t, 1, clk.Timers())
+	require.Equal(t, 1, clk.Pending())
 	clk.Advance(100 * time.Millisecond)
-	reads := clk.Reads()
+	before := reads(clk)
 	allocs := testing.AllocsPerRun(99, func() { succeed(t, b, 1) })
 	assert.Zero(t, allocs)
-	assert.Equal(t, reads, clk.Reads(), "no clock read per success")
+	assert.Equal(t, before, reads(clk), "no clock read per success")
 	assert.Equal(t, circuitbreaker.Counters{Calls: 101}, b.State().Counters)
 
 	clk.Advance(900*time.Millisecond - time.Nanosecond) // 1ns before the boundary
@@ -233,7 +233,7 @@ func TestClock_CB22_TimeWindowSuccessReadsNoClock(t *testing.T) {
 	clk.Advance(time.Second) // 11s: bucket 1 leaves, and the window is empty
 	assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
 	clk.Advance(10 * time.Millisecond)
-	assert.Zero(t, clk.Timers(), "an empty window stops its timer at its next tick")
+	assert.Zero(t, clk.Pending(), "an empty window stops its timer at its next tick")
 }
 
 // A success that can trip a time window (the one that brings it to
@@ -257,7 +257,7 @@ func TestClock_CB22_TimeWindowResetForgetsEverything(t *testing.T) {
 	clk.Advance(100 * time.Millisecond)
 	succeed(t, b, 10)
 	b.Reset()
-	assert.Zero(t, clk.Timers())
+	assert.Zero(t, clk.Pending())
 	assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
 	succeed(t, b, 3)
 	assert.Equal(t, circuitbreaker.Counters{Calls: 3}, b.State().Counters)

@@ -81,9 +81,13 @@ type Config struct {
 	// directly. testing/synctest needs no Clock.
 	Clock clock.Clock
 	// Observer, when set, gets each transition (as a listener would, with
-	// [context.Background]) and, with the call's context, the counted
-	// outcome of each call through the layers and [Run]; a [Permit] used
-	// by hand reports no outcome. An [observe.Binder] is bound once, by
+	// [context.Background]) and every call's outcome, once, whatever the
+	// path: each rejection, and each [Permit] finished (by the layers,
+	// [Run] or by hand), with the outcome it was finished with, whether
+	// or not the breaker could still count it (see [Permit]). The layers,
+	// Run and [Permit.DoneContext] report with the call's context; the
+	// other Permit methods and [Breaker.TryAcquire] with
+	// [context.Background]. An [observe.Binder] is bound once, by
 	// New, with the breaker's Name, and the breaker reports to the
 	// Observer its Bind returns.
 	Observer observe.Observer

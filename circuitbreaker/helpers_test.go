@@ -7,11 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 )
 
 var (
@@ -121,4 +123,16 @@ func panicOf(f func()) (value any, stack string) {
 	}()
 	f()
 	return nil, ""
+}
+
+// newFakeClock returns a clock.Fake far from the zero Monotonic, so that
+// an origin of zero would show.
+func newFakeClock() *clock.Fake {
+	return clock.NewFake(time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC), 1000*time.Hour)
+}
+
+// reads returns how many readings (Now or Monotonic) c has given.
+func reads(c *clock.Fake) int {
+	s := c.Stats()
+	return s.Now + s.Monotonic
 }

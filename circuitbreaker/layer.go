@@ -3,11 +3,9 @@ package circuitbreaker
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/ctxerr"
-	"github.com/rampart-go/rampart/observe"
 )
 
 // ErrPanicked is the failure recorded when the protected call, a
@@ -76,29 +74,15 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	// TryAcquire's Closed fast path, written out because the compiler
 	// does not inline TryAcquire: this is the hottest line of the package.
 	var p Permit
-	var start int64 // when the call started, if timed is set
-	timed := false  // the call is observed and its duration measured
 	if w := s.b.word.Load(); w&fastMask == fastWord {
 		p = Permit{b: s.b, word: w}
-	} else {
-		if p, err = s.b.tryAcquire(); err != nil {
-			s.b.observe(ctx, observe.Rejected, err, 0)
-			return resp, err
-		}
-		if s.b.set.observer != nil && s.b.timing == TimingLatency {
-			// A Closed or ForcedClosed permit of a timed policy holds
-			// the time it was issued; a probe's is under the lock.
-			start, timed = p.aux, true
-			if stateOf(p.word) == HalfOpen {
-				start = s.b.mono()
-			}
-		}
+	} else if p, err = s.b.tryAcquire(ctx); err != nil {
+		return resp, err
 	}
 	normal := false
 	defer func() {
 		if !normal {
-			p.Failure(ErrPanicked)
-			s.b.observe(ctx, observe.Failure, ErrPanicked, 0)
+			p.finish(ctx, Failure, ErrPanicked)
 		}
 	}()
 	resp, err = s.inner.Call(ctx, req)
@@ -114,21 +98,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 		return resp, err
 	}
 	o, judged := s.judge(ctx, resp, err)
-	p.finish(o, judged)
-	if s.b.set.observer != nil {
-		var d time.Duration
-		if timed {
-			d = time.Duration(s.b.mono() - start)
-		}
-		switch o {
-		case Success:
-			s.b.observe(ctx, observe.Success, nil, d)
-		case Ignored:
-			s.b.observe(ctx, observe.Ignored, err, 0)
-		default:
-			s.b.observe(ctx, observe.Failure, judged, d)
-		}
-	}
+	p.finish(ctx, o, judged)
 	normal = true
 	return resp, err
 }
@@ -156,13 +126,4 @@ func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (O
 		o = Success
 	}
 	return o, err
-}
-
-// observe reports an event of kind about one call to the breaker's
-// Observer, if it has one: its rejection err, its failure err, or its
-// duration d. Called only on a breaker that is set up.
-func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d time.Duration) {
-	if obs := b.set.observer; obs != nil {
-		obs.Observe(ctx, observe.Event{Source: observe.Breaker, Name: b.set.name, Kind: kind, Err: err, Duration: d})
-	}
 }

@@ -30,10 +30,16 @@ func TestBreaker_EV9_TransitionsReachTheObserver(t *testing.T) {
 		ev := func(from, to string, cause error) observe.Event {
 			return observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: from, To: to, Err: cause}
 		}
+		// The permits used by hand report their outcomes too, each after
+		// the transition it caused.
+		failed := observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: errDown}
 		require.Equal(t, []observe.Event{
+			failed,
 			ev("closed", "open", errDown),
+			failed,
 			ev("open", "half-open", nil),
 			ev("half-open", "closed", nil),
+			{Source: observe.Breaker, Name: "db", Kind: observe.Success},
 		}, rec.Events())
 	})
 }

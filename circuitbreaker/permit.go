@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Permit is the right to make one call. Finish it once with Success,
@@ -11,6 +14,14 @@ import (
 // outcome reported after the breaker changed state does not count. Do not
 // copy a Permit or share it between goroutines; the zero Permit is
 // finished already.
+//
+// The first finish is reported to the breaker's Observer as the outcome
+// it gives (success, failure with its error, or ignored), even when the
+// breaker no longer counts it (the breaker changed state since the permit
+// was issued, the probe's lease expired, the breaker is forced closed): so
+// the Observer's counts by outcome are those of what the callers got. A
+// permit never finished is not reported; a probe's slot comes back after
+// [Config.ProbeLease].
 type Permit struct {
 	// Four fields at most, three words: the compiler then keeps a Permit
 	// returned by TryAcquire in registers instead of a stack temporary.
@@ -24,22 +35,29 @@ type Permit struct {
 	aux int64
 }
 
-// Success records a success and reports whether it counted.
+// Success records a success and reports whether it counted. The
+// breaker's Observer, if any, is told with [context.Background]; prefer
+// [Permit.DoneContext] to report with the call's context.
 func (p *Permit) Success() bool {
 	// The fast path, inlined into the caller: a quiet Closed success.
 	if b := p.b; b != nil && b.quiet(p.word) {
 		p.b = nil
+		if obs := b.set.observer; obs != nil {
+			obs.Observe(context.Background(), b.set.success)
+		}
 		return true
 	}
-	return p.finish(Success, nil)
+	return p.finish(context.Background(), Success, nil)
 }
 
 // Failure records a failure with err (which may be nil), unclassified, and
-// reports whether it counted; a trip's [OpenError.Cause] is err.
-func (p *Permit) Failure(err error) bool { return p.finish(Failure, err) }
+// reports whether it counted; a trip's [OpenError.Cause] is err. The
+// breaker's Observer, if any, is told with [context.Background].
+func (p *Permit) Failure(err error) bool { return p.finish(context.Background(), Failure, err) }
 
-// Ignore releases the permit without a verdict, freeing a probe slot.
-func (p *Permit) Ignore() { p.finish(Ignored, nil) }
+// Ignore releases the permit without a verdict, freeing a probe slot. The
+// breaker's Observer, if any, is told with [context.Background].
+func (p *Permit) Ignore() { p.finish(context.Background(), Ignored, nil) }
 
 // Done records err as judged by [Classify] and [Config.IsFailure] and
 // reports whether it counted. Prefer [Permit.DoneContext].
@@ -47,37 +65,45 @@ func (p *Permit) Done(err error) bool {
 	if err == nil {
 		return p.Success()
 	}
-	return p.classified(Classify(err), err)
+	return p.classified(context.Background(), Classify(err), err)
 }
 
-// DoneContext is [Permit.Done] judged by [ClassifyContext] instead.
+// DoneContext is [Permit.Done] judged by [ClassifyContext] instead, and
+// reported to the breaker's Observer with ctx.
 func (p *Permit) DoneContext(ctx context.Context, err error) bool {
 	if err == nil {
-		return p.Success()
+		if b := p.b; b != nil && b.quiet(p.word) {
+			p.b = nil
+			if obs := b.set.observer; obs != nil {
+				obs.Observe(ctx, b.set.success)
+			}
+			return true
+		}
+		return p.finish(ctx, Success, nil)
 	}
-	return p.classified(ClassifyContext(ctx, err), err)
+	return p.classified(ctx, ClassifyContext(ctx, err), err)
 }
 
 // classified records the default outcome o of err, asking IsFailure about
 // a failure.
-func (p *Permit) classified(o Outcome, err error) bool {
+func (p *Permit) classified(ctx context.Context, o Outcome, err error) bool {
 	if p.b == nil {
 		return false
 	}
-	if o == Failure && p.b.set.isFailure != nil && !p.isFailure(err) {
+	if o == Failure && p.b.set.isFailure != nil && !p.isFailure(ctx, err) {
 		o = Success
 	}
-	return p.finish(o, err)
+	return p.finish(ctx, o, err)
 }
 
 // isFailure asks Config.IsFailure about err. If IsFailure panics, the
 // permit records the failure ErrPanicked and the panic continues, never
 // recovered, so its stack is kept (the way of x/sync/singleflight).
-func (p *Permit) isFailure(err error) bool {
+func (p *Permit) isFailure(ctx context.Context, err error) bool {
 	normal := false
 	defer func() {
 		if !normal {
-			p.finish(Failure, ErrPanicked)
+			p.finish(ctx, Failure, ErrPanicked)
 		}
 	}()
 	failure := p.b.set.isFailure(err)
@@ -85,20 +111,41 @@ func (p *Permit) isFailure(err error) bool {
 	return failure
 }
 
-// finish records outcome o once.
-func (p *Permit) finish(o Outcome, err error) bool {
+// finish records outcome o once, with err the call's error, and reports
+// it to the breaker's Observer with ctx: every permit finished is
+// reported once, with the outcome it was finished with.
+func (p *Permit) finish(ctx context.Context, o Outcome, err error) bool {
 	b := p.b
 	if b == nil {
 		return false
 	}
 	p.b = nil
+	reported := err // an ignored call's event carries its error
 	switch o {
-	case Success, Ignored:
-		err = nil // Call.Err is nil for a success
+	case Success:
+		err, reported = nil, nil
+	case Ignored:
+		err = nil // Call.Err is nil for an ignored call
 	default:
 		o = Failure // an unknown Outcome from a Classifier is a failure
 	}
-	return b.record(p.word, p.aux, o, err)
+	counted, d := b.record(p.word, p.aux, o, err)
+	if b.set.observer != nil {
+		b.observe(ctx, outcomeKinds[o], reported, d)
+	}
+	return counted
+}
+
+// outcomeKinds are the kinds of event of the outcomes.
+var outcomeKinds = [...]observe.Kind{Success: observe.Success, Failure: observe.Failure, Ignored: observe.Ignored}
+
+// observe reports an event of kind about one call to the breaker's
+// Observer, if it has one: its rejection err, its failure err, or its
+// duration d. Called only on a breaker that is set up.
+func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d time.Duration) {
+	if obs := b.set.observer; obs != nil {
+		obs.Observe(ctx, observe.Event{Source: observe.Breaker, Name: b.set.name, Kind: kind, Err: err, Duration: d})
+	}
 }
 
 // noCopy lets go vet's copylocks check report copies of a Permit.

@@ -3,14 +3,26 @@ package circuitbreaker
 import "time"
 
 // record finishes a permit issued under state word w, with aux its
-// Permit.aux, with outcome o and reports whether the outcome counted. It
-// is the one place outcomes enter the state machine. ForcedClosed permits
-// and stale permits never count.
-func (b *Breaker) record(w uint64, aux int64, o Outcome, err error) bool {
+// Permit.aux, with outcome o and reports whether the outcome counted and,
+// for the Observer, the call's duration d when the policy measures latency
+// and the breaker has an Observer (zero otherwise, and for an ignored
+// call). It is the one place outcomes enter the state machine.
+// ForcedClosed permits and stale permits never count.
+func (b *Breaker) record(w uint64, aux int64, o Outcome, err error) (counted bool, d time.Duration) {
 	if o == Success && b.quiet(w) {
-		return true
+		return true, 0
 	}
 	return b.recordSlow(w, aux, o, err)
+}
+
+// latency is the duration of a Closed or ForcedClosed call of a timed
+// policy admitted at mono time start, for the Observer: zero unless the
+// policy measures latency and the breaker has an Observer.
+func (b *Breaker) latency(start int64) time.Duration {
+	if b.timing != TimingLatency || b.set.observer == nil {
+		return 0
+	}
+	return time.Duration(b.mono() - start)
 }
 
 // quiet reports whether a success on a permit issued under state word w
@@ -29,14 +41,14 @@ func (b *Breaker) quiet(w uint64) bool {
 }
 
 // recordSlow is record for everything but the fast path.
-func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
+func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) (bool, time.Duration) {
 	switch stateOf(w) {
 	case Closed:
 		switch {
 		case o == Ignored:
-			return false
+			return false, 0
 		case o == Success && b.word.Load() == w && !b.tracker.WantsSuccess():
-			return true // quiet, but the policy measures latency
+			return true, b.latency(aux) // quiet, but the policy measures latency
 		}
 		call := b.call(aux, o, err)
 		counted := false
@@ -46,7 +58,7 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 		b.mu.Lock()
 		defer b.unlock()
 		if b.word.Load() != w {
-			return false // stale: the breaker changed state since
+			return false, call.Latency // stale: the breaker changed state since
 		}
 		if o == Failure {
 			b.lastFailure = err
@@ -58,16 +70,16 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 			// reason, or the last failure.
 			b.trip(Closed, b.tripCause(o))
 		}
-		return true
+		return true, call.Latency
 	case HalfOpen:
 		b.mu.Lock()
 		defer b.unlock()
 		if b.word.Load() != w {
-			return false // stale
+			return false, 0 // stale
 		}
 		start, ok := b.releaseProbe(aux, b.mono())
 		if !ok || o == Ignored {
-			return false // its lease expired, or no verdict
+			return false, 0 // its lease expired, or no verdict
 		}
 		call := b.call(start, o, err)
 		if o == Success {
@@ -92,9 +104,13 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) bool {
 			}
 			b.trip(HalfOpen, cause)
 		}
-		return true
+		return true, call.Latency
+	case ForcedClosed:
+		if o != Ignored {
+			return false, b.latency(aux) // nothing is recorded
+		}
 	}
-	return false // ForcedClosed: nothing is recorded
+	return false, 0
 }
 
 // tripCause returns the cause of a trip or re-open decided on an outcome

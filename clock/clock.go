@@ -10,7 +10,9 @@
 // layer reads the system's clock directly, with no interface call and no
 // allocation; set, every reading and every timer of that layer goes through
 // it. Tests do not need a Clock: run them inside [testing/synctest.Test],
-// whose bubble gives the system clock virtual, exact time.
+// whose bubble gives the system clock virtual, exact time. To step the
+// wall clock apart from the monotonic one, or to drive time by hand
+// outside a bubble, give the layers a [Fake].
 //
 // # Monotonic time
 //

@@ -30,3 +30,18 @@ func ExampleClock() {
 	// true
 	// 24h0m0s
 }
+
+// A test drives a Fake by hand: timers fire as Advance reaches them, in
+// order, and a step of the wall clock moves no timer.
+func ExampleFake() {
+	c := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), 0)
+	c.AfterFunc(2*time.Second, func() { fmt.Println("second timer at", c.Monotonic()) })
+	c.AfterFunc(time.Second, func() { fmt.Println("first timer at", c.Monotonic()) })
+	c.Jump(-time.Hour) // NTP steps the wall clock back
+	c.Advance(3 * time.Second)
+	fmt.Println("wall", c.Now().Format(time.TimeOnly), "monotonic", c.Monotonic())
+	// Output:
+	// first timer at 1s
+	// second timer at 2s
+	// wall 14:00:03 monotonic 3s
+}

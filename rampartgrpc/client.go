@@ -19,6 +19,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
@@ -71,6 +72,14 @@ type ClientConfig struct {
 	// be safe for concurrent use. A panic in it is recorded as the failure
 	// [circuitbreaker.ErrPanicked] and continues to the caller.
 	Classify func(err error) circuitbreaker.Outcome
+	// Recorder, if not nil, records every attempt of a unary call for
+	// package sim to replay, between the retry (and hedge) layers and the
+	// breaker, keyed by the full method name and judged by Classify as the
+	// breaker judges it: an UNAVAILABLE is a failure, a RESOURCE_EXHAUSTED
+	// is ignored, an attempt the breaker refused is recorded as refused,
+	// and a retry carries its attempt number. Streams are not recorded. A
+	// zero Recorder makes every unary call fail with an error naming it.
+	Recorder *record.Recorder
 	// Retry configures the retries of the methods declared safe to repeat.
 	Retry RetryConfig
 	// Hedge, if not nil, hedges unary calls to the methods declared safe to
@@ -307,6 +316,13 @@ func newClient(cfg ClientConfig) (*client, error) {
 
 	// The layers below the retry and hedge, shared by both stacks.
 	inner := rampart.NewBuilder[call, result]()
+	if cfg.Recorder != nil {
+		inner = inner.Layer(record.NewLayer(record.LayerConfig[call, result]{
+			Recorder: cfg.Recorder,
+			Key:      func(r call) string { return r.method },
+			Classify: func(_ result, err error) circuitbreaker.Outcome { return c.classify(err) },
+		}))
+	}
 	if cfg.Limit != nil {
 		l, err := concurrency.NewLayer[call, result](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Reject})
 		if err != nil {

@@ -46,8 +46,9 @@ type BreakerConfig struct {
 //   - any other error is judged by cfg.Classify; an error it judges a
 //     failure is then given to [circuitbreaker.Config.IsFailure], which may
 //     still count it as a success;
-//   - a response judged a failure counts as one, with
-//     [circuitbreaker.ErrBadResponse] as its cause; one judged
+//   - a response judged a failure counts as one, with a [*StatusError]
+//     naming its status as its cause (it matches
+//     [circuitbreaker.ErrBadResponse]); one judged
 //     [circuitbreaker.Ignored] counts neither way (a 429 by default);
 //   - a response judged a success is judged again by its body: a body read
 //     to its end, or closed by the caller before its end, is a success; a
@@ -153,7 +154,7 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 		case circuitbreaker.Ignored:
 			j.p.Ignore()
 		default:
-			j.p.Failure(circuitbreaker.ErrBadResponse)
+			j.p.Failure(statusError(resp))
 		}
 	}
 	normal = true

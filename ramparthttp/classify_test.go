@@ -115,6 +115,10 @@ func TestClient_HT5_ClassifyDecidesTheBreakersJudgement(t *testing.T) {
 	}
 	assert.Equal(t, []string{"503", "error", "404"}, asked)
 	assert.ErrorIs(t, br.State().Cause, circuitbreaker.ErrBadResponse, "a response judged a failure")
+	var se *ramparthttp.StatusError
+	require.ErrorAs(t, br.State().Cause, &se)
+	assert.Equal(t, 404, se.StatusCode)
+	assert.EqualError(t, br.State().Cause, "ramparthttp: response judged a failure: 404 Not Found", "the trip's cause names the status")
 }
 
 // RetryConfig.Retryable replaces the judgement of what is retried.

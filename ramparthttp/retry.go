@@ -68,7 +68,10 @@ type RetryConfig struct {
 // at most 4 KiB, and for at most 10 ms).
 //
 // Never retried, as in package retry: an open breaker (returned as it is),
-// the caller's cancellation. When the attempts run out on a failing
+// the caller's cancellation, a request whose context says it is already a
+// retry at the hop that sent it ([rampart.AttemptOf] above 1). Nor is a
+// 429 or 503 answer that carries [NoRetryHeader] "no", whatever
+// cfg.Retryable says. When the attempts run out on a failing
 // response, that last response is returned with a nil error; when they run
 // out on an error, the error is a [*retry.ExhaustedError] that wraps the
 // last attempt's error. A bad cfg is an error naming the field.
@@ -76,6 +79,7 @@ func RetryLayer(cfg RetryConfig) (Layer, error) {
 	if cfg.Retryable == nil {
 		cfg.Retryable = Retryable
 	}
+	cfg.Retryable = obeyNoRetry(cfg.Retryable)
 	if cfg.Budget == nil {
 		// One default budget for the retry loop and for the requests sent
 		// once, which earn retries for the others.

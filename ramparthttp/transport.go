@@ -10,6 +10,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilvalue"
+	"github.com/rampart-go/rampart/record"
 )
 
 // ClientConfig configures [NewTransport]. The zero ClientConfig is valid:
@@ -72,6 +73,10 @@ type ClientConfig struct {
 	// only with a breaker; what is retried is Retry.Retryable's to say. It
 	// must be safe for concurrent use.
 	Classify circuitbreaker.Classifier[*http.Response]
+	// Recorder, if not nil, records every attempt for package sim to
+	// replay, between the retry layer and the breaker, judged by Classify
+	// as the breaker judges it (see [RecordLayer]).
+	Recorder *record.Recorder
 	// AttemptTimeout, if positive, bounds each attempt, reading its response
 	// body included (see [TimeoutLayer]). Zero means no per-attempt timeout
 	// (the caller's context and http.Client.Timeout still apply); negative
@@ -95,8 +100,8 @@ type ClientConfig struct {
 
 // NewTransport returns an [http.RoundTripper] with the recommended client
 // stack around cfg.Base, outermost first: [RetryLayer] with cfg.Retry;
-// [HedgeLayer] if cfg.Hedge is set; the concurrency limit if cfg.Limit is
-// set; [BreakerLayer] if cfg.Breaker or cfg.Breakers is set, with
+// [HedgeLayer] if cfg.Hedge is set; [RecordLayer] if cfg.Recorder is set;
+// the concurrency limit if cfg.Limit is set; [BreakerLayer] if cfg.Breaker or cfg.Breakers is set, with
 // cfg.BreakerKey and cfg.Classify; [TimeoutLayer] if cfg.AttemptTimeout is
 // set; [HeaderTimeoutLayer] if cfg.HeaderTimeout is set. So each attempt
 // (and each hedged copy) consults the breaker, an open breaker ends the
@@ -149,6 +154,9 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 			return nil, fmt.Errorf("ramparthttp: ClientConfig.Hedge: %w", err)
 		}
 		b = b.Layer(h)
+	}
+	if cfg.Recorder != nil {
+		b = b.Layer(RecordLayer(cfg.Recorder, cfg.Classify))
 	}
 	if cfg.Limit != nil {
 		l, err := concurrency.NewLayer[*http.Request, *http.Response](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Reject})

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // Defaults of [Config]'s zero fields.
@@ -85,11 +86,17 @@ type Config struct {
 	Refresh time.Duration
 
 	// ProbeClaim is how long one replica's claim on a HalfOpen round
-	// holds: the other replicas stay Open until its probes' result is
-	// published or the claim ends, then claim again. Make it longer than a
-	// probe call can take (the breaker's ProbeLease bounds that), or a
-	// slow probe lets another replica's round start. Zero means
-	// [DefaultProbeClaim] (5s); negative is an error.
+	// holds unless renewed: the other replicas stay Open until its probes'
+	// verdict is published or the claim ends, then claim again. The
+	// claimant renews it halfway through for as long as its breaker is
+	// probing (a slow probe keeps the round, up to the breaker's
+	// ProbeLease), and lets it lapse if no call came to be a probe. A
+	// verdict counts only while its claim holds: one that arrives after
+	// the claim lapsed (Redis was slow or unreachable) changes nothing.
+	// So ProbeClaim is how long a replica that dies mid-round, or gets no
+	// call, holds the fleet Open. Zero means [DefaultProbeClaim] (5s);
+	// it must be more than twice Timeout (a renewal may take Timeout) and
+	// less than RecordTTL.
 	ProbeClaim time.Duration
 
 	// Quorum, when above 1, opens the shared record only once that many
@@ -113,6 +120,10 @@ type Config struct {
 	MaxBackoff time.Duration
 }
 
+// Every duration of a Config is sent to Redis in milliseconds: each must
+// be zero (the default) or at least a millisecond; a negative one or one
+// under a millisecond is an error naming it.
+
 // Shared shares one breaker's state with the other replicas through
 // Redis. It is created by [Share] and stopped by [Shared.Close].
 //
@@ -127,7 +138,8 @@ type Config struct {
 //
 // While Redis is down, slow or paused, each replica's breaker works as if
 // alone; an Open received from Redis still ends by itself. On reconnect
-// the replica reads the record and publishes what it missed.
+// the replica reads the record and adopts it; its own trip while alone is
+// written only over a closed record.
 type Shared struct {
 	br     *circuitbreaker.Breaker
 	client redis.UniversalClient
@@ -149,12 +161,24 @@ type Shared struct {
 
 	stats struct{ commands, failures, published, applied atomic.Int64 }
 
+	// synced is closed once the record has been read and applied.
+	synced     chan struct{}
+	syncedOnce sync.Once
+
 	// The worker's state: read and written by the worker goroutine only.
 	gen     int64         // generation of the record last adopted
 	down    bool          // the last command failed
 	dirty   bool          // an own transition was not published
 	backoff time.Duration // wait before the next read while down
+	// holding is true while this replica holds the claim on the round of
+	// generation gen, under the token nonce@gen.
+	holding bool
+	nonce   string
 }
+
+// shared holds the breakers shared by a Shared not yet closed: a breaker
+// can be shared once at a time.
+var shared sync.Map // *circuitbreaker.Breaker → *Shared
 
 // Share attaches br to the shared record in Redis and starts the
 // background work (two goroutines: a pub/sub reader and a worker). It
@@ -164,13 +188,17 @@ type Shared struct {
 // The client must bound its commands by their context (for a
 // [*redis.Client] or [*redis.ClusterClient], Options.ContextTimeoutEnabled
 // set), so that Config.Timeout bounds every command and Close returns
-// promptly; Share returns an error otherwise, and for a nil br or client
-// or a bad Config field (naming it). One breaker should be shared once.
+// promptly; Share returns an error otherwise, and for a nil br or client,
+// a bad Config field (naming it) or a br that another Shared, not yet
+// closed, shares already.
+//
+// Until its first read of the record the breaker decides alone, even
+// while the fleet is Open: see [Shared.WaitSynced].
 func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config) (*Shared, error) {
 	if br == nil {
 		return nil, errors.New("rampartredis: breaker must not be nil")
 	}
-	if client == nil {
+	if client == nil || nilvalue.Is(client) {
 		return nil, errors.New("rampartredis: client must not be nil")
 	}
 	if err := checkClient(client); err != nil {
@@ -192,6 +220,11 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		own:    make(chan circuitbreaker.Transition, 64),
 		msgs:   make(chan record, 64),
 		resub:  make(chan struct{}, 1),
+		synced: make(chan struct{}),
+		nonce:  cfg.ID + "#" + randomID(),
+	}
+	if _, dup := shared.LoadOrStore(br, s); dup {
+		return nil, errors.New("rampartredis: the breaker is shared already: Close the other Shared first")
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.ps = client.Subscribe(s.ctx) // no channel yet: no connection
@@ -207,6 +240,30 @@ func (c *Config) fill() error {
 	if c.Key == "" {
 		return errors.New("rampartredis: Config.Key is empty and the breaker has no Name; set one of them")
 	}
+	if err := fillDurations(c); err != nil {
+		return err
+	}
+	if c.Quorum < 0 {
+		return fmt.Errorf("rampartredis: Config.Quorum must be >= 0 (0 or 1: every trip opens the fleet), got %d", c.Quorum)
+	}
+	// Combinations that would break the protocol.
+	if c.ProbeClaim <= 2*c.Timeout {
+		return fmt.Errorf("rampartredis: Config.ProbeClaim (%v) must be more than twice Config.Timeout (%v): the claim is renewed halfway through, and a renewal may take Timeout", c.ProbeClaim, c.Timeout)
+	}
+	if c.RecordTTL <= c.ProbeClaim {
+		return fmt.Errorf("rampartredis: Config.RecordTTL (%v) must be more than Config.ProbeClaim (%v): a record that expires during a round closes the fleet without a verdict", c.RecordTTL, c.ProbeClaim)
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.ID == "" {
+		c.ID = randomID()
+	}
+	return nil
+}
+
+// fillDurations checks c's durations and fills their defaults.
+func fillDurations(c *Config) error {
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
@@ -225,15 +282,9 @@ func (c *Config) fill() error {
 		if *d.v == 0 {
 			*d.v = d.def
 		}
-	}
-	if c.Quorum < 0 {
-		return fmt.Errorf("rampartredis: Config.Quorum must be >= 0 (0 or 1: every trip opens the fleet), got %d", c.Quorum)
-	}
-	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
-	}
-	if c.ID == "" {
-		c.ID = randomID()
+		if *d.v < time.Millisecond {
+			return fmt.Errorf("rampartredis: Config.%s must be 0 (%v) or at least 1ms (Redis counts milliseconds), got %v", d.name, d.def, *d.v)
+		}
 	}
 	return nil
 }
@@ -258,15 +309,60 @@ func (s *Shared) onTransition(t circuitbreaker.Transition) {
 // Close stops the background work, waits for its goroutines to return
 // and detaches the breaker, which keeps its current state and goes on
 // alone. It does not close the client. Calling it again does nothing.
+//
+// Close of a Shared that [Share] did not return (nil, or a zero Shared)
+// is an error and does nothing else.
 func (s *Shared) Close() error {
+	if s == nil || s.br == nil {
+		return errNotShared
+	}
 	var err error
 	s.once.Do(func() {
 		s.unsub()
 		s.cancel()
 		err = s.ps.Close()
 		s.wg.Wait()
+		shared.CompareAndDelete(s.br, s)
 	})
 	return err
+}
+
+// errNotShared is the error of a method called on a Shared that Share did
+// not return.
+var errNotShared = errors.New("rampartredis: the Shared was not returned by Share")
+
+// ErrClosed is returned by [Shared.WaitSynced] once the Shared is closed.
+var ErrClosed = errors.New("rampartredis: the Shared is closed")
+
+// WaitSynced waits until the replica has read the shared record once and
+// applied it to the breaker, and returns nil; or returns ctx.Err() if ctx
+// ends first, or [ErrClosed] if the Shared is closed first. It sends
+// nothing itself.
+//
+// [Share] returns at once, and until that first read the breaker decides
+// alone: it admits calls even while the fleet is Open. A service that
+// must not (its first calls would hit a dependency the fleet knows is
+// down) calls WaitSynced before it serves, with a deadline: an error
+// means Redis did not answer in time, and the breaker goes on alone
+// until it does. A service that prefers to start at once while Redis is
+// down needs neither. Safe for concurrent use.
+func (s *Shared) WaitSynced(ctx context.Context) error {
+	if s == nil || s.br == nil {
+		return errNotShared
+	}
+	select {
+	case <-s.synced:
+		return nil
+	default:
+	}
+	select {
+	case <-s.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return ErrClosed
+	}
 }
 
 // Stats are counts of a [Shared]'s work since [Share].
@@ -286,6 +382,9 @@ type Stats struct {
 
 // Stats returns the counts so far. Safe for concurrent use.
 func (s *Shared) Stats() Stats {
+	if s == nil {
+		return Stats{}
+	}
 	return Stats{
 		Commands:  s.stats.commands.Load(),
 		Failures:  s.stats.failures.Load(),

@@ -107,7 +107,11 @@ func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 			srv := server(t)
 			cfg := breakerConfig()
 			cfg.ResetTimeout, cfg.MaxProbes = 300*time.Millisecond, maxProbes
-			rs := fleet(t, srv.Options(), 4, cfg, rampartredis.Config{})
+			// Redis may take seconds to answer on a loaded machine: past
+			// Timeout a replica fails safe and probes alone, which is not
+			// what this test tests.
+			opts, scfg := patient(srv.Options(), rampartredis.Config{})
+			rs := fleet(t, opts, 4, cfg, scfg)
 			rs[0].trip(t)
 			for _, r := range rs {
 				waitFor(t, "every replica open", stateIs(r.br, circuitbreaker.Open))
@@ -138,15 +142,15 @@ func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 			waitFor(t, "the probes", func() bool { return admitted.Load() >= int32(maxProbes) })
 			// Then until every replica has decided the round: the winner is
 			// HalfOpen with its probes in flight, each other one lost its
-			// claim, which holds it open for ProbeClaim plus Timeout (5.2s),
-			// where before its claim it was open for at most ResetTimeout
-			// plus Timeout (0.5s). From then on no replica can admit a call,
-			// so an extra admission, if any, has been counted.
+			// claim, which holds it open for up to ProbeClaim plus Timeout
+			// (12s), where before its claim it was open for at most
+			// ResetTimeout plus Timeout (2.3s). From then on no replica can
+			// admit a call, so an extra admission, if any, has been counted.
 			waitFor(t, "every replica's claim decided", func() bool {
 				for _, r := range rs {
 					s := r.br.State()
 					probing := s.State == circuitbreaker.HalfOpen && s.ProbesInFlight > 0
-					lost := s.State == circuitbreaker.Open && s.RetryAfter > rampartredis.DefaultProbeClaim/2
+					lost := s.State == circuitbreaker.Open && s.RetryAfter > scfg.ProbeClaim/2
 					if !probing && !lost {
 						return false
 					}
@@ -194,8 +198,9 @@ func TestShare_FL2_FailedProbeReopensTheFleet(t *testing.T) {
 
 // The keys of the breaker named "payments" under the default prefix.
 const (
-	stateKey   = "rampart:{payments}:state"
-	reportsKey = "rampart:{payments}:reports"
+	stateKey       = "rampart:{payments}:state"
+	reportsKey     = "rampart:{payments}:reports"
+	changesChannel = "rampart:{payments}:changes"
 )
 
 // recordState returns the state of the shared record in Redis: "closed"
@@ -306,7 +311,7 @@ func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
 	// that waited for Redis would not return while it is paused.
 	opts := srv.Options()
 	opts.ReadTimeout, opts.WriteTimeout = -1, -1
-	rs := fleet(t, opts, 2, breakerConfig(), rampartredis.Config{Timeout: time.Hour, Refresh: 50 * time.Millisecond})
+	rs := fleet(t, opts, 2, breakerConfig(), rampartredis.Config{Timeout: time.Hour, ProbeClaim: 3 * time.Hour, Refresh: 50 * time.Millisecond})
 	waitFor(t, "startup reads", func() bool { return rs[1].sh.Stats().Commands >= 1 })
 	srv.Pause()
 	paused := true
@@ -387,15 +392,19 @@ func TestShare_FL6_KillAndRestartReconciles(t *testing.T) {
 func TestShare_FL7_LostMessagesConvergeByTheRead(t *testing.T) {
 	srv := server(t)
 	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Refresh: 100 * time.Millisecond})
-	waitFor(t, "startup reads", func() bool { return rs[1].sh.Stats().Commands >= 1 })
-	require.GreaterOrEqual(t, srv.KillPubSub(), int64(2))
+	// Both replicas subscribe in the background: kill their connections
+	// once both are subscribed, not merely once they have read Redis.
+	c := srv.Client()
+	ctx := context.Background()
+	waitFor(t, "both subscriptions", func() bool {
+		return c.PubSubNumSub(ctx, changesChannel).Val()[changesChannel] == 2
+	})
+	require.Equal(t, int64(2), srv.KillPubSub())
 	rs[0].trip(t)
 	waitFor(t, "the other replica to open", stateIs(rs[1].br, circuitbreaker.Open))
 
 	// A change whose message nobody receives (written by hand, published
 	// nowhere): only the periodic read can deliver it.
-	c := srv.Client()
-	ctx := context.Background()
 	gen, err := c.HGet(ctx, "rampart:{payments}:state", "gen").Int64()
 	require.NoError(t, err)
 	require.NoError(t, c.HSet(ctx, "rampart:{payments}:state", "gen", gen+1, "state", "closed", "until", 0).Err())
@@ -479,6 +488,14 @@ func TestShare_FL11_BadInput(t *testing.T) {
 		{name: "quorum window", br: named, client: good, cfg: rampartredis.Config{QuorumWindow: -1}, want: "rampartredis: Config.QuorumWindow must be >= 0 (0 means 10s), got -1ns"},
 		{name: "ttl", br: named, client: good, cfg: rampartredis.Config{RecordTTL: -1}, want: "rampartredis: Config.RecordTTL must be >= 0 (0 means 24h0m0s), got -1ns"},
 		{name: "backoff", br: named, client: good, cfg: rampartredis.Config{MaxBackoff: -1}, want: "rampartredis: Config.MaxBackoff must be >= 0 (0 means 5s), got -1ns"},
+		{name: "typed nil client", br: named, client: (*redis.Client)(nil), want: "rampartredis: client must not be nil"},
+		{name: "typed nil cluster client", br: named, client: (*redis.ClusterClient)(nil), want: "rampartredis: client must not be nil"},
+		{name: "probe claim under 1ms", br: named, client: good, cfg: rampartredis.Config{ProbeClaim: 999 * time.Microsecond}, want: "rampartredis: Config.ProbeClaim must be 0 (5s) or at least 1ms (Redis counts milliseconds), got 999µs"},
+		{name: "timeout under 1ms", br: named, client: good, cfg: rampartredis.Config{Timeout: time.Microsecond}, want: "rampartredis: Config.Timeout must be 0 (200ms) or at least 1ms (Redis counts milliseconds), got 1µs"},
+		{name: "window under 1ms", br: named, client: good, cfg: rampartredis.Config{QuorumWindow: 1}, want: "rampartredis: Config.QuorumWindow must be 0 (10s) or at least 1ms (Redis counts milliseconds), got 1ns"},
+		{name: "claim within two timeouts", br: named, client: good, cfg: rampartredis.Config{Timeout: time.Second, ProbeClaim: 2 * time.Second}, want: "rampartredis: Config.ProbeClaim (2s) must be more than twice Config.Timeout (1s): the claim is renewed halfway through, and a renewal may take Timeout"},
+		{name: "default claim with a long timeout", br: named, client: good, cfg: rampartredis.Config{Timeout: 3 * time.Second}, want: "rampartredis: Config.ProbeClaim (5s) must be more than twice Config.Timeout (3s): the claim is renewed halfway through, and a renewal may take Timeout"},
+		{name: "record outlived by the claim", br: named, client: good, cfg: rampartredis.Config{RecordTTL: 5 * time.Second}, want: "rampartredis: Config.RecordTTL (5s) must be more than Config.ProbeClaim (5s): a record that expires during a round closes the fleet without a verdict"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sh, err := rampartredis.Share(tc.br, tc.client, tc.cfg)
@@ -486,7 +503,52 @@ func TestShare_FL11_BadInput(t *testing.T) {
 			assert.Nil(t, sh)
 		})
 	}
+
+	// One breaker, one Shared at a time.
+	sh, err := rampartredis.Share(named, good, rampartredis.Config{})
+	require.NoError(t, err)
+	twice, err := rampartredis.Share(named, good, rampartredis.Config{Key: "other"})
+	require.EqualError(t, err, "rampartredis: the breaker is shared already: Close the other Shared first")
+	assert.Nil(t, twice)
+	require.NoError(t, sh.Close())
+	again, err := rampartredis.Share(named, good, rampartredis.Config{})
+	require.NoError(t, err, "once closed, it can be shared again")
+	require.NoError(t, again.Close())
+
+	// A Shared that Share did not return.
+	for _, s := range []*rampartredis.Shared{nil, {}} {
+		require.EqualError(t, s.Close(), "rampartredis: the Shared was not returned by Share")
+		require.EqualError(t, s.WaitSynced(context.Background()), "rampartredis: the Shared was not returned by Share")
+		assert.Equal(t, rampartredis.Stats{}, s.Stats())
+	}
+
 	var fe error = &rampartredis.FleetOpenError{By: "r1"}
 	assert.True(t, errors.Is(fe, rampartredis.ErrFleetOpen))
 	assert.Equal(t, "rampartredis: open across the fleet (reported by r1)", fe.Error())
+}
+
+func TestShare_FL18_WaitSyncedAppliesTheRecordBeforeServing(t *testing.T) {
+	srv := server(t)
+	ctx := context.Background()
+	// The fleet is open (no end) before this replica starts.
+	require.NoError(t, srv.Client().HSet(ctx, stateKey, "gen", 3, "state", "open", "until", -1, "cause", "backend down", "by", "r0").Err())
+	r := join(t, srv.Options(), breakerConfig(), rampartredis.Config{})
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, r.sh.WaitSynced(wctx))
+	_, err := r.br.TryAcquire()
+	require.ErrorIs(t, err, rampartredis.ErrFleetOpen, "the first call after WaitSynced sees the fleet's Open")
+	require.NoError(t, r.sh.WaitSynced(ctx), "and later calls return at once")
+
+	// With Redis down, the context bounds the wait; Close ends it.
+	srv.Kill()
+	down := join(t, srv.Options(), circuitbreaker.Config{Name: "other"}, rampartredis.Config{Timeout: 50 * time.Millisecond})
+	short, cancel2 := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel2()
+	require.ErrorIs(t, down.sh.WaitSynced(short), context.DeadlineExceeded)
+	p, err := down.br.TryAcquire()
+	require.NoError(t, err, "meanwhile the breaker decides alone")
+	p.Success()
+	go func() { _ = down.sh.Close() }()
+	require.ErrorIs(t, down.sh.WaitSynced(ctx), rampartredis.ErrClosed)
 }

@@ -30,18 +30,23 @@
 // [circuitbreaker.Breaker.ApplyRemote] as an Open that lasts the
 // remaining cool-down (a duration, so the replicas' clocks need not
 // agree). When the shared cool-down ends, one replica claims the HalfOpen
-// round (SET NX PX) and runs its breaker's probes; the others stay open
-// until the result is published, so a round has MaxProbes probes across
-// the fleet. An optional quorum opens the fleet only when several
-// replicas report the failure. Every key of one breaker shares one hash
-// tag, so it works on Redis Cluster.
+// round (SET NX PX, renewed while it probes) and runs its breaker's
+// probes; the others stay open until the result is published, so a round
+// has MaxProbes probes across the fleet. A verdict counts only while its
+// claim holds: a probe result that arrives late changes nothing. An
+// optional quorum opens the fleet only when several replicas report the
+// failure. Every key of one breaker shares one hash tag, so it works on
+// Redis Cluster.
 //
 // # Failing safe
 //
 // Redis down, slow or paused never blocks or fails a call and never
 // counts as a failure: each replica's breaker goes on alone, an Open
-// received from Redis ends by itself, startup needs no Redis, and on
-// reconnect a replica reads the record and publishes what it missed. The
+// received from Redis ends by itself, and startup needs no Redis
+// ([Shared.WaitSynced] waits for the first read, when a service must not
+// call before it knows the fleet's state). On reconnect a replica adopts
+// the record it finds; what it decided alone counts only as news (its
+// trip, over a closed record), never over the fleet's Open. The
 // client must end its commands at their context's deadline
 // (Options.ContextTimeoutEnabled), so that a hung Redis costs the
 // background work a short timeout; background work backs off while Redis

@@ -1,10 +1,12 @@
 package rampartredis_test
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -27,18 +29,55 @@ func fleet(t *testing.T, opts *redis.Options, n int, bcfg circuitbreaker.Config,
 	t.Helper()
 	rs := make([]*replica, n)
 	for i := range rs {
-		c := redis.NewClient(opts)
-		br, err := circuitbreaker.New(bcfg)
-		require.NoError(t, err)
-		sh, err := rampartredis.Share(br, c, scfg)
-		require.NoError(t, err)
-		rs[i] = &replica{client: c, br: br, sh: sh}
-		t.Cleanup(func() {
-			require.NoError(t, sh.Close())
-			c.Close()
-		})
+		rs[i] = join(t, opts, bcfg, scfg)
 	}
 	return rs
+}
+
+// join starts one replica with its own client for opts.
+func join(t *testing.T, opts *redis.Options, bcfg circuitbreaker.Config, scfg rampartredis.Config) *replica {
+	t.Helper()
+	c := redis.NewClient(opts)
+	br, err := circuitbreaker.New(bcfg)
+	require.NoError(t, err)
+	sh, err := rampartredis.Share(br, c, scfg)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, sh.Close())
+		c.Close()
+	})
+	return &replica{client: c, br: br, sh: sh}
+}
+
+// synced waits until each of rs has read the record once.
+func synced(t *testing.T, rs ...*replica) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, r := range rs {
+		require.NoError(t, r.sh.WaitSynced(ctx))
+	}
+}
+
+// via returns opts for a client that connects through addr (a proxy).
+func via(opts *redis.Options, addr string) *redis.Options {
+	o := *opts
+	o.Addr = addr
+	return &o
+}
+
+// patient returns opts whose commands may take seconds, with the
+// matching Config: for tests whose outcome must not depend on a loaded
+// machine's Redis answering within the default 200ms (past it, a replica
+// fails safe and decides alone, which those tests do not test).
+func patient(opts *redis.Options, scfg rampartredis.Config) (*redis.Options, rampartredis.Config) {
+	o := *opts
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	scfg.Timeout = 2 * time.Second
+	if scfg.ProbeClaim == 0 {
+		scfg.ProbeClaim = 10 * time.Second
+	}
+	return &o, scfg
 }
 
 // trip fails calls through r's breaker until it opens.

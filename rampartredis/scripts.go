@@ -41,19 +41,23 @@ end
 // transitionScript publishes a replica's own transition in one round
 // trip. ARGV: expected generation, "open" or "closed", cool-down ms (-1:
 // no end), cause, replica id, quorum, quorum window ms, record ttl ms,
-// channel.
+// channel, claim token ("" for none).
 //
 // An open wins over a closed record (a trip is news; with a quorum K > 1,
-// only once K distinct replicas reported within the window), and over an
-// open one only when the replica knew its generation (its probe failed).
-// A close wins only over the open record of the generation the replica
-// knew (its probe succeeded). The winner writes, sets the expiry,
-// clears the probe claim and publishes; a loser gets the current record
-// to adopt.
+// only once K distinct replicas reported within the window). Over an
+// open record only a verdict counts: an open (the round's probe failed)
+// or a close (it succeeded) wins only for the generation the replica
+// knew and only while the claim it carries holds (fencing: a verdict
+// that arrives after its claim lapsed, or a probe made without one,
+// changes nothing). The winner writes, sets the expiry, clears the probe
+// claim and publishes; a loser gets the current record to adopt.
 var transitionScript = redis.NewScript(scriptHead + `
 local expect = tonumber(ARGV[1])
 local to = ARGV[2]
 local win = false
+local function held()
+  return gen == expect and ARGV[10] ~= '' and redis.call('GET', KEYS[2]) == ARGV[10]
+end
 if to == 'open' then
   local k = tonumber(ARGV[6])
   if k > 1 then
@@ -64,10 +68,10 @@ if to == 'open' then
   if state == 'closed' then
     win = k <= 1 or redis.call('ZCARD', KEYS[3]) >= k
   else
-    win = gen == expect
+    win = held()
   end
 else
-  win = state == 'open' and gen == expect
+  win = state == 'open' and held()
 end
 if not win then
   return {0, gen, state, remaining(), cause, by, 0}
@@ -102,16 +106,21 @@ return {0, gen, state, remaining(), cause, by, 0}
 // claimScript claims the probe of the current HalfOpen round: it wins
 // when the record is still the open record of the expected generation,
 // its cool-down has ended, and no other replica holds the claim (SET NX
-// PX; a replica that holds it already wins again). ARGV: expected
-// generation, replica id, claim ms. A loser gets the record and how long
-// the current claim still holds (ms).
+// PX); a replica that holds it already wins again, which renews the
+// claim for the full claim ms. ARGV: expected generation, claim token,
+// claim ms. A loser gets the record and how long the current claim still
+// holds (ms).
 var claimScript = redis.NewScript(scriptHead + `
 local rem = remaining()
 if state ~= 'open' or gen ~= tonumber(ARGV[1]) or rem ~= 0 then
   return {0, gen, state, rem, cause, by, 0}
 end
-local me = ARGV[2] .. '@' .. gen
-if redis.call('SET', KEYS[2], me, 'NX', 'PX', ARGV[3]) or redis.call('GET', KEYS[2]) == me then
+local me = ARGV[2]
+if redis.call('SET', KEYS[2], me, 'NX', 'PX', ARGV[3]) then
+  return {1, gen, state, 0, cause, by, tonumber(ARGV[3])}
+end
+if redis.call('GET', KEYS[2]) == me then
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
   return {1, gen, state, 0, cause, by, tonumber(ARGV[3])}
 end
 return {0, gen, state, 0, cause, by, redis.call('PTTL', KEYS[2])}

@@ -1,6 +1,7 @@
 package rampartredis
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
@@ -8,7 +9,7 @@ import (
 
 // work is the one goroutine that talks to Redis for the breaker and
 // applies the shared record to it, until Close. Everything it does is
-// serial, so its state (gen, down, dirty, backoff) needs no lock.
+// serial, so its state (gen, down, dirty, backoff, holding) needs no lock.
 func (s *Shared) work() {
 	defer s.wg.Done()
 	read := time.NewTimer(0) // the first read: reconcile at startup
@@ -33,7 +34,7 @@ func (s *Shared) work() {
 			s.reconcile(claim)
 			read.Reset(s.nextRead())
 		case <-claim.C:
-			s.claim(claim)
+			s.claimTimer(claim)
 		}
 		if s.dropped.Swap(false) {
 			s.dirty = true
@@ -61,6 +62,20 @@ func (s *Shared) succeeded() {
 	s.down, s.backoff = false, 0
 }
 
+// token is this replica's claim token for the round of generation gen.
+func (s *Shared) token() string { return s.nonce + "@" + strconv.FormatInt(s.gen, 10) }
+
+// verdictToken is the token a transition from HalfOpen carries: the
+// claim's, if this replica holds the claim of the round, else none (a
+// verdict of a round the fleet did not grant, which counts only as news
+// over a closed record).
+func (s *Shared) verdictToken(from circuitbreaker.State) string {
+	if from == circuitbreaker.HalfOpen && s.holding {
+		return s.token()
+	}
+	return ""
+}
+
 // publish writes one of the breaker's own transitions to the record and
 // adopts the outcome, unless the breaker has left the state since. While
 // Redis fails it only marks the state to be published on reconnect.
@@ -82,13 +97,13 @@ func (s *Shared) publish(t circuitbreaker.Transition, claim *time.Timer) {
 			cause = t.Cause.Error()
 		}
 	}
-	s.write(to, cooldown, cause, claim)
+	s.write(to, cooldown, cause, s.verdictToken(t.From), claim)
 }
 
 // write runs the transition script for state to and adopts its result.
-func (s *Shared) write(to string, cooldown int64, cause string, claim *time.Timer) {
+func (s *Shared) write(to string, cooldown int64, cause, token string, claim *time.Timer) {
 	rec, won, _, err := s.run(transitionScript, s.gen, to, cooldown, cause, s.cfg.ID,
-		max(s.cfg.Quorum, 1), s.cfg.QuorumWindow.Milliseconds(), s.cfg.RecordTTL.Milliseconds(), s.ch)
+		max(s.cfg.Quorum, 1), s.cfg.QuorumWindow.Milliseconds(), s.cfg.RecordTTL.Milliseconds(), s.ch, token)
 	if err != nil {
 		s.failed()
 		s.dirty = true
@@ -97,6 +112,8 @@ func (s *Shared) write(to string, cooldown int64, cause string, claim *time.Time
 	s.succeeded()
 	if won {
 		s.stats.published.Add(1)
+	} else if token != "" {
+		s.holding = false // fenced: the claim had lapsed
 	}
 	s.adopt(rec, claim)
 }
@@ -110,9 +127,13 @@ func durMS(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// reconcile reads the record and adopts it; if an own transition was not
-// published (Redis was down, or the queue was full), it first publishes
-// the breaker's current own state.
+// reconcile reads the record and adopts it. If an own transition was not
+// published (Redis was down, or the queue was full), the breaker's
+// current own state is first offered to the record under its rules: an
+// own Open is news over a closed record (a trip report with a quorum);
+// over an open one, and for an own Closed, only a verdict of the round
+// this replica still holds the claim of counts. Whatever the script
+// decides, the replica then adopts the record it finds.
 func (s *Shared) reconcile(claim *time.Timer) {
 	rec, _, _, err := s.run(readScript)
 	if err != nil {
@@ -122,62 +143,104 @@ func (s *Shared) reconcile(claim *time.Timer) {
 	s.succeeded()
 	if s.dirty {
 		s.dirty = false
-		s.gen = rec.gen
 		snap := s.br.State()
 		switch {
 		case snap.Remote:
-		case snap.State == circuitbreaker.Open:
+		case snap.State == circuitbreaker.Open && (!rec.open || s.holding):
 			var cause string
 			if snap.Cause != nil {
 				cause = snap.Cause.Error()
 			}
-			s.write("open", durMS(snap.RetryAfter), cause, claim)
+			s.write("open", durMS(snap.RetryAfter), cause, s.verdictToken(circuitbreaker.HalfOpen), claim)
+			s.sync()
 			return
-		case snap.State == circuitbreaker.Closed && rec.open:
-			s.write("closed", 0, "", claim)
+		case snap.State == circuitbreaker.Closed && rec.open && s.holding:
+			s.write("closed", 0, "", s.token(), claim)
+			s.sync()
 			return
 		}
 	}
 	s.adopt(rec, claim)
+	s.sync()
 }
+
+// sync notes that the record has been read and applied.
+func (s *Shared) sync() { s.syncedOnce.Do(func() { close(s.synced) }) }
 
 // adopt applies the record to the breaker: a closed record clears an
 // Open that came from the record; an open one opens the breaker for the
 // remaining cool-down plus Timeout (the time to claim the probe when it
 // ends), and the claim is tried when it ends.
 func (s *Shared) adopt(rec record, claim *time.Timer) {
-	s.gen = rec.gen
-	claim.Stop()
+	if rec.gen != s.gen {
+		s.gen, s.holding = rec.gen, false
+	}
 	switch {
 	case !rec.open:
+		claim.Stop()
+		s.holding = false
 		s.apply(circuitbreaker.Closed, 0, nil)
 	case rec.rem < 0:
+		claim.Stop()
 		s.apply(circuitbreaker.Open, circuitbreaker.Forever, rec.err())
 	case rec.rem > 0:
 		s.apply(circuitbreaker.Open, rec.rem+s.cfg.Timeout, rec.err())
 		claim.Reset(rec.rem)
+	case s.holding:
+		// The cool-down has ended and the round is this replica's: the
+		// claim timer renews the claim or lets it lapse.
 	default: // the cool-down has ended: a HalfOpen round
 		s.claim(claim)
 	}
 }
 
-// claim tries to claim the current HalfOpen round. The winner's breaker
-// leaves its Open now and runs its probes; a loser stays open while the
-// claim holds (plus Timeout), then tries again. If Redis fails, the
-// breaker's Open ends by itself and it probes on its own.
+// claimTimer runs when the claim timer fires: a replica that holds the
+// claim renews it while its breaker is probing and otherwise lets it
+// lapse, staying Open until it would have; a replica that does not, tries
+// to claim the round.
+func (s *Shared) claimTimer(claim *time.Timer) {
+	if s.holding {
+		snap := s.br.State()
+		probing := snap.Remote && snap.State == circuitbreaker.HalfOpen &&
+			snap.ProbesInFlight+snap.ProbesSucceeded+snap.ProbesFailed > 0
+		if !probing {
+			// No call came to be a probe: give the round to a replica
+			// that has some, once the claim lapses.
+			s.holding = false
+			rest := s.cfg.ProbeClaim - s.cfg.ProbeClaim/2
+			s.apply(circuitbreaker.Open, rest+s.cfg.Timeout, snap.Cause)
+			claim.Reset(rest)
+			return
+		}
+	}
+	s.claim(claim)
+}
+
+// claim tries to claim (or, holding it, renews) the current HalfOpen
+// round. The winner's breaker is granted the round (ApplyRemote
+// HalfOpen: its next call is a probe) and renews the claim halfway
+// through; a loser stays open while the claim holds (plus Timeout), then
+// tries again. If Redis fails, the breaker's Open ends by itself and it
+// probes on its own; its verdict then counts only as news.
 func (s *Shared) claim(claim *time.Timer) {
-	rec, won, hold, err := s.run(claimScript, s.gen, s.cfg.ID, s.cfg.ProbeClaim.Milliseconds())
+	rec, won, hold, err := s.run(claimScript, s.gen, s.token(), s.cfg.ProbeClaim.Milliseconds())
 	if err != nil {
 		s.failed()
+		if s.holding {
+			claim.Reset(s.backoff) // renew again soon: the claim may still hold
+		}
 		return
 	}
 	s.succeeded()
 	switch {
 	case won:
-		s.apply(circuitbreaker.Open, 0, nil)
+		s.holding = true
+		s.apply(circuitbreaker.HalfOpen, 0, rec.err())
+		claim.Reset(s.cfg.ProbeClaim / 2)
 	case rec.gen != s.gen || !rec.open || rec.rem != 0:
 		s.adopt(rec, claim)
 	default:
+		s.holding = false
 		hold = max(hold, time.Millisecond)
 		s.apply(circuitbreaker.Open, hold+s.cfg.Timeout, rec.err())
 		claim.Reset(hold)

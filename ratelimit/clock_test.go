@@ -12,7 +12,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/clocktest"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -22,23 +21,28 @@ var okService = rampart.ServiceFunc[string, string](func(context.Context, string
 // call waits on its timer: a step of its wall reading moves nothing.
 func TestLayer_CK5_WaitOnTheSuppliedClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := clocktest.New()
+		clk := newFake()
 		l, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Clock: clk})
 		require.NoError(t, err)
 		svc := l.Wrap(okService)
-		start := time.Now()
 		_, err = svc.Call(context.Background(), "")
 		require.NoError(t, err)
-		clk.Jump(-time.Hour)
-		_, err = svc.Call(context.Background(), "")
-		require.NoError(t, err)
-		assert.Equal(t, time.Second, time.Since(start))
-		clk.Jump(2 * time.Hour)
-		_, err = svc.Call(context.Background(), "")
-		require.NoError(t, err)
-		assert.Equal(t, 2*time.Second, time.Since(start))
-		assert.Equal(t, int64(2), clk.Timers.Load())
-		assert.Zero(t, clk.Nows.Load())
+		for i, jump := range []time.Duration{-time.Hour, 2 * time.Hour} {
+			done := make(chan error, 1)
+			go func() {
+				_, err := svc.Call(context.Background(), "")
+				done <- err
+			}()
+			synctest.Wait()
+			clk.Jump(jump) // a wall step moves no token
+			clk.Advance(time.Second - time.Nanosecond)
+			synctest.Wait()
+			require.Len(t, done, 0, "call %d waits a nanosecond more", i+2)
+			clk.Advance(time.Nanosecond)
+			require.NoError(t, <-done)
+		}
+		assert.Equal(t, 2, clk.Stats().AfterFunc)
+		assert.Zero(t, clk.Stats().Now)
 	})
 }
 
@@ -46,7 +50,7 @@ func TestLayer_CK5_WaitOnTheSuppliedClock(t *testing.T) {
 // a keyed limiter runs on it too.
 func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := clocktest.New()
+		clk := newFake()
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 2, Clock: clk})
 		require.NoError(t, err)
 		l, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Reject)
@@ -59,10 +63,10 @@ func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
 		var le *ratelimit.LimitedError
 		require.True(t, errors.As(err, &le))
 		assert.Equal(t, 500*time.Millisecond, le.RetryAfter)
-		time.Sleep(500 * time.Millisecond)
+		clk.Advance(500 * time.Millisecond)
 		_, err = svc.Call(context.Background(), "a")
 		require.NoError(t, err)
-		assert.Zero(t, clk.Nows.Load())
+		assert.Zero(t, clk.Stats().Now)
 	})
 }
 
@@ -70,7 +74,7 @@ func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
 // gives the token back.
 func TestLayer_CK5_ClockWaitEndsWithTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := clocktest.New()
+		clk := newFake()
 		lim := rate.NewLimiter(1, 1)
 		l, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: lim, Clock: clk})
 		require.NoError(t, err)
@@ -78,12 +82,24 @@ func TestLayer_CK5_ClockWaitEndsWithTheContext(t *testing.T) {
 		_, err = svc.Call(context.Background(), "")
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(300*time.Millisecond, cancel)
-		_, err = svc.Call(ctx, "")
-		assert.ErrorIs(t, err, context.Canceled)
-		start := time.Now()
-		_, err = svc.Call(context.Background(), "")
-		require.NoError(t, err)
-		assert.Equal(t, 700*time.Millisecond, time.Since(start), "the token given back is due 1s after the first")
+		done := make(chan error, 1)
+		go func() {
+			_, err := svc.Call(ctx, "")
+			done <- err
+		}()
+		synctest.Wait()
+		clk.Advance(300 * time.Millisecond)
+		cancel()
+		assert.ErrorIs(t, <-done, context.Canceled)
+		go func() {
+			_, err := svc.Call(context.Background(), "")
+			done <- err
+		}()
+		synctest.Wait()
+		clk.Advance(700*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		require.Len(t, done, 0, "the token given back is due 1s after the first")
+		clk.Advance(time.Nanosecond)
+		require.NoError(t, <-done)
 	})
 }

@@ -7,39 +7,59 @@ import (
 )
 
 // Outcome is what one recorded call did, as a circuit breaker would count
-// it.
+// it, or that it never reached the dependency.
 type Outcome string
 
 const (
-	// Success is a call that returned a nil error.
+	// Success is a call the layer's classifier judged a success (by
+	// default, one that returned a nil error).
 	Success Outcome = "success"
-	// Failure is a call that returned an error.
+	// Failure is a call the classifier judged a failure (by default, one
+	// that returned an error).
 	Failure Outcome = "failure"
+	// Ignored is a call a breaker counts neither way: the caller gave up
+	// on it, or the classifier said so (an HTTP 429, say).
+	Ignored Outcome = "ignored"
+	// Refused is a call a breaker or concurrency limit below the recorder
+	// refused: it never reached the dependency, so what the dependency
+	// would have done is unknown. Its Class is the live decision: "open"
+	// (an error matching circuitbreaker.ErrOpen) or "limited"
+	// (concurrency.ErrLimited).
+	Refused Outcome = "refused"
 )
 
 // Entry is one recorded call, one line of a trace. Its JSON form, one
 // object per line (JSON Lines), is
 //
-//	{"start":"2026-12-01T15:00:00.123456789Z","duration":"12.5ms","outcome":"failure","class":"timeout","key":"eu-1"}
+//	{"start":"2026-12-01T15:00:00.123456789Z","duration":"12.5ms","outcome":"failure","class":"timeout","key":"eu-1","attempt":2}
 //
 // start is RFC 3339 with nanoseconds (UTC), duration a Go duration
-// ([time.ParseDuration]), outcome "success" or "failure", class a short
-// word for the kind of error (empty for a success; see [Config.Class]),
-// and key the request's key when the layer was given one; empty fields are
-// left out.
+// ([time.ParseDuration]), outcome one of the [Outcome] values, class a
+// short word for the kind of error (empty for a success; see
+// [Config.Class]) or for a refusal the breaker's decision, key the
+// request's key when the layer was given one, and attempt the attempt's
+// number when it is a retry (2 for the first retry); empty fields and an
+// attempt of 1 are left out.
 type Entry struct {
 	// Start is when the call began, by the wall clock.
 	Start time.Time
 	// Duration is how long the call took, by the monotonic clock.
 	Duration time.Duration
-	// Outcome is Success or Failure.
+	// Outcome is Success, Failure, Ignored or Refused.
 	Outcome Outcome
-	// Class is the kind of error ("timeout", "canceled", "error"…); empty
-	// for a success.
+	// Class is the kind of error ("timeout", "canceled", "error"…), or a
+	// refusal's decision ("open"); empty for a success.
 	Class string
 	// Key is the request's key, or empty.
 	Key string
+	// Attempt is the attempt's number, from 1, as [retry.Attempt] reads
+	// it: above 1 the entry is a retry of an earlier entry's request.
+	// Zero means 1 (package sim's reader reads an absent attempt as 1).
+	Attempt int
 }
+
+// Retry reports whether e is a retry: an attempt after the first.
+func (e *Entry) Retry() bool { return e.Attempt > 1 }
 
 // AppendJSON appends e's JSON line, newline included, to b and returns
 // the extended buffer. It allocates only when b must grow.
@@ -57,6 +77,10 @@ func (e *Entry) AppendJSON(b []byte) []byte {
 	if e.Key != "" {
 		b = append(b, `,"key":`...)
 		b = appendString(b, e.Key)
+	}
+	if e.Attempt > 1 {
+		b = append(b, `,"attempt":`...)
+		b = strconv.AppendInt(b, int64(e.Attempt), 10)
 	}
 	return append(b, "}\n"...)
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/rampart-go/rampart"
 )
 
 // Defaults and limits of [Config].
@@ -74,7 +72,9 @@ func DefaultClass(err error) string {
 // counted, never delayed.
 //
 // A Recorder is safe for concurrent use. [Recorder.Close] writes what is
-// left and stops its goroutine.
+// left and stops its goroutine. Make one with [New]: a zero Recorder has
+// no writer, and a layer over one fails every call with an error saying
+// so.
 type Recorder struct {
 	w      io.Writer
 	sample uint64
@@ -139,7 +139,13 @@ func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 // Close writes the entries held, stops the writer goroutine, and returns
 // the first error the writer returned, if any. Calls recorded after Close
 // are dropped. Close is safe to call more than once.
+//
+// A zero Recorder (not made by New) has nothing to close: Close returns
+// an error saying so.
 func (r *Recorder) Close() error {
+	if r.done == nil {
+		return errZeroRecorder
+	}
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
@@ -215,47 +221,4 @@ func (r *Recorder) write(spare []Entry) {
 // make disagree with it).
 func byStart(a, b Entry) int {
 	return a.Start.Round(0).Compare(b.Start.Round(0))
-}
-
-// NewLayer returns a layer that records each call through it with r: its
-// start, duration, outcome (a nil error is a success), error class and,
-// when key is not nil, the request's key, such as its host or tenant (a
-// nil key records none). Put it just above the dependency (innermost,
-// below any per-attempt timeout, so each attempt is recorded with the
-// duration it really took), and replay its trace with package sim. key is
-// called once per recorded call and must be safe for concurrent use. A nil
-// r fails every call.
-func NewLayer[Req, Resp any](r *Recorder, key func(Req) string) rampart.Layer[Req, Resp] {
-	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
-			return rampart.Failing[Req, Resp]("record: Wrap")
-		}
-		if r == nil {
-			return rampart.Failing[Req, Resp]("record: NewLayer's Recorder")
-		}
-		return &service[Req, Resp]{r: r, key: key, inner: inner}
-	})
-}
-
-type service[Req, Resp any] struct {
-	r     *Recorder
-	key   func(Req) string
-	inner rampart.Service[Req, Resp]
-}
-
-func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if !s.r.sampled() {
-		return s.inner.Call(ctx, req)
-	}
-	start := time.Now()
-	resp, err := s.inner.Call(ctx, req)
-	e := Entry{Start: start, Duration: time.Since(start), Outcome: Success}
-	if err != nil {
-		e.Outcome, e.Class = Failure, s.r.class(err)
-	}
-	if s.key != nil {
-		e.Key = s.key(req)
-	}
-	s.r.add(&e)
-	return resp, err
 }

@@ -16,7 +16,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/timeout"
@@ -41,7 +40,7 @@ func TestRecorder_SM8_WritesEntriesSimReads(t *testing.T) {
 		rec, err := record.New(&out, record.Config{})
 		require.NoError(t, err)
 		start := time.Now()
-		svc := record.NewLayer[string, string](rec, func(r string) string { return r }).Wrap(script(
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(script(
 			[]time.Duration{10 * time.Millisecond, 1500 * time.Microsecond, 7, time.Second},
 			[]error{nil, errors.New("boom"), context.Canceled, &timeout.Error{After: time.Second, Err: context.DeadlineExceeded}}))
 		for _, key := range []string{"a", `b"\`, "", "d"} {
@@ -69,7 +68,7 @@ func TestRecorder_SM8_WritesEntriesSimReads(t *testing.T) {
 			got = append(got, e)
 		}
 		require.Len(t, got, 4)
-		assert.Equal(t, record.Entry{Start: start.Add(10 * time.Millisecond).UTC(), Duration: 1500 * time.Microsecond, Outcome: record.Failure, Class: "error", Key: `b"\`}, got[1])
+		assert.Equal(t, record.Entry{Start: start.Add(10 * time.Millisecond).UTC(), Duration: 1500 * time.Microsecond, Outcome: record.Failure, Class: "error", Key: `b"\`, Attempt: 1}, got[1])
 	})
 }
 
@@ -79,7 +78,7 @@ func TestRecorder_SM8_Sample(t *testing.T) {
 		var out bytes.Buffer
 		rec, err := record.New(&out, record.Config{Sample: 3})
 		require.NoError(t, err)
-		svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 		for range 10 {
 			_, _ = svc.Call(context.Background(), "")
 		}
@@ -111,7 +110,7 @@ func TestRecorder_SM8_BoundedDropsWhenFull(t *testing.T) {
 		w := &blocked{release: make(chan struct{})}
 		rec, err := record.New(w, record.Config{Buffer: 4})
 		require.NoError(t, err)
-		svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 		for range 3 { // wakes the writer at 3 of 4, which then blocks
 			_, _ = svc.Call(context.Background(), "")
 		}
@@ -136,7 +135,7 @@ func TestRecorder_SM8_CloseReturnsWriteError(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	rec, err := record.New(failing{}, record.Config{})
 	require.NoError(t, err)
-	svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+	svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 	_, _ = svc.Call(context.Background(), "")
 	assert.EqualError(t, rec.Close(), "disk full")
 }
@@ -161,11 +160,11 @@ func TestRecorder_NilServiceAndRecorder(t *testing.T) {
 	rec, err := record.New(io.Discard, record.Config{})
 	require.NoError(t, err)
 	defer rec.Close()
-	_, err = record.NewLayer[string, string](rec, nil).Wrap(nil).Call(context.Background(), "")
+	_, err = record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(nil).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "record: Wrap: rampart: nil service")
 	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil })
-	_, err = record.NewLayer[string, string](nil, nil).Wrap(ok).Call(context.Background(), "")
+	_, err = record.NewLayer(record.LayerConfig[string, string]{Recorder: nil}).Wrap(ok).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "record: NewLayer's Recorder: rampart: nil service")
 }
@@ -175,7 +174,7 @@ func TestRecorder_SM8_NoAllocation(t *testing.T) {
 	rec, err := record.New(io.Discard, record.Config{})
 	require.NoError(t, err)
 	defer rec.Close()
-	svc := record.NewLayer[string, string](rec, nil).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.ErrUnsupported }))
+	svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.ErrUnsupported }))
 	ctx := context.Background()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, "") }))
 }
@@ -185,7 +184,7 @@ func BenchmarkRecorder(b *testing.B) {
 	for _, sample := range []int{1, 100} {
 		rec, err := record.New(io.Discard, record.Config{Sample: sample, Buffer: record.MaxBuffer})
 		require.NoError(b, err)
-		svc := record.NewLayer[string, string](rec, nil).Wrap(ok)
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(ok)
 		ctx := context.Background()
 		name := "every call"
 		if sample > 1 {
@@ -210,7 +209,7 @@ func BenchmarkRecorder(b *testing.B) {
 	}
 }
 
-// Wrap and WrapKeyed are the layers applied to a service, with the same
+// Wrap is the layer applied to a service, with the same
 // arguments: a nil service or Recorder fails each call.
 func TestWrap_SameAsTheLayers(t *testing.T) {
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
@@ -219,8 +218,7 @@ func TestWrap_SameAsTheLayers(t *testing.T) {
 		svc  rampart.Service[int, int]
 		want string
 	}{
-		{"Wrap nil Recorder", wrap.Layer(ok, record.NewLayer, nil, nil), "record: NewLayer's Recorder: rampart: nil service"},
-		{"WrapKeyed nil Recorder", wrap.Layer(ok, record.NewLayer, nil, func(int) string { return "k" }), "record: NewLayer's Recorder: rampart: nil service"},
+		{"nil Recorder", record.NewLayer(record.LayerConfig[int, int]{}).Wrap(ok), "record: NewLayer's Recorder: rampart: nil service"},
 	} {
 		_, err := tc.svc.Call(t.Context(), 1)
 		assert.ErrorIs(t, err, rampart.ErrNilService, tc.name)
@@ -238,7 +236,7 @@ func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
 		rec, err := record.New(&out, record.Config{FlushInterval: time.Second})
 		require.NoError(t, err)
 		// A request is the call's duration; "1ms" fails.
-		svc := record.NewLayer[string, string](rec, func(r string) string { return r }).Wrap(
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(
 			rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
 				d, _ := time.ParseDuration(req)
 				time.Sleep(d)

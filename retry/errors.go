@@ -30,6 +30,11 @@ var (
 	// that can never grant, or circuitbreaker.Forever), so no later
 	// attempt could succeed.
 	ErrHintForever = errors.New("retry: the server's hint says the wait never ends")
+	// ErrUpstreamRetry: the call's context says its request is already a
+	// retry at the hop that sent it ([rampart.AttemptOf] above 1), so that
+	// hop owns its retries and this one makes a single attempt; see
+	// [NewLayer].
+	ErrUpstreamRetry = errors.New("retry: the request is already a retry upstream")
 )
 
 // ExhaustedError is returned when the retry loop stops while the last

@@ -260,13 +260,31 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 //     an [*ExhaustedError] wrapping the last error with the reason: attempts
 //     used up ([ErrMaxAttempts]), budget empty ([ErrBudgetExhausted]), the
 //     next attempt could not start before the deadline ([ErrDeadline]), a
-//     hint of [Forever] ([ErrHintForever]), or the context ended during
-//     the wait (its error and cause);
+//     hint of [Forever] ([ErrHintForever]), the request is already a
+//     retry upstream ([ErrUpstreamRetry], below), or the context ended
+//     during the wait (its error and cause);
 //   - when the caller's context ends during an attempt and the attempt
 //     returns the context's error: that error as is if it was the first
 //     attempt, or else an [*ExhaustedError] wrapping the last earlier
 //     failure with the context's error as the reason, so a real failure
 //     is never replaced by the caller's cancellation.
+//
+// # Retries across hops
+//
+// Each retry is sent with a context that says which attempt it is
+// ([rampart.WithAttempt]: 2 for the first retry), which the HTTP and gRPC
+// adapters send to the next hop; the first attempt goes with ctx as
+// given. A call whose ctx already says its request is a retry
+// ([rampart.AttemptOf] above 1: a server adapter put there the attempt a
+// trusted peer sent) makes one attempt and never retries, stopping with
+// [ErrUpstreamRetry]: the hop that retried owns the retries, and its
+// retry reaches every hop below as one attempt each, instead of as many
+// attempts as every hop allows multiplied together (3 retries at each of
+// three hops: 4 × 4 × 4 = 64 attempts at the last). The first attempt of
+// each hop may still be retried by that hop, so, when every hop fails,
+// the attempts at the hop d levels below the first retrying one are at
+// most 1 + d × (MaxAttempts − 1) per request (10, not 64, for the chain
+// above), and each hop's retry budget bounds its own share.
 //
 // # Time
 //
@@ -280,7 +298,8 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 // A call that succeeds at once allocates nothing and creates no timer: it
 // costs a context check, a budget deposit and the Retryable call. A retry
 // allocates one timer per call on its first wait (reused for later waits
-// and stopped on return), and the [*ExhaustedError] if the loop gives up.
+// and stopped on return), the context that carries its number ([Attempt])
+// per retry, and the [*ExhaustedError] if the loop gives up.
 // bench/README.md has the measurements.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	p, err := newPolicy(cfg)
@@ -379,6 +398,9 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if attempt >= p.maxAttempts {
 			return p.stop(ctx, resp, err, attempt, ErrMaxAttempts)
 		}
+		if rampart.AttemptOf(ctx) > 1 {
+			return p.stop(ctx, resp, err, attempt, ErrUpstreamRetry)
+		}
 		d := max(p.backoff.Delay(attempt, prev), 0)
 		prev = d
 		if h, ok := p.serverHint(resp, err); ok {
@@ -419,7 +441,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if err != nil {
 			lastErr = err
 		}
-		resp, err = s.inner.Call(ctx, req)
+		resp, err = s.inner.Call(rampart.WithAttempt(ctx, attempt+1), req)
 		open := err != nil && errors.Is(err, circuitbreaker.ErrOpen)
 		if open {
 			p.refund() // the breaker refused the retry: it was not sent

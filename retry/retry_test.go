@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/budgettest"
 	"github.com/rampart-go/rampart/internal/wrap"
@@ -589,4 +590,35 @@ func TestRetry_RT6_NilPointerBudgetIsAnError(t *testing.T) {
 	var b *budgettest.Budget
 	_, err := retry.NewLayer[int, int](retry.Config[int, int]{Budget: b})
 	assert.EqualError(t, err, "retry: Budget must not be a nil pointer, got *budgettest.Budget(nil)")
+}
+
+// Each retry's context says which attempt it is; the first goes with the
+// caller's context. A call whose context says its request is already a
+// retry upstream makes one attempt and stops with ErrUpstreamRetry.
+func TestRetry_PG4_AttemptsTravelAndUpstreamRetryStops(t *testing.T) {
+	var seen []int
+	inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		seen = append(seen, rampart.AttemptOf(ctx))
+		return "", errors.New("down")
+	})
+	svc, err := wrap.Service(inner, retry.NewLayer, retry.Config[string, string]{MaxAttempts: 3, Backoff: retry.BackoffFunc(func(int, time.Duration) time.Duration { return 0 }), Budget: budget.Always})
+	require.NoError(t, err)
+	_, err = svc.Call(context.Background(), "r")
+	require.ErrorIs(t, err, retry.ErrMaxAttempts)
+	assert.Equal(t, []int{0, 2, 3}, seen)
+
+	for _, upstream := range []int{1, 2} {
+		seen = nil
+		_, err = svc.Call(rampart.WithAttempt(context.Background(), upstream), "r")
+		if upstream == 1 {
+			require.ErrorIs(t, err, retry.ErrMaxAttempts, "a first attempt upstream may be retried here")
+			assert.Equal(t, []int{1, 2, 3}, seen)
+			continue
+		}
+		require.ErrorIs(t, err, retry.ErrUpstreamRetry)
+		var ex *retry.ExhaustedError
+		require.ErrorAs(t, err, &ex)
+		assert.Equal(t, 1, ex.Attempts)
+		assert.Equal(t, []int{2}, seen)
+	}
 }

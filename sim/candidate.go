@@ -67,6 +67,26 @@ func (e *errFailure) Error() string {
 	return "sim: recorded failure: " + e.class
 }
 
+// errIgnored is what the simulated dependency returns for a call recorded
+// as ignored; the candidate's breaker counts it neither way.
+type errIgnored struct{ class string }
+
+func (e *errIgnored) Error() string {
+	if e.class == "" {
+		return "sim: recorded ignored call"
+	}
+	return "sim: recorded ignored call: " + e.class
+}
+
+// classify judges an attempt for a candidate's breaker as a breaker
+// without a classifier does, but for a recorded ignored call.
+func classify(_ struct{}, err error) circuitbreaker.Outcome {
+	if _, ok := errors.AsType[*errIgnored](err); ok {
+		return circuitbreaker.Ignored
+	}
+	return circuitbreaker.ClassifyContext(nil, err) //nolint:staticcheck // no caller context: the replay's callers never cancel
+}
+
 // stack is a candidate's layers built over the simulated dependency.
 type stack struct {
 	svc     rampart.Service[*call, struct{}]
@@ -132,7 +152,7 @@ func (c *Candidate) build(s *scheduler, seed uint64, dep rampart.Service[*call, 
 			return bad(err)
 		}
 		st.breaker = br
-		b = b.Layer(circuitbreaker.NewLayer[*call, struct{}](br, nil))
+		b = b.Layer(circuitbreaker.NewLayer[*call, struct{}](br, classify))
 	}
 	switch {
 	case c.Timeout < 0:
@@ -154,19 +174,27 @@ func (c *Candidate) build(s *scheduler, seed uint64, dep rampart.Service[*call, 
 func (r *run) dependency(ctx context.Context, c *call) (struct{}, error) {
 	c.attempts++
 	e := c.entry
-	if c.attempts > 1 {
+	switch {
+	case c.attempts > 1:
 		// A retry meets the dependency as it is now: as the latest
-		// recorded call found it.
-		e = r.latest
+		// recorded call with a known outcome found it.
+		e = r.guess()
 		r.res.RetriesSent++
+	case e.Outcome == record.Refused:
+		// Never reached the dependency live: as last recorded.
+		e = r.guess()
+		c.unknown = true
 	}
 	r.res.Sent++
 	r.series.at(r.s.Monotonic()).Sent++
 	if err := r.s.Sleep(ctx, e.Duration); err != nil {
 		return struct{}{}, context.Cause(ctx)
 	}
-	if e.Outcome == record.Failure {
+	switch e.Outcome {
+	case record.Failure:
 		return struct{}{}, &errFailure{class: e.Class}
+	case record.Ignored:
+		return struct{}{}, &errIgnored{class: e.Class}
 	}
 	return struct{}{}, nil
 }

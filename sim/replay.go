@@ -65,6 +65,26 @@ type Result struct {
 	// LostGoodput is the number of refused calls that were recorded as
 	// successes: calls the breaker cost.
 	LostGoodput int `json:"lost_goodput"`
+	// Ignored is the number of calls whose caller got an outcome the
+	// breaker counts neither way, as recorded (record.Ignored: a 429, a
+	// caller who gave up).
+	Ignored int `json:"ignored"`
+	// Unknown is the number of calls whose result rests on an outcome the
+	// trace does not hold: calls the live breaker refused (record.Refused)
+	// that this candidate sent, each given the outcome and duration of
+	// the dependency as last recorded (see [Replay]). A candidate whose
+	// Unknown is large is judged on guesses, not on the trace.
+	Unknown int `json:"unknown"`
+	// LatencyP50, LatencyP99 and LatencyMax are the latencies callers
+	// felt, over every call (refusals included): from the call's recorded
+	// start, when its caller asked, until its caller got the result,
+	// retries and their backoff included. They are exact unless the trace
+	// holds more than 4096 distinct latencies, and then low by under 1.6%
+	// (LatencyMax is always exact); nearest rank: the p50 is the
+	// ceil(n/2)-th smallest latency.
+	LatencyP50 time.Duration `json:"latency_p50_ns"`
+	LatencyP99 time.Duration `json:"latency_p99_ns"`
+	LatencyMax time.Duration `json:"latency_max_ns"`
 	// RetriesSent is the number of retries sent to the dependency.
 	RetriesSent int `json:"retries_sent"`
 	// RetriesRefusedByBudget is the number of calls whose retries stopped
@@ -124,6 +144,10 @@ type Point struct {
 type call struct {
 	entry    record.Entry
 	attempts int
+	// unknown is set when the entry's outcome is unknown (the live
+	// breaker refused it) and an attempt was sent: the result rests on
+	// the rule of Replay.
+	unknown bool
 }
 
 // run is the replay of a trace through one candidate.
@@ -132,7 +156,11 @@ type run struct {
 	st     stack
 	res    Result
 	series series
+	// latest is the latest recorded entry with a known outcome (success
+	// or failure), and seen whether there is one.
 	latest record.Entry
+	seen   bool
+	lat    latencies
 
 	// The breaker's current state and since when (virtual time).
 	state      circuitbreaker.State
@@ -156,6 +184,20 @@ type run struct {
 // duration and outcome of the latest call recorded at or before its
 // start: the dependency as it was then. Keys are not used: one breaker
 // serves the whole trace.
+//
+// What a trace cannot know follows one rule. An entry recorded as a retry
+// (Attempt above 1) is not a caller's request: it is not replayed as a
+// call (the candidate's own retry layer decides whether to retry), but its
+// outcome, when known, is the dependency as it was at its start. An entry
+// the live breaker refused (record.Refused) is a caller's request whose
+// outcome is unknown, since it never reached the dependency: it is
+// replayed as a call and, when the candidate sends it, takes the
+// duration and outcome of the latest entry with a known outcome (success
+// or failure) recorded at or before its start, or fails at once when
+// there is none; [Result.Unknown] counts these calls, and a refusal of one
+// is not lost goodput. An ignored entry (record.Ignored) ends with an
+// error that the candidate's breaker counts neither way, and its caller's
+// result is counted as Ignored.
 //
 // It returns an error naming the candidate and field for a bad candidate,
 // the [*TraceError] of a bad trace line, and any error reading the trace.
@@ -261,9 +303,20 @@ func (r *run) until(at time.Duration) {
 // start starts the recorded call e at time at, and returns once it has
 // returned or blocks on the clock.
 func (r *run) start(e record.Entry, at time.Duration) {
-	r.latest = e
+	known := e.Outcome == record.Success || e.Outcome == record.Failure
+	if known {
+		r.latest, r.seen = e, true
+	}
+	if e.Retry() {
+		return // the dependency as seen by a retry: not a caller's request
+	}
 	r.res.Calls++
-	r.bursts.observe(e, at, r)
+	switch {
+	case e.Outcome == record.Refused:
+		r.bursts.observe(r.guess(), at, r)
+	case e.Outcome != record.Ignored:
+		r.bursts.observe(e, at, r)
+	}
 	r.s.start(func() {
 		c := &call{entry: e}
 		_, err := r.st.svc.Call(ctxBackground, c)
@@ -271,10 +324,26 @@ func (r *run) start(e record.Entry, at time.Duration) {
 	})
 }
 
+// guess returns what an attempt of an entry with an unknown outcome
+// meets: the latest entry with a known outcome, or an instant failure
+// when there is none.
+func (r *run) guess() record.Entry {
+	if r.seen {
+		return r.latest
+	}
+	return record.Entry{Outcome: record.Failure, Class: "unknown"}
+}
+
 // outcome counts what the caller of c got.
 func (r *run) outcome(c *call, err error, at time.Duration) {
-	r.end = max(r.end, r.s.Monotonic())
+	now := r.s.Monotonic()
+	r.end = max(r.end, now)
+	r.lat.add(now - at)
+	if c.unknown {
+		r.res.Unknown++
+	}
 	p := r.series.at(at)
+	var ig *errIgnored
 	switch {
 	case err == nil:
 		r.res.Succeeded++
@@ -285,6 +354,8 @@ func (r *run) outcome(c *call, err error, at time.Duration) {
 		if c.entry.Outcome == record.Success {
 			r.res.LostGoodput++
 		}
+	case errors.As(err, &ig):
+		r.res.Ignored++
 	default:
 		r.res.Failed++
 		p.Failed++
@@ -332,6 +403,8 @@ func (r *run) finish() Result {
 	r.stateSince = end
 	r.bursts.finish(&r.res)
 	r.res.Span = end
+	q := r.lat.quantiles(0.5, 0.99)
+	r.res.LatencyP50, r.res.LatencyP99, r.res.LatencyMax = q[0], q[1], r.lat.max
 	r.res.Resolution = r.series.width
 	r.res.Series = r.series.points
 	if r.res.Series == nil {

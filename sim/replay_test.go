@@ -188,6 +188,8 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			assert.Len(t, got.Series, 10)
 			assert.Equal(t, time.Second, got.Resolution)
 			got.Series, got.Resolution = nil, 0
+			// Latencies have tests of their own (latency_test.go).
+			got.LatencyP50, got.LatencyP99, got.LatencyMax = 0, 0, 0
 			tc.want.Name = tc.name
 			if tc.want.Span == 0 {
 				tc.want.Span = 9100 * ms
@@ -276,4 +278,17 @@ func TestReplay_SM2_DefaultBudgetAndNoBudget(t *testing.T) {
 	assert.Equal(t, 300, res[0].RetriesSent+res[0].RetriesRefusedByBudget)
 	assert.Equal(t, 300, res[1].RetriesSent)
 	assert.Zero(t, res[1].RetriesRefusedByBudget)
+}
+
+// Latency is what callers felt, from the recorded start: a retried call
+// of the ten-call trace takes its attempt, the backoff and the retry
+// (100ms + 300ms + 100ms; 150ms + 300ms + 150ms when timed out).
+func TestReplay_SM12_Latency(t *testing.T) {
+	ms := time.Millisecond
+	res := replay(t, tenCalls(), sim.Options{}, sim.Candidate{Name: "retries", Timeout: 150 * ms,
+		Retry: &sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: 300 * ms, Jitter: retry.NoJitter}}})
+	// 100ms ×4, 500ms ×4, 600ms ×2: the 5th and the 10th smallest.
+	assert.Equal(t, 500*ms, res[0].LatencyP50)
+	assert.Equal(t, 600*ms, res[0].LatencyP99)
+	assert.Equal(t, 600*ms, res[0].LatencyMax)
 }

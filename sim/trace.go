@@ -141,6 +141,7 @@ type line struct {
 	Outcome  *string `json:"outcome"`
 	Class    string  `json:"class"`
 	Key      string  `json:"key"`
+	Attempt  int     `json:"attempt"`
 }
 
 // fastLine reads a line in the exact form record.Entry.AppendJSON writes
@@ -200,8 +201,9 @@ func fastLine(b []byte) (l line, ok bool) {
 
 // Next returns the next entry in order of start, or io.EOF after the
 // last. A bad line is a [*TraceError]: malformed JSON, a missing or
-// malformed field, a negative duration, an outcome other than "success"
-// or "failure", or a start more than Reorder before the latest start read
+// malformed field (the first in the line's order: start, duration,
+// outcome, attempt), a negative duration, an outcome that is not one of
+// [record.Outcome]'s values, a negative attempt, or a start more than Reorder before the latest start read
 // so far (any earlier start, when Reorder is zero). It is returned as
 // soon as the line is read, before entries of earlier lines still held.
 // With Skip set, bad lines are counted and skipped instead. An error
@@ -261,6 +263,9 @@ func (t *TraceReader) parse(b []byte) (record.Entry, error) {
 	if !ok {
 		if err := json.Unmarshal(b, &l); err != nil {
 			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field == "attempt" {
+				return record.Entry{}, bad(te.Field, fmt.Errorf("must be a whole number, got %s", te.Value))
+			}
 			if errors.As(err, &te) && te.Field != "" {
 				return record.Entry{}, bad(te.Field, fmt.Errorf("must be a JSON string, got %s", te.Value))
 			}
@@ -270,14 +275,12 @@ func (t *TraceReader) parse(b []byte) (record.Entry, error) {
 			return record.Entry{}, bad("", fmt.Errorf("malformed JSON: %v", err))
 		}
 	}
+	// Fields are checked in the order of a line, each whole (present and
+	// well formed) before the next, so the error names the first field at
+	// fault.
 	var e record.Entry
-	switch {
-	case l.Start == nil:
+	if l.Start == nil {
 		return e, bad("start", errors.New("missing"))
-	case l.Duration == nil:
-		return e, bad("duration", errors.New("missing"))
-	case l.Outcome == nil:
-		return e, bad("outcome", errors.New("missing"))
 	}
 	var err error
 	if e.Start, err = time.Parse(time.RFC3339Nano, *l.Start); err != nil {
@@ -289,15 +292,24 @@ func (t *TraceReader) parse(b []byte) (record.Entry, error) {
 		}
 		return e, bad("start", fmt.Errorf("goes backwards more than the reorder window (%v): %s is before line %d's %s", t.Reorder, *l.Start, t.latestLine, t.latest.Format(time.RFC3339Nano)))
 	}
+	if l.Duration == nil {
+		return e, bad("duration", errors.New("missing"))
+	}
 	if e.Duration, err = time.ParseDuration(*l.Duration); err != nil || e.Duration < 0 {
 		return e, bad("duration", fmt.Errorf("must be a Go duration >= 0 such as 12.5ms, got %q", *l.Duration))
 	}
+	if l.Outcome == nil {
+		return e, bad("outcome", errors.New("missing"))
+	}
 	switch o := record.Outcome(*l.Outcome); o {
-	case record.Success, record.Failure:
+	case record.Success, record.Failure, record.Ignored, record.Refused:
 		e.Outcome = o
 	default:
-		return e, bad("outcome", fmt.Errorf("must be %q or %q, got %q", record.Success, record.Failure, *l.Outcome))
+		return e, bad("outcome", fmt.Errorf("must be %q, %q, %q or %q, got %q", record.Success, record.Failure, record.Ignored, record.Refused, *l.Outcome))
 	}
-	e.Class, e.Key = l.Class, l.Key
+	if l.Attempt < 0 {
+		return e, bad("attempt", fmt.Errorf("must be 1 or more (absent means 1), got %d", l.Attempt))
+	}
+	e.Class, e.Key, e.Attempt = l.Class, l.Key, max(l.Attempt, 1)
 	return e, nil
 }

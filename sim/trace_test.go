@@ -35,7 +35,11 @@ func TestTraceReader_SM6_BadLines(t *testing.T) {
 		{"backwards", `{"start":"2026-12-01T14:58:59.5Z","duration":"1ms","outcome":"success"}`, `trace.jsonl:2: start: goes backwards more than the reorder window (1m0s): 2026-12-01T14:58:59.5Z is before line 1's 2026-12-01T15:00:00Z`},
 		{"bad duration", `{"start":"2026-12-01T15:00:01Z","duration":"soon","outcome":"success"}`, `trace.jsonl:2: duration: must be a Go duration >= 0 such as 12.5ms, got "soon"`},
 		{"negative duration", `{"start":"2026-12-01T15:00:01Z","duration":"-1ms","outcome":"success"}`, `trace.jsonl:2: duration: must be a Go duration >= 0 such as 12.5ms, got "-1ms"`},
-		{"unknown outcome", `{"start":"2026-12-01T15:00:01Z","duration":"1ms","outcome":"meh"}`, `trace.jsonl:2: outcome: must be "success" or "failure", got "meh"`},
+		{"unknown outcome", `{"start":"2026-12-01T15:00:01Z","duration":"1ms","outcome":"meh"}`, `trace.jsonl:2: outcome: must be "success", "failure", "ignored" or "refused", got "meh"`},
+		{"bad start, nothing else", `{"start":"yesterday"}`, `trace.jsonl:2: start: must be an RFC 3339 time such as 2026-12-01T15:00:00.5Z, got "yesterday"`},
+		{"bad duration, no outcome", `{"start":"2026-12-01T15:00:01Z","duration":"soon"}`, `trace.jsonl:2: duration: must be a Go duration >= 0 such as 12.5ms, got "soon"`},
+		{"negative attempt", `{"start":"2026-12-01T15:00:01Z","duration":"1ms","outcome":"success","attempt":-1}`, `trace.jsonl:2: attempt: must be 1 or more (absent means 1), got -1`},
+		{"attempt not a number", `{"start":"2026-12-01T15:00:01Z","duration":"1ms","outcome":"success","attempt":"2"}`, `trace.jsonl:2: attempt: must be a whole number, got string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The first line is still held (a later line could start
@@ -69,8 +73,8 @@ func TestTraceReader_SM6_SkipCounts(t *testing.T) {
 	}
 	assert.Equal(t, 1, r.Skipped)
 	assert.Equal(t, []record.Entry{
-		{Start: time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), Duration: 10 * time.Millisecond, Outcome: record.Success},
-		{Start: time.Date(2026, 12, 1, 15, 0, 1, 0, time.UTC), Duration: time.Millisecond, Outcome: record.Failure, Class: "timeout", Key: "k"},
+		{Start: time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), Duration: 10 * time.Millisecond, Outcome: record.Success, Attempt: 1},
+		{Start: time.Date(2026, 12, 1, 15, 0, 1, 0, time.UTC), Duration: time.Millisecond, Outcome: record.Failure, Class: "timeout", Key: "k", Attempt: 1},
 	}, got)
 }
 

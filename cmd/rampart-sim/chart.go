@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"os"
+	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -25,7 +25,7 @@ var (
 // writeChart writes a PNG with one panel per candidate, one above the
 // other on a shared time axis: what callers got per second (ok, failed,
 // refused), over the breaker's state (open, half-open) shaded behind.
-func writeChart(results []sim.Result, trace, path string) error {
+func writeChart(w io.Writer, results []sim.Result, trace string) error {
 	const width, panelHeight = 10 * vg.Inch, 2.3 * vg.Inch
 	span := 0.0
 	peak := 1.0
@@ -139,15 +139,8 @@ func writeChart(results []sim.Result, trace, path string) error {
 		c := canvases[i]
 		p.Draw(draw.Crop(c, left-(p.DataCanvas(c).Min.X-c.Min.X), 0, 0, 0))
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
+	return err
 }
 
 // shade fills x0..x1 by 0..y1 with c.

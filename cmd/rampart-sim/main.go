@@ -7,6 +7,9 @@
 //	go run ./cmd/rampart-sim -trace sim/testdata/outage.jsonl \
 //		-candidates cmd/rampart-sim/testdata/candidates.toml -chart outage.png
 //
+// -trace - reads the trace from standard input. The chart's file is
+// created before the replay, so a bad -chart path is reported at once.
+//
 // The candidates file has an optional [options] table and one
 // [[candidate]] table per candidate; every key is optional except name,
 // and a key the command does not know is an error:
@@ -77,7 +80,7 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "rampart-sim:", err)
 		os.Exit(1)
 	}
@@ -94,10 +97,10 @@ func plural(n int, one, many string) string {
 // errUsage is returned for bad flags, after the usage was printed.
 var errUsage = errors.New("bad usage")
 
-func run(args []string, stdout, stderr io.Writer) error {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rampart-sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	trace := fs.String("trace", "", "the recorded `trace` (JSON Lines); required")
+	trace := fs.String("trace", "", "the recorded `trace` (JSON Lines), - for standard input; required")
 	cands := fs.String("candidates", "", "the candidates `file` (TOML); required")
 	asJSON := fs.Bool("json", false, "print the results as JSON instead of a table")
 	chart := fs.String("chart", "rampart-sim.png", "write the chart to this PNG `file`; empty for none")
@@ -119,12 +122,30 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(*trace)
-	if err != nil {
-		return err
+	in, name := stdin, "standard input"
+	if *trace != "-" {
+		f, err := os.Open(*trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in, name = f, *trace
 	}
-	defer f.Close()
-	tr := sim.NewTraceReader(f, *trace)
+	// Open the chart's file now, so that a bad path is reported before a
+	// replay that may take a while; it is removed if the replay fails.
+	var chartFile *os.File
+	if *chart != "" {
+		if chartFile, err = os.Create(*chart); err != nil {
+			return fmt.Errorf("-chart: %w", err)
+		}
+		defer func() {
+			if chartFile != nil { // not written
+				_ = chartFile.Close()
+				_ = os.Remove(*chart)
+			}
+		}()
+	}
+	tr := sim.NewTraceReader(in, name)
 	tr.Skip, tr.Reorder = *skip, *reorder
 	results, err := sim.Replay(tr, candidates, opt)
 	if err != nil {
@@ -132,9 +153,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if results[0].Calls == 0 {
 		if tr.Skipped > 0 {
-			return fmt.Errorf("%s: no calls to replay (%d bad %s skipped)", *trace, tr.Skipped, plural(tr.Skipped, "line", "lines"))
+			return fmt.Errorf("%s: no calls to replay (%d bad %s skipped)", name, tr.Skipped, plural(tr.Skipped, "line", "lines"))
 		}
-		return fmt.Errorf("%s: no calls to replay: the trace is empty", *trace)
+		return fmt.Errorf("%s: no calls to replay: the trace is empty", name)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -143,7 +164,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			Trace   string       `json:"trace"`
 			Skipped int          `json:"skipped_lines"`
 			Results []sim.Result `json:"results"`
-		}{*trace, tr.Skipped, results}); err != nil {
+		}{name, tr.Skipped, results}); err != nil {
 			return err
 		}
 	} else {
@@ -154,8 +175,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "\n%d bad trace %s skipped\n", tr.Skipped, plural(tr.Skipped, "line", "lines"))
 		}
 	}
-	if *chart != "" {
-		return writeChart(results, *trace, *chart)
+	if chartFile != nil {
+		err := writeChart(chartFile, results, name)
+		if cerr := chartFile.Close(); err == nil {
+			err = cerr
+		}
+		chartFile = nil
+		if err != nil {
+			_ = os.Remove(*chart)
+			return fmt.Errorf("-chart %s: %w", *chart, err)
+		}
 	}
 	return nil
 }

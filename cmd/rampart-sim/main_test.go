@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,11 +22,11 @@ const outage = "../../sim/testdata/outage.jsonl"
 func TestRun_SM9_SampleTableAndChart(t *testing.T) {
 	chart := filepath.Join(t.TempDir(), "c.png")
 	var out, errs bytes.Buffer
-	require.NoError(t, run([]string{"-trace", outage, "-candidates", "testdata/candidates.toml", "-chart", chart}, &out, &errs))
+	require.NoError(t, run([]string{"-trace", outage, "-candidates", "testdata/candidates.toml", "-chart", chart}, nil, &out, &errs))
 	lines := strings.Split(out.String(), "\n")
 	require.Greater(t, len(lines), 5)
 	assert.Contains(t, lines[0], "candidate  sent    ok  failed  refused  lost")
-	assert.Equal(t, "          no breaker  3000  2087     913        0     0        0               0      0       -       0/1       -        -", lines[1])
+	assert.Equal(t, "          no breaker  3000  2087     913        0     0        0        0               0      0       -       0/1       -        -  17.2ms    39ms  63.5ms", lines[1])
 	png, err := os.ReadFile(chart)
 	require.NoError(t, err)
 	assert.Equal(t, "\x89PNG", string(png[:4]))
@@ -33,7 +34,7 @@ func TestRun_SM9_SampleTableAndChart(t *testing.T) {
 
 func TestRun_SM9_JSON(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run([]string{"-trace", outage, "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, &out, &bytes.Buffer{}))
+	require.NoError(t, run([]string{"-trace", outage, "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, nil, &out, &bytes.Buffer{}))
 	var v struct {
 		Skipped int `json:"skipped_lines"`
 		Results []struct {
@@ -90,7 +91,7 @@ func TestRun_SM7_BadCandidates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := write(t, "c.toml", tc.toml)
-			err := run([]string{"-trace", outage, "-candidates", c, "-chart", ""}, &bytes.Buffer{}, &bytes.Buffer{})
+			err := run([]string{"-trace", outage, "-candidates", c, "-chart", ""}, nil, &bytes.Buffer{}, &bytes.Buffer{})
 			require.Error(t, err)
 			assert.Equal(t, tc.want, strings.TrimPrefix(err.Error(), filepath.Dir(c)+"/"))
 		})
@@ -102,18 +103,18 @@ func TestRun_SM7_BadCandidates(t *testing.T) {
 func TestRun_SM6_BadTraceLine(t *testing.T) {
 	good := `{"start":"2026-12-01T15:00:00Z","duration":"10ms","outcome":"success"}`
 	trace := write(t, "t.jsonl", good+"\n"+`{"start":"2026-12-01T15:00:01Z","duration":"10ms","outcome":"sucess"}`+"\n"+good+"\n")
-	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, &bytes.Buffer{}, &bytes.Buffer{})
+	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, nil, &bytes.Buffer{}, &bytes.Buffer{})
 	require.Error(t, err)
-	assert.Equal(t, trace+`:2: outcome: must be "success" or "failure", got "sucess"`, err.Error())
+	assert.Equal(t, trace+`:2: outcome: must be "success", "failure", "ignored" or "refused", got "sucess"`, err.Error())
 
 	var out bytes.Buffer
-	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-skip-bad"}, &out, &bytes.Buffer{}))
+	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-skip-bad"}, nil, &out, &bytes.Buffer{}))
 	assert.Contains(t, out.String(), "\n1 bad trace line skipped\n")
 }
 
 func TestRun_Usage(t *testing.T) {
 	var errs bytes.Buffer
-	assert.ErrorIs(t, run([]string{"-trace", outage}, &bytes.Buffer{}, &errs), errUsage)
+	assert.ErrorIs(t, run([]string{"-trace", outage}, nil, &bytes.Buffer{}, &errs), errUsage)
 	assert.Contains(t, errs.String(), "-candidates file")
 }
 
@@ -126,7 +127,7 @@ func TestRun_SM6_OutOfOrderTrace(t *testing.T) {
 {"start":"2026-12-01T15:00:01Z","duration":"10ms","outcome":"success"}
 `)
 	var out bytes.Buffer
-	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, &out, &bytes.Buffer{}))
+	require.NoError(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, nil, &out, &bytes.Buffer{}))
 	var v struct {
 		Results []struct {
 			Calls     int `json:"calls"`
@@ -139,12 +140,12 @@ func TestRun_SM6_OutOfOrderTrace(t *testing.T) {
 	assert.Equal(t, 2, v.Results[0].Succeeded)
 	assert.Equal(t, 1010_000_000, v.Results[0].Span)
 
-	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-reorder", "0"}, &bytes.Buffer{}, &bytes.Buffer{})
+	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", "", "-reorder", "0"}, nil, &bytes.Buffer{}, &bytes.Buffer{})
 	require.Error(t, err)
 	assert.Equal(t, trace+`:2: start: goes backwards: 2026-12-01T15:00:00Z is before line 1's 2026-12-01T15:00:00.01Z`, err.Error())
 
 	var errs bytes.Buffer
-	assert.ErrorIs(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-reorder", "-1s"}, &bytes.Buffer{}, &errs), errUsage)
+	assert.ErrorIs(t, run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-reorder", "-1s"}, nil, &bytes.Buffer{}, &errs), errUsage)
 	assert.Contains(t, errs.String(), "-reorder must be 0 (lines strictly in order) or positive, got -1s\n")
 }
 
@@ -160,7 +161,7 @@ func TestRun_SM6_EmptyTrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trace := write(t, "t.jsonl", tc.trace)
-			err := run(append([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, tc.args...), &bytes.Buffer{}, &bytes.Buffer{})
+			err := run(append([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, tc.args...), nil, &bytes.Buffer{}, &bytes.Buffer{})
 			require.Error(t, err)
 			assert.Equal(t, trace+tc.want, err.Error())
 		})
@@ -176,6 +177,52 @@ func TestPrintTable_ZeroDelayIsNotNever(t *testing.T) {
 		{Name: "never", Bursts: 1},
 	}))
 	lines := strings.Split(out.String(), "\n")
-	assert.Equal(t, "    at once     0   0       0        0     0        0               0      1  0.0s       1/1    0.0s     0.0s", lines[1])
-	assert.Equal(t, "      never     0   0       0        0     0        0               0      0     -       0/1       -        -", lines[2])
+	assert.Equal(t, "    at once     0   0       0        0     0        0        0               0      1  0.0s       1/1    0.0s     0.0s   0s   0s   0s", lines[1])
+	assert.Equal(t, "      never     0   0       0        0     0        0        0               0      0     -       0/1       -        -   0s   0s   0s", lines[2])
+}
+
+// -trace - reads the trace from standard input, named so in errors.
+func TestRun_SM9_TraceFromStdin(t *testing.T) {
+	trace, err := os.ReadFile(outage)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, run([]string{"-trace", "-", "-candidates", "testdata/candidates.toml", "-chart", "", "-json"}, bytes.NewReader(trace), &out, &bytes.Buffer{}))
+	var v struct {
+		Trace   string `json:"trace"`
+		Results []struct {
+			Calls int `json:"calls"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &v))
+	assert.Equal(t, "standard input", v.Trace)
+	assert.Equal(t, 3000, v.Results[0].Calls)
+
+	err = run([]string{"-trace", "-", "-candidates", "testdata/candidates.toml", "-chart", ""}, strings.NewReader(`{"start":"yesterday"}`+"\n"), &bytes.Buffer{}, &bytes.Buffer{})
+	assert.EqualError(t, err, `standard input:1: start: must be an RFC 3339 time such as 2026-12-01T15:00:00.5Z, got "yesterday"`)
+}
+
+// A -chart path that cannot be written is reported before the replay
+// reads a line (the trace here would block forever); a failed replay
+// leaves no chart file behind.
+func TestRun_SM9_BadChartFirst(t *testing.T) {
+	blocked, _ := io.Pipe() // never written: reading it blocks
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "no-such-dir", "c.png")
+	err := run([]string{"-trace", "-", "-candidates", "testdata/candidates.toml", "-chart", bad}, blocked, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Equal(t, "-chart: open "+bad+": no such file or directory", err.Error())
+
+	chart := filepath.Join(dir, "c.png")
+	err = run([]string{"-trace", "-", "-candidates", "testdata/candidates.toml", "-chart", chart}, strings.NewReader("{oops\n"), &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.NoFileExists(t, chart)
+}
+
+// A line whose start is bad is reported as a bad start, whatever else it
+// lacks.
+func TestRun_SM6_BadStartIsABadStart(t *testing.T) {
+	trace := write(t, "t.jsonl", `{"start":"2026-12-01 15:00:00"}`+"\n")
+	err := run([]string{"-trace", trace, "-candidates", "testdata/candidates.toml", "-chart", ""}, nil, &bytes.Buffer{}, &bytes.Buffer{})
+	require.Error(t, err)
+	assert.Equal(t, trace+`:1: start: must be an RFC 3339 time such as 2026-12-01T15:00:00.5Z, got "2026-12-01 15:00:00"`, err.Error())
 }

@@ -12,11 +12,12 @@ import (
 // printTable prints one row per candidate.
 func printTable(w io.Writer, results []sim.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "candidate\tsent\tok\tfailed\trefused\tlost\tretries\tbudget-refused\ttrips\topen\tdetected\tdetect\trecover\t")
+	fmt.Fprintln(tw, "candidate\tsent\tok\tfailed\trefused\tlost\tunknown\tretries\tbudget-refused\ttrips\topen\tdetected\tdetect\trecover\tp50\tp99\tmax\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\t\n",
-			r.Name, r.Sent, r.Succeeded, r.Failed, r.Refused, r.LostGoodput, r.RetriesSent, r.RetriesRefusedByBudget,
-			r.Trips, seconds(r.TimeOpen, r.Trips), r.Detected, r.Bursts, seconds(r.DetectMean, r.Detected), seconds(r.RecoverMean, r.Recovered))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.Name, r.Sent, r.Succeeded, r.Failed, r.Refused, r.LostGoodput, r.Unknown, r.RetriesSent, r.RetriesRefusedByBudget,
+			r.Trips, seconds(r.TimeOpen, r.Trips), r.Detected, r.Bursts, seconds(r.DetectMean, r.Detected), seconds(r.RecoverMean, r.Recovered),
+			latency(r.LatencyP50), latency(r.LatencyP99), latency(r.LatencyMax))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -24,11 +25,15 @@ func printTable(w io.Writer, results []sim.Result) error {
 	_, err := fmt.Fprintln(w, `
 sent: attempts that reached the dependency; ok, failed: what callers got
 (failed: errors and timeouts); refused: calls the breaker refused; lost:
-refused calls recorded as successes; retries: retries sent; budget-refused:
+refused calls recorded as successes; unknown: calls sent whose outcome the
+trace cannot know (the live breaker refused them; replayed as the
+dependency was last recorded); retries: retries sent; budget-refused:
 calls whose retries the budget stopped; open: time Open; detected: failure
 bursts (calls that failed or took the timeout) the breaker opened during;
 detect, recover: mean delay from a burst's start until the breaker opened,
-and from its end until it closed ("-": it never did).`)
+and from its end until it closed ("-": it never did); p50, p99, max: the
+latency callers felt, from the call's recorded start to its result,
+retries and backoff included.`)
 	return err
 }
 
@@ -39,4 +44,14 @@ func seconds(d time.Duration, n int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// latency formats d rounded to three significant digits, in the unit
+// time.Duration's String picks ("12.3ms", "1.5s").
+func latency(d time.Duration) string {
+	unit := time.Duration(1)
+	for d/unit >= 1000 {
+		unit *= 10
+	}
+	return ((d + unit/2) / unit * unit).String()
 }

@@ -1,0 +1,210 @@
+package rampartredis_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/rampartredis"
+	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
+)
+
+// These tests inject the faults of a real deployment (a restart, a
+// partition, a slow probe) against a real redis-server, and wait for
+// outcomes, never for durations (see breaker_test.go).
+
+// record returns the shared record's fields as Redis holds them.
+func recordFields(t *testing.T, srv *redistest.Server) map[string]string {
+	t.Helper()
+	m, err := srv.Client().HGetAll(context.Background(), stateKey).Result()
+	require.NoError(t, err)
+	return m
+}
+
+// callUntil makes calls through each replica's breaker, each from its own
+// goroutine, reporting every admitted call with outcome, until stop is
+// closed; it returns how many calls each admitted as a probe (in
+// HalfOpen) and how many it refused.
+func callUntil(rs []*replica, outcome error, stop <-chan struct{}) (probes, refused []*atomic.Int32, wait func()) {
+	probes, refused = make([]*atomic.Int32, len(rs)), make([]*atomic.Int32, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		probes[i], refused[i] = new(atomic.Int32), new(atomic.Int32)
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p, err := r.br.TryAcquire()
+				if err != nil {
+					refused[i].Add(1)
+					time.Sleep(time.Millisecond) // pacing, not a wait
+					continue
+				}
+				if r.br.State().State == circuitbreaker.HalfOpen {
+					probes[i].Add(1) // this goroutine is the breaker's only caller
+				}
+				p.Done(outcome)
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	return probes, refused, wg.Wait
+}
+
+func sum(ns []*atomic.Int32) int32 {
+	var s int32
+	for _, n := range ns {
+		s += n.Load()
+	}
+	return s
+}
+
+func TestShare_FL15_RestartedFleetProbesARecordWhoseCooldownEnded(t *testing.T) {
+	srv := server(t)
+	// An Open record left by an earlier fleet (a redeploy after an
+	// incident), its cool-down long over.
+	require.NoError(t, srv.Client().HSet(context.Background(), stateKey,
+		"gen", 7, "state", "open", "until", 1, "cause", "backend down", "by", "old").Err())
+	// A lost claim holds a replica Open for an hour: only the round's
+	// winner probing, and publishing its verdict, can close the fleet.
+	opts, scfg := patient(srv.Options(), rampartredis.Config{ProbeClaim: time.Hour})
+	rs := fleet(t, opts, 3, breakerConfig(), scfg)
+	stop := make(chan struct{})
+	probes, _, wait := callUntil(rs, nil, stop) // a healthy dependency
+	for _, r := range rs {
+		waitFor(t, "every replica closed", stateIs(r.br, circuitbreaker.Closed))
+	}
+	waitFor(t, "the record closed", func() bool { return recordFields(t, srv)["state"] == "closed" })
+	close(stop)
+	wait()
+	assert.Equal(t, int32(1), sum(probes), "one probe fleet-wide closed the fleet")
+	assert.Equal(t, "8", recordFields(t, srv)["gen"])
+}
+
+func TestShare_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
+	srv := server(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	cfg := breakerConfig()
+	cfg.ResetTimeout = time.Minute
+	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	scfg.ID = "r0"
+	r0 := join(t, srv.Options(), cfg, scfg)
+	scfg.ID = "r1"
+	r1 := join(t, srv.Options(), cfg, scfg)
+	scfg.ID = "cut"
+	cut := join(t, via(srv.Options(), proxy.Addr), cfg, scfg)
+	synced(t, r0, r1, cut)
+
+	proxy.Cut()
+	r0.trip(t)
+	waitFor(t, "the fleet open", stateIs(r1.br, circuitbreaker.Open))
+	cut.trip(t) // alone: its trip cannot be written
+	waitFor(t, "a failed command", func() bool { return cut.sh.Stats().Failures >= 1 })
+	proxy.Heal()
+	waitFor(t, "the cut-off replica on the record", func() bool { return cut.br.State().Remote })
+
+	rec := recordFields(t, srv)
+	assert.Equal(t, "1", rec["gen"], "the fleet's record was not overwritten")
+	assert.Equal(t, "r0", rec["by"])
+	var fe *rampartredis.FleetOpenError
+	require.ErrorAs(t, cut.br.State().Cause, &fe)
+	assert.Equal(t, "r0", fe.By)
+	assert.Equal(t, int64(0), cut.sh.Stats().Published)
+}
+
+func TestShare_FL16_KilledRedisRestartsWithOneRecord(t *testing.T) {
+	srv := server(t)
+	cfg := breakerConfig()
+	cfg.ResetTimeout = time.Minute
+	rs := fleet(t, srv.Options(), 4, cfg, rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	synced(t, rs...)
+	srv.Kill()
+	for _, r := range rs {
+		r.trip(t) // each alone
+	}
+	for _, r := range rs {
+		waitFor(t, "a failed command", func() bool { return r.sh.Stats().Failures >= 1 })
+	}
+	srv.Restart() // empty: the first replica back writes its trip, the others adopt it
+	for _, r := range rs {
+		waitFor(t, "every replica on the record", func() bool { return r.br.State().Remote })
+	}
+	var published int64
+	for _, r := range rs {
+		published += r.sh.Stats().Published
+	}
+	assert.Equal(t, int64(1), published, "one trip written; the others adopted it")
+	assert.Equal(t, "1", recordFields(t, srv)["gen"])
+}
+
+func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
+	srv := server(t)
+	cfg := breakerConfig()
+	cfg.ResetTimeout = 200 * time.Millisecond
+	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, ProbeClaim: 500 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	// Each replica reaches Redis through its own proxy, so that whichever
+	// wins the round can be cut off.
+	proxies := make([]*redistest.Proxy, 3)
+	rs := make([]*replica, 3)
+	for i := range rs {
+		proxies[i] = redistest.NewProxy(t, srv.Addr)
+		scfg.ID = string(rune('a' + i))
+		rs[i] = join(t, via(srv.Options(), proxies[i].Addr), cfg, scfg)
+	}
+	synced(t, rs...)
+	rs[0].trip(t)
+	for _, r := range rs {
+		waitFor(t, "every replica open", func() bool { return r.br.State().Remote })
+	}
+	// The round's winner admits its probe, then is cut off: its claim
+	// lapses and another replica wins the next claim and probes.
+	probe := func(except int) (int, *circuitbreaker.Permit) {
+		var idx int
+		var p *circuitbreaker.Permit
+		waitFor(t, "a probe", func() bool {
+			for i, r := range rs {
+				if i == except {
+					continue
+				}
+				if q, err := r.br.TryAcquire(); err == nil {
+					idx, p = i, &q
+					return true
+				}
+			}
+			return false
+		})
+		return idx, p
+	}
+	a, pa := probe(-1)
+	proxies[a].Cut()
+	b, pb := probe(a)
+	gen := recordFields(t, srv)["gen"]
+
+	// The first probe's success arrives late: the fleet stays open, and
+	// the late replica adopts the record.
+	require.True(t, pa.Success())
+	proxies[a].Heal()
+	waitFor(t, "the late replica back on the record", func() bool {
+		s := rs[a].br.State()
+		return s.Remote && s.State == circuitbreaker.Open
+	})
+	rec := recordFields(t, srv)
+	assert.Equal(t, "open", rec["state"], "a late verdict does not close the fleet")
+	assert.Equal(t, gen, rec["gen"])
+
+	// The current round's verdict counts.
+	require.True(t, pb.Failure(errBackend))
+	waitFor(t, "the re-open written", func() bool { return recordFields(t, srv)["gen"] != gen })
+	rec = recordFields(t, srv)
+	assert.Equal(t, "open", rec["state"])
+	assert.Equal(t, string(rune('a'+b)), rec["by"])
+}
