@@ -220,10 +220,10 @@ func stackB(t *testing.T, c stackConfig, backend *tap) stack {
 }
 
 // call calls s and returns its result and how long it took.
-func (s stack) call(ctx context.Context) (string, error, time.Duration) {
+func (s stack) call(ctx context.Context) (string, time.Duration, error) {
 	start := time.Now()
 	resp, err := s.svc.Call(ctx, "req")
-	return resp, err, time.Since(start)
+	return resp, time.Since(start), err
 }
 
 func (s stack) consecutiveFailures() int {
@@ -254,7 +254,7 @@ type result struct {
 func (s stack) callAsync(ctx context.Context) <-chan result {
 	done := make(chan result, 1)
 	go func() {
-		resp, err, took := s.call(ctx)
+		resp, took, err := s.call(ctx)
 		done <- result{resp, err, took}
 	}()
 	return done
@@ -287,7 +287,7 @@ func TestCompose_RT3_BreakerConsultedBeforeEachAttempt(t *testing.T) {
 			failures: 2, reset: time.Minute,
 		}, newTap(fail(errBoom)))
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 
 		open := requireOpenError(t, err)
 		assert.Equal(t, []time.Duration{0, 100 * ms}, s.backend.times(), "service calls")
@@ -311,13 +311,13 @@ func TestCompose_RT3_OpenBreakerShortCircuitsTheRetryLoop(t *testing.T) {
 			maxAttempts: 5, backoff: 100 * ms,
 			failures: 1, reset: time.Minute,
 		}, newTap(fail(errBoom)))
-		_, err, _ := s.call(t.Context()) // trips at 0, rejected at 100ms
+		_, _, err := s.call(t.Context()) // trips at 0, rejected at 100ms
 		requireOpenError(t, err)
 		require.Equal(t, 1, s.backend.calls())
 		time.Sleep(time.Second)
 		attempts, deposits, withdrawals := s.attempts.calls(), s.budget.Counts().Deposits, s.budget.Withdrawals()
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 
 		open := requireOpenError(t, err)
 		assert.Equal(t, time.Duration(0), took, "no backoff sleep after the rejection")
@@ -346,7 +346,7 @@ func TestCompose_TO2_PerAttemptTimeoutIsBreakerFailure(t *testing.T) {
 			trips = append(trips, tr.Time.Sub(start))
 		})()
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 
 		open := requireOpenError(t, err)
 		assert.Equal(t, []time.Duration{0, 150 * ms, 300 * ms}, s.backend.times())
@@ -372,7 +372,7 @@ func TestCompose_TO1_TimeoutMatchesThroughExhaustion(t *testing.T) {
 			failures: 5, reset: time.Minute,
 		}, newTap(hang))
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 
 		var ex *retry.ExhaustedError
 		require.ErrorAs(t, err, &ex)
@@ -412,7 +412,7 @@ func TestCompose_TO2_BreakerOutsideRetrySeesOneOutcomePerRequest(t *testing.T) {
 			fail(errBoom),
 		))
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 		var ex *retry.ExhaustedError
 		require.ErrorAs(t, err, &ex)
 		assert.Equal(t, 3, ex.Attempts)
@@ -420,26 +420,26 @@ func TestCompose_TO2_BreakerOutsideRetrySeesOneOutcomePerRequest(t *testing.T) {
 		assert.Equal(t, 3, s.backend.calls())
 		assert.Equal(t, 1, s.consecutiveFailures(), "three failed attempts are one breaker failure")
 
-		resp, err, took := s.call(t.Context())
+		resp, took, err := s.call(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp)
 		assert.Equal(t, 20*ms, took)
 		assert.Equal(t, 6, s.backend.calls())
 		assert.Equal(t, 0, s.consecutiveFailures(), "a request that succeeded on retry is one success")
 
-		_, err, took = s.call(t.Context())
+		_, took, err = s.call(t.Context())
 		require.ErrorAs(t, err, &ex)
 		assert.ErrorIs(t, err, timeout.ErrTimeout)
 		assert.Equal(t, 320*ms, took)
 		assert.Equal(t, 9, s.backend.calls())
 		assert.Equal(t, 1, s.consecutiveFailures(), "timeouts through the retry wrapper are one failure (TO2)")
 
-		_, err, _ = s.call(t.Context())
+		_, _, err = s.call(t.Context())
 		require.ErrorAs(t, err, &ex)
 		assert.Equal(t, 12, s.backend.calls())
 		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State, "the second failed request trips it")
 
-		_, err, took = s.call(t.Context())
+		_, took, err = s.call(t.Context())
 		open := requireOpenError(t, err)
 		assert.Equal(t, time.Duration(0), took)
 		assert.Equal(t, 12, s.backend.calls(), "an open breaker outside the loop stops the whole request")
@@ -573,7 +573,7 @@ func TestCompose_RT4_AttemptsAndDelaysNeverExceedTheOuterDeadline(t *testing.T) 
 					failures: 10, reset: time.Minute,
 				}, newTap(tt.script...))
 
-				_, err, took := s.call(t.Context())
+				_, took, err := s.call(t.Context())
 
 				assert.Equal(t, tt.calls, s.backend.times())
 				assert.Equal(t, tt.took, took)
@@ -603,7 +603,7 @@ func TestCompose_RT6_BudgetSharedByTwoStacks(t *testing.T) {
 		attempts := map[int]int{} // attempts per request -> requests
 		var took time.Duration
 		for i := range 10 {
-			_, err, d := stacks[i%2].call(t.Context())
+			_, d, err := stacks[i%2].call(t.Context())
 			took += d
 			var ex *retry.ExhaustedError
 			require.ErrorAs(t, err, &ex)
@@ -642,7 +642,7 @@ func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 			succeed("back"), // request 3: the probe succeeds
 		))
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 		requireOpenError(t, err)
 		assert.Equal(t, 200*ms, took)
 
@@ -650,7 +650,7 @@ func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 		time.Sleep(900 * ms)
 		require.Equal(t, circuitbreaker.HalfOpen, s.breaker.State().State)
 
-		_, err, took = s.call(t.Context())
+		_, took, err = s.call(t.Context())
 		open := requireOpenError(t, err)
 		assert.Equal(t, circuitbreaker.HalfOpen, probe.State)
 		assert.Equal(t, 1, probe.ProbesInFlight, "the first attempt is the probe")
@@ -662,7 +662,7 @@ func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 		assert.Equal(t, circuitbreaker.Open, s.breaker.State().State)
 
 		time.Sleep(900 * ms) // to 2.1s: the cool-down is over
-		resp, err, took := s.call(t.Context())
+		resp, took, err := s.call(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, "back", resp)
 		assert.Equal(t, time.Duration(0), took)
@@ -689,7 +689,7 @@ func TestCompose_CB3_ProbeSlotTakenRefusesOtherCallersAtOnce(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, 1, s.backend.calls(), "the first caller holds the probe slot")
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 		open := requireOpenError(t, err)
 		assert.Equal(t, time.Duration(0), open.RetryAfter(), "refused for want of a probe slot")
 		assert.Equal(t, time.Duration(0), took)
@@ -730,7 +730,7 @@ func TestCompose_CB8_CancelledProbeFreesItsSlot(t *testing.T) {
 		assert.Equal(t, 0, st.ProbesFailed)
 		assert.Equal(t, 0, st.ProbesSucceeded)
 
-		resp, err, _ := s.call(t.Context())
+		resp, _, err := s.call(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp)
 		assert.Equal(t, circuitbreaker.Closed, s.breaker.State().State)
@@ -777,7 +777,7 @@ func TestCompose_CB8_DoneContextMakesNoAttempt(t *testing.T) {
 				ctx, cancel := tt.ctx(t.Context())
 				defer cancel()
 
-				_, err, took := s.call(ctx)
+				_, took, err := s.call(ctx)
 
 				assert.Equal(t, tt.want, err, "the caller's own error, not a timeout or an exhaustion")
 				assert.Equal(t, time.Duration(0), took)
@@ -845,7 +845,7 @@ func TestCompose_TO1_CallerDeadlineIsReportedAsTheCallers(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), tt.deadline)
 				defer cancel()
 
-				_, err, took := s.call(ctx)
+				_, took, err := s.call(ctx)
 
 				tt.check(t, err)
 				assert.NotErrorIs(t, err, timeout.ErrTimeout)
@@ -876,7 +876,7 @@ func TestCompose_CB5_StaleAttemptOutcomeIsDiscarded(t *testing.T) {
 
 		slow := s.callAsync(t.Context()) // call 0: hangs until 100ms
 		time.Sleep(10 * ms)
-		_, err, took := s.call(t.Context()) // calls 1 and 2 at 10ms and 30ms trip it
+		_, took, err := s.call(t.Context()) // calls 1 and 2 at 10ms and 30ms trip it
 		requireOpenError(t, err)
 		assert.Equal(t, 40*ms, took)
 
@@ -939,7 +939,7 @@ func TestCompose_TO3_AbandonedAttemptsEndAndReportLate(t *testing.T) {
 			return "late", nil
 		}))
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 
 		var ex *retry.ExhaustedError
 		require.ErrorAs(t, err, &ex)
@@ -971,7 +971,7 @@ func TestCompose_CB8_DependencyCancellationIsAFailure(t *testing.T) {
 			failures: 2, reset: time.Minute,
 		}, newTap(fail(fmt.Errorf("stream reset: %w", context.Canceled))))
 
-		_, err, took := s.call(t.Context())
+		_, took, err := s.call(t.Context())
 
 		requireOpenError(t, err)
 		assert.Equal(t, 2, s.backend.calls())
@@ -1097,22 +1097,22 @@ func TestCompose_CB4_BreakerSharedByTwoStacks(t *testing.T) {
 		failing := stackA(t, cfg, newTap(fail(errBoom)))
 		healthy := stackA(t, cfg, newTap(succeed("ok")))
 
-		_, err, _ = failing.call(t.Context())
+		_, _, err = failing.call(t.Context())
 		requireOpenError(t, err)
 		assert.Equal(t, 2, failing.backend.calls())
 
-		_, err, took := healthy.call(t.Context())
+		_, took, err := healthy.call(t.Context())
 		open := requireOpenError(t, err)
 		assert.Equal(t, errBoom, open.Cause, "tripped through the other stack")
 		assert.Equal(t, time.Duration(0), took)
 		assert.Equal(t, 0, healthy.backend.calls())
 
 		time.Sleep(open.RetryAfter())
-		resp, err, _ := healthy.call(t.Context())
+		resp, _, err := healthy.call(t.Context())
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp)
 		assert.Equal(t, circuitbreaker.Closed, shared.State().State)
-		_, err, _ = failing.call(t.Context())
+		_, _, err = failing.call(t.Context())
 		requireOpenError(t, err)
 		assert.Equal(t, 4, failing.backend.calls(), "closed again for the first stack too, until it trips it again")
 	})

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Everything CI checks, in one script: formatting, vet and race-enabled
-# tests in every module of the tree (each directory with a go.mod, which
-# go.work must use; it fails if the two lists differ), every benchmark
-# once, and the outage demo's claims on real loopback HTTP. Run it from
-# anywhere:
+# Everything CI checks, in one script: formatting, vet, staticcheck (a
+# pinned version), tidiness of each module on its own (without go.work) and
+# race-enabled tests in every module of the tree (each directory with a
+# go.mod, which go.work must use; it fails if the two lists differ), every
+# benchmark once, and the outage demo's claims on real loopback HTTP. Run it
+# from anywhere:
 #
 #	./test.sh
 #
@@ -41,21 +42,56 @@ command -v redis-server >/dev/null || {
 }
 command -v redis-server >/dev/null || { echo "test.sh: redis-server is not on PATH" >&2; exit 1; }
 
+# examples/outage's tests drive Debian's chromium (headless) on the live
+# page, and run a real prometheus (and promtool) on the demo's metrics and
+# the alert rules; installed when missing, as redis-server is.
+for pkg in chromium:chromium prometheus:prometheus prometheus:promtool; do
+  command -v "${pkg#*:}" >/dev/null || {
+    echo "== installing ${pkg%%:*}"
+    apt-get update && apt-get install -y --no-install-recommends "${pkg%%:*}"
+  }
+  command -v "${pkg#*:}" >/dev/null || { echo "test.sh: ${pkg#*:} is not on PATH" >&2; exit 1; }
+done
+
 echo "== gofmt"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
-for m in "${modules[@]}"; do
-  echo "== go vet ($m)"
-  (cd "$m" && go vet ./...)
-done
+# staticcheck, pinned: installed from the Go module proxy into a
+# directory of this run's own, so a fresh CI machine needs nothing else.
+staticcheck_version=v0.8.2
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+echo "== installing staticcheck $staticcheck_version"
+GOBIN="$bin" go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
 
 for m in "${modules[@]}"; do
-  echo "== go test -race ($m)"
-  (cd "$m" && go test -race ./...)
+  echo "== go vet, staticcheck ($m)"
+  (cd "$m" && go vet ./... && "$bin/staticcheck" ./...)
 done
+
+# Each module must build on its own, as a user who requires it gets it:
+# its go.mod and go.sum are what go mod tidy makes of it without go.work.
+for m in "${modules[@]}"; do
+  echo "== go mod tidy -diff ($m)"
+  (cd "$m" && GOWORK=off go mod tidy -diff) || {
+    echo "test.sh: $m is not tidy on its own: run (cd $m && GOWORK=off go mod tidy)" >&2
+    exit 1
+  }
+done
+
+# Tests keep what they make for people to look at (the browser test's
+# screenshot) under .artifacts/ (git ignores it), by go test -artifacts.
+artifacts="$PWD/.artifacts"
+mkdir -p "$artifacts"
+for m in "${modules[@]}"; do
+  echo "== go test -race ($m)"
+  mkdir -p "$artifacts/$m"
+  (cd "$m" && go test -race -artifacts -outputdir "$artifacts/$m" ./...)
+done
+echo "== artifacts in $artifacts"
 
 echo "== bench: every benchmark once (checks each contender's outcome)"
 (cd bench && go test -run='^$' -bench=. -benchtime=1x ./...)
@@ -68,6 +104,6 @@ echo "== rampartredis: every benchmark once (against its own redis-server)"
 # synctest's virtual clock, and so does a short loopback run.)
 echo "== demo claims (examples/outage on real loopback HTTP, run alone)"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -rf "$bin" "$log"' EXIT
 (cd examples && RAMPART_OUTAGE_TEST=1 go test -count=1 -run '^TestOutage$' -v ./outage) | tee "$log"
 grep -q '^--- PASS: TestOutage ' "$log" || { echo "test.sh: TestOutage did not run" >&2; exit 1; }

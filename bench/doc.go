@@ -3,8 +3,10 @@
 // eapache/go-resiliency.
 //
 // It is its own module so that the peers never enter rampart's go.mod. It
-// holds no library code: the benchmarks live in the _test.go files, and
-// cmd/benchtable turns a results file into the README's table.
+// holds no library code: the benchmarks live in the _test.go files,
+// cmd/benchtable turns a results file into the README's table, and
+// instructions.sh counts each hot path's instructions per call under
+// valgrind's callgrind, from the same benchmarks.
 //
 // # Method
 //

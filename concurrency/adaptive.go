@@ -538,6 +538,9 @@ func (l *AdaptiveLimiter) valid() error {
 // mode at once or not at all, refusing with the window's shared refusal. A
 // ctx already done takes no slot, in either mode.
 func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
+	if p, err, done := l.takeBy(ctx); done {
+		return p, err
+	}
 	if mode == Wait {
 		return l.Acquire(ctx)
 	}

@@ -69,6 +69,31 @@
 //	}
 //	defer lim.Release(p)
 //
+// # Criticality
+//
+// Criticality, as [rampart.CriticalityOf] reads it from a call's context,
+// decides which calls a limit refuses first, through the layer of
+// [NewLayer] and through ReadyFor (which package loadshed asks). With L
+// the limit (a [Limiter]'s Max, an [AdaptiveLimiter]'s current Limit):
+//
+//   - a default call (the zero criticality, every call unless someone set
+//     one) is admitted exactly as without criticality: while fewer than L
+//     calls hold slots;
+//   - a sheddable call is admitted only while fewer than
+//     max(1, L − ⌈L/4⌉) calls hold slots (three quarters of the limit), so
+//     the last quarter is kept for the others; above that it is refused at
+//     once, in Wait mode too (work worth shedding is not worth queueing);
+//   - a critical call that finds the L slots taken may take one of a
+//     reserve of max(1, L/10) slots beyond the limit, at once and ahead of
+//     any call waiting; only when the reserve is taken too does it wait
+//     (Wait mode) or get refused (Reject mode) as a default call would.
+//
+// So under overload sheddable work is refused first and critical work
+// last, and a limit never holds more than L + max(1, L/10) calls. The
+// rule costs nothing while fewer than three quarters of the slots are
+// held: the context is read only above that. The Acquire and TryAcquire
+// methods used directly do not look at criticality.
+//
 // # Order
 //
 // Put the limit inside the timeout, so the time spent waiting for a slot

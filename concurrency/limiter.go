@@ -27,6 +27,9 @@ type Limiter struct {
 	// from sem and decremented before the slot is given back, so it never
 	// exceeds max; it may briefly read one low while a slot changes hands.
 	inFlight atomic.Int64
+	// reserved counts the slots of the critical reserve held: see
+	// ReadyFor.
+	reserved atomic.Int64
 	// limited is returned for every refusal in Reject mode, so refusing
 	// (the path that runs under overload) allocates nothing. It is never
 	// modified.
@@ -52,9 +55,11 @@ func New(max int) (*Limiter, error) {
 // Max returns the number of slots.
 func (l *Limiter) Max() int { return l.max }
 
-// InFlight returns how many slots are held right now, between 0 and Max. It
-// is a single atomic load, cheap enough for metrics on every call.
-func (l *Limiter) InFlight() int { return int(l.inFlight.Load()) }
+// InFlight returns how many slots are held right now, between 0 and Max,
+// plus the slots of the critical reserve critical calls hold (see the
+// package documentation, Criticality). It is two atomic loads, cheap
+// enough for metrics on every call.
+func (l *Limiter) InFlight() int { return int(l.inFlight.Load() + l.reserved.Load()) }
 
 // Ready reports whether a slot is free, so that a call arriving now would
 // not have to wait. It is advisory: another goroutine may take the slot
@@ -141,6 +146,9 @@ func (l *Limiter) valid() error {
 // shared refusal. A ctx already done takes no slot, in either mode. A
 // Limiter needs nothing in the Permit.
 func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
+	if p, err, done := l.takeBy(ctx); done {
+		return p, err
+	}
 	if mode == Wait {
 		return Permit{}, l.Acquire(ctx)
 	}
@@ -153,4 +161,10 @@ func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
 	return Permit{}, nil
 }
 
-func (l *Limiter) give(Permit) { l.Release() }
+func (l *Limiter) give(p Permit) {
+	if p.start == reservedSlot {
+		l.reserved.Add(-1)
+		return
+	}
+	l.Release()
+}

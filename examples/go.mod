@@ -3,6 +3,7 @@ module github.com/rampart-go/rampart/examples
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/rampart-go/rampart v0.0.0
 	github.com/rampart-go/rampart/rampartotel v0.0.0
@@ -16,6 +17,8 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )

@@ -48,7 +48,7 @@ func TestHedge_RejectedFastAnswerDoesNotBeatAcceptedSlowOne(t *testing.T) {
 			Accept: rejecting("1"), Discard: discarded.Discard, Detach: detached.Detach,
 		})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 
 		require.NoError(t, err)
 		assert.Equal(t, "req#0", resp, "the slow accepted answer, not the fast rejected one")
@@ -98,7 +98,7 @@ func TestHedge_NothingAccepted_FirstRejectedResponseReturned(t *testing.T) {
 					Accept: tc.accept, Discard: discarded.Discard, Detach: detached.Detach,
 				})
 
-				resp, err, took := call(svc, context.Background())
+				resp, took, err := call(svc, context.Background())
 
 				require.NoError(t, err, "a response is never turned into an error")
 				assert.Equal(t, tc.wantResp, resp)
@@ -121,7 +121,7 @@ func TestHedge_OnlyAttemptRejected_ReturnedAsItIs(t *testing.T) {
 			Accept: rejecting("0"), Discard: discarded.Discard, Detach: detached.Detach,
 		})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 
 		require.NoError(t, err)
 		assert.Equal(t, "req#0", resp)
@@ -144,7 +144,7 @@ func TestHedge_AcceptedErrorIsTheAnswer(t *testing.T) {
 			Detach: detached.Detach,
 		})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 
 		assert.Same(t, errA, err)
 		assert.Equal(t, "req#1", resp)

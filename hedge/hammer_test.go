@@ -118,13 +118,13 @@ func TestHedge_DefaultDelayAndMinSamples(t *testing.T) {
 		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(10), Percentile: 0.5})
 
 		for range hedge.DefaultMinSamples - 1 {
-			_, err, _ := call(svc, context.Background())
+			_, _, err := call(svc, context.Background())
 			require.NoError(t, err)
 		}
-		_, err, took := call(svc, context.Background())
+		_, took, err := call(svc, context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, hedge.DefaultDelay+ms, took, "31 samples: hedged at the default fallback delay")
-		_, err, took = call(svc, context.Background())
+		_, took, err = call(svc, context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, 2*ms, took, "32 samples of 1ms: hedged at 1ms")
 	})

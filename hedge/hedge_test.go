@@ -29,10 +29,10 @@ func newHedged(t *testing.T, b *backend, cfg hedge.Config[string, string]) rampa
 }
 
 // call calls svc and returns the answer and how long the call took.
-func call(svc rampart.Service[string, string], ctx context.Context) (string, error, time.Duration) {
+func call(svc rampart.Service[string, string], ctx context.Context) (string, time.Duration, error) {
 	start := time.Now()
 	resp, err := svc.Call(ctx, "req")
-	return resp, err, time.Since(start)
+	return resp, time.Since(start), err
 }
 
 func TestHedge_FastHedgeWinsAndPrimaryIsCancelled(t *testing.T) {
@@ -41,7 +41,7 @@ func TestHedge_FastHedgeWinsAndPrimaryIsCancelled(t *testing.T) {
 		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 
 		require.NoError(t, err)
 		assert.Equal(t, "req#1", resp)
@@ -58,7 +58,7 @@ func TestHedge_PrimaryAnswersBeforeDelay_NoHedge(t *testing.T) {
 		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget, Delay: 10 * ms})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 		time.Sleep(time.Second) // long past the delay: no stray timer sends a hedge
 		synctest.Wait()
 
@@ -89,7 +89,7 @@ func TestHedge_MaxAttemptsBoundsHedges(t *testing.T) {
 					Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: tc.maxAttempts,
 				})
 
-				resp, err, took := call(svc, context.Background())
+				resp, took, err := call(svc, context.Background())
 
 				require.NoError(t, err)
 				assert.Equal(t, "req#0", resp, "the original answers first, at 100ms")
@@ -120,7 +120,7 @@ func TestHedge_BudgetExhaustionStopsNewHedgesButNotInFlight(t *testing.T) {
 			Hedgeable: always, Budget: budget, Delay: 10 * ms, MaxAttempts: 4,
 		})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 
 		require.NoError(t, err)
 		assert.Equal(t, "req#1", resp, "the hedge sent before the budget ran dry still answers")
@@ -141,7 +141,7 @@ func TestHedge_NotHedgeableRequestIsNeverHedged(t *testing.T) {
 			Delay:     10 * ms,
 		})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 
 		require.NoError(t, err)
 		assert.Equal(t, "req#0", resp)
@@ -182,22 +182,22 @@ func TestHedge_LearnedPercentileDelay(t *testing.T) {
 		})
 
 		for i := range 20 {
-			_, err, took := call(svc, context.Background())
+			_, took, err := call(svc, context.Background())
 			require.NoError(t, err)
 			require.Equal(t, steps[i].latency, took, "call %d", i)
 		}
 		require.Equal(t, 20, b.Calls(), "no hedge before MinSamples latencies")
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, "req#21", resp)
 		assert.Equal(t, 20*ms, took, "hedged at the learned 19ms, answered 1ms later")
 
 		for range 18 {
-			_, err, _ := call(svc, context.Background())
+			_, _, err := call(svc, context.Background())
 			require.NoError(t, err)
 		}
-		resp, err, took = call(svc, context.Background())
+		resp, took, err = call(svc, context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, "req#41", resp)
 		assert.Equal(t, 5*ms, took, "hedged at the new 3ms, answered 2ms later")
@@ -220,7 +220,7 @@ func TestHedge_OnlyAttemptFails_ErrorAndResponseUnchanged(t *testing.T) {
 			Discard: discarded.Discard,
 		})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 		time.Sleep(time.Second)
 
 		assert.Same(t, errA, err, "a failure is not hedged and comes back as it is")
@@ -240,7 +240,7 @@ func TestHedge_AllAttemptsFail_EveryErrorKept(t *testing.T) {
 			Discard: discarded.Discard,
 		})
 
-		resp, err, took := call(svc, context.Background())
+		resp, took, err := call(svc, context.Background())
 
 		assert.Empty(t, resp)
 		assert.Equal(t, 18*ms, took, "the hedge's failure at 18ms ends the call; no third attempt at 20ms")
@@ -266,7 +266,7 @@ func TestHedge_CallerCancellation(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(15*ms, cancel)
 
-		resp, err, took := call(svc, ctx)
+		resp, took, err := call(svc, ctx)
 		assert.Zero(t, b.inflight.Load(), "an attempt outlived the call (TO3)")
 		time.Sleep(time.Second)
 
@@ -316,7 +316,7 @@ func TestHedge_TO3_FirstSuccessWinsAndLosersAreDiscarded(t *testing.T) {
 					Discard: discarded.Discard,
 				})
 
-				resp, err, took := call(svc, context.Background())
+				resp, took, err := call(svc, context.Background())
 
 				require.NoError(t, err)
 				assert.Equal(t, "req#1", resp)
@@ -367,7 +367,7 @@ func TestHedge_ContextDoneBeforeCall_NoHedge(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 
-		_, err, took := call(svc, ctx)
+		_, took, err := call(svc, ctx)
 		time.Sleep(time.Second)
 
 		assert.Same(t, context.Canceled, err, "the only attempt's error, unchanged")
@@ -393,9 +393,9 @@ func TestHedge_EachWrappedServiceLearnsItsOwnDelay(t *testing.T) {
 
 		_, _, _ = call(fastSvc, context.Background())
 		_, _, _ = call(slowSvc, context.Background())
-		_, err, tookFast := call(fastSvc, context.Background())
+		_, tookFast, err := call(fastSvc, context.Background())
 		require.NoError(t, err)
-		_, err, tookSlow := call(slowSvc, context.Background())
+		_, tookSlow, err := call(slowSvc, context.Background())
 		require.NoError(t, err)
 
 		assert.Equal(t, 3*ms, tookFast, "hedged at its own 2ms")

@@ -42,7 +42,7 @@ func TestHedge_EV5_SentAndWon(t *testing.T) {
 				svc := newHedged(t, b, hedge.Config[string, string]{
 					Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms, MaxAttempts: 3, Name: "search", Observer: &rec,
 				})
-				_, err, _ := call(svc, context.Background())
+				_, _, err := call(svc, context.Background())
 				require.NoError(t, err)
 				require.Equal(t, tt.want, rec.Events())
 			})

@@ -35,18 +35,18 @@ func TestHedge_CancelledLoserCountsAsSlow(t *testing.T) {
 			Percentile: 0.5, Window: 4, MinSamples: 4,
 		})
 		for range 4 {
-			_, err, _ := call(svc, context.Background())
+			_, _, err := call(svc, context.Background())
 			require.NoError(t, err)
 		}
 
-		_, err, took := call(svc, context.Background())
+		_, took, err := call(svc, context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, 25*ms, took, "hedged at the median of 10..40ms")
 
 		// The window is 30ms, 40ms, 5ms and the cancelled original (at
 		// least 25ms, ranked above all): the median is 30ms. Dropping the
 		// original would give 20ms, and recording it as 25ms, 25ms.
-		_, err, took = call(svc, context.Background())
+		_, took, err = call(svc, context.Background())
 		require.NoError(t, err)
 		assert.Equal(t, 31*ms, took, "hedged at 30ms")
 	})

@@ -207,8 +207,7 @@ func TestRegistry_OP2_TransitionRing(t *testing.T) {
 		require.ErrorIs(t, call(br, errBoom), errBoom) // closed → open at 0s
 		time.Sleep(time.Second)
 		require.NoError(t, call(br, nil)) // open → half-open, half-open → closed at 1s
-		var got []inspect.Transition
-		got = reg.Status(t.Context()).Transitions
+		got := reg.Status(t.Context()).Transitions
 		assert.Equal(t, []inspect.Transition{
 			{Time: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Name: "db", From: "half-open", To: "closed"},
 			{Time: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Name: "db", From: "open", To: "half-open"},

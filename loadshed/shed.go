@@ -38,7 +38,8 @@ func (f ReadyFunc) Ready() bool { return f() }
 
 // NewLayer returns a layer that refuses a call with [ErrOverloaded] when
 // cfg.Readiness.Ready() is false, and otherwise calls the inner service and returns its
-// result unchanged. It is Tower's load_shed with readiness made explicit:
+// result unchanged; a call that carries a criticality is judged as
+// [CriticalReadiness] says. It is Tower's load_shed with readiness made explicit:
 // put it outside the layer that would queue (a concurrency layer in Wait mode)
 // and pass it the same resource.
 //
@@ -64,7 +65,8 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("loadshed: Wrap")
 		}
-		return &shed[Req, Resp]{inner: inner, ready: r, name: cfg.Name, obs: cfg.Observer}
+		crit, _ := r.(CriticalReadiness)
+		return &shed[Req, Resp]{inner: inner, ready: r, crit: crit, name: cfg.Name, obs: cfg.Observer}
 	}), nil
 }
 
@@ -93,12 +95,13 @@ func refused(ctx context.Context, name string, obs observe.Observer) {
 type shed[Req, Resp any] struct {
 	inner rampart.Service[Req, Resp]
 	ready Readiness
+	crit  CriticalReadiness // ready, when it tells criticalities apart
 	name  string
 	obs   observe.Observer
 }
 
 func (s *shed[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if !s.ready.Ready() {
+	if !s.admits(ctx) {
 		refused(ctx, s.name, s.obs)
 		var zero Resp
 		return zero, ErrOverloaded

@@ -238,6 +238,7 @@ type attemptOpts struct {
 }
 
 func (invokeService) Call(ctx context.Context, c call) (result, error) {
+	ctx = outgoing(ctx)
 	if !c.repeat {
 		return result{}, c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
 	}

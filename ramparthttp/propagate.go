@@ -7,10 +7,12 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/inbound"
 	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/ratelimit"
 )
@@ -246,10 +248,10 @@ func (p propagated) Call(ctx context.Context, x Exchange) (struct{}, error) {
 			defer cancel()
 		}
 	}
-	if c, ok := inboundCriticality(h[CriticalityHeader]); ok {
+	if c, ok := inbound.Criticality(h[CriticalityHeader]); ok {
 		ctx = rampart.WithCriticality(ctx, c)
 	}
-	if n, ok := inboundAttempt(h[AttemptHeader]); ok {
+	if n, ok := inbound.Attempt(h[AttemptHeader]); ok {
 		ctx = rampart.WithAttempt(ctx, n)
 	}
 	return p.call(ctx, x)
@@ -268,65 +270,13 @@ func refusal(err error) bool {
 	return errors.Is(err, concurrency.ErrLimited) || errors.Is(err, loadshed.ErrOverloaded) || errors.Is(err, ratelimit.ErrLimited)
 }
 
-// eachValue calls f with each comma-separated element of vs, trimmed.
-func eachValue(vs []string, f func(string)) {
-	for _, v := range vs {
-		for len(v) > 0 {
-			i := 0
-			for i < len(v) && v[i] != ',' {
-				i++
-			}
-			f(trimSpace(v[:i]))
-			if i == len(v) {
-				break
-			}
-			v = v[i+1:]
-		}
-	}
-}
-
-func trimSpace(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 func inboundTimeout(vs []string) (d time.Duration, ok bool) {
-	eachValue(vs, func(v string) {
+	inbound.Each(vs, func(v string) {
 		if t, good := parseTimeout(v); good && (!ok || t < d) {
 			d, ok = t, true
 		}
 	})
 	return d, ok
-}
-
-func inboundCriticality(vs []string) (c rampart.Criticality, ok bool) {
-	eachValue(vs, func(v string) {
-		if t, err := rampart.ParseCriticality(v); err == nil && (!ok || t < c) {
-			c, ok = t, true
-		}
-	})
-	return c, ok
-}
-
-func inboundAttempt(vs []string) (n int, ok bool) {
-	eachValue(vs, func(v string) {
-		if len(v) < 1 || len(v) > 4 {
-			return
-		}
-		t, err := strconv.Atoi(v)
-		if err != nil || t < 1 || v[0] == '+' {
-			return
-		}
-		if !ok || t > n {
-			n, ok = t, true
-		}
-	})
-	return n, ok
 }
 
 // obeyNoRetry returns retryable, except that a 429 or 503 answer whose
@@ -335,7 +285,7 @@ func obeyNoRetry(retryable func(*http.Response, error) bool) func(*http.Response
 	return func(resp *http.Response, err error) bool {
 		if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 			for _, v := range resp.Header[NoRetryHeader] {
-				if trimSpace(v) == "no" {
+				if strings.TrimSpace(v) == "no" {
 					return false
 				}
 			}

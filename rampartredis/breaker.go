@@ -24,6 +24,8 @@ const (
 	DefaultQuorumWindow = 10 * time.Second
 	DefaultRecordTTL    = 24 * time.Hour
 	DefaultMaxBackoff   = 5 * time.Second
+	// DefaultFailureWindow is Config.FailureWindow when zero.
+	DefaultFailureWindow = 10 * time.Second
 )
 
 // ErrFleetOpen is the cause of a rejection by a breaker that another
@@ -118,6 +120,32 @@ type Config struct {
 	// at Timeout and doubles. Zero means [DefaultMaxBackoff] (5s); negative
 	// is an error.
 	MaxBackoff time.Duration
+
+	// Failures, when above 0, shares failure evidence, not only
+	// verdicts: every failure the breaker counts while Closed is reported
+	// to Redis in the background (never on the call's path: the call
+	// hands it over with a non-blocking channel send; reports are batched,
+	// one script in flight per replica), and the record opens once
+	// Failures failures have been reported fleet-wide within
+	// FailureWindow of the first, as if one breaker had seen them all.
+	// With a Quorum above 1, K distinct replicas must have reported too.
+	// Successes are not reported (a Closed success sends nothing), so
+	// this is a count within a window, like gobreaker's Interval, not a
+	// consecutive run: choose Failures and FailureWindow above what the
+	// fleet fails while healthy. Each replica's own breaker still trips by
+	// its own policy. Zero means verdicts only; negative is an error.
+	Failures int
+
+	// FailureWindow is how long the fleet's failure count lasts from its
+	// first failure. Zero means [DefaultFailureWindow] (10s); negative is
+	// an error.
+	FailureWindow time.Duration
+
+	// Cooldown is the cool-down of an Open that shared failure evidence
+	// opens (a trip keeps its breaker's own); set it to the breakers'
+	// ResetTimeout. Zero means [circuitbreaker.DefaultResetTimeout]
+	// (30s); negative is an error.
+	Cooldown time.Duration
 }
 
 // Every duration of a Config is sent to Redis in milliseconds: each must
@@ -149,8 +177,15 @@ type Shared struct {
 
 	own     chan circuitbreaker.Transition // the breaker's own transitions
 	dropped atomic.Bool                    // an own transition did not fit in own
-	msgs    chan record                    // records received by pub/sub
-	resub   chan struct{}                  // pub/sub (re)subscribed
+	// failed counts the failures not yet reported (Config.Failures);
+	// evidence signals the worker that there are some; lastFailure is
+	// the latest one's error.
+	unreported  atomic.Int64
+	evidence    chan struct{}
+	mu          sync.Mutex
+	lastFailure error         // guarded by mu
+	msgs        chan record   // records received by pub/sub
+	resub       chan struct{} // pub/sub (re)subscribed
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -159,7 +194,7 @@ type Shared struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	stats struct{ commands, failures, published, applied atomic.Int64 }
+	stats struct{ commands, failures, published, applied, reported atomic.Int64 }
 
 	// synced is closed once the record has been read and applied.
 	synced     chan struct{}
@@ -212,16 +247,17 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 	}
 	tag := cfg.Prefix + "{" + cfg.Key + "}:"
 	s := &Shared{
-		br:     br,
-		client: client,
-		cfg:    cfg,
-		keys:   []string{tag + "state", tag + "probe", tag + "reports"},
-		ch:     tag + "changes",
-		own:    make(chan circuitbreaker.Transition, 64),
-		msgs:   make(chan record, 64),
-		resub:  make(chan struct{}, 1),
-		synced: make(chan struct{}),
-		nonce:  cfg.ID + "#" + randomID(),
+		br:       br,
+		client:   client,
+		cfg:      cfg,
+		keys:     []string{tag + "state", tag + "probe", tag + "reports", tag + "failures", tag + "failed"},
+		ch:       tag + "changes",
+		own:      make(chan circuitbreaker.Transition, 64),
+		msgs:     make(chan record, 64),
+		resub:    make(chan struct{}, 1),
+		synced:   make(chan struct{}),
+		evidence: make(chan struct{}, 1),
+		nonce:    cfg.ID + "#" + randomID(),
 	}
 	if _, dup := shared.LoadOrStore(br, s); dup {
 		return nil, errors.New("rampartredis: the breaker is shared already: Close the other Shared first")
@@ -229,6 +265,11 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.ps = client.Subscribe(s.ctx) // no channel yet: no connection
 	s.unsub = br.Subscribe(s.onTransition)
+	if cfg.Failures > 0 {
+		stop := br.SubscribeFailures(s.onFailure)
+		unsub := s.unsub
+		s.unsub = func() { unsub(); stop() }
+	}
 	s.wg.Add(2)
 	go s.listen()
 	go s.work()
@@ -245,6 +286,9 @@ func (c *Config) fill() error {
 	}
 	if c.Quorum < 0 {
 		return fmt.Errorf("rampartredis: Config.Quorum must be >= 0 (0 or 1: every trip opens the fleet), got %d", c.Quorum)
+	}
+	if c.Failures < 0 {
+		return fmt.Errorf("rampartredis: Config.Failures must be >= 0 (0: share verdicts only), got %d", c.Failures)
 	}
 	// Combinations that would break the protocol.
 	if c.ProbeClaim <= 2*c.Timeout {
@@ -275,6 +319,8 @@ func fillDurations(c *Config) error {
 		{"QuorumWindow", &c.QuorumWindow, DefaultQuorumWindow},
 		{"RecordTTL", &c.RecordTTL, DefaultRecordTTL},
 		{"MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff},
+		{"FailureWindow", &c.FailureWindow, DefaultFailureWindow},
+		{"Cooldown", &c.Cooldown, circuitbreaker.DefaultResetTimeout},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("rampartredis: Config.%s must be >= 0 (0 means %v), got %v", d.name, d.def, *d.v)
@@ -303,6 +349,20 @@ func (s *Shared) onTransition(t circuitbreaker.Transition) {
 	case s.own <- t:
 	default:
 		s.dropped.Store(true) // the worker reconciles from the breaker's state
+	}
+}
+
+// onFailure is the breaker's failure listener (Config.Failures): it
+// counts the failure and signals the worker without blocking. It runs on
+// the goroutine that reported the failure and sends no command.
+func (s *Shared) onFailure(err error) {
+	s.mu.Lock()
+	s.lastFailure = err
+	s.mu.Unlock()
+	s.unreported.Add(1)
+	select {
+	case s.evidence <- struct{}{}:
+	default: // signalled already: the worker takes every failure counted
 	}
 }
 
@@ -378,6 +438,9 @@ type Stats struct {
 	// Applied is how many applications of the record changed the breaker
 	// (its state, or the end of a remote Open).
 	Applied int64
+	// Reported is how many failures were reported as evidence
+	// (Config.Failures) by scripts that Redis answered.
+	Reported int64
 }
 
 // Stats returns the counts so far. Safe for concurrent use.
@@ -390,6 +453,7 @@ func (s *Shared) Stats() Stats {
 		Failures:  s.stats.failures.Load(),
 		Published: s.stats.published.Load(),
 		Applied:   s.stats.applied.Load(),
+		Reported:  s.stats.reported.Load(),
 	}
 }
 

@@ -304,6 +304,27 @@ func TestShare_FL4_ClosedSuccessSendsNoCommand(t *testing.T) {
 	assert.Equal(t, before, r.sh.Stats().Commands, "calls and outcomes send nothing to Redis")
 }
 
+func TestShare_FL4_SharingEvidenceCostsASuccessNothing(t *testing.T) {
+	srv := server(t)
+	cfg := breakerConfig()
+	cfg.Policy = circuitbreaker.Consecutive{Failures: 1000}
+	rs := fleet(t, srv.Options(), 1, cfg, rampartredis.Config{Refresh: time.Hour, Failures: 100})
+	r := rs[0]
+	waitFor(t, "the startup read and the read on subscribing", func() bool { return r.sh.Stats().Commands >= 2 })
+	before := r.sh.Stats().Commands
+	allocs := testing.AllocsPerRun(10000, func() {
+		p, _ := r.br.TryAcquire()
+		p.Success()
+	})
+	assert.Equal(t, 0.0, allocs, "a Closed success allocates nothing")
+	assert.Equal(t, before, r.sh.Stats().Commands, "and sends nothing to Redis")
+	p, _ := r.br.TryAcquire()
+	p.Failure(errBackend)
+	waitFor(t, "the failure reported, in the background", func() bool { return r.sh.Stats().Reported == 1 })
+	assert.Equal(t, before+1, r.sh.Stats().Commands, "one script")
+	assert.Equal(t, "1", srv.Client().Get(context.Background(), "rampart:{payments}:failures").Val())
+}
+
 func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
 	srv := server(t)
 	// No command to the paused Redis ends before the test does: the
@@ -311,7 +332,8 @@ func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
 	// that waited for Redis would not return while it is paused.
 	opts := srv.Options()
 	opts.ReadTimeout, opts.WriteTimeout = -1, -1
-	rs := fleet(t, opts, 2, breakerConfig(), rampartredis.Config{Timeout: time.Hour, ProbeClaim: 3 * time.Hour, Refresh: 50 * time.Millisecond})
+	// Failure evidence is shared too: reporting it must not block either.
+	rs := fleet(t, opts, 2, breakerConfig(), rampartredis.Config{Timeout: time.Hour, ProbeClaim: 3 * time.Hour, Refresh: 50 * time.Millisecond, Failures: 100})
 	waitFor(t, "startup reads", func() bool { return rs[1].sh.Stats().Commands >= 1 })
 	srv.Pause()
 	paused := true
@@ -495,6 +517,9 @@ func TestShare_FL11_BadInput(t *testing.T) {
 		{name: "window under 1ms", br: named, client: good, cfg: rampartredis.Config{QuorumWindow: 1}, want: "rampartredis: Config.QuorumWindow must be 0 (10s) or at least 1ms (Redis counts milliseconds), got 1ns"},
 		{name: "claim within two timeouts", br: named, client: good, cfg: rampartredis.Config{Timeout: time.Second, ProbeClaim: 2 * time.Second}, want: "rampartredis: Config.ProbeClaim (2s) must be more than twice Config.Timeout (1s): the claim is renewed halfway through, and a renewal may take Timeout"},
 		{name: "default claim with a long timeout", br: named, client: good, cfg: rampartredis.Config{Timeout: 3 * time.Second}, want: "rampartredis: Config.ProbeClaim (5s) must be more than twice Config.Timeout (3s): the claim is renewed halfway through, and a renewal may take Timeout"},
+		{name: "failures", br: named, client: good, cfg: rampartredis.Config{Failures: -1}, want: "rampartredis: Config.Failures must be >= 0 (0: share verdicts only), got -1"},
+		{name: "failure window", br: named, client: good, cfg: rampartredis.Config{FailureWindow: -1}, want: "rampartredis: Config.FailureWindow must be >= 0 (0 means 10s), got -1ns"},
+		{name: "cooldown", br: named, client: good, cfg: rampartredis.Config{Cooldown: time.Microsecond}, want: "rampartredis: Config.Cooldown must be 0 (30s) or at least 1ms (Redis counts milliseconds), got 1µs"},
 		{name: "record outlived by the claim", br: named, client: good, cfg: rampartredis.Config{RecordTTL: 5 * time.Second}, want: "rampartredis: Config.RecordTTL (5s) must be more than Config.ProbeClaim (5s): a record that expires during a round closes the fleet without a verdict"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

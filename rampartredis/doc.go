@@ -35,7 +35,11 @@
 // has MaxProbes probes across the fleet. A verdict counts only while its
 // claim holds: a probe result that arrives late changes nothing. An
 // optional quorum opens the fleet only when several replicas report the
-// failure. Every key of one breaker shares one hash tag, so it works on
+// failure. With Config.Failures the replicas also share failure
+// evidence, not only verdicts: each failure is reported in the
+// background, and the fleet opens once it has seen Failures of them, so
+// that 8 replicas failing in lockstep let about one breaker's threshold
+// through instead of eight. Every key of one breaker shares one hash tag, so it works on
 // Redis Cluster.
 //
 // # Failing safe

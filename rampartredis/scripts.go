@@ -13,8 +13,11 @@ import "github.com/redis/go-redis/v9"
 //	by     the id of the replica that wrote it
 //
 // KEYS[2] is the probe claim of the current HalfOpen round (SET NX PX),
-// KEYS[3] the quorum's sorted set of reporting replicas (score: ms).
-// Every key carries the same hash tag, so one script touches one slot.
+// KEYS[3] the quorum's sorted set of reporting replicas (score: ms),
+// KEYS[4] the count of failures reported while the record is closed
+// (expiring one failure window after the first), KEYS[5] the set of the
+// replicas that reported them. Every key carries the same hash tag, so
+// one script touches one slot.
 //
 // Each script replies with the record as {won, gen, state, remaining ms
 // (-1: no end; <= 0: the cool-down has ended), cause, by, claim ms}.
@@ -35,6 +38,29 @@ local function remaining()
   local rem = untl - now
   if rem <= 0 then return 0 end
   return rem
+end
+-- write makes the record's next generation: state to ('open' or
+-- 'closed'), cool-down cd ms (-1: no end), written by id; it sets the
+-- expiry (ttl ms past the cool-down), clears the round's claim and the
+-- evidence and publishes on channel ch, and returns the winner's reply.
+local function write(to, cd, why, id, ttl, ch)
+  gen = gen + 1
+  state = to
+  by = id
+  if to == 'open' then
+    cause = why
+    if cd < 0 then untl = -1 else untl = now + cd; ttl = ttl + cd end
+    redis.call('DEL', KEYS[3])
+  else
+    untl = 0
+    cause = ''
+  end
+  redis.call('HSET', KEYS[1], 'gen', gen, 'state', state, 'until', untl, 'cause', cause, 'by', by)
+  if untl < 0 then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ttl) end
+  redis.call('DEL', KEYS[2], KEYS[4], KEYS[5])
+  local rem = remaining()
+  redis.call('PUBLISH', ch, gen .. '|' .. state .. '|' .. rem .. '|' .. by .. '|' .. cause)
+  return {1, gen, state, rem, cause, by, 0}
 end
 `
 
@@ -76,25 +102,37 @@ end
 if not win then
   return {0, gen, state, remaining(), cause, by, 0}
 end
-gen = gen + 1
-state = to
-by = ARGV[5]
-local ttl = tonumber(ARGV[8])
-if to == 'open' then
-  local cd = tonumber(ARGV[3])
-  cause = ARGV[4]
-  if cd < 0 then untl = -1 else untl = now + cd; ttl = ttl + cd end
-  redis.call('DEL', KEYS[3])
-else
-  untl = 0
-  cause = ''
+return write(to, tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[8]), ARGV[9])
+`)
+
+// evidenceScript reports failures a replica's breaker counted while
+// Closed. ARGV: failures, failure window ms, fleet-wide failures that
+// open the record, quorum, replica id, cool-down ms, cause, record ttl
+// ms, channel.
+//
+// Over a closed record it adds the failures to the fleet's count, which
+// expires one window after its first failure; once the count reaches the
+// threshold (with a quorum K > 1: and K distinct replicas reported), the
+// record opens, as a trip would, for the cool-down. Over an open record
+// it counts nothing: the replica gets the record to adopt. The reply's
+// last field is the fleet's count.
+var evidenceScript = redis.NewScript(scriptHead + `
+if state ~= 'closed' then
+  return {0, gen, state, remaining(), cause, by, 0}
 end
-redis.call('HSET', KEYS[1], 'gen', gen, 'state', state, 'until', untl, 'cause', cause, 'by', by)
-if untl < 0 then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], ttl) end
-redis.call('DEL', KEYS[2])
-local rem = remaining()
-redis.call('PUBLISH', ARGV[9], gen .. '|' .. state .. '|' .. rem .. '|' .. by .. '|' .. cause)
-return {1, gen, state, rem, cause, by, 0}
+local n = tonumber(ARGV[1])
+local total = redis.call('INCRBY', KEYS[4], n)
+if total == n then redis.call('PEXPIRE', KEYS[4], ARGV[2]) end
+local enough = total >= tonumber(ARGV[3])
+if tonumber(ARGV[4]) > 1 then
+  redis.call('SADD', KEYS[5], ARGV[5])
+  redis.call('PEXPIRE', KEYS[5], redis.call('PTTL', KEYS[4]))
+  enough = enough and redis.call('SCARD', KEYS[5]) >= tonumber(ARGV[4])
+end
+if not enough then
+  return {0, gen, state, 0, cause, by, total}
+end
+return write('open', tonumber(ARGV[6]), ARGV[7], ARGV[5], tonumber(ARGV[8]), ARGV[9])
 `)
 
 // readScript reads the record, with the remaining cool-down on Redis's

@@ -35,6 +35,8 @@ func (s *Shared) work() {
 			read.Reset(s.nextRead())
 		case <-claim.C:
 			s.claimTimer(claim)
+		case <-s.evidence:
+			s.report(claim)
 		}
 		if s.dropped.Swap(false) {
 			s.dirty = true
@@ -257,3 +259,35 @@ func (s *Shared) apply(to circuitbreaker.State, remaining time.Duration, cause e
 
 // err is the Cause of a breaker opened by the record.
 func (r record) err() error { return &FleetOpenError{Cause: r.cause, By: r.by} }
+
+// report sends the failures counted since the last report as evidence
+// (Config.Failures) and adopts the record it gets back. While Redis fails
+// they are dropped: the breaker decides alone, and evidence that old
+// would count late.
+func (s *Shared) report(claim *time.Timer) {
+	n := s.unreported.Swap(0)
+	if n == 0 || s.down {
+		return
+	}
+	s.mu.Lock()
+	err := s.lastFailure
+	s.mu.Unlock()
+	var cause string
+	if err != nil {
+		cause = err.Error()
+	}
+	rec, won, _, rerr := s.run(evidenceScript, n, s.cfg.FailureWindow.Milliseconds(), s.cfg.Failures,
+		max(s.cfg.Quorum, 1), s.cfg.ID, durMS(s.cfg.Cooldown), cause, s.cfg.RecordTTL.Milliseconds(), s.ch)
+	if rerr != nil {
+		s.failed()
+		return
+	}
+	s.succeeded()
+	s.stats.reported.Add(n)
+	if won {
+		s.stats.published.Add(1)
+	}
+	if won || rec.gen != s.gen {
+		s.adopt(rec, claim)
+	}
+}

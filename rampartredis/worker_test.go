@@ -208,3 +208,132 @@ func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
 	assert.Equal(t, "open", rec["state"])
 	assert.Equal(t, string(rune('a'+b)), rec["by"])
 }
+
+// lockstep runs rounds in which every replica makes one call to a
+// backend that fails, all at once, until every replica refuses, and
+// returns how many calls reached the backend. A round starts once the
+// previous one's failures have been reported and, if the record opened,
+// every replica has applied it: calls spaced wider than a Redis round
+// trip. That makes the count independent of the machine's speed.
+func lockstep(t *testing.T, srv *redistest.Server, rs []*replica) int {
+	t.Helper()
+	failed := 0
+	for {
+		var admitted atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for _, r := range rs {
+			wg.Go(func() {
+				<-start
+				if p, err := r.br.TryAcquire(); err == nil {
+					admitted.Add(1)
+					p.Failure(errBackend)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if admitted.Load() == 0 {
+			return failed
+		}
+		failed += int(admitted.Load())
+		waitFor(t, "the round's failures reported", func() bool {
+			var n int64
+			for _, r := range rs {
+				n += r.sh.Stats().Reported
+			}
+			return n == int64(failed)
+		})
+		if recordFields(t, srv)["state"] == "open" {
+			for _, r := range rs {
+				waitFor(t, "every replica on the open record", func() bool { return r.br.State().Remote })
+			}
+		}
+	}
+}
+
+func TestShare_FL19_LockstepFailuresOpenTheFleetLikeOneBreaker(t *testing.T) {
+	srv := server(t)
+	cfg := breakerConfig()
+	cfg.Policy, cfg.ResetTimeout = circuitbreaker.Consecutive{Failures: 5}, time.Minute
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Failures: 5, Cooldown: time.Minute})
+	rs := fleet(t, opts, 8, cfg, scfg)
+	synced(t, rs...)
+	failed := lockstep(t, srv, rs)
+	// One breaker would let 5 failures through, 8 independent ones 40
+	// (5 each). The fleet opens once 5 are reported, but the round that
+	// reports them made 8 calls at once: 8, where the target is at most 10.
+	t.Logf("failing calls before every replica refused: %d (one breaker: 5, independent: 40)", failed)
+	assert.LessOrEqual(t, failed, 10)
+	assert.GreaterOrEqual(t, failed, 5)
+	rec := recordFields(t, srv)
+	assert.Equal(t, "open", rec["state"])
+	assert.Equal(t, "backend down", rec["cause"])
+	for _, r := range rs {
+		snap := r.br.State()
+		assert.Equal(t, circuitbreaker.Open, snap.State)
+		assert.LessOrEqual(t, snap.RetryAfter, time.Minute+scfg.Timeout, "the evidence's Open lasts Cooldown")
+		assert.Greater(t, snap.RetryAfter, 30*time.Second)
+	}
+
+	// Without evidence, the same fleet shares only the first trip, which
+	// comes in the fifth round: 32 failures before it, and up to 8 in it.
+	srv2 := server(t)
+	opts2, scfg2 := patient(srv2.Options(), rampartredis.Config{})
+	verdicts := fleet(t, opts2, 8, cfg, scfg2)
+	synced(t, verdicts...)
+	n := 0
+	for !every(verdicts, circuitbreaker.Open) {
+		for _, r := range verdicts {
+			if p, err := r.br.TryAcquire(); err == nil {
+				n++
+				p.Failure(errBackend)
+			}
+		}
+	}
+	t.Logf("sharing verdicts only: %d", n)
+	assert.Greater(t, n, 32)
+	assert.LessOrEqual(t, n, 40)
+}
+
+// every reports whether each of rs is in state st.
+func every(rs []*replica, st circuitbreaker.State) bool {
+	for _, r := range rs {
+		if r.br.State().State != st {
+			return false
+		}
+	}
+	return true
+}
+
+func TestShare_FL19_EvidenceHonoursQuorumAndWindow(t *testing.T) {
+	srv := server(t)
+	c := srv.Client()
+	ctx := context.Background()
+	cfg := breakerConfig()
+	cfg.Policy = circuitbreaker.Consecutive{Failures: 100}
+	const window = 300 * time.Millisecond
+	rs := fleet(t, srv.Options(), 2, cfg, rampartredis.Config{Failures: 3, Quorum: 2, FailureWindow: window, Refresh: 20 * time.Millisecond})
+	synced(t, rs...)
+	fail := func(r *replica, n int) {
+		before := r.sh.Stats().Reported
+		for range n {
+			p, err := r.br.TryAcquire()
+			require.NoError(t, err)
+			p.Failure(errBackend)
+		}
+		waitFor(t, "the failures reported", func() bool { return r.sh.Stats().Reported == before+int64(n) })
+	}
+	fail(rs[0], 3)
+	assert.Equal(t, "closed", recordState(t, c), "3 failures from one replica are not a quorum of 2")
+	assert.Equal(t, "3", c.Get(ctx, "rampart:{payments}:failures").Val())
+	waitFor(t, "the window to end", func() bool { return c.Exists(ctx, "rampart:{payments}:failures").Val() == 0 })
+	fail(rs[1], 1)
+	assert.Equal(t, "closed", recordState(t, c), "the first replica's failures are outside the window")
+	fail(rs[0], 2)
+	waitFor(t, "the fleet open", func() bool { return recordState(t, c) == "open" })
+	for _, r := range rs {
+		waitFor(t, "every replica open", stateIs(r.br, circuitbreaker.Open))
+	}
+	assert.Equal(t, int64(0), c.Exists(ctx, "rampart:{payments}:failures", "rampart:{payments}:failed").Val(), "the count starts again")
+}

@@ -84,7 +84,7 @@ func classify(_ struct{}, err error) circuitbreaker.Outcome {
 	if _, ok := errors.AsType[*errIgnored](err); ok {
 		return circuitbreaker.Ignored
 	}
-	return circuitbreaker.ClassifyContext(nil, err) //nolint:staticcheck // no caller context: the replay's callers never cancel
+	return circuitbreaker.Classify(err) // no caller context: the replay's callers never cancel
 }
 
 // stack is a candidate's layers built over the simulated dependency.
@@ -156,6 +156,7 @@ func (c *Candidate) build(s *scheduler, seed uint64, dep rampart.Service[*call, 
 	}
 	switch {
 	case c.Timeout < 0:
+		//lint:ignore ST1005 the message names the field, after "candidate %q: "
 		return bad(fmt.Errorf("Timeout must be 0 (none) or positive, got %v", c.Timeout))
 	case c.Timeout > 0:
 		b = b.With(timeout.NewLayer(timeout.Config[*call, struct{}]{Timeout: c.Timeout, Clock: s}))

@@ -73,14 +73,14 @@ func TestLayer_CK4_ClockWhoseDeadline(t *testing.T) {
 	inBothModes(t, func(t *testing.T, abandon bool) {
 		clk := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), time.Hour)
 		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
-		_, err, took := timed(context.Background(), svc)
+		_, took, err := timed(context.Background(), svc)
 		assert.Equal(t, 50*time.Millisecond, took)
 		assert.Same(t, errBoom, err)
 
 		svc = wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
-		_, err, took = timed(ctx, svc)
+		_, took, err = timed(ctx, svc)
 		assert.Equal(t, 50*time.Millisecond, took)
 		assert.Equal(t, context.DeadlineExceeded, err, "the caller's own error, unwrapped")
 	})

@@ -61,10 +61,10 @@ func inBothModes(t *testing.T, f func(t *testing.T, abandon bool)) {
 }
 
 // timed calls svc and returns its result and how long it took.
-func timed(ctx context.Context, svc rampart.Service[string, string]) (string, error, time.Duration) {
+func timed(ctx context.Context, svc rampart.Service[string, string]) (string, time.Duration, error) {
 	start := time.Now()
 	resp, err := svc.Call(ctx, "req")
-	return resp, err, time.Since(start)
+	return resp, time.Since(start), err
 }
 
 func TestNewLayer_RejectsNonPositive(t *testing.T) {
@@ -120,7 +120,7 @@ func TestLayer_TO1_TimesOutAtDeadline(t *testing.T) {
 		svc, err := wrap.Service(honest, timeout.NewLayer, timeout.Config[string, string]{Timeout: 100 * time.Millisecond})
 		require.NoError(t, err)
 
-		_, err, took := timed(context.Background(), svc)
+		_, took, err := timed(context.Background(), svc)
 
 		assert.Equal(t, 100*time.Millisecond, took)
 		assert.ErrorIs(t, err, timeout.ErrTimeout)
@@ -186,7 +186,7 @@ func TestLayer_TO1_CallerDeadline(t *testing.T) {
 					if tc.caller > 0 {
 						ctx, cancel = context.WithTimeout(ctx, tc.caller)
 					}
-					_, err, took := timed(ctx, svc)
+					_, took, err := timed(ctx, svc)
 					cancel()
 
 					assert.Equal(t, tc.wantTook, took)
@@ -208,7 +208,7 @@ func TestLayer_TO1_CallerCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(30*time.Millisecond, cancel)
 
-		_, err, took := timed(ctx, svc)
+		_, took, err := timed(ctx, svc)
 
 		assert.Equal(t, 30*time.Millisecond, took)
 		assert.Equal(t, context.Canceled, err)
@@ -224,7 +224,7 @@ func TestLayer_TO1_CallerDoneAtReturnWins(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(120*time.Millisecond, cancel)
 
-		_, err, took := timed(ctx, svc)
+		_, took, err := timed(ctx, svc)
 
 		assert.Equal(t, 150*time.Millisecond, took)
 		assert.Same(t, errBoom, err)
@@ -253,7 +253,7 @@ func TestLayer_TO1_InnerOutcome(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(tc.delay, tc.resp, tc.err))
 
-				resp, err, took := timed(context.Background(), svc)
+				resp, took, err := timed(context.Background(), svc)
 
 				assert.Equal(t, tc.delay, took)
 				assert.Equal(t, tc.resp, resp)
@@ -277,12 +277,12 @@ func TestLayer_TO1_ReturnAtDeadlineInstant(t *testing.T) {
 		ok := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(100*time.Millisecond, "ok", nil))
 		failing := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(100*time.Millisecond, "", errBoom))
 		for range 50 {
-			resp, err, took := timed(context.Background(), ok)
+			resp, took, err := timed(context.Background(), ok)
 			assert.Equal(t, 100*time.Millisecond, took)
 			assert.NoError(t, err)
 			assert.Equal(t, "ok", resp)
 
-			_, err, _ = timed(context.Background(), failing)
+			_, _, err = timed(context.Background(), failing)
 			assert.ErrorIs(t, err, timeout.ErrTimeout)
 			assert.ErrorIs(t, err, errBoom)
 		}
@@ -380,7 +380,7 @@ func TestLayer_TO3_AbandonReturnsAtDeadline(t *testing.T) {
 			Late:    func(resp string, err error) { lates <- late{resp, err, time.Since(start)} },
 		}, inner)
 
-		resp, err, took := timed(context.Background(), svc)
+		resp, took, err := timed(context.Background(), svc)
 
 		assert.Equal(t, 100*time.Millisecond, took)
 		assert.Empty(t, resp)
@@ -413,7 +413,7 @@ func TestLayer_TO3_AbandonInTime(t *testing.T) {
 		failing := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: true},
 			after(10*time.Millisecond, "partial", errBoom))
 
-		resp, err, took := timed(context.Background(), svc)
+		resp, took, err := timed(context.Background(), svc)
 		assert.Equal(t, 10*time.Millisecond, took)
 		assert.NoError(t, err)
 		assert.Equal(t, "ok", resp)
@@ -432,7 +432,7 @@ func TestLayer_TO3_AbandonCallerCause(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		time.AfterFunc(30*time.Millisecond, func() { cancel(errGone) })
 
-		_, err, took := timed(ctx, svc)
+		_, took, err := timed(ctx, svc)
 
 		assert.Equal(t, 30*time.Millisecond, took)
 		assert.ErrorIs(t, err, context.Canceled)
@@ -461,7 +461,7 @@ func TestLayer_TO3_AbandonResultAtDeadlineNotLost(t *testing.T) {
 		const calls = 1000
 		var returned int
 		for range calls {
-			resp, err, took := timed(context.Background(), svc)
+			resp, took, err := timed(context.Background(), svc)
 			assert.Equal(t, 100*time.Millisecond, took)
 			if err == nil {
 				assert.Equal(t, "ok", resp)

@@ -6,10 +6,15 @@
 // client, circuit breaker and, when shared, its own Redis connection
 // (rampartredis.Share). The same run is made twice: with independent
 // breakers, each replica learning alone, and with shared state. It prints
-// a side-by-side table, or with -json one JSON object: backend hits during
-// the outage, probes while the backend is down and how many per HalfOpen
-// round across the fleet, the time from the first trip until every
-// replica is open, and the Redis commands sent.
+// a side-by-side table, or with -json one JSON object: the failing calls
+// the backend gets from the start of the outage until every replica
+// refuses (the replicas call in lockstep, every 5ms each: independent
+// breakers let 5 each through, the shared ones share failure evidence,
+// rampartredis.Config.Failures, and open together after about one
+// breaker's threshold), backend hits during the outage, probes while the
+// backend is down and how many per HalfOpen round across the fleet, the
+// time from the first trip until every replica is open, and the Redis
+// commands sent (and failed).
 //
 // It needs a redis-server: -redis host:port uses a running one; by default
 // it starts its own on a free port when redis-server is installed
@@ -140,6 +145,7 @@ func printTable(w io.Writer, r report) {
 		}
 		return "independent"
 	})
+	row("failing calls until every replica refused", func(x result) string { return fmt.Sprint(x.UntilAllOpen) })
 	row("backend hits during the outage", func(x result) string { return fmt.Sprint(x.OutageHits) })
 	row("probes while down (HalfOpen admissions)", func(x result) string { return fmt.Sprint(x.Probes) })
 	row("probes per HalfOpen round, fleet-wide", func(x result) string { return fmt.Sprintf("%d..%d", x.MinRoundProbes, x.MaxRoundProbes) })
@@ -147,6 +153,7 @@ func printTable(w io.Writer, r report) {
 	row("first trip to every replica open", func(x result) string { return x.AllOpenAfter })
 	row("calls the breakers refused", func(x result) string { return fmt.Sprint(x.Rejected) })
 	row("Redis commands sent", func(x result) string { return fmt.Sprint(x.RedisCommands) })
+	row("Redis commands failed", func(x result) string { return fmt.Sprint(x.RedisFailures) })
 	fmt.Fprintf(w, "\nhits with shared state / independent: %.2f\n", float64(r.Shared.OutageHits)/float64(max(r.Independent.OutageHits, 1)))
 	if q := r.Quota; q != nil {
 		fmt.Fprintf(w, "\nfleet-wide rate limit: quota %g/s, %d replicas each wanting more, %gs: admitted %.1f/s (%.1f%% of the quota), %d Redis commands\n",

@@ -32,12 +32,20 @@ type result struct {
 	Rounds         int `json:"rounds"`
 	MinRoundProbes int `json:"min_round_probes"`
 	MaxRoundProbes int `json:"max_round_probes"`
+	// UntilAllOpen counts the failing calls the backend received from the
+	// start of the outage until every replica was open (refusing): in
+	// lockstep, 5 per replica for independent breakers, about one
+	// breaker's worth for a fleet that shares failure evidence.
+	UntilAllOpen int64 `json:"failing_calls_until_all_open"`
 	// AllOpenAfter is the time from the first replica's trip until every
 	// replica was open.
 	AllOpenAfter   string  `json:"all_open_after"`
 	AllOpenAfterMS float64 `json:"all_open_after_ms"`
-	// RedisCommands counts the commands the replicas sent to Redis.
+	// RedisCommands counts the commands the replicas sent to Redis,
+	// RedisFailures those that failed (past the Redis timeout a replica
+	// decides alone).
 	RedisCommands int64 `json:"redis_commands"`
+	RedisFailures int64 `json:"redis_failures"`
 }
 
 var errUnavailable = errors.New("backend: 503")
@@ -79,6 +87,9 @@ func simulate(o options, redisAddr string) (result, error) {
 
 	key := fmt.Sprintf("fleet-example-%d", time.Now().UnixNano())
 	rs := make([]*replica, o.replicas)
+	var opened atomic.Int32 // replicas open since the outage began
+	untilAllOpen := int64(-1)
+	var untilMu sync.Mutex
 	for i := range rs {
 		br, err := circuitbreaker.New(circuitbreaker.Config{
 			Name:         "backend",
@@ -94,10 +105,16 @@ func simulate(o options, redisAddr string) (result, error) {
 			r.state.Store(int32(t.To))
 			if t.To == circuitbreaker.Open && failing.Load() {
 				r.mu.Lock()
-				if r.openedAt.IsZero() {
+				first := r.openedAt.IsZero()
+				if first {
 					r.openedAt = time.Now()
 				}
 				r.mu.Unlock()
+				if first && opened.Add(1) == int32(o.replicas) {
+					untilMu.Lock()
+					untilAllOpen = outageHits.Load()
+					untilMu.Unlock()
+				}
 			}
 		})
 		if redisAddr != "" {
@@ -105,7 +122,13 @@ func simulate(o options, redisAddr string) (result, error) {
 				Addr: redisAddr, ContextTimeoutEnabled: true,
 				DialTimeout: o.redisTimeout, ReadTimeout: o.redisTimeout, WriteTimeout: o.redisTimeout,
 			})
-			r.sh, err = rampartredis.Share(br, r.rc, rampartredis.Config{Key: key, ID: fmt.Sprint("replica-", i), Timeout: o.redisTimeout})
+			// Failures shares failure evidence: the fleet opens once it has
+			// seen as many failures as one breaker's threshold.
+			r.sh, err = rampartredis.Share(br, r.rc, rampartredis.Config{
+				Key: key, ID: fmt.Sprint("replica-", i), Timeout: o.redisTimeout,
+				ProbeClaim: max(rampartredis.DefaultProbeClaim, 3*o.redisTimeout),
+				Failures:   o.failures, Cooldown: o.cooldown,
+			})
 			if err != nil {
 				return res, err
 			}
@@ -152,6 +175,9 @@ func simulate(o options, redisAddr string) (result, error) {
 	wg.Wait()
 
 	res.OutageHits, res.Rejected = outageHits.Load(), rejected.Load()
+	untilMu.Lock()
+	res.UntilAllOpen = untilAllOpen
+	untilMu.Unlock()
 	res.Probes = len(probes)
 	slices.SortFunc(probes, func(a, b time.Time) int { return a.Compare(b) })
 	for i, n := 0, 0; i < len(probes); i++ {
@@ -190,6 +216,7 @@ func simulate(o options, redisAddr string) (result, error) {
 	for _, r := range rs {
 		if r.sh != nil {
 			res.RedisCommands += r.sh.Stats().Commands
+			res.RedisFailures += r.sh.Stats().Failures
 			if err := r.sh.Close(); err != nil {
 				return res, err
 			}

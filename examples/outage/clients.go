@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -63,9 +64,13 @@ const (
 )
 
 func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, error) {
+	obs := o.observer
+	if o.registry != nil {
+		obs = observe.Join(obs, o.registry.Observer())
+	}
 	br, err := circuitbreaker.New(circuitbreaker.Config{
 		Name:         "backend",
-		Observer:     o.observer,
+		Observer:     obs,
 		Policy:       circuitbreaker.Consecutive{Failures: tripAfter},
 		ResetTimeout: o.resetTimeout,
 		MaxProbes:    1,
@@ -73,7 +78,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if err != nil {
 		return nil, err
 	}
-	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor, Name: "backend", Observer: o.observer})
+	rb, err := budget.New(budget.Config{Ratio: budgetRatio, MinPerSecond: budgetFloor, Name: "backend", Observer: obs})
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +90,14 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		Base:           base,
 		Breaker:        br,
 		AttemptTimeout: o.attemptTimeout,
-		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb, Name: "backend", Observer: o.observer},
+		Retry:          ramparthttp.RetryConfig{MaxAttempts: rampartAttempts, Backoff: backoff, Budget: rb, Name: "backend", Observer: obs},
 	})
 	if err != nil {
 		return nil, err
+	}
+	if o.registry != nil {
+		o.registry.AddBreaker(br)
+		o.registry.AddBudget("backend", rb)
 	}
 	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url}
 	br.Subscribe(func(t circuitbreaker.Transition) {

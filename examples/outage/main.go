@@ -21,6 +21,7 @@
 //	go run ./examples/outage -json -chart ''
 //	go run ./examples/outage -chart examples/outage/outage.png   # the README's picture
 //	go run ./examples/outage -metrics :9090 -after 5m             # watch it in Prometheus/Grafana
+//	go run ./examples/outage -debug :8080                         # watch the live page at /debug/rampart
 //
 // With -metrics, the rampart client's breaker, retries and budget report
 // their events (package observe) to OpenTelemetry metrics (module
@@ -29,6 +30,11 @@
 // rampart_breaker_state shows the breaker open and close, and
 // rampart_retry_retries_total and rampart_budget_refusals_total the
 // retries the budget allowed and refused.
+//
+// With -debug, the rampart client's breaker and budget are registered on
+// the live page of package inspect, served at /debug/rampart while the
+// demo runs and until it is interrupted afterwards: the breaker's row
+// turns open during the fault, with the trip's cause and the transitions.
 package main
 
 import (
@@ -40,6 +46,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/rampart-go/rampart/inspect"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -62,6 +69,10 @@ type options struct {
 	metrics string // address to serve /metrics on; empty for none
 	// observer receives the rampart client's events; nil for none.
 	observer observe.Observer
+
+	debug string // address to serve /debug/rampart on; empty for none
+	// registry shows the rampart client's breaker and budget; nil for none.
+	registry *inspect.Registry
 }
 
 // defaults returns the demo's default options: a 30-second run.
@@ -91,6 +102,7 @@ func main() {
 	flag.StringVar(&o.chart, "chart", o.chart, "where to write the timeline chart, a PNG; empty for none")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object instead of the table")
 	flag.StringVar(&o.metrics, "metrics", "", "serve the rampart client's metrics for Prometheus at this address (such as :9090) on /metrics, until interrupted after the run; empty for none")
+	flag.StringVar(&o.debug, "debug", "", "serve the live page of the rampart client's breaker and budget at this address (such as :8080) on /debug/rampart, until interrupted after the run; empty for none")
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "outage:", err)
@@ -106,12 +118,22 @@ func main() {
 		fmt.Fprintf(os.Stderr, "metrics on http://%s/metrics\n", addr)
 		o.observer = obs
 	}
+	if o.debug != "" {
+		reg, addr, stop, err := serveDebug(o.debug)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "outage:", err)
+			os.Exit(1)
+		}
+		defer stop()
+		fmt.Fprintf(os.Stderr, "live page on http://%s%s\n", addr, debugPath)
+		o.registry = reg
+	}
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "outage:", err)
 		os.Exit(1)
 	}
-	if o.metrics != "" {
-		fmt.Fprintln(os.Stderr, "run over; still serving metrics, interrupt to stop")
+	if o.metrics != "" || o.debug != "" {
+		fmt.Fprintln(os.Stderr, "run over; still serving, interrupt to stop")
 		stop := make(chan os.Signal, 1)
 		signal.Notify(stop, os.Interrupt)
 		<-stop

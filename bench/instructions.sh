@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Counts the machine instructions one call of each hot path costs, per
+# implementation, under valgrind's callgrind: a count that does not depend
+# on the machine's load or clock speed, only on the code, the Go version
+# and the instruction set, so any amd64 machine with the same Go reproduces
+# it (to within the spread bench/README.md states).
+#
+#   bench/instructions.sh               # writes bench/instructions.md, and the
+#                                       # tables of bench/README.md and README.md
+#   bench/instructions.sh out.md        # writes out.md only
+#   ONLY='Open|Closed' bench/instructions.sh /tmp/x.md   # rows matching a regexp
+#   SCALE=4 bench/instructions.sh       # 4x the iterations (less noise, slower)
+#
+# Needs valgrind (Debian and Ubuntu: apt-get install valgrind); it installs
+# nothing itself and stops if valgrind is missing. About 8 minutes on 2 cores.
+#
+# Method. The drivers are this module's benchmarks, built once into one test
+# binary: a row is one sub-benchmark (the same contender, configured the
+# same way, as in bench/README.md's ns tables), run as its own process
+# under callgrind with -test.benchtime=Nx (exactly N calls), collecting only
+# inside the function that holds the benchmark loop (--toggle-collect), once
+# with N and once with 2N calls. The difference divided by N is the cost of
+# one loop iteration: whatever runs once (building the breaker, tripping
+# it, the first call's lazy set-up, the benchmark framework) cancels. The
+# same measure of the empty loop (BenchmarkBare/loop: b.Loop and a counter)
+# is subtracted, so a row is what one call costs, the call into the
+# contender included. "Service" rows call svc.Call(ctx, 1) on a
+# rampart.Service (the peers wrapped in an adapter with one interface call,
+# as rampart's own layers are); "bare" rows call the peer's API or
+# context.WithTimeoutCause directly in the loop around the backend, without
+# that shape. allocs/call is the benchmark's own allocs/op of the 2N run.
+#
+# GODEBUG=asyncpreemptoff=1 is set because callgrind aborts on the signal Go
+# preempts goroutines with. GOGC=off keeps the collector from running: an
+# allocating row counts its allocations (mallocgc) but not the collection
+# they cause later, which would otherwise land in some runs and not others
+# (a 10% spread on failsafe-go's rows); allocs/call says how much there is.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if ! command -v valgrind >/dev/null; then
+  echo "instructions.sh needs valgrind's callgrind, which is not installed." >&2
+  echo "Install it (Debian/Ubuntu: apt-get install valgrind) and run again." >&2
+  exit 1
+fi
+
+out=${1:-instructions.md}
+scale=${SCALE:-1}
+
+# path | implementation | shape | benchmark | function holding the loop | N
+loop='bench_test.scenario.run.func1'
+rows="
+loop|empty loop (baseline)|bare|^BenchmarkBare\$/^loop\$|bench_test.bareLoop|200000
+Closed breaker, success|floor: direct call|Service|^BenchmarkClosedSuccess\$/^floor\$|$loop|200000
+Closed breaker, success|rampart|Service|^BenchmarkClosedSuccess\$/^rampart\$|$loop|200000
+Closed breaker, success|rampart Permit (TryAcquire/Done)|Service|^BenchmarkClosedSuccess\$/^rampart-permit\$|$loop|200000
+Closed breaker, success|go-resiliency|Service|^BenchmarkClosedSuccess\$/^resiliency\$|$loop|200000
+Closed breaker, success|go-resiliency|bare|^BenchmarkBare\$/^resiliency-closed\$|bench_test.bareResiliencyClosed|200000
+Closed breaker, success|sony/gobreaker|Service|^BenchmarkClosedSuccess\$/^gobreaker\$|$loop|50000
+Closed breaker, success|failsafe-go|Service|^BenchmarkClosedSuccess\$/^failsafe\$|$loop|20000
+Open breaker, rejection|floor: prebuilt error|Service|^BenchmarkOpenReject\$/^floor\$|$loop|200000
+Open breaker, rejection|rampart|Service|^BenchmarkOpenReject\$/^rampart\$|$loop|200000
+Open breaker, rejection|go-resiliency|Service|^BenchmarkOpenReject\$/^resiliency\$|$loop|200000
+Open breaker, rejection|go-resiliency|bare|^BenchmarkBare\$/^resiliency-open\$|bench_test.bareResiliencyOpen|200000
+Open breaker, rejection|sony/gobreaker|Service|^BenchmarkOpenReject\$/^gobreaker\$|$loop|50000
+Open breaker, rejection|failsafe-go|Service|^BenchmarkOpenReject\$/^failsafe\$|$loop|20000
+time-window failure rate, 10% failures|floor: direct call|Service|^BenchmarkTimeWindow\$/^floor\$|$loop|200000
+time-window failure rate, 10% failures|rampart|Service|^BenchmarkTimeWindow\$/^rampart\$|$loop|100000
+time-window failure rate, 10% failures|sony/gobreaker|Service|^BenchmarkTimeWindow\$/^gobreaker\$|$loop|50000
+time-window failure rate, 10% failures|failsafe-go|Service|^BenchmarkTimeWindow\$/^failsafe\$|$loop|20000
+retry + budget → breaker, success|floor: direct call|Service|^BenchmarkRetryStack\$/^floor\$|$loop|200000
+retry + budget → breaker, success|rampart|Service|^BenchmarkRetryStack\$/^rampart\$|$loop|100000
+retry + budget → breaker, success|go-resiliency (no budget)|Service|^BenchmarkRetryStack\$/^resiliency\$|$loop|100000
+retry + budget → breaker, success|go-resiliency (no budget)|bare|^BenchmarkBare\$/^resiliency-retrystack\$|bench_test.bareResiliencyRetryStack|100000
+retry + budget → breaker, success|failsafe-go|Service|^BenchmarkRetryStack\$/^failsafe\$|$loop|20000
+timeout, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeout\$/^floor\$|$loop|50000
+timeout, success|context.WithTimeoutCause|bare|^BenchmarkBare\$/^timeout\$|bench_test.bareTimeoutCause|50000
+timeout, success|rampart|Service|^BenchmarkTimeout\$/^rampart\$|$loop|50000
+timeout, success|failsafe-go|Service|^BenchmarkTimeout\$/^failsafe\$|$loop|20000
+timeout → retry + budget → breaker, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeoutStack\$/^floor\$|$loop|50000
+timeout → retry + budget → breaker, success|rampart|Service|^BenchmarkTimeoutStack\$/^rampart\$|$loop|50000
+timeout → retry + budget → breaker, success|failsafe-go|Service|^BenchmarkTimeoutStack\$/^failsafe\$|$loop|20000
+"
+if [[ -n ${ONLY:-} ]]; then
+  rows=$(grep -E "^loop\||${ONLY}" <<<"$rows") # the baseline always runs
+fi
+
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go test -c -o "$bin/bench.test" .
+
+# count N bench func prints the instructions collected in func and the
+# benchmark's allocs/op, for N calls of bench.
+count() {
+  local log=$bin/log
+  GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+    "--toggle-collect=*$3" "$bin/bench.test" -test.run '^$' -test.bench "$2" \
+    -test.benchtime "${1}x" -test.cpu 1 -test.benchmem >"$log" 2>&1 || {
+    cat "$log" >&2
+    return 1
+  }
+  local ir allocs
+  ir=$(sed -n 's/^==[0-9]*== Collected : //p' "$log")
+  allocs=$(awk '/allocs\/op/ { for (i = 2; i <= NF; i++) if ($i == "allocs/op") print $(i-1) }' "$log")
+  if [[ -z $ir || -z $allocs ]]; then
+    cat "$log" >&2
+    echo "instructions.sh: no count for $2" >&2
+    return 1
+  fi
+  echo "$ir $allocs"
+}
+
+{
+  echo "commit: ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  echo "go: $(go env GOVERSION) $(go env GOARCH)"
+  echo "valgrind: $(valgrind --version)"
+  echo "cpumodel: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+} >"$bin/head"
+cat "$bin/head" >&2
+
+: >"$bin/raw"
+while IFS='|' read -r path impl shape bench fn n; do
+  [[ -z $path ]] && continue
+  n=$((n * scale))
+  res=$(count "$n" "$bench" "$fn")
+  one=${res% *}
+  res=$(count $((2 * n)) "$bench" "$fn")
+  two=${res% *} allocs=${res#* }
+  echo "$path|$impl|$shape|$one|$two|$n|$allocs" | tee -a "$bin/raw" >&2
+done <<<"$rows"
+
+# Per call: (two - one) / n, less the empty loop's. The first table has
+# every row, with its ratio to the same path's floor (Service shape); the
+# second is README.md's Cost table: one column per implementation and shape.
+awk -F'|' -v head="$bin/head" '
+  function cell(p, c) { return (p SUBSEP c) in v ? v[p, c] : "–" }
+  {
+    per = ($5 - $4) / $6
+    if ($1 == "loop") { base = per; basealloc = $7; next }
+    per -= base
+    n++; path[n] = $1; impl[n] = $2; shape[n] = $3; cost[n] = per; allocs[n] = $7
+    if ($2 ~ /^floor/) floor[$1] = per
+    if (!($1 in seen)) { seen[$1] = 1; np++; paths[np] = $1 }
+    col = $2 ~ /^floor/ ? "floor" : $2 ~ /^context/ ? "bare floor" : $2
+    sub(/ \(.*/, "", col)
+    if (col == "go-resiliency" && $3 == "bare") col = "go-resiliency bare"
+    v[$1, col] = sprintf("%.0f", per) ($7 > 0 ? " (" $7 " allocs)" : "")
+  }
+  END {
+    while ((getline line < head) > 0) print "    " line
+    print ""
+    print "| path | implementation | shape | instructions / call | allocs / call | × the path'"'"'s floor |"
+    print "| --- | --- | --- | ---: | ---: | ---: |"
+    printf "| (empty loop) | b.Loop and a counter | bare | %.1f (subtracted below) | %s | |\n", base, basealloc
+    for (i = 1; i <= n; i++) {
+      ratio = impl[i] !~ /^floor/ && floor[path[i]] > 0 ? sprintf("%.2f", cost[i] / floor[path[i]]) : ""
+      printf "| %s | %s | %s | %.0f | %s | %s |\n", path[i], impl[i], shape[i], cost[i], allocs[i], ratio
+    }
+    print ""
+    print "| instructions per call | rampart, through a Service | go-resiliency, same Service shape | go-resiliency, a bare function | sony/gobreaker, same Service shape | failsafe-go, same Service shape | floor, same Service shape | floor, a bare function |"
+    print "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    for (i = 1; i <= np; i++) {
+      p = paths[i]
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", p, cell(p, "rampart"), cell(p, "go-resiliency"), cell(p, "go-resiliency bare"),
+        cell(p, "sony/gobreaker"), cell(p, "failsafe-go"), cell(p, "floor"), cell(p, "bare floor")
+    }
+  }' "$bin/raw" >"$out"
+cat "$out"
+echo "wrote $out" >&2
+
+# With the default output, the tables also replace what stands between
+# the markers in bench/README.md (<!-- instructions -->, the whole file)
+# and in README.md (<!-- cost -->, the last table: the Cost table).
+splice() { # splice file marker text-file
+  awk -v start="<!-- $2 -->" -v end="<!-- /$2 -->" -v with="$3" '
+    $0 == start { print; while ((getline line < with) > 0) print line; skip = 1; next }
+    $0 == end { skip = 0 }
+    !skip' "$1" >"$1.new" && mv "$1.new" "$1"
+}
+if [[ $# == 0 && -z ${ONLY:-} ]]; then
+  splice README.md instructions "$out"
+  awk '/^$/ { n = 0; delete t; next } { t[++n] = $0 } END { for (i = 1; i <= n; i++) print t[i] }' "$out" >"$bin/cost"
+  splice ../README.md cost "$bin/cost"
+  echo "updated bench/README.md and README.md between their markers" >&2
+fi

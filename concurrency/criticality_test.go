@@ -1,0 +1,173 @@
+package concurrency_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
+)
+
+// holder is a service whose calls block until release is closed.
+type holder struct{ release chan struct{} }
+
+func (h holder) Call(ctx context.Context, _ int) (int, error) {
+	<-h.release
+	return 0, nil
+}
+
+var (
+	sheddable = rampart.WithCriticality(context.Background(), rampart.Sheddable)
+	critical  = rampart.WithCriticality(context.Background(), rampart.Critical)
+)
+
+// admitted starts a call with ctx through svc and reports, once every
+// goroutine is blocked, whether it holds a slot (true) or was refused
+// with the limit's refusal (false).
+func admitted(t *testing.T, svc rampart.Service[int, int], ctx context.Context) bool {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := svc.Call(ctx, 1)
+		errc <- err
+	}()
+	synctest.Wait()
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, concurrency.ErrLimited)
+		return false
+	default:
+		return true
+	}
+}
+
+// With a limit of 8 (sheddable share 6, critical reserve 1), in Reject
+// mode: sheddable calls get slots only below 6 held, default ones below
+// 8, critical ones one more; the same for either limiter.
+func TestCriticality_PG6_RefusedSheddableFirstCriticalLast(t *testing.T) {
+	for _, name := range []string{"Limiter", "AdaptiveLimiter"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var slots concurrency.Slots
+				var inFlight func() int
+				if name == "Limiter" {
+					l, err := concurrency.New(8)
+					require.NoError(t, err)
+					slots, inFlight = l, l.InFlight
+				} else {
+					l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 8, MaxLimit: 8})
+					require.NoError(t, err)
+					slots, inFlight = l, l.InFlight
+				}
+				h := holder{release: make(chan struct{})}
+				svc, err := wrap.Service[int, int](h, concurrency.NewLayer, concurrency.Config{Limiter: slots, Mode: concurrency.Reject})
+				require.NoError(t, err)
+				rf := slots.(interface{ ReadyFor(context.Context) bool })
+
+				for i := range 5 {
+					require.True(t, admitted(t, svc, sheddable), "sheddable %d", i)
+				}
+				require.True(t, admitted(t, svc, context.Background()))
+				assert.Equal(t, 6, inFlight())
+				assert.False(t, rf.ReadyFor(sheddable))
+				assert.True(t, rf.ReadyFor(context.Background()))
+				assert.False(t, admitted(t, svc, sheddable), "at 6 of 8: sheddable refused")
+				assert.True(t, admitted(t, svc, context.Background()))
+				assert.True(t, admitted(t, svc, critical))
+				assert.Equal(t, 8, inFlight())
+				assert.False(t, rf.ReadyFor(context.Background()))
+				assert.True(t, rf.ReadyFor(critical))
+				assert.False(t, admitted(t, svc, context.Background()), "at 8 of 8: default refused")
+				assert.True(t, admitted(t, svc, critical), "critical takes the reserve")
+				assert.Equal(t, 9, inFlight())
+				assert.False(t, rf.ReadyFor(critical))
+				assert.False(t, admitted(t, svc, critical), "reserve taken: critical refused")
+				close(h.release)
+				synctest.Wait()
+				assert.Equal(t, 0, inFlight())
+			})
+		})
+	}
+}
+
+// In Wait mode a sheddable call above its share is refused at once rather
+// than queued, and a critical call takes the reserve ahead of a waiting
+// default call; with the reserve taken it waits like the others.
+func TestCriticality_PG6_WaitMode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.New(2) // share 1, reserve 1
+		require.NoError(t, err)
+		h := holder{release: make(chan struct{})}
+		svc, err := wrap.Service[int, int](h, concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Wait})
+		require.NoError(t, err)
+		require.True(t, admitted(t, svc, context.Background()))
+		assert.False(t, admitted(t, svc, sheddable), "1 of 2 held: sheddable refused at once")
+		require.True(t, admitted(t, svc, context.Background()))
+		waiting := make(chan error, 1)
+		go func() { _, err := svc.Call(context.Background(), 1); waiting <- err }()
+		synctest.Wait()
+		assert.True(t, admitted(t, svc, critical), "critical takes the reserve ahead of the waiting call")
+		assert.Equal(t, 3, l.InFlight())
+		assert.True(t, admitted(t, svc, critical), "reserve taken: the critical call waits")
+		close(h.release)
+		synctest.Wait()
+		assert.NoError(t, <-waiting)
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
+// A call that carries no criticality costs nothing more: no allocation on
+// any path, and the refusals of the criticality rule allocate nothing.
+func TestCriticality_PG6_NoAllocations(t *testing.T) {
+	l, err := concurrency.New(4)
+	require.NoError(t, err)
+	svc, err := wrap.Service[int, int](rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Reject})
+	require.NoError(t, err)
+	for _, ctx := range []context.Context{context.Background(), sheddable, critical} {
+		assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }))
+	}
+	for range 3 {
+		require.True(t, l.TryAcquire())
+	}
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		if _, err := svc.Call(sheddable, 1); !errors.Is(err, concurrency.ErrLimited) {
+			t.Fatal(err)
+		}
+	}))
+}
+
+// BenchmarkLayer_Criticality measures a call through a Reject-mode layer
+// with a free slot, without criticality and with each criticality, below
+// and above the sheddable share.
+func BenchmarkLayer_Criticality(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		held int
+	}{
+		{"unset", context.Background(), 0},
+		{"critical", critical, 0},
+		{"unset/loaded", context.Background(), 6},
+		{"critical/loaded", critical, 6},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			l, err := concurrency.New(8)
+			require.NoError(b, err)
+			for range tc.held {
+				require.True(b, l.TryAcquire())
+			}
+			svc, err := wrap.Service[int, int](rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Reject})
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = svc.Call(tc.ctx, 1)
+			}
+		})
+	}
+}

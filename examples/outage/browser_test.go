@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/inspect"
+)
+
+// TestDebugPage_OP4_Browser opens the -debug page of a running demo in a
+// real browser (Debian's chromium, headless, driven by chromedp), sees the
+// breaker's row turn open within a second of the trip and the transition
+// listed with its cause, and keeps a screenshot as the test's artifact
+// (go test -artifacts keeps it under -outputdir; ./test.sh does). With
+// RAMPART_DEBUG_SCREENSHOT set, the screenshot is also written there (the
+// README's picture). A missing chromium fails the test.
+func TestDebugPage_OP4_Browser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	require.NoError(t, err, "the browser test needs Debian's chromium on PATH (./test.sh installs it)")
+
+	reg, addr, stop, err := serveDebug("127.0.0.1:0")
+	require.NoError(t, err)
+	defer stop()
+	o := short()
+	o.registry = reg
+	alloc, cancel := chromedp.NewExecAllocator(t.Context(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1100, 430),
+	)
+	defer cancel()
+	browser, cancel := chromedp.NewContext(alloc)
+	defer cancel()
+	// The first action starts the browser, which lives as long as the
+	// context of that action: no timeout on it.
+	require.NoError(t, chromedp.Do(browser, chromedp.Navigate("http://"+addr+debugPath)))
+	ctx, cancel := context.WithTimeout(browser, 2*time.Minute)
+	defer cancel()
+
+	// The page is open before the demo starts, so that it sees the whole
+	// run (a browser may take seconds to start on a loaded machine).
+	done := make(chan error, 1)
+	go func() {
+		_, err := simulate(o, loopback, io.Discard)
+		done <- err
+	}()
+	defer func() { require.NoError(t, <-done) }()
+	row := `tr[data-name="backend"]`
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(row+`[data-state="closed"]`))))
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(row+`[data-state="open"]`))))
+	seen := time.Now()
+	trip := lastOpen(reg.Status(ctx).Transitions, seen)
+	require.False(t, trip.IsZero(), "the row shows open, but no transition to open was seen before")
+	assert.LessOrEqual(t, seen.Sub(trip), time.Second, "the row turned open %v after the trip", seen.Sub(trip))
+	t.Logf("the row turned open %v after the trip", seen.Sub(trip))
+
+	listed := chromedp.CSS(`#transitions ` + row + `[data-to="open"] td.cause`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.WaitVisible(listed)))
+	cause, err := chromedp.Run(ctx, chromedp.Text(listed))
+	require.NoError(t, err)
+	assert.Equal(t, "timeout: deadline of 250ms exceeded", cause)
+
+	shot := os.Getenv("RAMPART_DEBUG_SCREENSHOT")
+	if shot != "" {
+		// The README's picture: in the middle of the fault, after a probe
+		// (open, half-open, then open again), the breaker open.
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelectorAll('#transitions tr[data-to]').length >= 3 &&
+			document.querySelector('#breakers tr[data-name="backend"]').dataset.state == "open"`, chromedp.WithPollingTimeout(time.Minute)))
+		require.NoError(t, err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	require.NoError(t, err)
+	path := filepath.Join(t.ArtifactDir(), "debug-page.png")
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	t.Logf("screenshot: %s", path)
+	if shot != "" {
+		require.NoError(t, os.WriteFile(shot, png, 0o644))
+	}
+}
+
+// lastOpen returns the time of the latest transition to open in ts (newest
+// first) no later than at, or the zero time.
+func lastOpen(ts []inspect.Transition, at time.Time) time.Time {
+	for _, tr := range ts {
+		if tr.To == "open" && !tr.Time.After(at) {
+			return tr.Time
+		}
+	}
+	return time.Time{}
+}
