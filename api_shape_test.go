@@ -78,3 +78,65 @@ func returnsLayerOrService(fn *ast.FuncDecl) bool {
 	}
 	return false
 }
+
+// TestAPIShape_RootImportsOnlyTheStandardLibrary checks that the root
+// package, which every layer imports for the shared refusal and hint,
+// depends on nothing but the standard library.
+func TestAPIShape_RootImportsOnlyTheStandardLibrary(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+				t.Errorf("%s imports %s: the root package must import only the standard library", path, p)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no source files")
+	}
+}
+
+// TestAPIShape_LayersDoNotImportSiblingLayers checks that no layer package
+// imports another: what they share lives in the root package. (budget is
+// a primitive, not a layer: retry makes its default budget with it.)
+func TestAPIShape_LayersDoNotImportSiblingLayers(t *testing.T) {
+	layers := []string{"circuitbreaker", "retry", "timeout", "ratelimit", "concurrency", "loadshed", "hedge", "fallback", "coalesce", "filter", "mapping", "record"}
+	isLayer := map[string]bool{}
+	for _, l := range layers {
+		isLayer["github.com/rampart-go/rampart/"+l] = true
+	}
+	fset := token.NewFileSet()
+	for _, l := range layers {
+		files, err := filepath.Glob(filepath.Join(l, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no files (%v)", l, err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				if p := strings.Trim(imp.Path.Value, `"`); isLayer[p] && p != "github.com/rampart-go/rampart/"+l {
+					t.Errorf("%s imports %s: a layer does not import a sibling layer", path, p)
+				}
+			}
+		}
+	}
+}

@@ -15,12 +15,12 @@ import (
 // The recommended order for a client of a remote dependency: a total
 // timeout around everything, retries inside it, the breaker consulted
 // before each attempt, and a timeout per attempt. When the breaker trips,
-// the retry loop stops at once and the caller gets the breaker's rejection
+// the retry loop stops at once and the caller gets the breaker's refusal
 // itself, not a retries-exhausted error.
 func ExampleBuilder_resilientStack() {
 	breaker, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
 	})
 	if err != nil {
 		panic(err)

@@ -59,7 +59,7 @@
 //  1. A total timeout bounds the whole call: every attempt, every backoff,
 //     and the time spent waiting for tokens and slots.
 //  2. Adaptive throttling sits outside retries, so that the retries of a
-//     rejected call count as requests too.
+//     refused call count as requests too.
 //  3. Retries, bounded by a budget. An open breaker below ends the loop at
 //     once; a limit's refusal below tells it how long to wait.
 //  4. Hedging sends a second copy of a slow attempt; each copy passes

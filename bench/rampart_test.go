@@ -42,7 +42,7 @@ func rampartPolicies() []contender {
 
 func rampartOpen() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
-		layer := circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{ResetTimeout: coolDown}), nil)
+		layer := circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{CoolDown: coolDown}), nil)
 		trip(b, layer, circuitbreaker.DefaultFailures)
 		return layer
 	}}}

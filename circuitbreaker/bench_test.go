@@ -45,7 +45,7 @@ func TestAllocs_Layer(t *testing.T) {
 
 func TestAllocs_OpenReject(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 		fail(t, b, 1, errBoom)
 		allocs := testing.AllocsPerRun(1000, func() { _, _ = b.TryAcquire() })
 		assert.Zero(t, allocs)
@@ -84,7 +84,7 @@ func BenchmarkClosedSuccessParallel(b *testing.B) {
 }
 
 func BenchmarkOpenReject(b *testing.B) {
-	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	fail(b, br, 1, errBoom)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -93,7 +93,7 @@ func BenchmarkOpenReject(b *testing.B) {
 }
 
 func BenchmarkOpenRejectParallel(b *testing.B) {
-	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	fail(b, br, 1, errBoom)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -19,7 +19,7 @@ func TestLayer_CB8_DoneContextReturnsItsCause(t *testing.T) {
 	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}}})
 	require.NoError(t, err)
 	key := func(req string) string { return req }
-	classify := func(string, error) circuitbreaker.Outcome { return circuitbreaker.Failure }
+	classify := func(string, error) rampart.Outcome { return rampart.Failure }
 	inner := &backend{err: errBoom}
 	group, err := wrap.Service3(rampart.Service[string, string](inner), circuitbreaker.NewGroupLayer, g, key, nil)
 	require.NoError(t, err)

@@ -17,8 +17,8 @@ import (
 func ExampleNewGroupLayer() {
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
 		Breaker: circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: 10 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: 10 * time.Second,
 		},
 	})
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 // again until the cool-down ends.
 func ExampleNewLayer() {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 3},
-		ResetTimeout: 10 * time.Second,
+		Policy:   circuitbreaker.Consecutive{Failures: 3},
+		CoolDown: 10 * time.Second,
 	})
 	if err != nil {
 		panic(err)
@@ -75,7 +75,7 @@ func ExampleBreaker_TryAcquire() {
 	// <nil>
 	// outcome counted: true
 	// connection refused
-	// rejected; tripped by: connection refused
+	// refused; tripped by: connection refused
 }
 
 // Listeners see every transition, in order, after the breaker's lock is
@@ -83,8 +83,8 @@ func ExampleBreaker_TryAcquire() {
 // once.
 func ExampleBreaker_Subscribe() {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: circuitbreaker.Immediate,
+		Policy:   circuitbreaker.Consecutive{Failures: 1},
+		CoolDown: circuitbreaker.Immediate,
 	})
 	if err != nil {
 		panic(err)

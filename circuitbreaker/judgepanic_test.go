@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/wrap"
 )
@@ -19,7 +20,7 @@ func panickingIsFailure(error) bool { panic("judge exploded") }
 
 // panickingClassifier is a Classifier that panics; its name must appear in
 // the stack the caller sees.
-func panickingClassifier(string, error) circuitbreaker.Outcome { panic("judge exploded") }
+func panickingClassifier(string, error) rampart.Outcome { panic("judge exploded") }
 
 // TestLayer_CB7_PanickingJudgeIsFailureAndRepanics checks that a panic in
 // Config.IsFailure or in a Classifier, whichever way the outcome reaches
@@ -97,7 +98,7 @@ func TestLayer_CB7_PanickingJudgeIsFailureAndRepanics(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					cfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second}
+					cfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second}
 					if tt.isFailure {
 						cfg.IsFailure = panickingIsFailure
 					}

@@ -16,7 +16,7 @@ var ErrPanicked = errors.New("circuitbreaker: protected call or its classifier p
 // Classifier judges a finished call from its response and error (an HTTP
 // 503 as a Failure, say). It is not asked about a call the caller
 // cancelled, and must be safe for concurrent use.
-type Classifier[Resp any] func(resp Resp, err error) Outcome
+type Classifier[Resp any] func(resp Resp, err error) rampart.Outcome
 
 // NewLayer returns a layer that guards a service with b, judging each
 // call with classify: a nil classify judges by the error alone (see
@@ -82,7 +82,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	normal := false
 	defer func() {
 		if !normal {
-			p.finish(ctx, Failure, ErrPanicked)
+			p.finish(ctx, rampart.Failure, ErrPanicked)
 		}
 	}()
 	resp, err = s.inner.Call(ctx, req)
@@ -107,23 +107,23 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 // error to record with it: the caller's cancellation is ignored, then
 // classify (or [ClassifyContext] without one) judges, and
 // [Config.IsFailure] may overrule a failure of a non-nil error.
-func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (Outcome, error) {
-	var o Outcome
+func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (rampart.Outcome, error) {
+	var o rampart.Outcome
 	switch {
 	case s.classify == nil:
 		o = ClassifyContext(ctx, err)
-	case ClassifyContext(ctx, err) == Ignored:
-		return Ignored, err // the caller gave up: classify is not asked
+	case ClassifyContext(ctx, err) == rampart.Ignored:
+		return rampart.Ignored, err // the caller gave up: classify is not asked
 	case err != nil:
 		o = s.classify(resp, err)
 	default:
-		if o = s.classify(resp, nil); o == Failure {
-			return Failure, ErrBadResponse
+		if o = s.classify(resp, nil); o == rampart.Failure {
+			return rampart.Failure, ErrBadResponse
 		}
 		return o, nil
 	}
-	if o == Failure && err != nil && s.b.set.isFailure != nil && !s.b.set.isFailure(err) {
-		o = Success
+	if o == rampart.Failure && err != nil && s.b.set.isFailure != nil && !s.b.set.isFailure(err) {
+		o = rampart.Success
 	}
 	return o, err
 }

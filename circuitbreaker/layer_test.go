@@ -27,7 +27,7 @@ func TestLayer_CB7_PanicIsFailureAndRepanics(t *testing.T) {
 }
 
 func testPanicIsFailure(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	svc := guard(b, rampart.ServiceFunc[string, string](panickingBackend))
 
 	value, stack := panicOf(func() { _, _ = svc.Call(context.Background(), "x") })
@@ -40,7 +40,7 @@ func testPanicIsFailure(t *testing.T) {
 
 func TestLayer_CB7_PanicDuringProbeReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		svc := guard(b, rampart.ServiceFunc[string, string](panickingBackend))
@@ -55,21 +55,21 @@ func TestClassify_CB8_Defaults(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want circuitbreaker.Outcome
+		want rampart.Outcome
 	}{
-		{name: "nil", err: nil, want: circuitbreaker.Success},
-		{name: "canceled", err: context.Canceled, want: circuitbreaker.Ignored},
-		{name: "wrapped canceled", err: fmt.Errorf("call: %w", context.Canceled), want: circuitbreaker.Ignored},
-		{name: "deadline", err: context.DeadlineExceeded, want: circuitbreaker.Failure},
-		{name: "wrapped deadline", err: fmt.Errorf("call: %w", context.DeadlineExceeded), want: circuitbreaker.Failure},
-		{name: "other", err: errBoom, want: circuitbreaker.Failure},
+		{name: "nil", err: nil, want: rampart.Success},
+		{name: "canceled", err: context.Canceled, want: rampart.Ignored},
+		{name: "wrapped canceled", err: fmt.Errorf("call: %w", context.Canceled), want: rampart.Ignored},
+		{name: "deadline", err: context.DeadlineExceeded, want: rampart.Failure},
+		{name: "wrapped deadline", err: fmt.Errorf("call: %w", context.DeadlineExceeded), want: rampart.Failure},
+		{name: "other", err: errBoom, want: rampart.Failure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, circuitbreaker.Classify(tt.err))
 		})
 	}
-	assert.Equal(t, "success failure ignored Outcome(9)", fmt.Sprint(circuitbreaker.Success, circuitbreaker.Failure, circuitbreaker.Ignored, circuitbreaker.Outcome(9)))
+	assert.Equal(t, "success failure ignored Outcome(9)", fmt.Sprint(rampart.Success, rampart.Failure, rampart.Ignored, rampart.Outcome(9)))
 }
 
 func TestLayer_CB8_DoneContextNotCalledNotCounted(t *testing.T) {
@@ -120,9 +120,9 @@ func TestLayer_CB8_IsFailurePredicate(t *testing.T) {
 	// The seed's registry example: "package not found" reaches the caller but
 	// does not indicate an unavailable dependency, also while probing.
 	b := newBreaker(t, circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: circuitbreaker.Immediate,
-		IsFailure:    func(err error) bool { return !errors.Is(err, errNotFound) },
+		Policy:    circuitbreaker.Consecutive{Failures: 1},
+		CoolDown:  circuitbreaker.Immediate,
+		IsFailure: func(err error) bool { return !errors.Is(err, errNotFound) },
 	})
 	_, err := guard(b, &backend{err: errBoom}).Call(context.Background(), "x")
 	require.ErrorIs(t, err, errBoom)
@@ -144,10 +144,10 @@ func TestLayer_CB8_ResponseClassifier(t *testing.T) {
 }
 
 func testResponseClassifier(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour})
-	classify := func(r httpResp, err error) circuitbreaker.Outcome {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour})
+	classify := func(r httpResp, err error) rampart.Outcome {
 		if err == nil && r.status >= 500 {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
 		return circuitbreaker.Classify(err)
 	}
@@ -191,20 +191,20 @@ func TestClassifyContext_CB8_Defaults(t *testing.T) {
 		name string
 		ctx  context.Context
 		err  error
-		want circuitbreaker.Outcome
+		want rampart.Outcome
 	}{
-		{name: "live nil", ctx: live, err: nil, want: circuitbreaker.Success},
-		{name: "live dependency canceled", ctx: live, err: depCanceled, want: circuitbreaker.Failure},
-		{name: "live deadline", ctx: live, err: context.DeadlineExceeded, want: circuitbreaker.Failure},
-		{name: "live other", ctx: live, err: errBoom, want: circuitbreaker.Failure},
-		{name: "cancelled nil", ctx: cancelled, err: nil, want: circuitbreaker.Success},
-		{name: "cancelled canceled", ctx: cancelled, err: context.Canceled, want: circuitbreaker.Ignored},
-		{name: "cancelled timed-out attempt", ctx: cancelled, err: errAttemptTimedOut, want: circuitbreaker.Ignored},
-		{name: "cancelled other", ctx: cancelled, err: errBoom, want: circuitbreaker.Ignored},
-		{name: "expired nil", ctx: expired, err: nil, want: circuitbreaker.Success},
-		{name: "expired deadline", ctx: expired, err: context.DeadlineExceeded, want: circuitbreaker.Failure},
-		{name: "expired canceled", ctx: expired, err: depCanceled, want: circuitbreaker.Failure},
-		{name: "expired other", ctx: expired, err: errBoom, want: circuitbreaker.Failure},
+		{name: "live nil", ctx: live, err: nil, want: rampart.Success},
+		{name: "live dependency canceled", ctx: live, err: depCanceled, want: rampart.Failure},
+		{name: "live deadline", ctx: live, err: context.DeadlineExceeded, want: rampart.Failure},
+		{name: "live other", ctx: live, err: errBoom, want: rampart.Failure},
+		{name: "cancelled nil", ctx: cancelled, err: nil, want: rampart.Success},
+		{name: "cancelled canceled", ctx: cancelled, err: context.Canceled, want: rampart.Ignored},
+		{name: "cancelled timed-out attempt", ctx: cancelled, err: errAttemptTimedOut, want: rampart.Ignored},
+		{name: "cancelled other", ctx: cancelled, err: errBoom, want: rampart.Ignored},
+		{name: "expired nil", ctx: expired, err: nil, want: rampart.Success},
+		{name: "expired deadline", ctx: expired, err: context.DeadlineExceeded, want: rampart.Failure},
+		{name: "expired canceled", ctx: expired, err: depCanceled, want: rampart.Failure},
+		{name: "expired other", ctx: expired, err: errBoom, want: rampart.Failure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,10 +212,10 @@ func TestClassifyContext_CB8_Defaults(t *testing.T) {
 		})
 	}
 	// Without the context, the same errors are judged from their chain.
-	assert.Equal(t, circuitbreaker.Ignored, circuitbreaker.Classify(depCanceled))
-	assert.Equal(t, circuitbreaker.Failure, circuitbreaker.Classify(errAttemptTimedOut))
+	assert.Equal(t, rampart.Ignored, circuitbreaker.Classify(depCanceled))
+	assert.Equal(t, rampart.Failure, circuitbreaker.Classify(errAttemptTimedOut))
 	//lint:ignore SA1012 a nil context must not panic
-	assert.Equal(t, circuitbreaker.Ignored, circuitbreaker.ClassifyContext(nil, depCanceled), "a nil context: as Classify")
+	assert.Equal(t, rampart.Ignored, circuitbreaker.ClassifyContext(nil, depCanceled), "a nil context: as Classify")
 }
 
 // returning is a backend that returns err; when cancel is set, it first
@@ -232,7 +232,7 @@ func returning(cancel context.CancelFunc, err error) rampart.Service[string, str
 
 func TestLayer_CB8_DependencyCancellationIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Minute})
 		reset := fmt.Errorf("stream reset: %w", context.Canceled)
 		svc := guard(b, returning(nil, reset))
 
@@ -247,7 +247,7 @@ func TestLayer_CB8_DependencyCancellationIsAFailure(t *testing.T) {
 
 func TestLayer_CB8_DependencyCancellationFailsAProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		reset := fmt.Errorf("stream reset: %w", context.Canceled)
@@ -281,7 +281,7 @@ func TestLayer_CB8_CallerCancellationIsIgnoredWhateverTheError(t *testing.T) {
 
 func TestLayer_CB8_CallerCancellationFreesAProbeSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -380,16 +380,16 @@ func TestPermit_CB8_DoneContext(t *testing.T) {
 
 func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		asked := 0
-		classify := func(r httpResp, err error) circuitbreaker.Outcome {
+		classify := func(r httpResp, err error) rampart.Outcome {
 			asked++
 			if err != nil || r.status >= 500 {
-				return circuitbreaker.Failure
+				return rampart.Failure
 			}
-			return circuitbreaker.Success
+			return rampart.Success
 		}
 		stack := func(status int, err error, cancel context.CancelFunc) rampart.Service[string, httpResp] {
 			return rampart.NewBuilder[string, httpResp]().
@@ -416,7 +416,7 @@ func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
 }
 
 func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	calls := 0
 	svc := wrap.Layer(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) {
 		calls++

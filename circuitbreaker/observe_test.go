@@ -21,7 +21,7 @@ func TestBreaker_EV9_TransitionsReachTheObserver(t *testing.T) {
 		var rec observetest.Recorder
 		errDown := errors.New("down")
 		b := newBreaker(t, circuitbreaker.Config{
-			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Second, Observer: &rec,
+			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Second, Observer: &rec,
 		})
 		fail(t, b, 2, errDown)
 		time.Sleep(time.Second)
@@ -119,10 +119,10 @@ func TestLayer_EV12_ProbeDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec observetest.Recorder
 		b := newBreaker(t, circuitbreaker.Config{
-			Name:         "db",
-			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
-			ResetTimeout: time.Second,
-			Observer:     &rec,
+			Name:     "db",
+			Policy:   circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
+			CoolDown: time.Second,
+			Observer: &rec,
 		})
 		svc := wrap.Layer(rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
 			time.Sleep(d)

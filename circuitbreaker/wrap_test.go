@@ -12,11 +12,11 @@ import (
 )
 
 // badResponse judges the response "bad" a failure.
-func badResponse(resp string, err error) circuitbreaker.Outcome {
+func badResponse(resp string, err error) rampart.Outcome {
 	if err != nil || resp == "ok:bad" {
-		return circuitbreaker.Failure
+		return rampart.Failure
 	}
-	return circuitbreaker.Success
+	return rampart.Success
 }
 
 // The Wrap twins guard svc as their layers do, with the type arguments

@@ -82,7 +82,7 @@ func TestAdaptive_LM8_ZeroValue(t *testing.T) {
 	p, err := l.Acquire(context.Background())
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, time.Duration(1<<63-1), le.RetryDelay())
+	assert.Equal(t, time.Duration(1<<63-1), le.RetryAfter())
 	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
 	l.Release(p) // the zero Permit: ignored
 	assert.Equal(t, 0, l.InFlight())
@@ -195,7 +195,7 @@ func TestAdaptive_LM8_MaxWaitingRefusesWithRetryDelay(t *testing.T) {
 		var le *concurrency.LimitedError
 		require.ErrorAs(t, err, &le)
 		assert.ErrorIs(t, err, concurrency.ErrLimited)
-		assert.Equal(t, 40*time.Millisecond, le.RetryDelay())
+		assert.Equal(t, 40*time.Millisecond, le.RetryAfter())
 		assert.False(t, le.PastDeadline)
 		l.Release(held)
 		wg.Wait()
@@ -383,7 +383,7 @@ func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
 		l := fixedAdaptive(t, 1, 0)
 		release := make(chan struct{})
 		var calls atomic.Int64
-		svc, err := wrap.Service(blocking(release, &calls), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Reject})
+		svc, err := wrap.Service(blocking(release, &calls), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -396,7 +396,7 @@ func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
 		_, err = svc.Call(context.Background(), 2)
 		var le *concurrency.LimitedError
 		require.ErrorAs(t, err, &le)
-		assert.Equal(t, time.Duration(0), le.RetryDelay(), "no window closed yet")
+		assert.Equal(t, time.Duration(0), le.RetryAfter(), "no window closed yet")
 		assert.Equal(t, int64(1), calls.Load())
 
 		ctx, cancel := context.WithCancel(context.Background())
@@ -478,7 +478,7 @@ func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
 	for i := range held {
 		held[i], _ = l.TryAcquire()
 	}
-	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Reject})
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }), "refusal")
 	for _, p := range held {
@@ -486,7 +486,7 @@ func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
 	}
 }
 
-// Many callers in Wait and Reject mode against a limit that moves: every
+// Many callers in Wait and Refuse mode against a limit that moves: every
 // call is served or refused, no more run at once than MaxLimit, and every
 // slot comes back.
 func TestAdaptive_LM8_Hammer(t *testing.T) {
@@ -506,7 +506,7 @@ func TestAdaptive_LM8_Hammer(t *testing.T) {
 	for g := range goroutines {
 		mode := concurrency.Wait
 		if g%2 == 1 {
-			mode = concurrency.Reject
+			mode = concurrency.Refuse
 		}
 		svc, err := wrap.Service[int, int](inner, concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: mode})
 		require.NoError(t, err)

@@ -31,7 +31,7 @@
 // arrival rate × latency) says the pile grows exactly as fast as latency
 // does. A concurrency limit caps the pile directly, so a slow dependency
 // costs bounded resources, and callers beyond the cap either wait their turn
-// (bounded by their context, [Wait]) or are refused at once ([Reject]). The
+// (bounded by their context, [Wait]) or are refused at once ([Refuse]). The
 // [Mode] is the one package ratelimit uses, and a refusal is a
 // [*LimitedError] of the same shape as ratelimit's.
 //
@@ -56,7 +56,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	svc, err := concurrency.NewLayer[Req, Resp](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
+//	svc, err := concurrency.NewLayer[Req, Resp](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 //
 // [NewLayer] takes either limiter (both are [Slots]), with the
 // same modes and refusals; in a server, put it in the handler's layers to
@@ -86,7 +86,7 @@
 //   - a critical call that finds the L slots taken may take one of a
 //     reserve of max(1, L/10) slots beyond the limit, at once and ahead of
 //     any call waiting; only when the reserve is taken too does it wait
-//     (Wait mode) or get refused (Reject mode) as a default call would.
+//     (Wait mode) or get refused (Refuse mode) as a default call would.
 //
 // So under overload sheddable work is refused first and critical work
 // last, and a limit never holds more than L + max(1, L/10) calls. The

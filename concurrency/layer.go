@@ -19,7 +19,7 @@ type Config struct {
 	Limiter Slots
 
 	// Mode says what a call does when every slot is taken: [Wait] (the
-	// zero Mode) or [Reject].
+	// zero Mode) or [Refuse].
 	Mode Mode
 
 	// Name names the layer in its events. Empty means unnamed.
@@ -47,7 +47,7 @@ type Config struct {
 // context.Canceled holds) and the inner service is not called. An
 // AdaptiveLimiter whose [AdaptiveConfig.MaxWaiting] calls already wait
 // refuses the call at once with a [*LimitedError]. With cfg.Mode
-// [Reject], a call that finds every slot taken fails at once with a [*LimitedError]
+// [Refuse], a call that finds every slot taken fails at once with a [*LimitedError]
 // matching [ErrLimited], whose RetryAfter is 0 for a Limiter (it cannot
 // know when a slot frees) and the latest window's average latency for an
 // AdaptiveLimiter; refusals share one value (per window, for an
@@ -57,7 +57,7 @@ type Config struct {
 //
 // The slot is held while the inner service runs and given back when it
 // returns or panics. Errors from the inner service come back unchanged. A
-// call that gets a slot allocates nothing, nor does a Reject refusal. With
+// call that gets a slot allocates nothing, nor does a Refuse refusal. With
 // a [*Limiter], each call takes and gives back a slot of the semaphore,
 // which locks its mutex briefly each time: under very high parallelism on
 // one Limiter that mutex is the layer's cost (see BenchmarkLayer). With an
@@ -70,7 +70,7 @@ type Config struct {
 //
 // NewLayer returns an error when cfg.Limiter is nil or a zero Limiter or
 // AdaptiveLimiter (not made by [New] or [NewAdaptive]), or cfg.Mode is not
-// Wait or Reject.
+// Wait or Refuse.
 func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if cfg.Limiter == nil {
 		return nil, errors.New("concurrency: limiter must not be nil")
@@ -78,8 +78,8 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if err := cfg.Limiter.valid(); err != nil {
 		return nil, err
 	}
-	if cfg.Mode != Wait && cfg.Mode != Reject {
-		return nil, fmt.Errorf("concurrency: mode must be Wait or Reject, got %d", cfg.Mode)
+	if cfg.Mode != Wait && cfg.Mode != Refuse {
+		return nil, fmt.Errorf("concurrency: mode must be Wait or Refuse, got %d", cfg.Mode)
 	}
 	return layer[Req, Resp]{cfg: cfg}, nil
 }
@@ -143,7 +143,7 @@ func (s *service[Req, Resp]) takeObserved(ctx context.Context) (Permit, error) {
 	if ctx.Err() != nil {
 		return s.lim.take(ctx, s.mode) // the caller's own error: no event
 	}
-	p, err := s.lim.take(ctx, Reject)
+	p, err := s.lim.take(ctx, Refuse)
 	if err == nil {
 		return p, nil
 	}

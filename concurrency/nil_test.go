@@ -63,7 +63,7 @@ func TestLimiter_LM4_ZeroValue(t *testing.T) {
 	require.ErrorIs(t, err, concurrency.ErrLimited)
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryDelay())
+	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryAfter())
 	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
 	assert.False(t, l.TryAcquire())
 	l.Release()

@@ -23,7 +23,7 @@ var sleeper = rampart.ServiceFunc[time.Duration, string](func(_ context.Context,
 
 func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		for _, mode := range []concurrency.Mode{concurrency.Wait, concurrency.Reject} {
+		for _, mode := range []concurrency.Mode{concurrency.Wait, concurrency.Refuse} {
 			var rec observetest.Recorder
 			lim, err := concurrency.New(1)
 			require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 					{Source: observe.Concurrency, Name: "db", Kind: observe.Refused, Duration: 300 * time.Millisecond, Err: err2},
 					{Source: observe.Concurrency, Name: "db", Kind: observe.Queued, Duration: 1700 * time.Millisecond},
 				}, rec.Events())
-			case concurrency.Reject:
+			case concurrency.Refuse:
 				require.ErrorIs(t, err, concurrency.ErrLimited)
 				require.ErrorIs(t, err2, concurrency.ErrLimited)
 				refused := observe.Event{Source: observe.Concurrency, Name: "db", Kind: observe.Refused, Err: err}

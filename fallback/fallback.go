@@ -77,7 +77,7 @@ type Config[Req, Resp any] struct {
 // done (cancelled, or past its deadline) when the inner service returns,
 // the inner response and error are returned as they are. A deadline set
 // further in, by a timeout layer inside this one, is a failure like any
-// other. A successful call, and a failure that When rejects, come back
+// other. A successful call, and a failure that When refuses, come back
 // unchanged. A panic in the inner service propagates; Fallback is not
 // called.
 //

@@ -13,7 +13,7 @@ import (
 func ExampleNewLayer() {
 	layer, err := filter.NewLayer[string, string](func(ctx context.Context, query string) error {
 		if query == "" {
-			return filter.ErrRejected
+			return filter.ErrRefused
 		}
 		return nil
 	})
@@ -25,8 +25,8 @@ func ExampleNewLayer() {
 	}))
 	fmt.Println(svc.Call(context.Background(), "gophers"))
 	_, err = svc.Call(context.Background(), "")
-	fmt.Println(err, errors.Is(err, filter.ErrRejected))
+	fmt.Println(err, errors.Is(err, filter.ErrRefused))
 	// Output:
 	// results for gophers <nil>
-	// filter: rejected true
+	// filter: refused true
 }

@@ -14,7 +14,7 @@
 //	}
 //	svc := l.Wrap(backend)
 //
-// A check that only says yes or no refuses with [ErrRejected].
+// A check that only says yes or no refuses with [ErrRefused].
 //
 // # Why
 //
@@ -38,13 +38,14 @@ import (
 	"errors"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/refusal"
 )
 
-// ErrRejected is the error for a check to return when it refuses a
+// ErrRefused is the error for a check to return when it refuses a
 // request, so that callers (and ramparthttp, which answers 403 Forbidden)
-// can tell a refusal from a failure: match it with [errors.Is]. Returning
-// it as it is allocates nothing.
-var ErrRejected = errors.New("filter: rejected")
+// can tell a refusal from a failure: match it with [errors.Is]. It matches
+// [rampart.ErrRefused] too. Returning it as it is allocates nothing.
+var ErrRefused = refusal.New("filter: refused")
 
 // NewLayer returns a layer that calls check before each call. When check
 // returns a non-nil error, the call fails with that error, returned as it

@@ -66,7 +66,7 @@ func TestLayer_RejectsWithSentinel(t *testing.T) {
 	type tenantKey struct{}
 	layer, err := filter.NewLayer[int, int](func(ctx context.Context, req int) error {
 		if ctx.Value(tenantKey{}) == "suspended" {
-			return filter.ErrRejected
+			return filter.ErrRefused
 		}
 		return nil
 	})
@@ -75,8 +75,8 @@ func TestLayer_RejectsWithSentinel(t *testing.T) {
 	svc := layer.Wrap(backend(&calls))
 
 	_, err = svc.Call(context.WithValue(t.Context(), tenantKey{}, "suspended"), 1)
-	assert.Same(t, filter.ErrRejected, err)
-	assert.EqualError(t, err, "filter: rejected")
+	assert.Same(t, filter.ErrRefused, err)
+	assert.EqualError(t, err, "filter: refused")
 	assert.Zero(t, calls.Load())
 
 	resp, err := svc.Call(context.WithValue(t.Context(), tenantKey{}, "active"), 1)
@@ -112,13 +112,13 @@ func TestWrap(t *testing.T) {
 	var calls atomic.Int64
 	svc, err := wrap.Service(backend(&calls), filter.NewLayer, func(ctx context.Context, req int) error {
 		if req == 0 {
-			return filter.ErrRejected
+			return filter.ErrRefused
 		}
 		return nil
 	})
 	require.NoError(t, err)
 	_, err = svc.Call(t.Context(), 0)
-	assert.Same(t, filter.ErrRejected, err)
+	assert.Same(t, filter.ErrRefused, err)
 	resp, err := svc.Call(t.Context(), 2)
 	assert.NoError(t, err)
 	assert.Equal(t, 4, resp)
@@ -127,10 +127,10 @@ func TestWrap(t *testing.T) {
 	assert.EqualError(t, err, "filter: check must not be nil")
 }
 
-// positive refuses a request that is not > 0 with filter.ErrRejected.
+// positive refuses a request that is not > 0 with filter.ErrRefused.
 func positive(_ context.Context, req int) error {
 	if req > 0 {
 		return nil
 	}
-	return filter.ErrRejected
+	return filter.ErrRefused
 }

@@ -9,7 +9,7 @@
 //	l, err := hedge.NewLayer(hedge.Config[Req, Resp]{
 //		Hedgeable:  func(req Req) bool { return req.IsRead() }, // safe to send twice
 //		Budget:     hb,
-//		Percentile: 0.95, // hedge once an attempt is slower than the recent p95
+//		Quantile: 0.95, // hedge once an attempt is slower than the recent p95
 //	})
 //	if err != nil {
 //		return err // names the bad field
@@ -47,7 +47,7 @@
 // first place: with the 95th percentile, about 5% of requests are hedged
 // while the dependency is healthy, because the attempts that hedging cuts
 // short still count as slow when the percentile is learned (see
-// [Config.Percentile]).
+// [Config.Quantile]).
 //
 // Hedging is only correct for requests that may safely run more than once
 // (reads, idempotent writes), so it is opt-in per request: [Config.Hedgeable]

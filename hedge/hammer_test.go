@@ -24,7 +24,7 @@ import (
 )
 
 // Many goroutines call one hedged service with random latencies, failures
-// and rejected answers. Every call gets exactly one answer, every hedge was
+// and refused answers. Every call gets exactly one answer, every hedge was
 // paid for by the budget, and every response that came with a nil error,
 // accepted or not, is either returned or discarded.
 func TestHedge_Hammer(t *testing.T) {
@@ -56,7 +56,7 @@ func TestHedge_Hammer(t *testing.T) {
 			Budget:      bud,
 			MaxAttempts: 3,
 			Delay:       5 * time.Millisecond,
-			Percentile:  0.8,
+			Quantile:    0.8,
 			Window:      64,
 			MinSamples:  16,
 			Accept: func(resp string, err error) bool {
@@ -115,7 +115,7 @@ func TestHedge_DefaultDelayAndMinSamples(t *testing.T) {
 		}
 		steps = append(steps, step{latency: time.Second}, step{latency: ms}, step{latency: time.Second}, step{latency: ms})
 		b := newBackend(steps...)
-		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(10), Percentile: 0.5})
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(10), Quantile: 0.5})
 
 		for range hedge.DefaultMinSamples - 1 {
 			_, _, err := call(svc, context.Background())

@@ -178,7 +178,7 @@ func TestHedge_LearnedPercentileDelay(t *testing.T) {
 		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: time.Second,
-			Percentile: 0.95, Window: 20, MinSamples: 20,
+			Quantile: 0.95, Window: 20, MinSamples: 20,
 		})
 
 		for i := range 20 {
@@ -384,7 +384,7 @@ func TestHedge_EachWrappedServiceLearnsItsOwnDelay(t *testing.T) {
 		budget := budgettest.New(10)
 		layer, err := hedge.NewLayer(hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: time.Second,
-			Percentile: 1, Window: 1, MinSamples: 1,
+			Quantile: 1, Window: 1, MinSamples: 1,
 		})
 		require.NoError(t, err)
 		fast := newBackend(step{latency: 2 * ms}, step{latency: time.Second}, step{latency: ms})

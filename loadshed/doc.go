@@ -37,8 +37,8 @@
 // queue turns a brief spike into a long outage. Refusing at once keeps
 // latency bounded for the requests that are served and tells callers
 // quickly to go elsewhere or back off. On the client side, a backend that
-// is rejecting most requests still pays to receive and reject each one;
-// throttling locally, in proportion to how much the backend is rejecting,
+// is refusing most requests still pays to receive and refuse each one;
+// throttling locally, in proportion to how much the backend is refusing,
 // takes that load off it while still letting enough requests through to
 // notice recovery.
 //
@@ -46,6 +46,6 @@
 //
 // Shedding goes just outside the resource it watches (a concurrency limit
 // in Wait mode, given the same Limiter), and adaptive throttling outside
-// retries, so that retries of a rejected request also count. The [rampart]
+// retries, so that retries of a refused request also count. The [rampart]
 // package documentation gives the full order.
 package loadshed

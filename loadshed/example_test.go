@@ -10,7 +10,7 @@ import (
 	"github.com/rampart-go/rampart/loadshed"
 )
 
-// A backend that rejects everything: after a few rejections the client
+// A backend that refuses everything: after a few refusals the client
 // starts refusing locally, taking load off the backend. Rand is fixed so
 // the output is reproducible; leave it nil in real code.
 func ExampleNewThrottleLayer() {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/nilvalue"
+	"github.com/rampart-go/rampart/internal/refusal"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -15,8 +16,9 @@ import (
 // adaptive throttle refused locally ([NewThrottleLayer]). The inner service
 // was not called. It is returned as it is, never wrapped, so refusing
 // allocates nothing. It carries no retry delay: shedding signals overload,
-// not a known time at which capacity frees.
-var ErrOverloaded = errors.New("loadshed: overloaded")
+// not a known time at which capacity frees. It matches
+// [rampart.ErrRefused].
+var ErrOverloaded = refusal.New("loadshed: overloaded")
 
 // Readiness is a resource that can tell whether a call arriving now would
 // be served without queueing: a free slot in a concurrency limit, room in a

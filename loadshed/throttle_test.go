@@ -74,7 +74,7 @@ func TestThrottle_HealthyBackendNeverRefuses(t *testing.T) {
 }
 
 // With the default K = 2 the client throttles only once the backend
-// rejects more than half: 10 requests and 5 accepts give 0, 4 accepts give
+// refuses more than half: 10 requests and 5 accepts give 0, 4 accepts give
 // (10 - 2*4) / (10 + 1) = 2/11.
 func TestThrottle_ProbabilityFollowsSREFormula(t *testing.T) {
 	for _, tc := range []struct {
@@ -320,7 +320,7 @@ func TestThrottleLayer_AllocatesNothing(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "accepted")
 	fail = true
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "rejected and refused")
-	// AllocsPerRun runs 101 times: 101 accepts, then one rejection makes
+	// AllocsPerRun runs 101 times: 101 accepts, then one refusal makes
 	// the probability positive (K is 1) and Rand's 0 refuses the other 100.
 	assert.Equal(t, 102, calls)
 	requests, accepts := th.Counts()

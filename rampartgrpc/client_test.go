@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
@@ -228,9 +229,9 @@ func TestUnary_GR3_ClassifyConfigurable(t *testing.T) {
 	require.NoError(t, err)
 	e := start(t, networks[0], &testServer{unary: failWith(codes.NotFound, 1)}, nil, unaryClient(t, rampartgrpc.ClientConfig{
 		Breaker: br,
-		Classify: func(err error) circuitbreaker.Outcome {
+		Classify: func(err error) rampart.Outcome {
 			if status.Code(err) == codes.NotFound {
-				return circuitbreaker.Failure
+				return rampart.Failure
 			}
 			return rampartgrpc.Classify(err)
 		},
@@ -510,7 +511,7 @@ const healthMethod = "/grpc.health.v1.Health/Check"
 // counted; every other method is refused.
 func TestUnary_GR17_SkipBypassesOpenBreaker(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, n network) {
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 		require.NoError(t, err)
 		p, err := br.TryAcquire()
 		require.NoError(t, err)
@@ -563,7 +564,7 @@ func TestServer_GR17_SkipBypassesTheLayers(t *testing.T) {
 }
 
 // A full client-side limit refuses the call unsent with RESOURCE_EXHAUSTED
-// and a pushback: a RetryDelay and a RetryInfo detail. The refusal is not
+// and a pushback: a RetryAfter and a RetryInfo detail. The refusal is not
 // retried, and the breaker does not count it.
 func TestUnary_GR18_LimitRefusesWithResourceExhausted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -599,10 +600,10 @@ func TestUnary_GR18_LimitRefusesWithResourceExhausted(t *testing.T) {
 		assert.ErrorIs(t, err, concurrency.ErrLimited)
 		w, ok := errors.AsType[interface {
 			error
-			RetryDelay() time.Duration
+			RetryAfter() time.Duration
 		}](err)
 		require.True(t, ok)
-		assert.Equal(t, rampartgrpc.DefaultPushback, w.RetryDelay(), "a Limiter has no estimate: the default pushback")
+		assert.Equal(t, rampartgrpc.DefaultPushback, w.RetryAfter(), "a Limiter has no estimate: the default pushback")
 		details := status.Convert(err).Details()
 		require.Len(t, details, 1)
 		info, ok := details[0].(*errdetails.RetryInfo)

@@ -43,7 +43,7 @@ func limitLayer(t *testing.T, max int) rampartgrpc.ServerLayer {
 	t.Helper()
 	l, err := concurrency.New(max)
 	require.NoError(t, err)
-	layer, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Reject})
+	layer, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	return layer
 }
@@ -114,7 +114,7 @@ func TestServer_GR12_StreamHoldsItsSlotUntilItEnds(t *testing.T) {
 
 func TestServer_GR12_RateLimitIsResourceExhaustedWithItsDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(time.Second), 1), Mode: ratelimit.Reject})
+		rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(time.Second), 1), Mode: ratelimit.Refuse})
 		require.NoError(t, err)
 		e := start(t, networks[0], &testServer{}, serverOpts(t, rl))
 		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
@@ -129,7 +129,7 @@ func TestServer_GR12_RateLimitIsResourceExhaustedWithItsDelay(t *testing.T) {
 }
 
 func TestServer_GR12_NeverTokenPushesBackMinusOne(t *testing.T) {
-	rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(0, 0), Mode: ratelimit.Reject})
+	rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(0, 0), Mode: ratelimit.Refuse})
 	require.NoError(t, err)
 	e := start(t, networks[0], &testServer{}, serverOpts(t, rl))
 	var trailer metadata.MD
@@ -142,7 +142,7 @@ func TestServer_GR12_RateLimitPerMetadataKey(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, n network) {
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: rate.Every(time.Hour), Burst: 1})
 		require.NoError(t, err)
-		rl, err := ratelimit.NewKeyedLayer[rampartgrpc.ServerCall, any](k, rampartgrpc.KeyMetadata("Tenant"), ratelimit.Reject)
+		rl, err := ratelimit.NewKeyedLayer[rampartgrpc.ServerCall, any](k, rampartgrpc.KeyMetadata("Tenant"), ratelimit.Refuse)
 		require.NoError(t, err)
 		e := start(t, n, &testServer{}, serverOpts(t, rl))
 		a := metadata.AppendToOutgoingContext(t.Context(), "tenant", "a")

@@ -22,7 +22,7 @@ func TestHandler_LM9_AdaptiveLimitRefusesWithItsDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 1, Window: time.Second})
 		require.NoError(t, err)
-		layer, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
+		layer, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 		require.NoError(t, err)
 		release := make(chan struct{})
 		h, err := ramparthttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

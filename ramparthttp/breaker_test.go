@@ -23,7 +23,7 @@ import (
 // failure.
 func TestBreakerLayer_CB8_StalledBodyIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 		require.NoError(t, err)
 		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 200, Header: http.Header{}, ContentLength: -1,

@@ -224,8 +224,8 @@ func TestClient_RT7_RetryAfterPastDeadlineStops(t *testing.T) {
 
 func TestClient_CB8_FailingStatusesTripBreaker(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
 	})
 	require.NoError(t, err)
 	ft := &fakeTransport{statuses: []int{503, 502, 200}}
@@ -251,8 +251,8 @@ func TestClient_CB8_FailingStatusesTripBreaker(t *testing.T) {
 
 func TestClient_RT3_OpenBreakerEndsRetries(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
 	})
 	require.NoError(t, err)
 	ft := &fakeTransport{statuses: []int{0}}
@@ -294,8 +294,8 @@ func (b ctxBody) Close() error { return nil }
 func TestClient_TO1_AttemptTimeoutIsBreakerFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: time.Minute,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: time.Minute,
 		})
 		require.NoError(t, err)
 		c := newClient(t, ramparthttp.ClientConfig{

@@ -21,8 +21,8 @@ func ExampleNewTransport() {
 	defer down.Close()
 
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 3},
-		ResetTimeout: 30 * time.Second,
+		Policy:   circuitbreaker.Consecutive{Failures: 3},
+		CoolDown: 30 * time.Second,
 	})
 	if err != nil {
 		panic(err)

@@ -25,8 +25,8 @@ func ExampleConfig_hostBreakers() {
 
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
 		Breaker: circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: 30 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: 30 * time.Second,
 		},
 	})
 	if err != nil {

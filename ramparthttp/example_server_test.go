@@ -22,7 +22,7 @@ func ExampleNewHandler() {
 	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "hello")
 	})
-	rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(2*time.Second), 1), Mode: ratelimit.Reject})
+	rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(2*time.Second), 1), Mode: ratelimit.Refuse})
 	if err != nil {
 		panic(err)
 	}

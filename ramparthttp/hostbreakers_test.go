@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 )
@@ -40,7 +41,7 @@ func hostOf(t *testing.T, rawURL string) string {
 }
 
 // Two real servers, one failing: with HostBreakers the failing host's
-// breaker opens after its 2 failures and rejects its next 3 requests
+// breaker opens after its 2 failures and refuses its next 3 requests
 // unsent, while the 5 requests to the healthy host that follow are all
 // sent and answered. With one shared Breaker, the same traffic stops the
 // healthy host too.
@@ -58,7 +59,7 @@ func TestHostBreakers_HT7_OneBadHostDoesNotStopTheOthers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad, badCalls := countingServer(t, http.StatusServiceUnavailable)
 			good, goodCalls := countingServer(t, http.StatusOK)
-			brCfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour}
+			brCfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour}
 			cfg := ramparthttp.ClientConfig{Base: good.Client().Transport, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}}
 			var hosts *circuitbreaker.Group[string]
 			if tc.shared {
@@ -122,9 +123,9 @@ func TestHostBreakers_HT7_OneBadHostDoesNotStopTheOthers(t *testing.T) {
 // 429 ignored, and a body whose read fails counted as a failure.
 func TestHostBreakers_HT7_SameJudgementAsOneBreaker(t *testing.T) {
 	script := []int{200, 409, 429, 500, 501, 0, -1} // 0: transport error; -1: 200 whose body read fails
-	classify := func(resp *http.Response, err error) circuitbreaker.Outcome {
+	classify := func(resp *http.Response, err error) rampart.Outcome {
 		if resp != nil && resp.StatusCode == http.StatusConflict {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
 		return ramparthttp.Classify(resp, err)
 	}
@@ -175,7 +176,7 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connectio
 // context adds no key.
 func TestGroupBreakerLayer_HT7_KeyAndNilGroup(t *testing.T) {
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
-		Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour}})
+		Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour}})
 	require.NoError(t, err)
 	var sent atomic.Int32
 	base := ramparthttp.FromRoundTripper(roundTripFunc(func(r *http.Request) (*http.Response, error) {

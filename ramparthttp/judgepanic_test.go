@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 )
@@ -24,7 +25,7 @@ func TestBreakerLayer_CB7_PanickingJudgeFreesTheProbe(t *testing.T) {
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	down.Close() // connection refused
 
-	panicky := func(*http.Response, error) circuitbreaker.Outcome { panic("judge exploded") }
+	panicky := func(*http.Response, error) rampart.Outcome { panic("judge exploded") }
 	for _, tc := range []struct {
 		name      string
 		url       string
@@ -37,7 +38,7 @@ func TestBreakerLayer_CB7_PanickingJudgeFreesTheProbe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			br, err := circuitbreaker.New(circuitbreaker.Config{
-				Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate,
+				Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: circuitbreaker.Immediate,
 				IsFailure: tc.isFailure,
 			})
 			require.NoError(t, err)

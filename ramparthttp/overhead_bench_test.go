@@ -174,7 +174,7 @@ func newBenchHandler(b *testing.B, cfg ramparthttp.ServerConfig) http.Handler {
 }
 
 func rateLayer(b *testing.B) ramparthttp.ServerLayer {
-	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Mode: ratelimit.Reject})
+	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Mode: ratelimit.Refuse})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func concurrencyLayer(b *testing.B) ramparthttp.ServerLayer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Reject})
+	l, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	if err != nil {
 		b.Fatal(err)
 	}

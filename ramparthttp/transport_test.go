@@ -21,7 +21,7 @@ import (
 // trippedBreaker returns a breaker that is Open for an hour.
 func trippedBreaker(t *testing.T) *circuitbreaker.Breaker {
 	t.Helper()
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	require.NoError(t, err)
 	p, err := br.TryAcquire()
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ func TestNewTransport_HT10_LimitRefusesUnsentAndUnretried(t *testing.T) {
 	assert.ErrorIs(t, err, concurrency.ErrLimited)
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, time.Duration(0), le.RetryDelay(), "a Limiter cannot know when a slot frees")
+	assert.Equal(t, time.Duration(0), le.RetryAfter(), "a Limiter cannot know when a slot frees")
 
 	close(release)
 	require.NoError(t, <-first)

@@ -46,14 +46,14 @@ func TestLayer_CK5_WaitOnTheSuppliedClock(t *testing.T) {
 	})
 }
 
-// In Reject mode with a Clock the refusal's RetryAfter is exact on it, and
+// In Refuse mode with a Clock the refusal's RetryAfter is exact on it, and
 // a keyed limiter runs on it too.
 func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newFake()
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 2, Clock: clk})
 		require.NoError(t, err)
-		l, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Reject)
+		l, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Refuse)
 		require.NoError(t, err)
 		svc := l.Wrap(okService)
 		_, err = svc.Call(context.Background(), "a")

@@ -27,7 +27,7 @@
 //
 // A limited call either waits for its token, bounded by its context, or is
 // refused at once ([Mode], shared with package concurrency). A refusal is a
-// [*LimitedError] that matches [ErrLimited] and implements RetryDelay, so a
+// [*LimitedError] that matches [ErrLimited] and implements RetryAfter, so a
 // retry layer can wait exactly as long as needed and an HTTP server can
 // answer 429 with a Retry-After header. In Wait mode the layer never waits
 // for a token that would arrive at or after the context's deadline: it

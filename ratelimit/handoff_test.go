@@ -129,7 +129,7 @@ func TestLayer_LM2_QueuedCallPastDeadlineRefusedAtOnce(t *testing.T) {
 	})
 }
 
-// A Reject call through a Keyed shared with Wait calls counts the calls
+// A Refuse call through a Keyed shared with Wait calls counts the calls
 // waiting for the key, reserved or not: it is refused with the time at
 // which a call joining the line would get its token.
 func TestKeyedLayer_LM3_RejectCountsTheWaitingLine(t *testing.T) {
@@ -141,7 +141,7 @@ func TestKeyedLayer_LM3_RejectCountsTheWaitingLine(t *testing.T) {
 		key := func(string) string { return "one key" }
 		waitLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Wait)
 		require.NoError(t, err)
-		rejectLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Reject)
+		rejectLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Refuse)
 		require.NoError(t, err)
 		waiting, rejecting := waitLayer.Wrap(inner), rejectLayer.Wrap(inner)
 

@@ -72,7 +72,7 @@ type KeyedConfig struct {
 //
 // The zero Keyed holds no keys and grants no tokens: its Limiter returns a
 // new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]
-// rejects it. Make a Keyed with [NewKeyed].
+// refuses it. Make a Keyed with [NewKeyed].
 type Keyed struct {
 	limit   rate.Limit
 	burst   int
@@ -197,7 +197,7 @@ func (k *Keyed) drop(e *entry) {
 // call with an error matching [rampart.ErrNilService].
 //
 // NewKeyedLayer returns an error when k or key is nil, k is a zero Keyed
-// (not made by [NewKeyed]), or mode is not Wait or Reject.
+// (not made by [NewKeyed]), or mode is not Wait or Refuse.
 func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if k == nil {
 		return nil, errors.New("ratelimit: keyed limiter must not be nil")

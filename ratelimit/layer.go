@@ -4,43 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/mode"
 	"github.com/rampart-go/rampart/observe"
 )
 
-// Mode says what a call does when the limiter has no token for it now.
-type Mode int
+// Mode says what a call does when the limiter has no token for it now:
+// [Wait] or [Refuse]. Package concurrency's Mode is the same type, so one
+// value configures both kinds of limit. Its String method returns "Wait",
+// "Refuse", or "Mode(n)" for any other value.
+type Mode = mode.Mode
 
 const (
 	// Wait blocks the call until its token is due, unless the token would
 	// arrive at or after the context's deadline: then the call is refused
 	// at once with a [*LimitedError] whose PastDeadline is true. Waiting
 	// calls are served in the order they arrived. Wait is the zero Mode.
-	Wait Mode = iota
-	// Reject refuses the call at once with a [*LimitedError] and takes no
+	Wait = mode.Wait
+	// Refuse refuses the call at once with a [*LimitedError] and takes no
 	// token.
-	Reject
+	Refuse = mode.Refuse
 )
 
-// String returns "Wait", "Reject", or "Mode(n)" for any other value.
-func (m Mode) String() string {
-	switch m {
-	case Wait:
-		return "Wait"
-	case Reject:
-		return "Reject"
-	}
-	return "Mode(" + strconv.Itoa(int(m)) + ")"
-}
-
 func checkMode(m Mode) error {
-	if m != Wait && m != Reject {
-		return fmt.Errorf("ratelimit: mode must be Wait or Reject, got %d", m)
+	if m != Wait && m != Refuse {
+		return fmt.Errorf("ratelimit: mode must be Wait or Refuse, got %d", m)
 	}
 	return nil
 }
@@ -52,7 +44,7 @@ func checkMode(m Mode) error {
 //
 // When lim has no token for a call now, cfg.Mode decides: [Wait] waits for the
 // token (refusing at once if it would arrive at or after ctx's deadline),
-// [Reject] refuses at once. In either mode a call is refused at once when
+// [Refuse] refuses at once. In either mode a call is refused at once when
 // lim can never grant a token (a burst of 0, or a limit of 0 with the burst
 // spent). A refusal is a [*LimitedError] matching
 // [ErrLimited], and the inner service is not called. A ctx already done
@@ -76,7 +68,7 @@ func checkMode(m Mode) error {
 // layers, lim.Wait) are not in it, and a token given back while they hold
 // later reservations returns only in part.
 //
-// In [Reject] mode a call is refused while the line is not empty, with the
+// In [Refuse] mode a call is refused while the line is not empty, with the
 // RetryAfter a call joining the line would wait for.
 //
 // The layer's Wrap given a nil service returns a service that fails every
@@ -87,7 +79,7 @@ func checkMode(m Mode) error {
 // and error.
 //
 // NewLayer returns an error when cfg.Limiter is nil or cfg.Mode is not
-// Wait or Reject.
+// Wait or Refuse.
 // A zero [rate.Limiter] is valid and refuses every call, as x/time/rate
 // documents.
 func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
@@ -114,7 +106,7 @@ type Config struct {
 	Limiter *rate.Limiter
 
 	// Mode says what a call does when no token is free now: [Wait] (the
-	// zero Mode) or [Reject].
+	// zero Mode) or [Refuse].
 	Mode Mode
 
 	// Name names the layer in its events. Empty means unnamed.

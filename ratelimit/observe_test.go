@@ -46,7 +46,7 @@ func TestRateLimit_EV6_KeyedRejectRefused(t *testing.T) {
 		var rec observetest.Recorder
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 10, Name: "per-user", Observer: &rec})
 		require.NoError(t, err)
-		svc, err := wrap.Service3(echoReq, ratelimit.NewKeyedLayer, k, func(req string) string { return req }, ratelimit.Reject)
+		svc, err := wrap.Service3(echoReq, ratelimit.NewKeyedLayer, k, func(req string) string { return req }, ratelimit.Refuse)
 		require.NoError(t, err)
 
 		_, err = svc.Call(t.Context(), "alice")

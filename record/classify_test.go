@@ -24,14 +24,14 @@ type status int
 
 // byStatus judges a response as an HTTP breaker does: 5xx fails, 429 is
 // neither.
-func byStatus(resp status, err error) circuitbreaker.Outcome {
+func byStatus(resp status, err error) rampart.Outcome {
 	switch {
 	case err != nil || resp >= 500:
-		return circuitbreaker.Failure
+		return rampart.Failure
 	case resp == 429:
-		return circuitbreaker.Ignored
+		return rampart.Ignored
 	}
-	return circuitbreaker.Success
+	return rampart.Success
 }
 
 // The classifier judges responses: a 503 with a nil error is a failure,
@@ -45,7 +45,7 @@ func TestLayer_SM8_Classify(t *testing.T) {
 		asked := 0
 		svc := record.NewLayer(record.LayerConfig[status, status]{
 			Recorder: rec,
-			Classify: func(resp status, err error) circuitbreaker.Outcome { asked++; return byStatus(resp, err) },
+			Classify: func(resp status, err error) rampart.Outcome { asked++; return byStatus(resp, err) },
 		}).Wrap(rampart.ServiceFunc[status, status](func(ctx context.Context, s status) (status, error) {
 			time.Sleep(time.Millisecond)
 			if s == 0 {
@@ -78,7 +78,7 @@ func TestLayer_SM8_AttemptsAndRefusals(t *testing.T) {
 		var out bytes.Buffer
 		rec, err := record.New(&out, record.Config{})
 		require.NoError(t, err)
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Minute})
 		require.NoError(t, err)
 		rt, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Backoff: retry.BackoffFunc(func(int, time.Duration) time.Duration { return time.Second }), Budget: budget.Always})
 		require.NoError(t, err)

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/retry"
 )
 
 // LayerConfig configures the layer of [NewLayer]. Only Recorder is
@@ -25,17 +23,17 @@ type LayerConfig[Req, Resp any] struct {
 	// nil error), or the trace records what the breaker counted as
 	// failures as successes. It is not asked about a refusal (recorded as
 	// [Refused]) nor about a call the caller cancelled (recorded as
-	// [Ignored]), as a breaker does not ask; a [circuitbreaker.Ignored] it
+	// [Ignored]), as a breaker does not ask; a [rampart.Ignored] it
 	// returns is recorded as Ignored. Nil judges by the error alone, as a
-	// breaker without a classifier does
-	// ([circuitbreaker.ClassifyContext]). It must be safe for concurrent
-	// use.
-	Classify circuitbreaker.Classifier[Resp]
+	// breaker without a classifier does (circuitbreaker.ClassifyContext).
+	// A circuitbreaker.Classifier is such a function. It must be safe for
+	// concurrent use.
+	Classify func(resp Resp, err error) rampart.Outcome
 }
 
 // NewLayer returns a layer that records each call through it with
 // cfg.Recorder: its start, duration, outcome (judged by cfg.Classify),
-// error class, key, and attempt number ([retry.Attempt]).
+// error class, key, and attempt number ([rampart.AttemptOf], from 1).
 //
 // Put it just outside the breaker, inside any retry layer: then it sees
 // every attempt, each retry marked as one, and the calls the live breaker
@@ -72,7 +70,7 @@ var errZeroRecorder = errors.New("record: Recorder must be made by New, got a ze
 type service[Req, Resp any] struct {
 	r        *Recorder
 	key      func(Req) string
-	classify circuitbreaker.Classifier[Resp]
+	classify func(Resp, error) rampart.Outcome
 	inner    rampart.Service[Req, Resp]
 }
 
@@ -82,7 +80,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}
 	start := time.Now()
 	resp, err := s.inner.Call(ctx, req)
-	e := Entry{Start: start, Duration: time.Since(start), Attempt: retry.Attempt(ctx)}
+	e := Entry{Start: start, Duration: time.Since(start), Attempt: max(1, rampart.AttemptOf(ctx))}
 	e.Outcome, e.Class = s.judge(ctx, resp, err)
 	if s.key != nil {
 		e.Key = s.key(req)

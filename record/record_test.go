@@ -271,7 +271,7 @@ func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
 {"start":"`+at(500*time.Millisecond)+`","duration":"2000ms","outcome":"success","key":"2s"}
 `, out.String())
 
-		res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(out.String()), "rec.jsonl"), []sim.Candidate{{Name: "none"}}, sim.Options{})
+		res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(out.String()), "rec.jsonl"), []sim.Candidate{{Name: "none"}}, sim.Config{})
 		require.NoError(t, err)
 		assert.Equal(t, 4, res[0].Calls)
 		assert.Equal(t, 3, res[0].Succeeded)

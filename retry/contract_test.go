@@ -86,7 +86,7 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 		delay time.Duration
 	}{
 		{name: "rate.InfDuration", delay: rate.InfDuration},
-		{name: "circuitbreaker.Forever", delay: circuitbreaker.Forever},
+		{name: "rampart.Forever", delay: rampart.Forever},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" in the error", func(t *testing.T) {
@@ -133,7 +133,7 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 
 func TestRetry_RT9_FiniteHintAboveMaxHintStillClamps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newScript(outcome{err: &hintError{delay: circuitbreaker.Forever - 1}}, outcome{resp: "ok"})
+		s := newScript(outcome{err: &hintError{delay: rampart.Forever - 1}}, outcome{resp: "ok"})
 		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, 0), MaxHint: time.Minute})
 
 		resp, err := svc.Call(t.Context(), "req")

@@ -31,14 +31,15 @@
 //
 // # What is never retried
 //
-// An error matching circuitbreaker.ErrOpen ends the loop at once and is
+// An error matching [rampart.ErrOpen] (an open circuit breaker's refusal)
+// ends the loop at once and is
 // returned unwrapped: the breaker has already decided the dependency is
 // down. So does an error marked with [Permanent], and any outcome once the
 // caller's context is done; a call whose context is done before it starts
 // makes no attempt at all. The loop never sleeps past the context's
 // deadline: when the next wait would end at or after it, the loop returns
 // the last error at once. A server's retry-after hint lengthens the next
-// wait; a hint that the wait never ends ([Forever]) ends the loop at once.
+// wait; a hint that the wait never ends ([rampart.Forever]) ends the loop at once.
 //
 // A retry budget pays only for retries that were sent: a retry withdrawn
 // from it but not sent, because the caller's context ended during the wait

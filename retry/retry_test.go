@@ -446,7 +446,7 @@ func TestRetry_RT6_EmptyBudgetStopsWithLastError(t *testing.T) {
 type hintError struct{ delay time.Duration }
 
 func (e *hintError) Error() string             { return fmt.Sprintf("slow down for %v", e.delay) }
-func (e *hintError) RetryDelay() time.Duration { return e.delay }
+func (e *hintError) RetryAfter() time.Duration { return e.delay }
 
 func TestRetry_RT7_Hints(t *testing.T) {
 	tests := []struct {

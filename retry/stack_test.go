@@ -170,7 +170,7 @@ func TestRetry_RT9_RateLimitThatCanNeverGrantIsNotWaitedOut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newScript(fail("down"))
-				limited, err := wrap.Service(s, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(0, tt.burst), Mode: ratelimit.Reject})
+				limited, err := wrap.Service(s, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(0, tt.burst), Mode: ratelimit.Refuse})
 				require.NoError(t, err)
 				svc := wrapT(t, limited, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10))})
 				start := time.Now()

@@ -69,11 +69,11 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		obs = observe.Join(obs, o.registry.Observer())
 	}
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Name:         "backend",
-		Observer:     obs,
-		Policy:       circuitbreaker.Consecutive{Failures: tripAfter},
-		ResetTimeout: o.resetTimeout,
-		MaxProbes:    1,
+		Name:      "backend",
+		Observer:  obs,
+		Policy:    circuitbreaker.Consecutive{Failures: tripAfter},
+		CoolDown:  o.coolDown,
+		MaxProbes: 1,
 	})
 	if err != nil {
 		return nil, err
