@@ -88,6 +88,9 @@ type Config struct {
 	// New, with the breaker's Name, and the breaker reports to the
 	// Observer its Bind returns.
 	Observer observe.Observer
+
+	// member is set by a Group in the Config of its breakers.
+	member *member
 }
 
 // settings are a validated Config with defaults filled in.
@@ -109,6 +112,18 @@ type settings struct {
 	success observe.Event
 }
 
+// member names the group and key of a Group's breaker, in its Config.
+type member struct{ group, key string }
+
+// bind binds c.Observer to the breaker: as a member of its group for a
+// Group's breaker.
+func (c Config) bind() observe.Observer {
+	if c.member != nil {
+		return observe.BindMember(c.Observer, observe.Breaker, c.member.group, c.member.key, c.Name)
+	}
+	return observe.Bind(c.Observer, observe.Breaker, c.Name)
+}
+
 // validate checks c and fills defaults. Errors name the field.
 func (c Config) validate() (settings, error) {
 	s := settings{
@@ -122,7 +137,7 @@ func (c Config) validate() (settings, error) {
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
 		clock:       c.Clock,
-		observer:    observe.Bind(c.Observer, observe.Breaker, c.Name),
+		observer:    c.bind(),
 		success:     observe.Event{Source: observe.Breaker, Name: c.Name, Kind: observe.Success},
 	}
 	switch {
@@ -187,6 +202,7 @@ func observeTransitions(name string, obs observe.Observer) func(Transition) {
 		obs.Observe(context.Background(), observe.Event{
 			Source: observe.Breaker, Name: name, Kind: observe.Transition,
 			From: tr.From.String(), To: tr.To.String(), Err: tr.Cause,
+			Calls: tr.Counters.Calls, Failures: tr.Counters.Failures,
 		})
 	}
 }

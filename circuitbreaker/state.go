@@ -80,6 +80,13 @@ type Transition struct {
 	Cause error
 	// RetryAfter is the cool-down of a transition to Open, else zero.
 	RetryAfter time.Duration
+	// Counters, for a trip (a transition to Open made by the breaker
+	// itself), are the counts it was decided on, so that a log says why
+	// the breaker opened: from Closed, the policy's (a run of N
+	// consecutive failures is N calls, N failures; a window's calls,
+	// failures and slow calls); from HalfOpen, the probes judged (Calls)
+	// and failed (Failures). Zero otherwise.
+	Counters Counters
 	// Remote is true for a transition applied with [Breaker.ApplyRemote],
 	// false for one this breaker made itself (the ones to share).
 	Remote bool

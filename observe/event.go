@@ -102,6 +102,38 @@ func Bind(obs Observer, source Source, name string) Observer {
 	return obs
 }
 
+// MemberBinder is a [Binder] that can also bind a member of a group of
+// like layers created on demand (a circuitbreaker.Group's breaker for one
+// key), so that it can aggregate the members under the group's name
+// rather than keep something per key. BindMember is given the group's
+// Name, the member's key and the member's own Name (the name its events
+// carry, "group/key"); the rules of Bind apply.
+type MemberBinder interface {
+	Binder
+	BindMember(source Source, group, key, name string) Observer
+}
+
+// BindMember returns obs bound to the member key of the group named group,
+// whose events carry name: through BindMember when obs is a
+// [MemberBinder], else as [Bind] binds it with name.
+func BindMember(obs Observer, source Source, group, key, name string) Observer {
+	if b, ok := obs.(MemberBinder); ok {
+		if bound := b.BindMember(source, group, key, name); bound != nil {
+			return bound
+		}
+	}
+	return Bind(obs, source, name)
+}
+
+// BindMember binds each part of j as a member.
+func (j joined) BindMember(source Source, group, key, name string) Observer {
+	bound := make([]Observer, len(j))
+	for i, o := range j {
+		bound[i] = BindMember(o, source, group, key, name)
+	}
+	return Join(bound...)
+}
+
 // Event is one thing a layer did. Fields that do not apply to its Kind are
 // zero; each [Kind] says which apply. An Event is a plain value: an
 // Observer may keep it.
@@ -130,6 +162,11 @@ type Event struct {
 	// by the names circuitbreaker.State prints ("closed", "open",
 	// "half-open", "forced-open", "forced-closed").
 	From, To string
+	// Calls and Failures are, for a breaker's trip (a [Transition] to
+	// open), the counts it was decided on: Failures among Calls (a run of
+	// N consecutive failures is N and N; a window's counts; the probes
+	// judged and failed for a re-open). Zero otherwise.
+	Calls, Failures int
 }
 
 // Source is the kind of layer that reports an event.
@@ -157,6 +194,8 @@ const (
 	Fallback
 	// Coalesce is package coalesce.
 	Coalesce
+	// Shadow is package shadow.
+	Shadow
 )
 
 var sourceNames = [...]string{
@@ -170,6 +209,7 @@ var sourceNames = [...]string{
 	LoadShed:    "loadshed",
 	Fallback:    "fallback",
 	Coalesce:    "coalesce",
+	Shadow:      "shadow",
 }
 
 // String returns the name of the source's package, such as "retry".
@@ -187,7 +227,8 @@ type Kind uint8
 // set besides Source and Name.
 const (
 	// Transition: a breaker changed state. From, To; Err is the cause of
-	// a trip (a transition to open or forced-open), nil otherwise.
+	// a trip (a transition to open or forced-open), nil otherwise; Calls
+	// and Failures, for a trip, the counts it was decided on.
 	Transition Kind = iota + 1
 	// Retrying: a retry layer is about to retry, after waiting Duration.
 	// Attempt is the number of the attempt it is about to make (2 for the
@@ -247,6 +288,15 @@ const (
 	// something per name may forget it; a later call for the same key
 	// creates a new breaker, which starts afresh. No other field.
 	Removed
+	// Lost: a shadow breaker (package shadow, Source Shadow, Name the
+	// candidate's) would have refused a call that succeeded: goodput the
+	// candidate would have cost. Err is its refusal (matching
+	// circuitbreaker.ErrOpen). The candidate's breaker reports its own
+	// Rejected, Transition and outcome events under Source Breaker.
+	Lost
+	// Tuned: a layer's settings were changed while it ran
+	// (circuitbreaker.Breaker.Tune). No other field.
+	Tuned
 )
 
 var kindNames = [...]string{
@@ -266,6 +316,8 @@ var kindNames = [...]string{
 	Ignored:       "ignored",
 	Rejected:      "rejected",
 	Removed:       "removed",
+	Lost:          "lost",
+	Tuned:         "tuned",
 }
 
 // String returns the kind's name, such as "retry-end".

@@ -42,6 +42,17 @@
 // through instead of eight. Every key of one breaker shares one hash tag, so it works on
 // Redis Cluster.
 //
+// # Seeing whether the fleet agrees
+//
+// A Shared is an inspect.Fleet: registered on a replica's live page
+// (package github.com/rampart-go/rampart/inspect) with its breaker,
+//
+//	reg.AddFleet(br, shared)
+//
+// the page reads the shared record from Redis when it is viewed (one read
+// script, never on a call's path) and shows it next to this replica's
+// breaker, with whether they agree.
+//
 // # Failing safe
 //
 // Redis down, slow or paused never blocks or fails a call and never
