@@ -56,7 +56,7 @@ func Example_customPolicy() {
 	call := func(callErr error) {
 		p, err := br.TryAcquire()
 		if err != nil {
-			fmt.Println("rejected:", err)
+			fmt.Println("refused:", err)
 			return
 		}
 		p.Done(callErr)

@@ -23,11 +23,11 @@ func Example() {
 	}
 	outcomes := []error{nil, errors.New("down"), errors.New("down"), errors.New("down"), nil}
 	i := 0
-	svc := shadow.Wrap(rampart.ServiceFunc[int, string](func(context.Context, int) (string, error) {
+	svc := shadow.NewLayer[int, string](sh, nil).Wrap(rampart.ServiceFunc[int, string](func(context.Context, int) (string, error) {
 		err := outcomes[i]
 		i++
 		return "", err
-	}), sh, nil)
+	}))
 	for range outcomes {
 		_, _ = svc.Call(context.Background(), 0)
 	}

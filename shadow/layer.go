@@ -152,9 +152,3 @@ func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (v
 	}
 	return v, err
 }
-
-// Wrap runs s's candidates beside the calls to svc: it is
-// NewLayer(s, classify).Wrap(svc), with the type arguments inferred.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], s *Shadow, classify circuitbreaker.Classifier[Resp]) rampart.Service[Req, Resp] {
-	return NewLayer[Req, Resp](s, classify).Wrap(svc)
-}
