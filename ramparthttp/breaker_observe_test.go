@@ -132,7 +132,7 @@ func TestServer_EV12_EveryRequestReportedOnce(t *testing.T) {
 			return
 		}
 		io.WriteString(w, "hello")
-	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br)}})
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br, nil)}})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
