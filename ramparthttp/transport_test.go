@@ -500,7 +500,7 @@ func TestNewTransport_AttemptTimeoutMessageStatesAcceptedValues(t *testing.T) {
 // without ever reporting would wedge the breaker).
 func TestNewTransport_HT9_SkipTakesNoProbeSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		require.NoError(t, err)
 		p, err := br.TryAcquire()
 		require.NoError(t, err)
