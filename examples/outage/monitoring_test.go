@@ -179,8 +179,9 @@ var notFromTheDemo = []string{
 // seconds), and checks that every query of the dashboard returns data for
 // the metrics the demo produced, and that the breaker alert fired during
 // the fault and resolved after it. It keeps the data it read as a picture
-// of the dashboard's panels (the test's artifact; with
-// RAMPART_DASHBOARD_PNG, also there: the README's picture).
+// of the dashboard's panels and one of the alerts (the test's artifacts;
+// with RAMPART_MONITORING_PNG set to a folder, also there: the README's
+// pictures).
 func TestMonitoring_OP6_Prometheus(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	require.NoError(t, err, "the dashboard test needs Debian's prometheus (./test.sh installs it)")
@@ -296,13 +297,15 @@ scrape_configs:
 	alerts, err := rangeQuery(api, `ALERTS`, start, stopAt)
 	require.NoError(t, err)
 
-	png := filepath.Join(t.ArtifactDir(), "dashboard.png")
-	require.NoError(t, renderDashboard(png, panels, alerts, start, stopAt, faultStart, faultEnd))
-	t.Logf("dashboard picture: %s", png)
-	if p := os.Getenv("RAMPART_DASHBOARD_PNG"); p != "" {
-		b, err := os.ReadFile(png)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, b, 0o644))
+	png, alertsPNG := filepath.Join(t.ArtifactDir(), "dashboard.png"), filepath.Join(t.ArtifactDir(), "alerts.png")
+	require.NoError(t, renderDashboard(png, alertsPNG, panels, alerts, start, stopAt, faultStart, faultEnd))
+	t.Logf("pictures: %s, %s", png, alertsPNG)
+	if dir := os.Getenv("RAMPART_MONITORING_PNG"); dir != "" {
+		for _, p := range []string{png, alertsPNG} {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644))
+		}
 	}
 }
 
