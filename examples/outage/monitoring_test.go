@@ -179,9 +179,10 @@ var notFromTheDemo = []string{
 // seconds), and checks that every query of the dashboard returns data for
 // the metrics the demo produced, and that the breaker alert fired during
 // the fault and resolved after it. It keeps the data it read as a picture
-// of the dashboard's panels and one of the alerts (the test's artifacts;
-// with RAMPART_MONITORING_PNG set to a folder, also there: the README's
-// pictures).
+// of the dashboard's panels, the alerts' states last, and one of the
+// breaker's state and the alerts alone (the test's artifacts; with
+// RAMPART_DASHBOARD_PNG, the first is also written there: the README's
+// picture).
 func TestMonitoring_OP6_Prometheus(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	require.NoError(t, err, "the dashboard test needs Debian's prometheus (./test.sh installs it)")
@@ -300,12 +301,10 @@ scrape_configs:
 	png, alertsPNG := filepath.Join(t.ArtifactDir(), "dashboard.png"), filepath.Join(t.ArtifactDir(), "alerts.png")
 	require.NoError(t, renderDashboard(png, alertsPNG, panels, alerts, start, stopAt, faultStart, faultEnd))
 	t.Logf("pictures: %s, %s", png, alertsPNG)
-	if dir := os.Getenv("RAMPART_MONITORING_PNG"); dir != "" {
-		for _, p := range []string{png, alertsPNG} {
-			b, err := os.ReadFile(p)
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(p)), b, 0o644))
-		}
+	if p := os.Getenv("RAMPART_DASHBOARD_PNG"); p != "" {
+		b, err := os.ReadFile(png)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, b, 0o644))
 	}
 }
 
