@@ -245,7 +245,7 @@ func build(cfg config, net network, rampartRun bool, rec *recorder) (*chain, err
 		}
 		hC = h
 	}
-	urlC, rtC := net.serve("C", rec.countAtC(hC))
+	urlC, rtC := net.serve("C", rec.countAt("C", hC))
 
 	hop := func(name, downURL string, downRT http.RoundTripper) (string, http.RoundTripper, *tier, error) {
 		t := newTier(cfg.hopWorkers, cfg.hopWorkers, hopWork, rampartRun)
@@ -254,7 +254,7 @@ func build(cfg config, net network, rampartRun bool, rec *recorder) (*chain, err
 			t.down = func(_ context.Context, in *http.Request) (int, bool) {
 				return naiveCall(downRT, downURL, in, cfg.naiveRetries, cfg.callerTimeout)
 			}
-			url, rt := net.serve(name, h)
+			url, rt := net.serve(name, rec.countAt(name, h))
 			return url, rt, t, nil
 		}
 		br, err := circuitbreaker.New(circuitbreaker.Config{ResetTimeout: cfg.resetTimeout})
@@ -282,7 +282,7 @@ func build(cfg config, net network, rampartRun bool, rec *recorder) (*chain, err
 		if h, err = ramparthttp.NewHandler(t, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{prop}}); err != nil {
 			return "", nil, nil, err
 		}
-		url, hrt := net.serve(name, h)
+		url, hrt := net.serve(name, rec.countAt(name, h))
 		return url, hrt, t, nil
 	}
 	urlB, rtB, b, err := hop("B", urlC, rtC)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,3 +45,28 @@ func TestChain_Targets(t *testing.T) {
 type testWriter []byte
 
 func (w *testWriter) Write(p []byte) (int, error) { *w = append(*w, p...); return len(p), nil }
+
+// The chart is written where asked, as a PNG.
+func TestChain_Chart(t *testing.T) {
+	cfg := defaults
+	cfg.healthy, cfg.fault, cfg.after = time.Second, time.Second, time.Second
+	var runs []summary
+	for _, rampartRun := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			rec, err := run(cfg, &inProcess{}, rampartRun)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, summarize("run", cfg, rec))
+		})
+	}
+	path := t.TempDir() + "/chain.png"
+	if err := writeChart(cfg, runs, path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assert.Equal(t, "\x89PNG", string(b[:4]))
+}

@@ -5,10 +5,11 @@
 // and rampart (breakers, budgeted retries that do not multiply across
 // hops, propagated deadlines, criticality shedding and an adaptive limit
 // at C). It prints a table of each run's four figures and its 1s windows,
-// or with -json one JSON object.
+// or with -json one JSON object, and with -chart a PNG of both runs.
 //
 //	go run ./examples/chain
 //	go run ./examples/chain -json
+//	go run ./examples/chain -chart chain.png
 package main
 
 import (
@@ -30,6 +31,7 @@ func main() {
 	flag.IntVar(&cfg.workers, "workers", cfg.workers, "C's workers")
 	flag.DurationVar(&cfg.work, "work", cfg.work, "C's work per request (capacity: workers/work requests per second)")
 	jsonOut := flag.Bool("json", false, "print one JSON object with both runs' figures and windows instead of the table")
+	chart := flag.String("chart", "", "also write a chart of both runs (requests per second at each tier, and answered by criticality) to this PNG file; empty for none")
 	flag.Parse()
 	if cfg.rate < 1 || cfg.workers < 1 || cfg.slowdown < 1 || cfg.work <= 0 {
 		fmt.Fprintln(os.Stderr, "chain: -rate, -workers and -slowdown must be at least 1, -work positive")
@@ -47,6 +49,12 @@ func main() {
 			os.Exit(1)
 		}
 		out = append(out, summarize(name, cfg, rec))
+	}
+	if *chart != "" {
+		if err := writeChart(cfg, out, *chart); err != nil {
+			fmt.Fprintln(os.Stderr, "chain: writing the chart:", err)
+			os.Exit(1)
+		}
 	}
 	if *jsonOut {
 		enc := json.NewEncoder(os.Stdout)

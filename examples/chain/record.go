@@ -13,6 +13,8 @@ import (
 type window struct {
 	Requests [3]int        `json:"requests"` // caller requests sent in it, by criticality (sheddable, default, critical)
 	OK       [3]int        `json:"ok"`       // of those, answered 200 in time
+	AtA      int           `json:"attempts_at_a"`
+	AtB      int           `json:"attempts_at_b"`
 	AtC      int           `json:"attempts_at_c"`
 	WorkC    time.Duration `json:"work_at_c_ns"`
 	WastedC  time.Duration `json:"wasted_at_c_ns"` // C's work after the caller's deadline
@@ -50,11 +52,19 @@ func (r *recorder) caller(sent time.Time, c rampart.Criticality, ok bool) {
 	}
 }
 
-// countAtC counts every request that reaches C.
-func (r *recorder) countAtC(h http.Handler) http.Handler {
+// countAt counts every request that reaches the tier named name.
+func (r *recorder) countAt(name string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
-		r.at(time.Now()).AtC++
+		w0 := r.at(time.Now())
+		switch name {
+		case "A":
+			w0.AtA++
+		case "B":
+			w0.AtB++
+		default:
+			w0.AtC++
+		}
 		r.mu.Unlock()
 		h.ServeHTTP(w, req)
 	})
