@@ -159,7 +159,7 @@ func New(cfg Config) (*Breaker, error) {
 	if set.observer != nil {
 		b.events.subscribe(observeTransitions(cfg.Name, set.observer))
 	}
-	if _, binds := cfg.Observer.(observe.Binder); binds {
+	if _, binds := cfg.Observer.(observe.Binder); binds && set.observer != nil {
 		// An Observer that bound itself to the breaker keeps something
 		// for it: a breaker dropped without a Group (replaced under its
 		// name, say) is reported removed once collected, so that nothing

@@ -81,8 +81,10 @@ func (j joined) Bind(source Source, name string) Observer {
 // breaker by name). The events a layer reports to the bound Observer all
 // carry the source and name it was bound with.
 //
-// Bind must be safe for concurrent use and may return the Binder itself; it
-// must not return nil. Layers that bind: circuitbreaker (its Config), retry
+// Bind must be safe for concurrent use and may return the Binder itself,
+// or nil when it wants no events from the layer (an observer whose
+// metrics go nowhere), which the layer then does not report, at the cost
+// of a layer without an Observer. Layers that bind: circuitbreaker (its Config), retry
 // and budget; the others report to the Observer as given, which must
 // therefore work unbound too.
 type Binder interface {
@@ -91,13 +93,20 @@ type Binder interface {
 }
 
 // Bind returns obs bound to the layer of source and name when obs is a
-// [Binder], obs itself otherwise (nil included). Layers call it once, in
-// their constructor.
+// [Binder] (nil when it wants no events), obs itself otherwise (nil
+// included). Layers call it once, in their constructor.
 func Bind(obs Observer, source Source, name string) Observer {
 	if b, ok := obs.(Binder); ok {
-		if bound := b.Bind(source, name); bound != nil {
-			return bound
-		}
+		return nilIfNone(b.Bind(source, name))
+	}
+	return obs
+}
+
+// nilIfNone returns nil for an Observer that is nil or a nil joined list,
+// so that a layer tests one nil.
+func nilIfNone(obs Observer) Observer {
+	if j, ok := obs.(joined); ok && len(j) == 0 || obs == nil {
+		return nil
 	}
 	return obs
 }
@@ -107,7 +116,7 @@ func Bind(obs Observer, source Source, name string) Observer {
 // key), so that it can aggregate the members under the group's name
 // rather than keep something per key. BindMember is given the group's
 // Name, the member's key and the member's own Name (the name its events
-// carry, "group/key"); the rules of Bind apply.
+// carry, "group/key"); the rules of Bind apply (nil: no events).
 type MemberBinder interface {
 	Binder
 	BindMember(source Source, group, key, name string) Observer
@@ -118,9 +127,7 @@ type MemberBinder interface {
 // [MemberBinder], else as [Bind] binds it with name.
 func BindMember(obs Observer, source Source, group, key, name string) Observer {
 	if b, ok := obs.(MemberBinder); ok {
-		if bound := b.BindMember(source, group, key, name); bound != nil {
-			return bound
-		}
+		return nilIfNone(b.BindMember(source, group, key, name))
 	}
 	return Bind(obs, source, name)
 }

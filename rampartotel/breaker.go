@@ -150,6 +150,9 @@ func (o *Observer) now() int64 { return int64(time.Since(o.start)) }
 // add and no lookup; for the other layers, o itself. Safe for concurrent
 // use.
 func (o *Observer) Bind(source observe.Source, name string) observe.Observer {
+	if o.none {
+		return o.spanOnly()
+	}
 	if source != observe.Breaker {
 		return o
 	}
@@ -163,6 +166,9 @@ func (o *Observer) Bind(source observe.Source, name string) observe.Observer {
 // the group's record, under the group's name, unless [Config.KeySeries]
 // leaves room for the key's own series. Safe for concurrent use.
 func (o *Observer) BindMember(source observe.Source, group, key, name string) observe.Observer {
+	if o.none {
+		return o.spanOnly()
+	}
 	if source != observe.Breaker {
 		return o
 	}
@@ -306,4 +312,27 @@ func isAutomatic(from, to int) bool {
 		}
 	}
 	return false
+}
+
+// spanOnly is what a layer bound to an Observer whose MeterProvider is
+// the no-op one reports to: nothing without span events, so that the
+// layer pays as if it had no Observer; else an Observer that only adds
+// span events.
+func (o *Observer) spanOnly() observe.Observer {
+	if !o.spans {
+		return nil
+	}
+	return spanEvents{}
+}
+
+// spanEvents adds the events of calls to their spans, and records no
+// metric.
+type spanEvents struct{}
+
+func (spanEvents) Observe(ctx context.Context, e observe.Event) {
+	switch e.Kind {
+	case observe.Success, observe.Failure, observe.Ignored, observe.Transition, observe.Removed:
+		return // never span events
+	}
+	addSpanEvent(ctx, e)
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
@@ -50,7 +51,11 @@ var secondsBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 
 // Config configures an [Observer].
 type Config struct {
 	// MeterProvider provides the meter of the metrics. Nil means the
-	// global provider (otel.GetMeterProvider()).
+	// global provider (otel.GetMeterProvider()), which records once a
+	// provider is set with otel.SetMeterProvider, even later. With the
+	// no-op provider (go.opentelemetry.io/otel/metric/noop), the layers
+	// bound to the Observer (breakers, retry, budget) report nothing but
+	// the span events, and pay nothing else: none, with NoSpanEvents.
 	MeterProvider metric.MeterProvider
 
 	// NoSpanEvents, when true, adds no events to spans. False (the
@@ -79,6 +84,7 @@ type Config struct {
 // "Cardinality").
 type Observer struct {
 	spans     bool
+	none      bool // the MeterProvider is the no-op one: nothing to record
 	keySeries int
 	start     time.Time // the origin of now
 	reg       metric.Registration
@@ -144,8 +150,9 @@ func New(cfg Config) (*Observer, error) {
 		return nil, fmt.Errorf("rampartotel: Config.KeySeries must be >= 0 (0 means a Group's breakers are aggregated under its Name), got %d", cfg.KeySeries)
 	}
 	m := mp.Meter(ScopeName)
+	_, none := mp.(noop.MeterProvider)
 	o := &Observer{
-		spans: !cfg.NoSpanEvents, keySeries: cfg.KeySeries, start: time.Now(),
+		spans: !cfg.NoSpanEvents, none: none, keySeries: cfg.KeySeries, start: time.Now(),
 		records: make(map[recordKey]*record), implicit: make(map[string]*boundBreaker),
 	}
 	var errs []error
@@ -388,6 +395,10 @@ func retryStop(why error) string {
 		return "hint_forever"
 	case errors.Is(why, circuitbreaker.ErrOpen):
 		return "breaker_open"
+	}
+	var named interface{ RetryStop() string }
+	if errors.As(why, &named) {
+		return named.RetryStop() // rampartgrpc.ErrCommitted: "committed"
 	}
 	return "canceled"
 }
