@@ -40,7 +40,7 @@ type BreakerStatus struct {
 	Since time.Time `json:"since,omitzero"`
 	// RetryAfterSeconds is the rest of the cool-down, in seconds; -1 when
 	// no probe will be admitted by itself (forced open, or a cool-down of
-	// circuitbreaker.Forever); zero (left out) otherwise.
+	// rampart.Forever); zero (left out) otherwise.
 	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
 	// Cause is the trip's failure, or the reason the breaker was forced
 	// open, as its Error method says it.
