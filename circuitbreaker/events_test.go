@@ -152,7 +152,7 @@ func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 			want: `open (until reset): tripped by: boom`},
 		{name: "open", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1500 * time.Millisecond, Cause: errBoom},
 			want: `open (retry after 1.5s): tripped by: boom`},
-		{name: "closed", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2, Calls: 10, Failures: 3, SlowCalls: 1}},
+		{name: "closed", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 2, Calls: 10, Failures: 3, SlowCalls: 1}},
 			want: `closed: 2 consecutive failures; 10 calls, 3 failures, 1 slow calls in the window`},
 		{name: "half-open", v: circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, ProbesInFlight: 1, ProbesSucceeded: 2, Cause: errBoom},
 			want: `half-open: probes 1 in flight, 2 succeeded, 0 failed: tripped by: boom`},
@@ -192,8 +192,6 @@ type successTripper struct{ successes int }
 var errQuota = errors.New("quota spent")
 
 func (p *successTripper) NewTracker() (circuitbreaker.Tracker, error) { return p, nil }
-func (*successTripper) Timing() circuitbreaker.Timing                 { return circuitbreaker.TimingNone }
-func (*successTripper) WantsSuccess() bool                            { return true }
 func (p *successTripper) Record(c circuitbreaker.Call) bool {
 	if c.Outcome == rampart.Success {
 		p.successes++
@@ -203,9 +201,9 @@ func (p *successTripper) Record(c circuitbreaker.Call) bool {
 func (*successTripper) Probe(circuitbreaker.Call, circuitbreaker.Probes) circuitbreaker.Verdict {
 	return circuitbreaker.VerdictPending
 }
-func (p *successTripper) Reset(circuitbreaker.State)      { p.successes = 0 }
-func (*successTripper) Counters() circuitbreaker.Counters { return circuitbreaker.Counters{} }
-func (*successTripper) TripCause() error                  { return errQuota }
+func (p *successTripper) Reset(circuitbreaker.State)  { p.successes = 0 }
+func (*successTripper) Counts() circuitbreaker.Counts { return circuitbreaker.Counts{} }
+func (*successTripper) TripCause() error              { return errQuota }
 
 func TestPolicy_CB12_UserTrackerNamesTheCauseOfATripOnSuccess(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Policy: &successTripper{}, CoolDown: time.Hour})

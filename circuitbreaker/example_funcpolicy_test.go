@@ -25,7 +25,7 @@ func ExampleTripFunc() {
 	call := func(callErr error) {
 		p, err := br.TryAcquire()
 		if err != nil {
-			fmt.Println("rejected:", err)
+			fmt.Println("refused:", err)
 			return
 		}
 		p.Done(callErr)

@@ -68,7 +68,7 @@ func ExampleBreaker_TryAcquire() {
 	err = lookup(false)
 	var oe *circuitbreaker.OpenError
 	if errors.As(err, &oe) {
-		fmt.Println("rejected; tripped by:", oe.Cause)
+		fmt.Println("refused; tripped by:", oe.Cause)
 	}
 	// Output:
 	// outcome counted: true

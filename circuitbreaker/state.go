@@ -51,8 +51,8 @@ type Snapshot struct {
 	Name string
 	// State is the state: HalfOpen once a cool-down has passed.
 	State State
-	// Counters are the policy's counters of the current Closed period.
-	Counters Counters
+	// Counts are the policy's counters of the current Closed period.
+	Counts Counts
 	// RetryAfter is the rest of the cool-down ([rampart.Forever] if forced open).
 	RetryAfter time.Duration
 	// Cause is the trip's failure, or the reason given to [Switch.ForceOpen].
@@ -96,7 +96,7 @@ func (b *Breaker) State() Snapshot {
 	s := Snapshot{Name: b.set.name, State: stateOf(b.word.Load())}
 	switch s.State {
 	case Closed:
-		s.Counters = b.tracker.Counters()
+		s.Counts = countsOf(b.tracker)
 	case Open:
 		s.Cause, s.Remote = per.cause, per.remote
 		switch {
@@ -131,7 +131,7 @@ func (s Snapshot) String() string {
 	b.WriteString(s.State.String())
 	switch s.State {
 	case Closed:
-		c := s.Counters
+		c := s.Counts
 		fmt.Fprintf(&b, ": %d consecutive failures; %d calls, %d failures, %d slow calls in the window",
 			c.ConsecutiveFailures, c.Calls, c.Failures, c.SlowCalls)
 	case Open:

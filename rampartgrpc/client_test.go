@@ -175,7 +175,7 @@ func judged(t *testing.T, n network, code codes.Code) int {
 	if s.State != circuitbreaker.Closed {
 		return -1
 	}
-	return s.Counters.ConsecutiveFailures
+	return s.Counts.ConsecutiveFailures
 }
 
 func TestUnary_GR3_BreakerClassification(t *testing.T) {
@@ -328,7 +328,7 @@ func TestUnary_GR6_AttemptTimeoutIsDeadlineExceededAndFailure(t *testing.T) {
 		assert.Equal(t, 300*time.Millisecond, time.Since(begin))
 		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
 		assert.ErrorIs(t, err, timeout.ErrTimeout)
-		assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+		assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 	})
 }
 

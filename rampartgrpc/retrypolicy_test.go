@@ -41,7 +41,7 @@ func attemptsWith(t *testing.T, cfg rampartgrpc.ClientConfig, dialOpts ...grpc.D
 		_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
 		assert.Equal(t, codes.Unavailable, status.Code(err))
 		calls = e.srv.calls.Load()
-		failures = br.State().Counters.ConsecutiveFailures
+		failures = br.State().Counts.ConsecutiveFailures
 	})
 	return calls, failures
 }

@@ -70,23 +70,23 @@ func TestBreakerLayer_CB8_BodyEndOrEarlyCloseIsASuccess(t *testing.T) {
 
 	next = []int{503, 200, 503, 200, 503}
 	get().Body.Close()
-	assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 
 	resp := get() // read to its end
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(body))
-	assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures, "a body read to its end is a success")
+	assert.Equal(t, 0, br.State().Counts.ConsecutiveFailures, "a body read to its end is a success")
 	resp.Body.Close()
 
 	get().Body.Close()
-	assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 	get().Body.Close() // closed unread
-	assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures, "a body closed early is a success")
+	assert.Equal(t, 0, br.State().Counts.ConsecutiveFailures, "a body closed early is a success")
 
 	get().Body.Close()
 	assert.Equal(t, circuitbreaker.Closed, br.State().State)
-	assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 }
 
 func TestBreakerLayer_CB8_BodyResetIsAFailure(t *testing.T) {

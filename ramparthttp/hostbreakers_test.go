@@ -159,12 +159,12 @@ func TestHostBreakers_HT7_SameJudgementAsOneBreaker(t *testing.T) {
 	require.NoError(t, err)
 	run(t, ramparthttp.ClientConfig{Breakers: hosts})
 
-	want := circuitbreaker.Counters{Calls: 6, Failures: 4} // 409, 500, transport error, failed body; 429 not counted
-	assert.Equal(t, want, one.State().Counters)
+	want := circuitbreaker.Counts{Calls: 6, Failures: 4} // 409, 500, transport error, failed body; 429 not counted
+	assert.Equal(t, want, one.State().Counts)
 	states := hosts.States()
 	require.Len(t, states, 1)
 	assert.Equal(t, "backend", states[0].Key)
-	assert.Equal(t, want, states[0].Counters)
+	assert.Equal(t, want, states[0].Counts)
 }
 
 type failingReader struct{}
