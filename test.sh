@@ -34,13 +34,21 @@ if [ "${modules[*]}" != "${used[*]}" ]; then
 fi
 echo "== modules: ${modules[*]}"
 
-# rampartredis's tests start their own redis-server (Debian's package);
-# CI runs as root and installs it when missing.
+# rampartredis's tests start their own redis-server (Debian's package),
+# and a three-master Redis Cluster of them, which redis-cli --cluster
+# create joins (Debian's redis-tools); CI runs as root and installs them
+# when missing. CI=1 makes a missing one fail those tests, never skip.
 command -v redis-server >/dev/null || {
   echo "== installing redis-server"
   apt-get update && apt-get install -y --no-install-recommends redis-server
 }
+command -v redis-cli >/dev/null || {
+  echo "== installing redis-tools (redis-cli)"
+  apt-get update && apt-get install -y --no-install-recommends redis-tools
+}
 command -v redis-server >/dev/null || { echo "test.sh: redis-server is not on PATH" >&2; exit 1; }
+command -v redis-cli >/dev/null || { echo "test.sh: redis-cli is not on PATH" >&2; exit 1; }
+export CI="${CI:-1}"
 
 # examples/outage's tests drive Debian's chromium (headless) on the live
 # page, and run a real prometheus (and promtool) on the demo's metrics and

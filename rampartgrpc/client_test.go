@@ -16,40 +16,102 @@ import (
 	"google.golang.org/grpc/codes"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
-	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/rampartgrpc"
-	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
 
-// noWait is a backoff of zero, for tests that count attempts.
-func noWait(t *testing.T) retry.Backoff {
-	b, err := retry.NewConstant(0)
-	require.NoError(t, err)
-	return b
-}
-
-func unaryClient(t *testing.T, cfg rampartgrpc.ClientConfig) grpc.DialOption {
-	t.Helper()
-	ic, err := rampartgrpc.NewUnaryClientInterceptor(cfg)
-	require.NoError(t, err)
-	return grpc.WithUnaryInterceptor(ic)
-}
-
-func failWith(code codes.Code, times int) func(context.Context, int) (*testgrpc.SimpleResponse, error) {
-	return func(_ context.Context, n int) (*testgrpc.SimpleResponse, error) {
-		if n <= times {
-			return nil, status.Error(code, "injected")
-		}
-		return &testgrpc.SimpleResponse{Username: "ok"}, nil
+// TestUnary_GR16_StackAllocations guards what the interceptor itself
+// allocates per call, over an invoker that allocates nothing: nothing for
+// a method sent once through a breaker, and one object (the attempt's
+// trailer and options) for a method that may be retried.
+func TestUnary_GR16_StackAllocations(t *testing.T) {
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	for _, tc := range []struct {
+		name   string
+		method string
+		want   float64
+	}{
+		{name: "sent once", method: "/other/Method", want: 0},
+		{name: "may be retried", method: unaryMethod, want: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fullStack(t)
+			cfg.AttemptTimeout = 0 // a deadline allocates, as context.WithTimeout does
+			ic, err := rampartgrpc.NewUnaryClientInterceptor(cfg)
+			require.NoError(t, err)
+			ctx := t.Context()
+			allocs := testing.AllocsPerRun(1000, func() {
+				_ = ic(ctx, tc.method, nil, nil, nil, invoker)
+			})
+			assert.Equal(t, tc.want, allocs)
+		})
 	}
+	t.Run("one breaker", func(t *testing.T) {
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{Breaker: newBreaker(t, circuitbreaker.Config{})})
+		require.NoError(t, err)
+		ctx := t.Context()
+		assert.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { _ = ic(ctx, unaryMethod, nil, nil, nil, invoker) }))
+	})
+}
+
+// fullStack is the client stack the cost is measured for: a breaker per
+// method, retries within a budget, and a per-attempt timeout.
+func fullStack(b testing.TB) rampartgrpc.ClientConfig {
+	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{})
+	require.NoError(b, err)
+	rb, err := budget.New(budget.Config{})
+	require.NoError(b, err)
+	return rampartgrpc.ClientConfig{
+		Breakers:       g,
+		Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Budget: rb},
+		AttemptTimeout: time.Second,
+	}
+}
+
+// benchUnary measures one successful unary call over bufconn; with
+// deadline set, each call carries a one-second deadline of its caller's.
+func benchUnary(b *testing.B, deadline bool, dialOpts ...grpc.DialOption) {
+	e := start(b, networks[0], &testServer{}, nil, dialOpts...)
+	req := &testgrpc.SimpleRequest{}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := b.Context(), context.CancelFunc(func() {})
+		if deadline {
+			ctx, cancel = context.WithTimeout(ctx, time.Second)
+		}
+		_, err := e.tc.UnaryCall(ctx, req)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnary compares a unary call through the full client stack with
+// the bare call. A deadline costs grpc-go and the context package alike,
+// whoever sets it, so the stack with its per-attempt timeout ("full") is
+// compared with a bare call that carries a deadline ("bare-deadline"), and
+// the stack without it ("full-no-timeout") with the bare call ("bare").
+func BenchmarkUnary(b *testing.B) {
+	b.Run("bare", func(b *testing.B) { benchUnary(b, false) })
+	b.Run("bare-deadline", func(b *testing.B) { benchUnary(b, true) })
+	b.Run("full", func(b *testing.B) {
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(fullStack(b))
+		require.NoError(b, err)
+		benchUnary(b, false, grpc.WithUnaryInterceptor(ic))
+	})
+	b.Run("full-no-timeout", func(b *testing.B) {
+		cfg := fullStack(b)
+		cfg.AttemptTimeout = 0
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(cfg)
+		require.NoError(b, err)
+		benchUnary(b, false, grpc.WithUnaryInterceptor(ic))
+	})
 }
 
 func TestUnary_GR1_RetriesUnavailableOfSafeMethods(t *testing.T) {
@@ -88,124 +150,6 @@ func TestUnary_GR1_OtherCodesNotRetried(t *testing.T) {
 	}
 }
 
-// pushingBack fails with UNAVAILABLE and the given pushback trailer values
-// until the call numbered times.
-func pushingBack(times int, values ...string) func(context.Context, int) (*testgrpc.SimpleResponse, error) {
-	return func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
-		if n > times {
-			return &testgrpc.SimpleResponse{Username: "ok"}, nil
-		}
-		md := metadata.MD{}
-		for _, v := range values {
-			md.Append(rampartgrpc.PushbackKey, v)
-		}
-		_ = grpc.SetTrailer(ctx, md)
-		return nil, status.Error(codes.Unavailable, "pushing back")
-	}
-}
-
-func TestUnary_GR2_NegativeOrMalformedPushbackStopsRetries(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		values []string
-	}{
-		{name: "negative", values: []string{"-1"}},
-		{name: "text", values: []string{"soon"}},
-		{name: "fraction", values: []string{"1.5"}},
-		{name: "empty", values: []string{""}},
-		{name: "two values", values: []string{"1", "2"}},
-		// gRFC A6: a signed 32-bit integer with no unneeded leading zeros.
-		{name: "plus sign", values: []string{"+5"}},
-		{name: "leading zero", values: []string{"0100"}},
-		{name: "space", values: []string{" 5"}},
-		{name: "past int32", values: []string{"2147483648"}},
-		{name: "past int64", values: []string{"99999999999999999999"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			eachNetwork(t, func(t *testing.T, n network) {
-				e := start(t, n, &testServer{unary: pushingBack(5, tc.values...)}, nil, unaryClient(t, rampartgrpc.ClientConfig{
-					Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: noWait(t)},
-				}))
-				_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-				assert.Equal(t, codes.Unavailable, status.Code(err))
-				assert.Equal(t, int32(1), e.srv.calls.Load())
-			})
-		})
-	}
-}
-
-func TestUnary_GR2_PushbackSetsTheDelay(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var at []time.Duration
-		start0 := time.Now()
-		srv := &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
-			at = append(at, time.Since(start0))
-			return pushingBack(2, "250")(ctx, n)
-		}}
-		b, err := retry.NewConstant(10 * time.Millisecond)
-		require.NoError(t, err)
-		e := start(t, networks[0], srv, nil, unaryClient(t, rampartgrpc.ClientConfig{
-			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: b},
-		}))
-		start0 = time.Now()
-		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-		require.NoError(t, err)
-		assert.Equal(t, []time.Duration{0, 250 * time.Millisecond, 500 * time.Millisecond}, at)
-	})
-}
-
-// breakerCounts returns the breaker's run of consecutive failures, after
-// one failure and then one call that ended with code: 0 if that call
-// counted as a success, 1 if it was ignored, and the breaker is open (-1)
-// if it counted as a failure.
-func judged(t *testing.T, n network, code codes.Code) int {
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
-	require.NoError(t, err)
-	e := start(t, n, &testServer{unary: func(context.Context, int) (*testgrpc.SimpleResponse, error) {
-		if code == codes.OK {
-			return &testgrpc.SimpleResponse{}, nil
-		}
-		return nil, status.Error(code, "injected")
-	}}, nil, unaryClient(t, rampartgrpc.ClientConfig{Breaker: br}))
-	p, err := br.TryAcquire()
-	require.NoError(t, err)
-	p.Failure(errors.New("first"))
-	_, _ = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-	s := br.State()
-	if s.State != circuitbreaker.Closed {
-		return -1
-	}
-	return s.Counts.ConsecutiveFailures
-}
-
-func TestUnary_GR3_BreakerClassification(t *testing.T) {
-	const failure, ignored, success = -1, 1, 0
-	for _, tc := range []struct {
-		code codes.Code
-		want int
-	}{
-		{code: codes.OK, want: success},
-		{code: codes.Unavailable, want: failure},
-		{code: codes.DeadlineExceeded, want: failure},
-		{code: codes.Internal, want: failure},
-		{code: codes.Unknown, want: failure},
-		{code: codes.DataLoss, want: failure},
-		{code: codes.Canceled, want: failure}, // the server's, not the caller's
-		{code: codes.ResourceExhausted, want: ignored},
-		{code: codes.InvalidArgument, want: success},
-		{code: codes.NotFound, want: success},
-		{code: codes.PermissionDenied, want: success},
-		{code: codes.Unimplemented, want: success},
-		{code: codes.FailedPrecondition, want: success},
-	} {
-		t.Run(tc.code.String(), func(t *testing.T) {
-			eachNetwork(t, func(t *testing.T, n network) {
-				assert.Equal(t, tc.want, judged(t, n, tc.code))
-			})
-		})
-	}
-}
-
 func TestUnary_GR3_CallerCancellationIgnored(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, n network) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
@@ -222,36 +166,6 @@ func TestUnary_GR3_CallerCancellationIgnored(t *testing.T) {
 		assert.Equal(t, codes.Canceled, status.Code(err))
 		assert.Equal(t, circuitbreaker.Closed, br.State().State)
 	})
-}
-
-func TestUnary_GR3_ClassifyConfigurable(t *testing.T) {
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
-	require.NoError(t, err)
-	e := start(t, networks[0], &testServer{unary: failWith(codes.NotFound, 1)}, nil, unaryClient(t, rampartgrpc.ClientConfig{
-		Breaker: br,
-		Classify: func(err error) rampart.Outcome {
-			if status.Code(err) == codes.NotFound {
-				return rampart.Failure
-			}
-			return rampartgrpc.Classify(err)
-		},
-	}))
-	_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-	assert.Equal(t, codes.NotFound, status.Code(err))
-	assert.Equal(t, circuitbreaker.Open, br.State().State)
-}
-
-func TestUnary_GR1_RetryableConfigurable(t *testing.T) {
-	e := start(t, networks[0], &testServer{unary: failWith(codes.Aborted, 1)}, nil, unaryClient(t, rampartgrpc.ClientConfig{
-		Retry: rampartgrpc.RetryConfig{
-			Methods:   rampartgrpc.Methods(unaryMethod),
-			Backoff:   noWait(t),
-			Retryable: func(err error) bool { return status.Code(err) == codes.Aborted },
-		},
-	}))
-	_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-	require.NoError(t, err)
-	assert.Equal(t, int32(2), e.srv.calls.Load())
 }
 
 func TestUnary_GR4_OpenBreakerRefusesWithUnavailable(t *testing.T) {
@@ -488,25 +402,6 @@ func TestClient_GR5_ZeroGroupIsDefaultGroup(t *testing.T) {
 	}, g.States())
 }
 
-// A pushback at the top of gRFC A6's range is a delay, capped by MaxHint
-// like any long one: the retry comes MaxHint later.
-func TestUnary_GR2_LargestPushbackCappedByMaxHint(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := start(t, networks[0], &testServer{unary: pushingBack(1, "2147483647")}, nil, unaryClient(t, rampartgrpc.ClientConfig{
-			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: noWait(t), MaxHint: 3 * time.Second},
-		}))
-		begin := time.Now()
-		_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-		require.NoError(t, err)
-		assert.Equal(t, 3*time.Second, time.Since(begin))
-		assert.Equal(t, int32(2), e.srv.calls.Load())
-	})
-}
-
-// healthMethod is grpc-go's health check, which every server of the tests
-// serves.
-const healthMethod = "/grpc.health.v1.Health/Check"
-
 // A method Skip names bypasses an open breaker, and nothing it does is
 // counted; every other method is refused.
 func TestUnary_GR17_SkipBypassesOpenBreaker(t *testing.T) {
@@ -533,33 +428,6 @@ func TestUnary_GR17_SkipBypassesOpenBreaker(t *testing.T) {
 		assert.Equal(t, int32(0), e.srv.calls.Load())
 		assert.Equal(t, circuitbreaker.Open, br.State().State)
 		assert.Equal(t, int32(1), b.deposits.Load(), "only the refused call deposited")
-	})
-}
-
-// The server side's Skip lets a health check past a stack that refuses
-// everything else, over unary calls and streams, and so does the tap's.
-func TestServer_GR17_SkipBypassesTheLayers(t *testing.T) {
-	eachNetwork(t, func(t *testing.T, n network) {
-		shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return false })})
-		require.NoError(t, err)
-		cfg := rampartgrpc.ServerConfig{Layers: []rampartgrpc.ServerLayer{shed}, Skip: rampartgrpc.Methods(healthMethod, streamMethod)}
-		u, err := rampartgrpc.NewUnaryServerInterceptor(cfg)
-		require.NoError(t, err)
-		s, err := rampartgrpc.NewStreamServerInterceptor(cfg)
-		require.NoError(t, err)
-		th, err := rampartgrpc.NewTapHandle(rampartgrpc.TapConfig{Shed: loadshed.ReadyFunc(func() bool { return false }), Skip: rampartgrpc.Methods(healthMethod, streamMethod, unaryMethod)})
-		require.NoError(t, err)
-		e := start(t, n, &testServer{}, []grpc.ServerOption{grpc.UnaryInterceptor(u), grpc.StreamInterceptor(s), grpc.InTapHandle(th)})
-		_, err = e.hc.Check(t.Context(), &healthgrpc.HealthCheckRequest{})
-		require.NoError(t, err)
-		stream, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
-		require.NoError(t, err)
-		_, err = stream.Recv()
-		assert.Equal(t, io.EOF, err)
-		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-		assert.Equal(t, codes.Unavailable, status.Code(err), "past the tap, refused by the interceptor")
-		assert.Equal(t, int32(0), e.srv.calls.Load())
-		assert.Equal(t, int32(1), e.srv.streams.Load())
 	})
 }
 
@@ -639,4 +507,64 @@ func TestUnary_GR18_LimitRefusedHedgeIsNoAnswer(t *testing.T) {
 		assert.Equal(t, 100*time.Millisecond, time.Since(begin))
 		assert.Equal(t, int32(1), e.srv.calls.Load())
 	})
+}
+
+// retryPolicy is a service config that has grpc-go retry UNAVAILABLE up to
+// 4 attempts of every TestService method.
+const retryPolicy = `{"methodConfig": [{
+	"name": [{"service": "grpc.testing.TestService"}],
+	"retryPolicy": {
+		"maxAttempts": 4,
+		"initialBackoff": "0.01s",
+		"maxBackoff": "0.01s",
+		"backoffMultiplier": 1,
+		"retryableStatusCodes": ["UNAVAILABLE"]
+	}
+}]}`
+
+// attemptsWith returns how many attempts an always-UNAVAILABLE server sees
+// for one call, and the breaker's run of failures after it.
+func attemptsWith(t *testing.T, cfg rampartgrpc.ClientConfig, dialOpts ...grpc.DialOption) (int32, int) {
+	var calls int32
+	var failures int
+	synctest.Test(t, func(t *testing.T) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 100}})
+		cfg.Breaker = br
+		cfg.Retry.Backoff = noWait(t)
+		e := start(t, networks[0], &testServer{unary: failWith(codes.Unavailable, 1000)}, nil,
+			append(dialOpts, grpc.WithDefaultServiceConfig(retryPolicy), unaryClient(t, cfg))...)
+		_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		calls = e.srv.calls.Load()
+		failures = br.State().Counts.ConsecutiveFailures
+	})
+	return calls, failures
+}
+
+func TestRetryPolicy_GR15_RecommendedSetupDoesNotMultiplyAttempts(t *testing.T) {
+	// rampart retries, grpc-go's own retries disabled: 3 attempts, each
+	// seen by the breaker.
+	calls, failures := attemptsWith(t, rampartgrpc.ClientConfig{
+		Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), MaxAttempts: 3},
+	}, grpc.WithDisableRetry())
+	assert.Equal(t, int32(3), calls)
+	assert.Equal(t, 3, failures)
+}
+
+func TestRetryPolicy_GR15_GrpcRetriesAloneSeenAsOneOutcome(t *testing.T) {
+	// grpc-go's retryPolicy alone (no method declared to rampart): 4
+	// attempts inside the invoker, one outcome for the breaker.
+	calls, failures := attemptsWith(t, rampartgrpc.ClientConfig{})
+	assert.Equal(t, int32(4), calls)
+	assert.Equal(t, 1, failures)
+}
+
+func TestRetryPolicy_GR15_BothRetryingMultiplies(t *testing.T) {
+	// What the recommendation avoids: each of rampart's 3 attempts runs
+	// grpc-go's 4.
+	calls, failures := attemptsWith(t, rampartgrpc.ClientConfig{
+		Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), MaxAttempts: 3},
+	})
+	assert.Equal(t, int32(12), calls)
+	assert.Equal(t, 3, failures)
 }

@@ -2,19 +2,96 @@ package rampartgrpc_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/rampartgrpc"
+	"github.com/rampart-go/rampart/retry"
 )
+
+// noWait is a backoff of zero, for tests that count attempts.
+func noWait(t *testing.T) retry.Backoff {
+	b, err := retry.NewConstant(0)
+	require.NoError(t, err)
+	return b
+}
+
+func unaryClient(t *testing.T, cfg rampartgrpc.ClientConfig) grpc.DialOption {
+	t.Helper()
+	ic, err := rampartgrpc.NewUnaryClientInterceptor(cfg)
+	require.NoError(t, err)
+	return grpc.WithUnaryInterceptor(ic)
+}
+
+func failWith(code codes.Code, times int) func(context.Context, int) (*testgrpc.SimpleResponse, error) {
+	return func(_ context.Context, n int) (*testgrpc.SimpleResponse, error) {
+		if n <= times {
+			return nil, status.Error(code, "injected")
+		}
+		return &testgrpc.SimpleResponse{Username: "ok"}, nil
+	}
+}
+
+// pushingBack fails with UNAVAILABLE and the given pushback trailer values
+// until the call numbered times.
+func pushingBack(times int, values ...string) func(context.Context, int) (*testgrpc.SimpleResponse, error) {
+	return func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+		if n > times {
+			return &testgrpc.SimpleResponse{Username: "ok"}, nil
+		}
+		md := metadata.MD{}
+		for _, v := range values {
+			md.Append(rampartgrpc.PushbackKey, v)
+		}
+		_ = grpc.SetTrailer(ctx, md)
+		return nil, status.Error(codes.Unavailable, "pushing back")
+	}
+}
+
+// breakerCounts returns the breaker's run of consecutive failures, after
+// one failure and then one call that ended with code: 0 if that call
+// counted as a success, 1 if it was ignored, and the breaker is open (-1)
+// if it counted as a failure.
+func judged(t *testing.T, n network, code codes.Code) int {
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+	require.NoError(t, err)
+	e := start(t, n, &testServer{unary: func(context.Context, int) (*testgrpc.SimpleResponse, error) {
+		if code == codes.OK {
+			return &testgrpc.SimpleResponse{}, nil
+		}
+		return nil, status.Error(code, "injected")
+	}}, nil, unaryClient(t, rampartgrpc.ClientConfig{Breaker: br}))
+	p, err := br.TryAcquire()
+	require.NoError(t, err)
+	p.Failure(errors.New("first"))
+	_, _ = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+	s := br.State()
+	if s.State != circuitbreaker.Closed {
+		return -1
+	}
+	return s.Counts.ConsecutiveFailures
+}
+
+// healthMethod is grpc-go's health check, which every server of the tests
+// serves.
+const healthMethod = "/grpc.health.v1.Health/Check"
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -171,3 +248,51 @@ type countingBudget struct{ deposits atomic.Int32 }
 
 func (b *countingBudget) Deposit()       { b.deposits.Add(1) }
 func (b *countingBudget) Withdraw() bool { return true }
+
+// serverOpts installs both server interceptors with layers.
+func serverOpts(t *testing.T, layers ...rampartgrpc.ServerLayer) []grpc.ServerOption {
+	t.Helper()
+	u, err := rampartgrpc.NewUnaryServerInterceptor(rampartgrpc.ServerConfig{Layers: layers})
+	require.NoError(t, err)
+	s, err := rampartgrpc.NewStreamServerInterceptor(rampartgrpc.ServerConfig{Layers: layers})
+	require.NoError(t, err)
+	return []grpc.ServerOption{grpc.UnaryInterceptor(u), grpc.StreamInterceptor(s)}
+}
+
+// rawCodec sends and receives bytes as they are.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+func streamClient(t *testing.T, cfg rampartgrpc.ClientConfig) grpc.DialOption {
+	t.Helper()
+	ic, err := rampartgrpc.NewStreamClientInterceptor(cfg)
+	require.NoError(t, err)
+	return grpc.WithStreamInterceptor(ic)
+}
+
+func newBreaker(t *testing.T, cfg circuitbreaker.Config) *circuitbreaker.Breaker {
+	t.Helper()
+	br, err := circuitbreaker.New(cfg)
+	require.NoError(t, err)
+	return br
+}
+
+// sendThen sends msgs messages and ends the stream with err.
+func sendThen(msgs int, err error) func(testgrpc.TestService_StreamingOutputCallServer, int) error {
+	return func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+		for range msgs {
+			if e := s.Send(&testgrpc.StreamingOutputCallResponse{}); e != nil {
+				return e
+			}
+		}
+		return err
+	}
+}

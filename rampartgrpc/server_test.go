@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,8 +13,8 @@ import (
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -29,14 +28,31 @@ import (
 	"github.com/rampart-go/rampart/timeout"
 )
 
-// serverOpts installs both server interceptors with layers.
-func serverOpts(t *testing.T, layers ...rampartgrpc.ServerLayer) []grpc.ServerOption {
-	t.Helper()
-	u, err := rampartgrpc.NewUnaryServerInterceptor(rampartgrpc.ServerConfig{Layers: layers})
-	require.NoError(t, err)
-	s, err := rampartgrpc.NewStreamServerInterceptor(rampartgrpc.ServerConfig{Layers: layers})
-	require.NoError(t, err)
-	return []grpc.ServerOption{grpc.UnaryInterceptor(u), grpc.StreamInterceptor(s)}
+// The server side's Skip lets a health check past a stack that refuses
+// everything else, over unary calls and streams, and so does the tap's.
+func TestServer_GR17_SkipBypassesTheLayers(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return false })})
+		require.NoError(t, err)
+		cfg := rampartgrpc.ServerConfig{Layers: []rampartgrpc.ServerLayer{shed}, Skip: rampartgrpc.Methods(healthMethod, streamMethod)}
+		u, err := rampartgrpc.NewUnaryServerInterceptor(cfg)
+		require.NoError(t, err)
+		s, err := rampartgrpc.NewStreamServerInterceptor(cfg)
+		require.NoError(t, err)
+		th, err := rampartgrpc.NewTapHandle(rampartgrpc.TapConfig{Shed: loadshed.ReadyFunc(func() bool { return false }), Skip: rampartgrpc.Methods(healthMethod, streamMethod, unaryMethod)})
+		require.NoError(t, err)
+		e := start(t, n, &testServer{}, []grpc.ServerOption{grpc.UnaryInterceptor(u), grpc.StreamInterceptor(s), grpc.InTapHandle(th)})
+		_, err = e.hc.Check(t.Context(), &healthgrpc.HealthCheckRequest{})
+		require.NoError(t, err)
+		stream, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = stream.Recv()
+		assert.Equal(t, io.EOF, err)
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.Unavailable, status.Code(err), "past the tap, refused by the interceptor")
+		assert.Equal(t, int32(0), e.srv.calls.Load())
+		assert.Equal(t, int32(1), e.srv.streams.Load())
+	})
 }
 
 func limitLayer(t *testing.T, max int) rampartgrpc.ServerLayer {
@@ -265,61 +281,6 @@ func serverCallWith(t *testing.T, ctx context.Context) rampartgrpc.ServerCall {
 	require.NoError(t, err)
 	return got
 }
-
-func TestTap_GR14_RefusesBeforeDecoding(t *testing.T) {
-	eachNetwork(t, func(t *testing.T, n network) {
-		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: rate.Every(time.Hour), Burst: 1})
-		require.NoError(t, err)
-		th, err := rampartgrpc.NewTapHandle(rampartgrpc.TapConfig{Keyed: k, Key: rampartgrpc.KeyMetadata("tenant")})
-		require.NoError(t, err)
-		e := start(t, n, &testServer{}, []grpc.ServerOption{grpc.InTapHandle(th)})
-		ctx := metadata.AppendToOutgoingContext(t.Context(), "tenant", "a")
-		// A request that cannot be decoded: the first passes the tap and
-		// fails to decode, the second is refused before decoding.
-		var out []byte
-		err = e.cc.Invoke(ctx, unaryMethod, []byte{0xff, 0xff, 0xff}, &out, grpc.ForceCodecV2(rawCodec{}))
-		assert.Equal(t, codes.Internal, status.Code(err), "decoded")
-		err = e.cc.Invoke(ctx, unaryMethod, []byte{0xff, 0xff, 0xff}, &out, grpc.ForceCodecV2(rawCodec{}))
-		assert.Equal(t, codes.ResourceExhausted, status.Code(err), "refused before decoding")
-		_, err = e.tc.UnaryCall(metadata.AppendToOutgoingContext(t.Context(), "tenant", "b"), &testgrpc.SimpleRequest{})
-		assert.NoError(t, err)
-		assert.Equal(t, int32(1), e.srv.calls.Load())
-	})
-}
-
-func TestTap_GR14_ShedAndPeer(t *testing.T) {
-	eachNetwork(t, func(t *testing.T, n network) {
-		var shedding atomic.Bool
-		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: rate.Every(time.Hour), Burst: 1})
-		require.NoError(t, err)
-		th, err := rampartgrpc.NewTapHandle(rampartgrpc.TapConfig{
-			Shed:  loadshed.ReadyFunc(func() bool { return !shedding.Load() }),
-			Keyed: k, // by peer
-		})
-		require.NoError(t, err)
-		e := start(t, n, &testServer{}, []grpc.ServerOption{grpc.InTapHandle(th)})
-		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-		require.NoError(t, err)
-		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-		assert.Equal(t, codes.ResourceExhausted, status.Code(err), "one peer, one bucket")
-		shedding.Store(true)
-		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
-		assert.Equal(t, codes.Unavailable, status.Code(err))
-		assert.Equal(t, 1, k.Len())
-	})
-}
-
-// rawCodec sends and receives bytes as they are.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
-}
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	*v.(*[]byte) = data.Materialize()
-	return nil
-}
-func (rawCodec) Name() string { return "proto" }
 
 // rampartLayerFunc is a server layer that shows each call to see.
 func rampartLayerFunc(see func(rampartgrpc.ServerCall)) rampartgrpc.ServerLayer {

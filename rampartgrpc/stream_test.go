@@ -22,20 +22,6 @@ import (
 	"github.com/rampart-go/rampart/rampartgrpc"
 )
 
-func streamClient(t *testing.T, cfg rampartgrpc.ClientConfig) grpc.DialOption {
-	t.Helper()
-	ic, err := rampartgrpc.NewStreamClientInterceptor(cfg)
-	require.NoError(t, err)
-	return grpc.WithStreamInterceptor(ic)
-}
-
-func newBreaker(t *testing.T, cfg circuitbreaker.Config) *circuitbreaker.Breaker {
-	t.Helper()
-	br, err := circuitbreaker.New(cfg)
-	require.NoError(t, err)
-	return br
-}
-
 // trip opens br with one failure (its policy must trip on one, and its
 // CoolDown be Immediate), so that it is half-open: the next call is a
 // probe.
@@ -45,18 +31,6 @@ func trip(t *testing.T, br *circuitbreaker.Breaker) {
 	require.NoError(t, err)
 	p.Failure(errors.New("trip"))
 	require.Equal(t, circuitbreaker.HalfOpen, br.State().State)
-}
-
-// sendThen sends msgs messages and ends the stream with err.
-func sendThen(msgs int, err error) func(testgrpc.TestService_StreamingOutputCallServer, int) error {
-	return func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
-		for range msgs {
-			if e := s.Send(&testgrpc.StreamingOutputCallResponse{}); e != nil {
-				return e
-			}
-		}
-		return err
-	}
 }
 
 func TestStream_GR8_BreakerJudgesFinalStatus(t *testing.T) {

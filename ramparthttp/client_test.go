@@ -5,10 +5,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -17,66 +17,186 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
 
-// fakeTransport answers requests from a script of statuses (0 means a
-// transport error) and records every attempt it sees.
-type fakeTransport struct {
-	mu       sync.Mutex
-	statuses []int
-	header   http.Header // added to every response
-	calls    int
-	bodies   []string    // request bodies, one per attempt
-	at       []time.Time // when each attempt arrived
-	returned []*trackedBody
+// stalledBody never yields a byte until it is closed.
+type stalledBody struct {
+	closed chan struct{}
+	once   atomic.Bool
 }
 
-var errTransport = errors.New("connection refused")
-
-func (f *fakeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var body string
-	if req.Body != nil {
-		b, _ := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		body = string(b)
+func (b *stalledBody) Read([]byte) (int, error) { <-b.closed; return 0, errors.New("closed") }
+func (b *stalledBody) Close() error {
+	if b.once.CompareAndSwap(false, true) {
+		close(b.closed)
 	}
-	f.bodies = append(f.bodies, body)
-	f.at = append(f.at, time.Now())
-	status := f.statuses[min(f.calls, len(f.statuses)-1)]
-	f.calls++
-	if status == 0 {
-		return nil, errTransport
-	}
-	tb := &trackedBody{Reader: strings.NewReader(http.StatusText(status))}
-	f.returned = append(f.returned, tb)
-	h := http.Header{}
-	for k, v := range f.header {
-		h[k] = v
-	}
-	return &http.Response{StatusCode: status, Header: h, Body: tb, Request: req}, nil
+	return nil
 }
 
-type trackedBody struct {
-	io.Reader
-	closed atomic.Bool
+func TestClient_StalledBodyOfRetriedResponseDoesNotDelayRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var at []time.Duration
+		start := time.Now()
+		var bodies []*stalledBody
+		rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			at = append(at, time.Since(start))
+			b := &stalledBody{closed: make(chan struct{})}
+			bodies = append(bodies, b)
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: b}, nil
+		})
+		backoff, _ := retry.NewConstant(10 * time.Millisecond)
+		c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: backoff}})
+
+		resp, err := c.Get("http://backend/x")
+		require.NoError(t, err)
+		assert.Equal(t, 503, resp.StatusCode)
+		assert.Equal(t, []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond}, at)
+		require.Len(t, bodies, 3)
+		assert.True(t, bodies[0].once.Load())
+		assert.True(t, bodies[1].once.Load())
+		assert.False(t, bodies[2].once.Load(), "the returned response is the caller's to close")
+		resp.Body.Close()
+	})
 }
 
-func (b *trackedBody) Close() error { b.closed.Store(true); return nil }
+func TestClient_NilResponseWithNilErrorIsAnError(t *testing.T) {
+	rt := roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
+	c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	resp, err := c.Get("http://backend/x")
+	assert.Nil(t, resp)
+	assert.EqualError(t, err, `Get "http://backend/x": ramparthttp: ramparthttp_test.roundTripFunc returned a nil *http.Response with a nil error`)
+}
 
-func newClient(t *testing.T, cfg ramparthttp.ClientConfig) *http.Client {
-	t.Helper()
-	tr, err := ramparthttp.NewTransport(cfg)
+func TestClient_ResponseWithErrorKeepsOnlyTheError(t *testing.T) {
+	boom := errors.New("boom")
+	body := &trackedBody{Reader: strings.NewReader("x")}
+	rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: body}, boom
+	})
+	c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	resp, err := c.Get("http://backend/x")
+	assert.Nil(t, resp)
+	assert.ErrorIs(t, err, boom)
+	assert.True(t, body.closed.Load())
+}
+
+func TestClient_StatusesThatNoRetryCures(t *testing.T) {
+	for _, tc := range []struct {
+		status    int
+		wantCalls int
+	}{
+		{status: 500, wantCalls: 3},
+		{status: 501, wantCalls: 1},
+		{status: 502, wantCalls: 3},
+		{status: 505, wantCalls: 1},
+		{status: 429, wantCalls: 3},
+		{status: 404, wantCalls: 1},
+	} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			ft := &fakeTransport{statuses: []int{tc.status}}
+			c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+			resp, err := c.Get("http://backend/x")
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, tc.wantCalls, ft.calls)
+		})
+	}
+}
+
+func TestClient_RT7_RetryAfterOnlyOn429And503(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ft := &fakeTransport{statuses: []int{500, 200}, header: http.Header{"Retry-After": {"2"}}}
+		c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: noBackoff}})
+		start := time.Now()
+		resp, err := c.Get("http://backend/x")
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Len(t, ft.at, 2)
+		assert.Equal(t, time.Duration(0), ft.at[1].Sub(start), "a 500's Retry-After is not a retry hint")
+	})
+}
+
+func TestClient_OneAttemptReturnsTransportErrorUnwrapped(t *testing.T) {
+	ft := &fakeTransport{statuses: []int{0}}
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	_, err := c.Get("http://backend/x")
+	var ex *retry.ExhaustedError
+	assert.False(t, errors.As(err, &ex))
+	assert.ErrorIs(t, err, errTransport)
+}
+
+func TestClient_CB8_IsFailureOverrulesTransportErrors(t *testing.T) {
+	var asked atomic.Int32
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:    circuitbreaker.Consecutive{Failures: 2},
+		IsFailure: func(error) bool { asked.Add(1); return false },
+	})
 	require.NoError(t, err)
-	return &http.Client{Transport: tr}
+	ft := &fakeTransport{statuses: []int{0, 0, 0, 503, 503}}
+	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+
+	for range 3 {
+		_, err := c.Get("http://backend/x")
+		require.ErrorIs(t, err, errTransport)
+	}
+	assert.Equal(t, int32(3), asked.Load())
+	assert.Equal(t, circuitbreaker.Closed, br.State().State, "IsFailure said the errors are not failures")
+
+	for range 2 {
+		resp, err := c.Get("http://backend/x")
+		require.NoError(t, err)
+		resp.Body.Close()
+	}
+	assert.Equal(t, int32(3), asked.Load(), "IsFailure is not asked about statuses")
+	assert.Equal(t, circuitbreaker.Open, br.State().State)
 }
 
-var noBackoff, _ = retry.NewConstant(0)
+// A short error page is read to its end before the retry, so the retries
+// reuse one keep-alive connection instead of opening one each.
+func TestClient_RetriedShortBodiesKeepTheConnection(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	c := newClient(t, ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{MaxAttempts: 3, Backoff: noBackoff}})
+
+	for range 10 {
+		resp, err := c.Get(srv.URL)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	assert.Equal(t, int32(1), conns.Load(), "30 attempts over one connection")
+}
+
+func TestNewTransport_NilPointerBaseIsAnError(t *testing.T) {
+	var base *http.Transport
+	_, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.Base must not be a nil pointer, got *http.Transport(nil)")
+}
+
+// A nil Service follows the one rule for nil services: every request fails
+// with an error matching rampart.ErrNilService that names NewRoundTripper.
+func TestNewRoundTripper_HT2_NilServiceFailsEachRequest(t *testing.T) {
+	c := &http.Client{Transport: ramparthttp.NewRoundTripper(nil)}
+	_, err := c.Get("http://backend/x")
+	require.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, `Get "http://backend/x": ramparthttp: NewRoundTripper: rampart: nil service`)
+}
 
 func TestClient_RetriesFailingStatusAndClosesRetriedBodies(t *testing.T) {
 	ft := &fakeTransport{statuses: []int{503, 500, 200}}
@@ -278,19 +398,6 @@ func (s slowTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: ctxBody{req.Context(), strings.NewReader("hello")}}, nil
 }
 
-type ctxBody struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (b ctxBody) Read(p []byte) (int, error) {
-	if err := b.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return b.r.Read(p)
-}
-func (b ctxBody) Close() error { return nil }
-
 func TestClient_TO1_AttemptTimeoutIsBreakerFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{
@@ -390,4 +497,96 @@ func TestClient_EndToEndOverLoopback(t *testing.T) {
 	assert.Equal(t, 200, resp.StatusCode)
 	assert.Equal(t, "ABC", string(body))
 	assert.Equal(t, int32(3), hits.Load())
+}
+
+// shortBody declares more bytes than it has: it yields what it has, then
+// stalls until it is closed.
+type shortBody struct {
+	io.Reader
+	stalledBody
+}
+
+func (b *shortBody) Read(p []byte) (int, error) {
+	if n, _ := b.Reader.Read(p); n > 0 {
+		return n, nil
+	}
+	return b.stalledBody.Read(p)
+}
+
+// A retried response that declares a small body and stalls part way is read
+// for at most 10ms, then closed, whatever AttemptTimeout is (here none): a
+// stalling server cannot hold up the next attempt.
+func TestClient_HT4_StalledSmallBodyDelaysRetryAtMostTheDrainBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var at []time.Duration
+		var bodies []*shortBody
+		start := time.Now()
+		rt := roundTripFunc(func(*http.Request) (*http.Response, error) {
+			at = append(at, time.Since(start))
+			b := &shortBody{Reader: strings.NewReader("0123456789"), stalledBody: stalledBody{closed: make(chan struct{})}}
+			bodies = append(bodies, b)
+			return &http.Response{StatusCode: 503, Header: http.Header{}, Body: b, ContentLength: 100}, nil
+		})
+		c := newClient(t, ramparthttp.ClientConfig{Base: rt, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
+
+		resp, err := c.Get("http://backend/x")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, []time.Duration{0, 10 * time.Millisecond}, at)
+		assert.True(t, bodies[0].once.Load(), "the retried body is closed")
+	})
+}
+
+// The same over loopback: the server sends 10 of the 100 bytes it declared
+// and stalls for 3s. The retried GET completes, and the first connection is
+// closed, before the stall ends.
+func TestClient_HT4_StalledSmallBodyOverLoopbackDoesNotHoldUpRetry(t *testing.T) {
+	var calls atomic.Int32
+	stallEnded := make(chan struct{})
+	aborted := make(chan struct{})
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			_, _ = io.WriteString(w, "ok")
+			return
+		}
+		w.Header().Set("Content-Length", "100")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "0123456789")
+		http.NewResponseController(w).Flush()
+		select {
+		case <-r.Context().Done(): // the client closed the connection
+			close(aborted)
+		case <-time.After(3 * time.Second):
+			close(stallEnded)
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	br, err := circuitbreaker.New(circuitbreaker.Config{}) // its body wrapper sees the Close during the Read
+	require.NoError(t, err)
+	c := newClient(t, ramparthttp.ClientConfig{Base: base, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 2, Backoff: noBackoff}})
+
+	resp, err := c.Get(srv.URL)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+
+	select {
+	case <-stallEnded:
+		t.Fatal("the retried GET waited for the stalled body")
+	default:
+	}
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok", string(body))
+	assert.Equal(t, int32(2), calls.Load())
+	select {
+	case <-aborted: // the server saw the first connection closed
+	case <-stallEnded:
+		t.Fatal("the first connection was left open until the stall ended")
+	}
 }

@@ -10,6 +10,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"runtime"
 	"strconv"
 	"strings"
@@ -33,6 +35,216 @@ import (
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/timeout"
 )
+
+// An adaptive concurrency limit protects a server through the same layer
+// as the fixed one: a request finding its slots taken is answered 503 at
+// once, with a Retry-After from the refusal's delay, the limiter's latest
+// average latency (1.5s, rounded up to 2 whole seconds).
+func TestHandler_LM9_AdaptiveLimitRefusesWithItsDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 1, Window: time.Second})
+		require.NoError(t, err)
+		layer, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
+		require.NoError(t, err)
+		release := make(chan struct{})
+		h, err := ramparthttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/hold" {
+				<-release
+				return
+			}
+			time.Sleep(1500 * time.Millisecond)
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{layer}, RetryAfter: 5 * time.Second})
+		require.NoError(t, err)
+		serveOne := func(path string) *httptest.ResponseRecorder {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			return rec
+		}
+
+		for range 10 { // a window of ten 1.5s requests, closed by the tenth
+			require.Equal(t, http.StatusOK, serveOne("/").Code)
+		}
+		require.Equal(t, 1500*time.Millisecond, lim.Baseline())
+
+		held := make(chan int)
+		go func() { held <- serveOne("/hold").Code }()
+		synctest.Wait()
+		start := time.Now()
+		rec := serveOne("/")
+		assert.Equal(t, time.Duration(0), time.Since(start))
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "2", rec.Header().Get("Retry-After"))
+		close(release)
+		assert.Equal(t, http.StatusOK, <-held)
+	})
+}
+
+// A handler that sets the headers of an answer and then gives up: the 503
+// must carry none of them, only what was set outside the Handler.
+func TestHandler_TO1_RefusalDropsHeadersOfUnwrittenAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
+		require.NoError(t, err)
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			assert.Equal(t, "req-7", w.Header().Get("X-Request-Id"), "the handler sees outer headers")
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Set("Cache-Control", "public, max-age=86400")
+			w.Header().Set("Set-Cookie", "s=1")
+			w.Header().Set("Retry-After", "600")
+			w.Header().Del("X-Request-Id")
+			<-r.Context().Done()
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}, RetryAfter: 2 * time.Second})
+
+		rec := httptest.NewRecorder()
+		rec.Header().Set("X-Request-Id", "req-7") // set by an outer middleware
+		h.ServeHTTP(rec, get())
+
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, http.Header{
+			"X-Request-Id":           {"req-7"},
+			"Retry-After":            {"2"},
+			"Content-Type":           {"text/plain; charset=utf-8"},
+			"X-Content-Type-Options": {"nosniff"},
+		}, rec.Header())
+	})
+}
+
+func TestHandler_HeadersOfWrittenAnswerAreSent(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write func(w http.ResponseWriter)
+	}{
+		{name: "nothing written", write: func(http.ResponseWriter) {}},
+		{name: "WriteHeader", write: func(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) }},
+		{name: "Write", write: func(w http.ResponseWriter) { _, _ = w.Write([]byte("x")) }},
+		{name: "Flush", write: func(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Cache-Control", "no-store")
+				w.Header().Del("X-Outer")
+				tc.write(w)
+			}), ramparthttp.ServerConfig{})
+			rec := httptest.NewRecorder()
+			rec.Header().Set("X-Outer", "1")
+			h.ServeHTTP(rec, get())
+			assert.Equal(t, http.StatusOK, rec.Code)
+			assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+			assert.Empty(t, rec.Header().Values("X-Outer"), "the handler may delete an outer header")
+		})
+	}
+}
+
+// The handler sees one header map throughout, as with net/http, so trailers
+// set in a map it kept reach the client.
+func TestHandler_TrailersThroughAKeptHeaderMap(t *testing.T) {
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hdr := w.Header()
+		hdr.Set("Trailer", "X-Sum")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("body"))
+		hdr.Set("X-Sum", "abc")
+		hdr.Set(http.TrailerPrefix+"X-Late", "late")
+	}), ramparthttp.ServerConfig{})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.Header{"X-Sum": {"abc"}, "X-Late": {"late"}}, resp.Trailer)
+}
+
+// Headers a layer of the stack sets before the handler runs (a request ID,
+// CORS) stay on a refusal; only the handler's own are dropped.
+func TestHandler_LayerHeadersStayOnRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
+		require.NoError(t, err)
+		cors := ramparthttp.ServerLayer(rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(inner ramparthttp.ServerService) ramparthttp.ServerService {
+			return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(ctx context.Context, x ramparthttp.Exchange) (struct{}, error) {
+				x.Writer.Header().Set("Access-Control-Allow-Origin", "*")
+				return inner.Call(ctx, x)
+			})
+		}))
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			assert.Equal(t, "*", w.Header().Get("Access-Control-Allow-Origin"))
+			w.Header().Set("Cache-Control", "public")
+			<-r.Context().Done()
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{cors, to}})
+
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, get())
+		assert.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		assert.Equal(t, "*", rec.Header().Get("Access-Control-Allow-Origin"))
+		assert.Empty(t, rec.Header().Values("Cache-Control"))
+	})
+}
+
+// A handler that sends 103 Early Hints with the headers of its answer and
+// then times out without answering: the hints reach the client, and the 503
+// that follows carries none of the answer's headers, so a Go client reads
+// its body (a leaked Content-Encoding: gzip would fail it with "gzip:
+// invalid header").
+func TestHandler_HT3_RefusalAfterInformationalDropsHandlerHeaders(t *testing.T) {
+	to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Millisecond})
+	require.NoError(t, err)
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Set-Cookie", "s=1")
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		<-r.Context().Done()
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	var hints []textproto.MIMEHeader
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+		if code == http.StatusEarlyHints {
+			hints = append(hints, header)
+		}
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "Service Unavailable\n", string(body))
+	assert.Empty(t, resp.Header.Values("Set-Cookie"))
+	assert.Empty(t, resp.Header.Values("Link"))
+	assert.Empty(t, resp.Header.Values("Content-Encoding"))
+	require.Len(t, hints, 1)
+	assert.Equal(t, "</style.css>; rel=preload", hints[0].Get("Link"), "the hints carry the headers set before them")
+}
+
+// After a 1xx the handler keeps its header map, as with net/http: the
+// final answer it writes carries the headers set before the 1xx.
+func TestHandler_HT3_AnswerAfterInformationalKeepsHandlerHeaders(t *testing.T) {
+	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = io.WriteString(w, "page")
+	}), ramparthttp.ServerConfig{})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	resp, err := srv.Client().Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "page", string(body))
+	assert.Equal(t, "</style.css>; rel=preload", resp.Header.Get("Link"))
+	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+}
 
 // okHandler answers 200 "ok".
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -72,8 +284,6 @@ func serve(h http.Handler, r *http.Request) *httptest.ResponseRecorder {
 	h.ServeHTTP(rec, r)
 	return rec
 }
-
-func get() *http.Request { return httptest.NewRequest(http.MethodGet, "/", nil) }
 
 // countingWriter records every status written, informational ones
 // included, and the Retry-After header at the moment of the first final
@@ -911,4 +1121,23 @@ func TestKeyPeerAndKeyHeader(t *testing.T) {
 	assert.Equal(t, "@unix", ramparthttp.KeyPeer(ramparthttp.Exchange{Request: r}))
 	assert.Equal(t, "", ramparthttp.KeyPeer(ramparthttp.Exchange{}))
 	assert.Equal(t, "", ramparthttp.KeyHeader("X-Tenant")(ramparthttp.Exchange{}))
+}
+
+// The zero Handler, and a nil *Handler, answer every request with a bare
+// 500 instead of panicking.
+func TestHandler_ZeroValueAnswers500(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    http.Handler
+	}{
+		{name: "zero Handler", h: &ramparthttp.Handler{}},
+		{name: "nil *Handler", h: (*ramparthttp.Handler)(nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			require.NotPanics(t, func() { tc.h.ServeHTTP(rec, get()) })
+			assert.Equal(t, http.StatusInternalServerError, rec.Code)
+			assert.Equal(t, "Internal Server Error\n", rec.Body.String())
+		})
+	}
 }

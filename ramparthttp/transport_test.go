@@ -1,22 +1,333 @@
 package ramparthttp_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/ratelimit"
+	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/timeout"
 )
+
+// memTransport answers every request in memory with the same 200
+// response and an empty body, allocating nothing, so that what a stack
+// around it allocates is all the stack's.
+type memTransport struct{ resp http.Response }
+
+func (m *memTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	m.resp.Body = eofBody{} // the stack may have put a wrapper there
+	return &m.resp, nil
+}
+
+// eofBody is a body at its end; a zero-size value, it allocates nothing
+// when stored in an interface.
+type eofBody struct{}
+
+func (eofBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (eofBody) Close() error             { return nil }
+
+// The allocations NewTransport's stack adds to a request, over calling
+// the base RoundTripper directly (bench/README.md, Findings, has the same
+// count against a loopback GET, where net/http adds 3 more under a
+// cancelable context):
+//   - retry + budget + breaker: 1, the breaker's judged body, which holds
+//     the permit until the body is read to its end or closed (the retry
+//     layer and the budget allocate nothing);
+//   - with an AttemptTimeout as well: 6 more, 7 in all: the deadline
+//     context (context.WithDeadlineCause's timerCtx, its cancel func, and
+//     its time.AfterFunc: the callback and the runtime timer: 4), the copy
+//     of the request that carries the attempt's context
+//     (Request.WithContext: 1), and the body wrapper that cancels that
+//     context when the body is closed (1).
+func TestTransport_AllocsOverBare(t *testing.T) {
+	base := &memTransport{resp: http.Response{StatusCode: http.StatusOK, Header: http.Header{}}}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://mem.test/", nil)
+	require.NoError(t, err)
+	buf := make([]byte, 16)
+	allocs := func(rt http.RoundTripper) float64 {
+		return testing.AllocsPerRun(1000, func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = resp.Body.Read(buf)
+			_ = resp.Body.Close()
+		})
+	}
+	bare := allocs(base)
+	for _, tc := range []struct {
+		name string
+		cfg  ramparthttp.ClientConfig
+		want float64
+	}{
+		{name: "retry+budget+breaker", want: 1, cfg: ramparthttp.ClientConfig{Base: base,
+			Retry:   ramparthttp.RetryConfig{Budget: allocsBudget(t)},
+			Breaker: allocsBreaker(t),
+		}},
+		{name: "retry+budget+breaker+AttemptTimeout", want: 7, cfg: ramparthttp.ClientConfig{Base: base,
+			Retry:          ramparthttp.RetryConfig{Budget: allocsBudget(t)},
+			Breaker:        allocsBreaker(t),
+			AttemptTimeout: 10 * time.Second,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, err := ramparthttp.NewTransport(tc.cfg)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, allocs(rt)-bare)
+		})
+	}
+}
+
+func allocsBudget(t *testing.T) *budget.Budget {
+	b, err := budget.New(budget.Config{})
+	require.NoError(t, err)
+	return b
+}
+
+func allocsBreaker(t *testing.T) *circuitbreaker.Breaker {
+	b, err := circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	return b
+}
+
+// The overhead of rampart's HTTP adapters against bare net/http, on
+// loopback: the same GET through a bare *http.Transport and through
+// NewTransport's full stack (retry with a budget, breaker, per-attempt
+// timeout) around an identical *http.Transport; and the same handler bare
+// and behind a Handler with a typical server stack. The difference of two
+// rows is what rampart adds per request (bench/README.md records it).
+
+// okBody is the body every benchmark handler answers.
+var okBody = []byte("ok")
+
+func okHandlerFunc(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(okBody) }
+
+// BenchmarkOverheadClient measures a loopback GET, body read and closed,
+// with each client stack. Every stack has its own keep-alive connection
+// pool, warmed before the timed loop.
+func BenchmarkOverheadClient(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(okHandlerFunc))
+	defer srv.Close()
+	stacks := []struct {
+		name string
+		rt   func(b *testing.B, base *http.Transport) http.RoundTripper
+	}{
+		{name: "bare", rt: func(_ *testing.B, base *http.Transport) http.RoundTripper { return base }},
+		{name: "retry", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
+			// budget.Always: no budget, said explicitly (left nil, the
+			// transport would get a default budget of its own).
+			return newTransport(b, ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: budget.Always}})
+		}},
+		{name: "retry+budget+breaker", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
+			return newTransport(b, ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: newBenchBudget(b)}, Breaker: newBenchBreaker(b)})
+		}},
+		{name: "full", rt: func(b *testing.B, base *http.Transport) http.RoundTripper {
+			return newTransport(b, ramparthttp.ClientConfig{
+				Base:           base,
+				Retry:          ramparthttp.RetryConfig{Budget: newBenchBudget(b)},
+				Breaker:        newBenchBreaker(b),
+				AttemptTimeout: 10 * time.Second,
+			})
+		}},
+	}
+	for _, s := range stacks {
+		b.Run(s.name, func(b *testing.B) {
+			base := &http.Transport{MaxIdleConnsPerHost: 4}
+			defer base.CloseIdleConnections()
+			client := &http.Client{Transport: s.rt(b, base)}
+			get := func() {
+				resp, err := client.Get(srv.URL)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+					b.Fatal(err)
+				}
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			get() // dial outside the timed loop
+			b.ReportAllocs()
+			for b.Loop() {
+				get()
+			}
+		})
+	}
+}
+
+// BenchmarkOverheadServer measures a handler called directly with a
+// recorder (no network: the difference of the two rows is all Handler's),
+// bare and behind a Handler with a rate limit, a concurrency limit and a
+// timeout.
+func BenchmarkOverheadServer(b *testing.B) {
+	for _, s := range []struct {
+		name string
+		h    func(b *testing.B) http.Handler
+	}{
+		{name: "bare", h: func(*testing.B) http.Handler { return http.HandlerFunc(okHandlerFunc) }},
+		{name: "empty", h: func(b *testing.B) http.Handler { return newBenchHandler(b, ramparthttp.ServerConfig{}) }},
+		{name: "ratelimit+concurrency", h: func(b *testing.B) http.Handler {
+			return newBenchHandler(b, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rateLayer(b), concurrencyLayer(b)}})
+		}},
+		{name: "full", h: func(b *testing.B) http.Handler {
+			to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return newBenchHandler(b, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rateLayer(b), concurrencyLayer(b), to}})
+		}},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			h := s.h(b)
+			req := httptest.NewRequest(http.MethodGet, "/", nil)
+			w := &statusOnlyWriter{header: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				w.code = 0
+				h.ServeHTTP(w, req)
+				if w.code != http.StatusOK {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+		})
+	}
+}
+
+// statusOnlyWriter is the cheapest ResponseWriter: it keeps the status and
+// drops the body, so that the server rows measure the handlers alone.
+type statusOnlyWriter struct {
+	header http.Header
+	code   int
+}
+
+func (w *statusOnlyWriter) Header() http.Header { return w.header }
+func (w *statusOnlyWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *statusOnlyWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+func newTransport(b *testing.B, cfg ramparthttp.ClientConfig) http.RoundTripper {
+	rt, err := ramparthttp.NewTransport(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rt
+}
+
+func newBenchBudget(b *testing.B) *budget.Budget {
+	bu, err := budget.New(budget.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bu
+}
+
+func newBenchBreaker(b *testing.B) *circuitbreaker.Breaker {
+	br, err := circuitbreaker.New(circuitbreaker.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return br
+}
+
+func newBenchHandler(b *testing.B, cfg ramparthttp.ServerConfig) http.Handler {
+	h, err := ramparthttp.NewHandler(http.HandlerFunc(okHandlerFunc), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+func rateLayer(b *testing.B) ramparthttp.ServerLayer {
+	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Mode: concurrency.Refuse})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+func concurrencyLayer(b *testing.B) ramparthttp.ServerLayer {
+	lim, err := concurrency.New(1 << 20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// A request to a server that never answers fails with a timeout whether or
+// not the retry layer retried it: the retries' exhausted error answers
+// Timeout() like the per-attempt timeout it wraps.
+func TestTransport_RT11_TimeoutStaysATimeoutThroughRetries(t *testing.T) {
+	for _, attempts := range []int{1, 2, 3} {
+		t.Run(fmt.Sprintf("MaxAttempts %d", attempts), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				<-r.Context().Done() // hangs until the attempt gives up
+			}))
+			defer srv.Close()
+			noWait, err := retry.NewConstant(0)
+			require.NoError(t, err)
+			rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
+				Base:           srv.Client().Transport,
+				Retry:          ramparthttp.RetryConfig{MaxAttempts: attempts, Backoff: noWait},
+				AttemptTimeout: 20 * time.Millisecond,
+			})
+			require.NoError(t, err)
+			client := &http.Client{Transport: rt}
+
+			resp, err := client.Get(srv.URL)
+			if resp != nil {
+				resp.Body.Close()
+			}
+
+			require.Error(t, err)
+			assert.ErrorIs(t, err, timeout.ErrTimeout)
+			assert.True(t, os.IsTimeout(err), "os.IsTimeout(%v)", err)
+			var uerr *url.Error
+			require.ErrorAs(t, err, &uerr)
+			assert.True(t, uerr.Timeout(), "(*url.Error).Timeout()")
+			var nerr net.Error
+			require.ErrorAs(t, err, &nerr)
+			assert.True(t, nerr.Timeout(), "net.Error's Timeout()")
+			if attempts > 1 {
+				var ex *retry.ExhaustedError
+				require.True(t, errors.As(err, &ex), "the retries ran out: %v", err)
+				assert.Equal(t, attempts, ex.Attempts)
+				assert.ErrorIs(t, err, retry.ErrMaxAttempts)
+			}
+		})
+	}
+}
 
 // trippedBreaker returns a breaker that is Open for an hour.
 func trippedBreaker(t *testing.T) *circuitbreaker.Breaker {
@@ -136,4 +447,48 @@ func TestNewTransport_HT11_BadHedgeAndLimitNamed(t *testing.T) {
 	assert.EqualError(t, err, "ramparthttp: ClientConfig.Hedge: hedge: Budget must not be nil (every hedge must be bounded; a Budget whose Withdraw returns true removes the bound)")
 	_, err = ramparthttp.NewTransport(ramparthttp.ClientConfig{Limit: (*concurrency.Limiter)(nil)})
 	assert.EqualError(t, err, "ramparthttp: ClientConfig.Limit must not be a nil pointer, got *concurrency.Limiter(nil)")
+}
+
+// A client layer given a nil inner service fails each call with an error
+// matching rampart.ErrNilService that names the layer, instead of panicking.
+func TestLayers_WrapNilFailsEachCall(t *testing.T) {
+	rl, err := ramparthttp.RetryLayer(ramparthttp.RetryConfig{})
+	require.NoError(t, err)
+	hl, err := ramparthttp.HedgeLayer(ramparthttp.HedgeConfig{Budget: budget.Always})
+	require.NoError(t, err)
+	br, err := circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	ht, err := ramparthttp.HeaderTimeoutLayer(time.Second)
+	require.NoError(t, err)
+	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		layer   ramparthttp.Layer
+		wantErr string
+	}{
+		{name: "retry", layer: rl, wantErr: "ramparthttp: RetryLayer: Wrap: rampart: nil service"},
+		{name: "hedge", layer: hl, wantErr: "ramparthttp: HedgeLayer: Wrap: rampart: nil service"},
+		{name: "breaker", layer: breakerLayer(t, ramparthttp.BreakerConfig{Breaker: br}), wantErr: "ramparthttp: BreakerLayer: Wrap: rampart: nil service"},
+		{name: "header timeout", layer: ht, wantErr: "ramparthttp: HeaderTimeoutLayer: Wrap: rampart: nil service"},
+		{name: "group breaker", layer: breakerLayer(t, ramparthttp.BreakerConfig{Breakers: hosts}), wantErr: "ramparthttp: BreakerLayer: Wrap: rampart: nil service"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := tc.layer.Wrap(nil)
+			var resp *http.Response
+			require.NotPanics(t, func() {
+				resp, err = svc.Call(context.Background(), httptest.NewRequest(http.MethodGet, "http://backend/x", nil))
+			})
+			assert.Nil(t, resp)
+			require.ErrorIs(t, err, rampart.ErrNilService)
+			assert.EqualError(t, err, tc.wantErr)
+		})
+	}
+}
+
+// The message states the accepted values, zero (no timeout) included.
+// ServerConfig's messages are checked in TestNewHandler_BadConfigNamesField.
+func TestNewTransport_AttemptTimeoutMessageStatesAcceptedValues(t *testing.T) {
+	_, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{AttemptTimeout: -time.Second})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
 }

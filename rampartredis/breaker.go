@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // Defaults of [Config]'s zero fields.
@@ -205,6 +204,7 @@ type Shared struct {
 	down    bool          // the last command failed
 	dirty   bool          // an own transition was not published
 	backoff time.Duration // wait before the next read while down
+	read    *time.Timer   // the periodic read's timer
 	// holding is true while this replica holds the claim on the round of
 	// generation gen, under the token nonce@gen.
 	holding bool
@@ -232,9 +232,6 @@ var shared sync.Map // *circuitbreaker.Breaker → *Shared
 func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config) (*Shared, error) {
 	if br == nil {
 		return nil, errors.New("rampartredis: breaker must not be nil")
-	}
-	if client == nil || nilvalue.Is(client) {
-		return nil, errors.New("rampartredis: client must not be nil")
 	}
 	if err := checkClient(client); err != nil {
 		return nil, err
@@ -549,7 +546,12 @@ func ms(n int64) time.Duration {
 // run runs a script with the configured timeout and parses its reply
 // {won, gen, state, remaining, cause, by, claim ms}.
 func (s *Shared) run(script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
+	return s.runContext(s.ctx, script, args...)
+}
+
+// runContext is run within ctx as well as the configured timeout.
+func (s *Shared) runContext(ctx context.Context, script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	s.stats.commands.Add(1)
 	v, err := script.Run(ctx, s.client, s.keys, args...).Slice()

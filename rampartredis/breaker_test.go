@@ -343,32 +343,7 @@ func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
 		}
 	}()
 	// Tripping and every call must return while Redis is paused.
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for rs[0].br.State().State == circuitbreaker.Closed {
-			p, err := rs[0].br.TryAcquire()
-			if !assert.NoError(t, err) {
-				return
-			}
-			p.Failure(errBackend)
-		}
-		for range 1000 {
-			p, err := rs[1].br.TryAcquire()
-			if !assert.NoError(t, err) {
-				return
-			}
-			p.Success()
-		}
-	}()
-	waitFor(t, "the calls to return while Redis is paused", func() bool {
-		select {
-		case <-done:
-			return true
-		default:
-			return false
-		}
-	})
+	tripAndCall(t, "while Redis is paused", rs[0], rs[1], 1000)
 	assert.Equal(t, circuitbreaker.Open, rs[0].br.State().State, "the replica's own breaker works alone")
 	assert.Equal(t, circuitbreaker.Closed, rs[1].br.State().State)
 	srv.Resume()
@@ -411,6 +386,26 @@ func TestShare_FL6_KillAndRestartReconciles(t *testing.T) {
 	assert.True(t, rs[0].br.State().Remote, "the tripping replica adopted the record it wrote")
 }
 
+func TestShare_FL6_AFailedPublishIsRetriedAfterTheBackoff(t *testing.T) {
+	srv := server(t)
+	// Hourly reads, and a pause, which keeps the pub/sub connections (no
+	// resubscription, so no read on resubscribing): the trip that could
+	// not be written must be written at the backoff's read, not a Refresh
+	// later.
+	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: time.Hour, MaxBackoff: 200 * time.Millisecond})
+	synced(t, rs...)
+	c := srv.Client()
+	waitFor(t, "both subscribed", func() bool {
+		return c.PubSubNumSub(context.Background(), changesChannel).Val()[changesChannel] == 2
+	})
+	srv.Pause()
+	rs[0].trip(t)
+	waitFor(t, "the publish failed", func() bool { return rs[0].sh.Stats().Failures >= 1 })
+	srv.Resume()
+	waitFor(t, "the trip written and received", func() bool { return rs[1].br.State().Remote })
+	assert.Equal(t, int64(1), rs[0].sh.Stats().Published)
+}
+
 func TestShare_FL7_LostMessagesConvergeByTheRead(t *testing.T) {
 	srv := server(t)
 	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Refresh: 100 * time.Millisecond})
@@ -431,6 +426,23 @@ func TestShare_FL7_LostMessagesConvergeByTheRead(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.HSet(ctx, "rampart:{payments}:state", "gen", gen+1, "state", "closed", "until", 0).Err())
 	waitFor(t, "the periodic read to close the replica", stateIs(rs[1].br, circuitbreaker.Closed))
+}
+
+func TestShare_FL7_PubSubResubscribesAfterARestart(t *testing.T) {
+	srv := server(t)
+	// Hourly reads: after the restart, only a resubscription (and the read
+	// it triggers) or a message can bring the record.
+	rs := fleet(t, srv.Options(), 2, breakerConfig(), rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: time.Hour, MaxBackoff: 200 * time.Millisecond})
+	synced(t, rs...)
+	c := srv.Client()
+	ctx := context.Background()
+	srv.Kill()
+	srv.Restart()
+	waitFor(t, "both resubscribed", func() bool {
+		return c.PubSubNumSub(ctx, changesChannel).Val()[changesChannel] == 2
+	})
+	rs[0].trip(t)
+	waitFor(t, "the trip by pub/sub", func() bool { return rs[1].br.State().Remote })
 }
 
 func TestShare_FL8_StartsWithoutRedis(t *testing.T) {

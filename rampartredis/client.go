@@ -6,15 +6,20 @@ import (
 	"errors"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // DefaultPrefix starts every Redis key and channel when the Prefix of a
 // Config or QuotaConfig is empty.
 const DefaultPrefix = "rampart:"
 
-// checkClient reports a client whose commands would not end at their
-// context's deadline.
+// checkClient reports a nil client (a typed nil too) or one whose
+// commands would not end at their context's deadline.
 func checkClient(client redis.UniversalClient) error {
+	if client == nil || nilvalue.Is(client) {
+		return errors.New("rampartredis: client must not be nil")
+	}
 	switch c := client.(type) {
 	case *redis.Client:
 		if !c.Options().ContextTimeoutEnabled {
@@ -23,6 +28,10 @@ func checkClient(client redis.UniversalClient) error {
 	case *redis.ClusterClient:
 		if !c.Options().ContextTimeoutEnabled {
 			return errors.New("rampartredis: the client's ClusterOptions.ContextTimeoutEnabled must be true, so that the configured Timeout bounds every command")
+		}
+	case *redis.Ring:
+		if !c.Options().ContextTimeoutEnabled {
+			return errors.New("rampartredis: the client's RingOptions.ContextTimeoutEnabled must be true, so that the configured Timeout bounds every command")
 		}
 	}
 	return nil

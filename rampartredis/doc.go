@@ -42,6 +42,17 @@
 // through instead of eight. Every key of one breaker shares one hash tag, so it works on
 // Redis Cluster.
 //
+// # Seeing whether the fleet agrees
+//
+// A Shared is an inspect.Fleet: registered on a replica's live page
+// (package github.com/rampart-go/rampart/inspect) with its breaker,
+//
+//	reg.AddFleet(br, shared)
+//
+// the page reads the shared record from Redis when it is viewed (one read
+// script, never on a call's path) and shows it next to this replica's
+// breaker, with whether they agree.
+//
 // # Failing safe
 //
 // Redis down, slow or paused never blocks or fails a call and never
@@ -55,6 +66,18 @@
 // (Options.ContextTimeoutEnabled), so that a hung Redis costs the
 // background work a short timeout; background work backs off while Redis
 // fails, and Close stops every goroutine.
+//
+// While Redis cannot be reached, go-redis itself logs each failed dial
+// through the standard [log] package to stderr ("redis: ... dial tcp ...:
+// connect: connection refused"), once per attempt of its connection pool,
+// whatever rampartredis does about the outage. Those lines are go-redis's,
+// configured for the whole process: route them to your logger with
+// redis.SetLogger, which takes any value with a method Printf(ctx
+// context.Context, format string, v ...any) (see the example
+// "GoRedisLogs", which sends them to [log/slog]), or silence them with
+// logging.Disable from github.com/redis/go-redis/v9/logging. Set either
+// before creating clients. rampartredis's own view of the outage is in
+// [Shared.Stats] and the breaker's events.
 //
 // # A fleet-wide rate limit
 //

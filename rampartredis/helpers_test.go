@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
@@ -19,7 +20,7 @@ var errBackend = errors.New("backend down")
 
 // replica is one process of a fleet: its own client, breaker and Shared.
 type replica struct {
-	client *redis.Client
+	client redis.UniversalClient
 	br     *circuitbreaker.Breaker
 	sh     *rampartredis.Shared
 }
@@ -37,7 +38,13 @@ func fleet(t *testing.T, opts *redis.Options, n int, bcfg circuitbreaker.Config,
 // join starts one replica with its own client for opts.
 func join(t *testing.T, opts *redis.Options, bcfg circuitbreaker.Config, scfg rampartredis.Config) *replica {
 	t.Helper()
-	c := redis.NewClient(opts)
+	return joinWith(t, redis.NewClient(opts), bcfg, scfg)
+}
+
+// joinWith starts one replica that talks to Redis through c, which it
+// closes when the test ends.
+func joinWith(t *testing.T, c redis.UniversalClient, bcfg circuitbreaker.Config, scfg rampartredis.Config) *replica {
+	t.Helper()
 	br, err := circuitbreaker.New(bcfg)
 	require.NoError(t, err)
 	sh, err := rampartredis.Share(br, c, scfg)
@@ -106,4 +113,37 @@ func ownGoroutines() []string {
 		}
 	}
 	return own
+}
+
+// tripAndCall trips tripper, then makes n successful calls through other,
+// from another goroutine, and waits for both to return (what names the
+// fault they must not wait for). An admission refused fails the test.
+func tripAndCall(t *testing.T, what string, tripper, other *replica, n int) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for tripper.br.State().State == circuitbreaker.Closed {
+			p, err := tripper.br.TryAcquire()
+			if !assert.NoError(t, err) {
+				return
+			}
+			p.Failure(errBackend)
+		}
+		for range n {
+			p, err := other.br.TryAcquire()
+			if !assert.NoError(t, err) {
+				return
+			}
+			p.Success()
+		}
+	}()
+	waitFor(t, "the calls to return "+what, func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 }

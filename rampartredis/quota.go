@@ -157,9 +157,6 @@ return {string.format('%.3f', share), n}
 // returns an error for a nil client, a client whose commands ignore their
 // context (see [Share]), or a bad field (naming it).
 func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
-	if client == nil {
-		return nil, errors.New("rampartredis: client must not be nil")
-	}
 	if err := checkClient(client); err != nil {
 		return nil, err
 	}

@@ -145,4 +145,10 @@ func TestQuota_FL14_BadInput(t *testing.T) {
 	}
 	_, err := rampartredis.NewQuota(nil, rampartredis.QuotaConfig{Key: "k", Limit: 1})
 	require.EqualError(t, err, "rampartredis: client must not be nil")
+	_, err = rampartredis.NewQuota((*redis.ClusterClient)(nil), rampartredis.QuotaConfig{Key: "k", Limit: 1})
+	require.EqualError(t, err, "rampartredis: client must not be nil", "a typed nil too")
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	_, err = rampartredis.NewQuota(ring, rampartredis.QuotaConfig{Key: "k", Limit: 1})
+	require.EqualError(t, err, "rampartredis: the client's RingOptions.ContextTimeoutEnabled must be true, so that the configured Timeout bounds every command")
 }

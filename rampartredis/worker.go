@@ -14,6 +14,7 @@ import (
 func (s *Shared) work() {
 	defer s.wg.Done()
 	read := time.NewTimer(0) // the first read: reconcile at startup
+	s.read = read
 	claim := time.NewTimer(0)
 	claim.Stop()
 	defer read.Stop()
@@ -54,10 +55,14 @@ func (s *Shared) nextRead() time.Duration {
 	return s.cfg.Refresh
 }
 
-// failed notes a failed command: background work backs off.
+// failed notes a failed command: background work backs off, and the
+// next read comes after the backoff, not a whole Refresh later (the
+// command may have been a publish: what it failed to write is written on
+// that read).
 func (s *Shared) failed() {
 	s.down = true
 	s.backoff = min(max(2*s.backoff, s.cfg.Timeout), s.cfg.MaxBackoff)
+	s.read.Reset(s.backoff)
 }
 
 // succeeded notes a command that worked.

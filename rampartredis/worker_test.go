@@ -78,12 +78,13 @@ func TestShare_FL15_RestartedFleetProbesARecordWhoseCooldownEnded(t *testing.T) 
 	// winner probing, and publishing its verdict, can close the fleet.
 	opts, scfg := patient(srv.Options(), rampartredis.Config{ProbeClaim: time.Hour})
 	rs := fleet(t, opts, 3, breakerConfig(), scfg)
+	synced(t, rs...)
 	stop := make(chan struct{})
 	probes, _, wait := callUntil(rs, nil, stop) // a healthy dependency
+	waitFor(t, "the record closed", func() bool { return recordFields(t, srv)["state"] == "closed" })
 	for _, r := range rs {
 		waitFor(t, "every replica closed", stateIs(r.br, circuitbreaker.Closed))
 	}
-	waitFor(t, "the record closed", func() bool { return recordFields(t, srv)["state"] == "closed" })
 	close(stop)
 	wait()
 	assert.Equal(t, int32(1), sum(probes), "one probe fleet-wide closed the fleet")

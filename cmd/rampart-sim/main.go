@@ -168,7 +168,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			return err
 		}
 	} else {
-		if err := printTable(stdout, results); err != nil {
+		if err := sim.WriteTable(stdout, results); err != nil {
 			return err
 		}
 		if *skip {

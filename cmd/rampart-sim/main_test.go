@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/rampart-go/rampart/sim"
 )
 
 const outage = "../../sim/testdata/outage.jsonl"
@@ -166,19 +164,6 @@ func TestRun_SM6_EmptyTrace(t *testing.T) {
 			assert.Equal(t, trace+tc.want, err.Error())
 		})
 	}
-}
-
-// A delay column shows "-" only when there was nothing to time: a burst
-// detected at once shows 0.0s.
-func TestPrintTable_ZeroDelayIsNotNever(t *testing.T) {
-	var out bytes.Buffer
-	require.NoError(t, printTable(&out, []sim.Result{
-		{Name: "at once", Trips: 1, Bursts: 1, Detected: 1, Recovered: 1},
-		{Name: "never", Bursts: 1},
-	}))
-	lines := strings.Split(out.String(), "\n")
-	assert.Equal(t, "    at once     0   0       0        0     0        0        0               0      1  0.0s       1/1    0.0s     0.0s   0s   0s   0s", lines[1])
-	assert.Equal(t, "      never     0   0       0        0     0        0        0               0      0     -       0/1       -        -   0s   0s   0s", lines[2])
 }
 
 // -trace - reads the trace from standard input, named so in errors.

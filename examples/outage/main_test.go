@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/sim"
 )
 
 // short is the schedule the tests run: 10 seconds, of which 3 are the fault.
@@ -170,4 +171,24 @@ func TestRun_Loopback(t *testing.T) {
 	png, err := os.ReadFile(o.chart)
 	require.NoError(t, err)
 	assert.Equal(t, []byte("\x89PNG\r\n\x1a\n"), png[:8], "the chart is a PNG")
+}
+
+// With -shadows the demo prints the live breaker's row and the two
+// shadows' in the replay's table, and the shadows changed nothing: the
+// live row is the rampart client's breaker.
+func TestDemo_SH4_Shadows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := short()
+		o.shadows = true
+		r, err := simulate(o, inMemory, io.Discard)
+		require.NoError(t, err)
+		require.Len(t, r.Shadows, 3)
+		assert.Equal(t, []string{"backend", "3 in a row, 500ms", "half of 20, 5s"}, []string{r.Shadows[0].Name, r.Shadows[1].Name, r.Shadows[2].Name})
+		assert.Equal(t, r.Rampart.BackendHits, int64(r.Shadows[0].Sent), "every attempt the live breaker let through reached the backend")
+		assert.Zero(t, r.Shadows[0].Unknown, "the live breaker's own refusals are not guesses for it")
+		assert.Positive(t, r.Shadows[0].Refused)
+		var out bytes.Buffer
+		require.NoError(t, sim.WriteTable(&out, r.Shadows))
+		assert.Contains(t, out.String(), "candidate  sent")
+	})
 }

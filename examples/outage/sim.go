@@ -78,13 +78,19 @@ func simulate(o options, nw network, progress io.Writer) (*result, error) {
 	wg.Wait()
 	stop()
 
-	return &result{
+	r := &result{
 		FaultMs:    ms(o.fault),
 		CoolDownMs: ms(o.coolDown),
 		Naive:      summarise(logs[0], backends[0], nil, o),
 		Rampart:    summarise(logs[1], backends[1], ramp.breakerTransitions(), o),
 		o:          o,
-	}, nil
+	}
+	r.Rampart.Breaker = ramp.breakerCounts(r.Rampart)
+	if ramp.shadow != nil {
+		r.shadows = ramp.shadow.Results()
+		r.Shadows = r.shadows
+	}
+	return r, nil
 }
 
 // connect returns the RoundTripper and URL through which a client reaches

@@ -30,6 +30,8 @@ type Server struct {
 	bin  string
 	Addr string // host:port
 
+	args []string // extra redis-server arguments (a cluster node's)
+
 	mu  sync.Mutex
 	cmd *exec.Cmd // guarded by mu
 }
@@ -104,8 +106,9 @@ func Run() (addr string, stop func(), err error) {
 // start runs redis-server on s.Addr and waits until it answers PING.
 func (s *Server) start() error {
 	_, port, _ := net.SplitHostPort(s.Addr)
-	cmd := exec.Command(s.bin, "--port", port, "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	args := append([]string{"--port", port, "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"}, s.args...)
+	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server: %w", err)
 	}

@@ -1,9 +1,7 @@
 package ramparthttp_test
 
 import (
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -14,17 +12,6 @@ import (
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
 )
-
-// down answers every request 503, in memory.
-type down struct{ sent int }
-
-func (d *down) RoundTrip(req *http.Request) (*http.Response, error) {
-	d.sent++
-	return &http.Response{
-		StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable",
-		Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req,
-	}, nil
-}
 
 // A Config without a Retry.Budget retries within a budget of its own, so a
 // server that is down gets the default budget's retries, not MaxAttempts

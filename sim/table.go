@@ -1,23 +1,25 @@
-package main
+package sim
 
 import (
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
-
-	"github.com/rampart-go/rampart/sim"
 )
 
-// printTable prints one row per candidate.
-func printTable(w io.Writer, results []sim.Result) error {
+// WriteTable writes results as a table, one row per result, with a legend
+// after it: the table the command rampart-sim prints, and package shadow's
+// too, so a replay's candidates and a shadow's read alike. A delay over no
+// event, and a latency not measured (a shadow's), print as "-".
+func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "candidate\tsent\tok\tfailed\trefused\tlost\tunknown\tretries\tbudget-refused\ttrips\topen\tdetected\tdetect\trecover\tp50\tp99\tmax\t")
 	for _, r := range results {
+		measured := r.LatencyMax > 0
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.Name, r.Sent, r.Succeeded, r.Failed, r.Refused, r.LostGoodput, r.Unknown, r.RetriesSent, r.RetriesRefusedByBudget,
 			r.Trips, seconds(r.TimeOpen, r.Trips), r.Detected, r.Bursts, seconds(r.DetectMean, r.Detected), seconds(r.RecoverMean, r.Recovered),
-			latency(r.LatencyP50), latency(r.LatencyP99), latency(r.LatencyMax))
+			latency(r.LatencyP50, measured), latency(r.LatencyP99, measured), latency(r.LatencyMax, measured))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -33,7 +35,7 @@ bursts (calls that failed or took the timeout) the breaker opened during;
 detect, recover: mean delay from a burst's start until the breaker opened,
 and from its end until it closed ("-": it never did); p50, p99, max: the
 latency callers felt, from the call's recorded start to its result,
-retries and backoff included.`)
+retries and backoff included ("-": not measured).`)
 	return err
 }
 
@@ -47,8 +49,12 @@ func seconds(d time.Duration, n int) string {
 }
 
 // latency formats d rounded to three significant digits, in the unit
-// time.Duration's String picks ("12.3ms", "1.5s").
-func latency(d time.Duration) string {
+// time.Duration's String picks ("12.3ms", "1.5s"), or "-" when not
+// measured.
+func latency(d time.Duration, measured bool) string {
+	if !measured {
+		return "-"
+	}
 	unit := time.Duration(1)
 	for d/unit >= 1000 {
 		unit *= 10

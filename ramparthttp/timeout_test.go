@@ -20,15 +20,6 @@ import (
 	"github.com/rampart-go/rampart/timeout"
 )
 
-// countingBreaker returns a breaker whose counters report every call and
-// failure of its Closed period (a window of 100 calls, judged when full).
-func countingBreaker(t *testing.T) *circuitbreaker.Breaker {
-	t.Helper()
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.FailureRate{}})
-	require.NoError(t, err)
-	return br
-}
-
 // slowBody answers 200 with its headers at once, then its body after
 // delay.
 func slowBody(delay time.Duration) http.Handler {

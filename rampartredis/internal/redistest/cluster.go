@@ -1,0 +1,155 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a real Redis Cluster of three masters without replicas,
+// started for one test on 127.0.0.1 (redis-server --cluster-enabled yes,
+// three times, joined by redis-cli --cluster create), each node stopped by
+// its PID when the test ends.
+type Cluster struct {
+	t     testing.TB
+	Nodes []*Server
+}
+
+// CLI returns the path of redis-cli, or fails (CI) or skips the test, as
+// Binary does for redis-server.
+func CLI(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-cli")
+	if err == nil {
+		return bin
+	}
+	const hint = "redis-cli is not on PATH; install it with: apt-get install -y --no-install-recommends redis-tools"
+	if os.Getenv("CI") != "" {
+		t.Fatal(hint + " (CI is set: these tests must not be skipped)")
+	}
+	t.Skip(hint)
+	return ""
+}
+
+// StartCluster starts a three-master cluster for t and waits until every
+// node reports cluster_state:ok.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	bin, cli := Binary(t), CLI(t)
+	dir := t.TempDir()
+	c := &Cluster{t: t}
+	for i := range 3 {
+		s := &Server{t: t, bin: bin, args: []string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", i)),
+			"--cluster-node-timeout", "1000",
+			"--dir", dir,
+		}}
+		var err error
+		for range 5 {
+			s.Addr = freeAddr(t)
+			if err = s.start(); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("redistest: cluster node: %v", err)
+		}
+		t.Cleanup(s.stop)
+		c.Nodes = append(c.Nodes, s)
+	}
+	args := []string{"--cluster", "create"}
+	for _, s := range c.Nodes {
+		args = append(args, s.Addr)
+	}
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.WaitOK()
+	return c
+}
+
+// Addrs returns the nodes' addresses.
+func (c *Cluster) Addrs() []string {
+	var a []string
+	for _, s := range c.Nodes {
+		a = append(a, s.Addr)
+	}
+	return a
+}
+
+// WaitOK waits until every node that runs reports cluster_state:ok and
+// knows all three nodes, failing the test after 30 seconds.
+func (c *Cluster) WaitOK() {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok := true
+		for _, s := range c.Nodes {
+			cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			info, err := cl.ClusterInfo(ctx).Result()
+			cancel()
+			cl.Close()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("redistest: the cluster on %v is not ok after 30s", c.Addrs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Options returns cluster client options with the short, context-
+// respecting timeouts the package requires.
+func (c *Cluster) Options() *redis.ClusterOptions {
+	return &redis.ClusterOptions{
+		Addrs:                 c.Addrs(),
+		ContextTimeoutEnabled: true,
+		DialTimeout:           200 * time.Millisecond,
+		ReadTimeout:           200 * time.Millisecond,
+		WriteTimeout:          200 * time.Millisecond,
+		MaxRetries:            -1,
+	}
+}
+
+// Client returns a new cluster client, closed when the test ends.
+func (c *Cluster) Client() *redis.ClusterClient {
+	cl := redis.NewClusterClient(c.Options())
+	c.t.Cleanup(func() { cl.Close() })
+	return cl
+}
+
+// Master returns the node that serves key's slot.
+func (c *Cluster) Master(key string) *Server {
+	c.t.Helper()
+	cl := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	m, err := cl.MasterForKey(ctx, key)
+	if err != nil {
+		c.t.Fatalf("redistest: master for %q: %v", key, err)
+	}
+	addr := m.Options().Addr
+	for _, s := range c.Nodes {
+		if s.Addr == addr {
+			return s
+		}
+	}
+	c.t.Fatalf("redistest: master %s of %q is not a node of the cluster %v", addr, key, c.Addrs())
+	return nil
+}

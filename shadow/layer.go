@@ -1,0 +1,154 @@
+package shadow
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
+)
+
+// NewLayer returns a layer that runs s's candidates beside the calls
+// through it, judging each call with classify as the live breaker does
+// (nil judges by the error alone, as a breaker without a classifier).
+// Every call goes on as if the layer were not there: the candidates only
+// watch, and their refusals are counted, never returned. A nil service or
+// a nil s gives a service whose every call fails with an error matching
+// [rampart.ErrNilService]. classify must be safe for concurrent use.
+//
+// A call that every candidate lets through, Closed, and that succeeds
+// costs per candidate a breaker's Closed permit and its success (bench:
+// BenchmarkShadow), and allocates nothing.
+func NewLayer[Req, Resp any](s *Shadow, classify circuitbreaker.Classifier[Resp]) rampart.Layer[Req, Resp] {
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		switch {
+		case inner == nil:
+			return rampart.Failing[Req, Resp]("shadow: Wrap")
+		case s == nil:
+			return rampart.Failing[Req, Resp]("shadow: NewLayer's Shadow")
+		}
+		return &service[Req, Resp]{s: s, classify: classify, inner: inner}
+	})
+}
+
+type service[Req, Resp any] struct {
+	s        *Shadow
+	classify circuitbreaker.Classifier[Resp]
+	inner    rampart.Service[Req, Resp]
+}
+
+// verdict is how a call counts for the candidates.
+type verdict uint8
+
+const (
+	success verdict = iota
+	failure
+	ignored
+	unknown // the live breaker or a limit refused it
+)
+
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	sh := s.s
+	if sh.first.Load() == 0 {
+		sh.first.CompareAndSwap(0, sh.now()+1)
+	}
+	// Permits on the stack, in an array no larger than needed for the
+	// common one or two candidates: zeroing eight costs more than a
+	// candidate.
+	if len(sh.cands) <= 2 {
+		var permits [2]circuitbreaker.Permit
+		var refusals [2]error
+		return s.call(ctx, req, permits[:len(sh.cands)], refusals[:len(sh.cands)])
+	}
+	var permits [MaxCandidates]circuitbreaker.Permit
+	var refusals [MaxCandidates]error
+	return s.call(ctx, req, permits[:len(sh.cands)], refusals[:len(sh.cands)])
+}
+
+// call makes the call with one permit (or refusal) per candidate.
+func (s *service[Req, Resp]) call(ctx context.Context, req Req, permits []circuitbreaker.Permit, refusals []error) (Resp, error) {
+	sh := s.s
+	for i, c := range sh.cands {
+		permits[i], refusals[i] = c.b.TryAcquire()
+	}
+	resp, err := s.inner.Call(ctx, req)
+	v, judged := s.judge(ctx, resp, err)
+	guessed := v == unknown
+	if l := sh.live; l != nil {
+		switch {
+		case guessed && errors.Is(err, circuitbreaker.ErrOpen):
+			l.refused.Add(1)
+		case guessed || v == failure:
+			l.failed.Add(1)
+		case v == ignored:
+			l.ignored.Add(1)
+		}
+	}
+	if guessed { // the dependency as last seen
+		switch sh.latest.Load() {
+		case knownSuccess:
+			v = success
+		default:
+			v, judged = failure, err
+		}
+	}
+	for i, c := range sh.cands {
+		if refusals[i] != nil {
+			c.refused.Add(1)
+			if v == success && !guessed {
+				sh.lost(ctx, c, refusals[i])
+			}
+			continue
+		}
+		p := &permits[i]
+		if guessed {
+			c.unknown.Add(1)
+		}
+		switch v {
+		case success:
+			p.Success()
+		case failure:
+			c.failed.Add(1)
+			p.Failure(judged)
+		default:
+			c.ignored.Add(1)
+			p.Ignore()
+		}
+	}
+	sh.calls.Add(1)
+	return resp, err
+}
+
+// judge returns how the call that returned (resp, err) counts, and the
+// error to give a candidate's breaker with a failure, in the order a
+// breaker judges one; a known outcome becomes the latest known.
+func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (verdict, error) {
+	if err != nil && (errors.Is(err, circuitbreaker.ErrOpen) || errors.Is(err, concurrency.ErrLimited)) {
+		return unknown, err
+	}
+	o := circuitbreaker.ClassifyContext(ctx, err)
+	if o != rampart.Ignored && s.classify != nil {
+		o = s.classify(resp, err)
+	}
+	var v verdict
+	switch o {
+	case rampart.Success:
+		v = success
+	case rampart.Ignored:
+		return ignored, err
+	default:
+		v = failure
+		if err == nil {
+			err = circuitbreaker.ErrBadResponse
+		}
+	}
+	known := knownSuccess
+	if v == failure {
+		known = knownFailure
+	}
+	if s.s.latest.Load() != known {
+		s.s.latest.Store(known)
+	}
+	return v, err
+}

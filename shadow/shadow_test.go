@@ -1,0 +1,137 @@
+package shadow_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/record"
+	"github.com/rampart-go/rampart/shadow"
+	"github.com/rampart-go/rampart/sim"
+)
+
+// candidates are the configurations both the shadow and the replay run.
+func candidates() []shadow.Candidate {
+	return []shadow.Candidate{
+		{Name: "5 in a row, 1s", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}, CoolDown: time.Second}},
+		{Name: "half of 10, 500ms", Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10}, Ratio: 0.5}, CoolDown: 500 * time.Millisecond}},
+	}
+}
+
+// outage is a dependency that fails calls 10 to 39 (of one every 100ms)
+// in 20ms, and answers the others in 10ms.
+func outage() rampart.Service[int, string] {
+	return rampart.ServiceFunc[int, string](func(_ context.Context, i int) (string, error) {
+		if i >= 10 && i < 40 {
+			time.Sleep(20 * time.Millisecond)
+			return "", errors.New("down")
+		}
+		time.Sleep(10 * time.Millisecond)
+		return "ok", nil
+	})
+}
+
+// A shadow's results on live traffic are a replay's of the trace of the
+// same traffic, exactly: refusals, lost goodput, trips and time open.
+// By hand for "5 in a row, 1s": the fifth failure (call 14, returning at
+// 1.42s) trips it; calls 15-24 are refused; the probe 25 fails and so
+// does the probe 36, each re-opening it; call 47 closes it. It refuses 30
+// calls, of which 7 (40-46) succeeded.
+func TestShadow_SH1_MatchesReplay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var trace bytes.Buffer
+		rec, err := record.New(&trace, record.Config{})
+		require.NoError(t, err)
+		sh, err := shadow.New(shadow.Config{Candidates: candidates()})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[int, string]().
+			Layer(record.NewLayer(record.LayerConfig[int, string]{Recorder: rec})).
+			Layer(shadow.NewLayer[int, string](sh, nil)).
+			Service(outage())
+		live := 0
+		start := time.Now()
+		for i := range 60 {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * 100 * time.Millisecond)))
+			if _, err := svc.Call(context.Background(), i); err == nil {
+				live++
+			}
+		}
+		got := sh.Results()
+		require.NoError(t, rec.Close())
+		assert.Equal(t, 30, live, "the shadow changed no call")
+
+		var cands []sim.Candidate
+		for _, c := range candidates() {
+			b := c.Breaker
+			cands = append(cands, sim.Candidate{Name: c.Name, Breaker: &b})
+		}
+		want, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace.String()), "trace"), cands, sim.Config{})
+		require.NoError(t, err)
+		for i := range want {
+			w := want[i]
+			w.Series, w.Resolution, w.Bursts, w.Detected, w.Recovered = []sim.Point{}, 0, 0, 0, 0
+			w.DetectMean, w.DetectMax, w.RecoverMean, w.RecoverMax = 0, 0, 0, 0
+			w.LatencyP50, w.LatencyP99, w.LatencyMax = 0, 0, 0
+			assert.Equal(t, w, got[i], want[i].Name)
+		}
+		assert.Equal(t, 30, got[0].Refused)
+		assert.Equal(t, 7, got[0].LostGoodput)
+		assert.Equal(t, 3, got[0].Trips)
+		assert.Equal(t, 3*time.Second, got[0].TimeOpen, "three cool-downs")
+		assert.Equal(t, 60, got[0].Calls)
+	})
+}
+
+// Bad configurations are errors naming what is wrong.
+func TestNew_SH2_BadConfig(t *testing.T) {
+	ok := circuitbreaker.Config{}
+	for _, tc := range []struct {
+		cfg  shadow.Config
+		want string
+	}{
+		{shadow.Config{}, "shadow: Config.Candidates must hold at least one candidate"},
+		{shadow.Config{Candidates: make([]shadow.Candidate, 9)}, "shadow: Config.Candidates must hold at most 8 candidates, got 9"},
+		{shadow.Config{Candidates: []shadow.Candidate{{Name: "a", Breaker: ok}, {Name: "a", Breaker: ok}}}, `shadow: Config.Candidates[1]: each candidate needs a Name of its own, got "a"`},
+		{shadow.Config{Candidates: []shadow.Candidate{{Breaker: ok}}}, `shadow: Config.Candidates[0]: each candidate needs a Name of its own, got ""`},
+		{shadow.Config{Candidates: []shadow.Candidate{{Name: "a", Breaker: circuitbreaker.Config{MaxProbes: -1}}}}, `shadow: candidate "a": circuitbreaker: MaxProbes must be in [0, 1024], got -1`},
+		{shadow.Config{Candidates: []shadow.Candidate{{Name: "a", Breaker: circuitbreaker.Config{Switch: &circuitbreaker.Switch{}}}}}, `shadow: candidate "a": Breaker.Switch must be nil: nothing may force a shadow`},
+	} {
+		_, err := shadow.New(tc.cfg)
+		assert.EqualError(t, err, tc.want)
+	}
+	_, err := shadow.NewLayer[int, int](nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil })).Call(context.Background(), 0)
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+}
+
+// A call the live breaker refused has an unknown outcome: a candidate
+// that lets it through gets the latest known outcome and counts it as
+// Unknown; one that refuses it loses no known goodput.
+func TestShadow_SH1_LiveRefusalIsUnknown(t *testing.T) {
+	sh, err := shadow.New(shadow.Config{Candidates: []shadow.Candidate{{Name: "never trips", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 100}}}}})
+	require.NoError(t, err)
+	results := []error{nil, &circuitbreaker.OpenError{}, errors.New("down"), &circuitbreaker.OpenError{}}
+	i := 0
+	svc := shadow.NewLayer[int, int](sh, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+		err := results[i]
+		i++
+		return 0, err
+	}))
+	for range results {
+		_, _ = svc.Call(context.Background(), 0)
+	}
+	r := sh.Results()[0]
+	assert.Equal(t, 4, r.Calls)
+	assert.Equal(t, 2, r.Unknown)
+	assert.Equal(t, 2, r.Succeeded, "the first, and the refusal after it")
+	assert.Equal(t, 2, r.Failed, "the failure, and the refusal after it")
+}

@@ -1,0 +1,25 @@
+package sim_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/sim"
+)
+
+// A delay column shows "-" only when there was nothing to time: a burst
+// detected at once shows 0.0s; a latency not measured shows "-".
+func TestWriteTable_SM9_ZeroDelayIsNotNever(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, sim.WriteTable(&out, []sim.Result{
+		{Name: "at once", Trips: 1, Bursts: 1, Detected: 1, Recovered: 1, LatencyP50: 1500, LatencyP99: 12_345_678, LatencyMax: 12_345_678},
+		{Name: "never", Bursts: 1},
+	}))
+	lines := strings.Split(out.String(), "\n")
+	assert.Equal(t, "    at once     0   0       0        0     0        0        0               0      1  0.0s       1/1    0.0s     0.0s  1.5µs  12.3ms  12.3ms", lines[1])
+	assert.Equal(t, "      never     0   0       0        0     0        0        0               0      0     -       0/1       -        -      -       -       -", lines[2])
+}
