@@ -38,7 +38,7 @@ func TestScenario_EV14_SDKCardinalityLimit(t *testing.T) {
 			require.NoError(t, err)
 			g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "tenants", Observer: obs}})
 			require.NoError(t, err)
-			layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key })
+			layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key }, nil)
 			require.NoError(t, err)
 			svc := layer.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.New("down") }))
 			for i := range tenants {
@@ -74,7 +74,7 @@ func TestScenario_EV12_RetriedRequestCountedOncePerAttempt(t *testing.T) {
 	retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: both, Backoff: noBackoff(t), Budget: budget.Always})
 	require.NoError(t, err)
 	down := rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, errors.New("down") })
-	svc := rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br)).Service(down)
+	svc := rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(down)
 	_, err = svc.Call(context.Background(), 1)
 	require.ErrorIs(t, err, circuitbreaker.ErrOpen)
 	points, _ := collect(t, reader)
