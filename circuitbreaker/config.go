@@ -189,9 +189,9 @@ func (s *settings) next(d time.Duration) time.Duration {
 }
 
 // durationString formats a duration for a message about a bad value:
-// Forever by its name, anything else as [time.Duration.String] does, so
-// that a -1ns given to a field where it means nothing special reads as
-// -1ns, not as Immediate (which only CoolDown gives a meaning).
+// [rampart.Forever] by its name, anything else as [time.Duration.String]
+// does, so that a -1ns given to a field where it means nothing special
+// reads as -1ns, not as Immediate (which only CoolDown gives a meaning).
 func durationString(d time.Duration) string {
 	if d == rampart.Forever {
 		return "rampart.Forever"

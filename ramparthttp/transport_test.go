@@ -266,7 +266,7 @@ func newBenchHandler(b *testing.B, cfg ramparthttp.ServerConfig) http.Handler {
 }
 
 func rateLayer(b *testing.B) ramparthttp.ServerLayer {
-	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Mode: concurrency.Refuse})
+	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Mode: ratelimit.Refuse})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
 		_, err = svc.Call(context.Background(), "a")
 		var le *ratelimit.LimitedError
 		require.True(t, errors.As(err, &le))
-		assert.Equal(t, 500*time.Millisecond, le.RetryAfter())
+		assert.Equal(t, 500*time.Millisecond, le.Wait)
 		clk.Advance(500 * time.Millisecond)
 		_, err = svc.Call(context.Background(), "a")
 		require.NoError(t, err)

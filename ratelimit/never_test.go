@@ -57,7 +57,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesAtOnceInWaitMode(t *testing.T) {
 							assert.Equal(t, time.Duration(0), time.Since(start), "refused at once")
 							var le *ratelimit.LimitedError
 							require.True(t, errors.As(err, &le), "got %v", err)
-							assert.Equal(t, rate.InfDuration, le.RetryAfter())
+							assert.Equal(t, rate.InfDuration, le.Wait)
 							assert.False(t, le.PastDeadline)
 							assert.EqualError(t, err, "ratelimit: limited: the limiter can never grant a token")
 						}
@@ -95,7 +95,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesOnTheRealClock(t *testing.T) {
 		cancel()
 		var le *ratelimit.LimitedError
 		require.True(t, errors.As(err, &le), "deadline %v: got %v", deadline, err)
-		assert.Equal(t, rate.InfDuration, le.RetryAfter(), "deadline %v", deadline)
+		assert.Equal(t, rate.InfDuration, le.Wait, "deadline %v", deadline)
 		assert.False(t, le.PastDeadline, "deadline %v", deadline)
 	}
 }

@@ -44,7 +44,7 @@ func requireLimited(t *testing.T, err error, retryAfter time.Duration, pastDeadl
 	require.ErrorIs(t, err, ratelimit.ErrLimited)
 	var le *ratelimit.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, retryAfter, le.RetryAfter())
+	assert.Equal(t, retryAfter, le.Wait)
 	assert.Equal(t, pastDeadline, le.PastDeadline)
 	var rd rampart.Hint
 	require.ErrorAs(t, err, &rd)

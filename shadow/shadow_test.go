@@ -55,7 +55,7 @@ func TestShadow_SH1_MatchesReplay(t *testing.T) {
 		sh, err := shadow.New(shadow.Config{Candidates: candidates()})
 		require.NoError(t, err)
 		svc := rampart.NewBuilder[int, string]().
-			Layer(record.NewLayer(record.LayerConfig[int, string]{Recorder: rec})).
+			Layer(record.NewLayer[int, string](record.LayerConfig[int, string]{Recorder: rec})).
 			Layer(shadow.NewLayer[int, string](sh, nil)).
 			Service(outage())
 		live := 0
