@@ -210,7 +210,9 @@ func (r *Registry) breakerStatus(snap circuitbreaker.Snapshot, key string) Break
 	}
 	r.mu.Lock()
 	if rec := r.records[recordKey{observe.Breaker, snap.Name}]; rec != nil {
-		bs.Since = rec.since.UTC()
+		if rec.state == bs.State { // not a HalfOpen that no call has seen yet
+			bs.Since = rec.since.UTC()
+		}
 		bs.Rejected = rec.refused.Load()
 	}
 	r.mu.Unlock()
