@@ -93,7 +93,7 @@ go test -c -o "$bin/bench.test" .
 # benchmark's allocs/op, for N calls of bench.
 count() {
   local log=$bin/log
-  GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+  GOGC=off GODEBUG=asyncpreemptoff=1,memprofilerate=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
     "--toggle-collect=*$3" "$bin/bench.test" -test.run '^$' -test.bench "$2" \
     -test.benchtime "${1}x" -test.cpu 1 -test.benchmem >"$log" 2>&1 || {
     cat "$log" >&2

@@ -171,9 +171,10 @@ type Budget struct {
 	// reads them without mu first loads ready or ticking, both stored
 	// after the fields are written.
 	ready   atomic.Bool
-	earn    int64         // units a deposit earns
-	reserve int64         // floor units per window
+	earn    atomic.Int64  // units a deposit earns (changed only by Tune)
+	reserve int64         // floor units per window; guarded by mu after setup (Tune)
 	slotLen time.Duration // Window / slots
+	window  time.Duration
 	// Slot n covers [n*slotLen, (n+1)*slotLen) of the time elapsed since
 	// start (the system's clock) or since startMono (clk, when set).
 	start     time.Time
@@ -248,9 +249,10 @@ func (b *Budget) setup(window time.Duration, perSecond int, ratio float64) {
 	for n < maxStripes && n < 8*uint32(runtime.GOMAXPROCS(0)) {
 		n *= 2
 	}
-	b.earn = earnings(ratio)
+	b.earn.Store(earnings(ratio))
 	b.reserve = int64(perSecond) * int64(window) / (int64(time.Second) / unit)
 	b.slotLen = window / slots
+	b.window = window
 	if b.clk != nil {
 		b.startMono = b.clk.Monotonic()
 	} else {
@@ -420,7 +422,7 @@ func (b *Budget) fold() int64 {
 		}
 	}
 	if n > 0 {
-		c := n * b.earn
+		c := n * b.earn.Load()
 		b.fresh.Add(c)
 		b.balance.Add(c)
 	}

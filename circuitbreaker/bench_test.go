@@ -2,6 +2,7 @@ package circuitbreaker_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -41,6 +42,21 @@ func TestAllocs_Layer(t *testing.T) {
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) })
 	assert.Zero(t, allocs)
+}
+
+func TestAllocs_LayerOpenReject(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		fail(t, b, 1, errBoom)
+		svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](b)).Service(ok)
+		ctx := context.Background()
+		allocs := testing.AllocsPerRun(1000, func() {
+			if _, err := svc.Call(ctx, 1); !errors.Is(err, circuitbreaker.ErrOpen) {
+				t.Fatalf("got %v, want a rejection", err)
+			}
+		})
+		assert.Zero(t, allocs)
+	})
 }
 
 func TestAllocs_OpenReject(t *testing.T) {

@@ -1,12 +1,15 @@
 package circuitbreaker
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Breaker is a circuit breaker shared by every caller of one dependency.
@@ -68,6 +71,8 @@ type Breaker struct {
 	// in the current Closed or HalfOpen period. Guarded by mu.
 	succeeded, failed int
 	lastFailure       error
+	// tripCounts are the counts of the trip being entered. Guarded by mu.
+	tripCounts Counters
 
 	// events delivers transitions to the listeners (see notify.go).
 	events dispatcher[Transition]
@@ -93,6 +98,9 @@ const (
 	flagMade  = 16
 	fastMask  = stateMask | flagTimed | flagMade
 	fastWord  = flagMade // Closed, untimed, set up
+	// rejectMask picks the bits that tell an Open word whose rejection
+	// needs no clock read: w&rejectMask == Open (flagReady clear).
+	rejectMask = stateMask | flagReady
 	// flagReady is set in an Open word once the end of the cool-down is
 	// near (see readyLead): until then a rejection reads no clock; from
 	// then on it reads the clock to tell whether the cool-down is over.
@@ -151,10 +159,28 @@ func New(cfg Config) (*Breaker, error) {
 	if set.observer != nil {
 		b.events.subscribe(observeTransitions(cfg.Name, set.observer))
 	}
+	if _, binds := cfg.Observer.(observe.Binder); binds && set.observer != nil {
+		// An Observer that bound itself to the breaker keeps something
+		// for it: a breaker dropped without a Group (replaced under its
+		// name, say) is reported removed once collected, so that nothing
+		// the Observer keeps for it outlives it.
+		runtime.AddCleanup(b, reportRemoved, removal{obs: set.observer, name: cfg.Name})
+	}
 	if cfg.Switch != nil {
 		cfg.Switch.attach(b)
 	}
 	return b, nil
+}
+
+// removal is what reportRemoved needs of a collected breaker.
+type removal struct {
+	obs  observe.Observer
+	name string
+}
+
+// reportRemoved reports a collected breaker as removed.
+func reportRemoved(r removal) {
+	r.obs.Observe(context.Background(), observe.Event{Source: observe.Breaker, Name: r.name, Kind: observe.Removed})
 }
 
 // init sets b up, Closed, with validated settings and a tracker, and

@@ -87,7 +87,8 @@ func TestClock_CB20_DrivesTheCycle(t *testing.T) {
 	assert.False(t, lost.Success(), "a probe whose lease ended does not count")
 
 	want := []circuitbreaker.Transition{
-		{From: circuitbreaker.Closed, To: circuitbreaker.Open, Time: tripped, Cause: circuitbreaker.ErrSlowCalls, RetryAfter: 30 * time.Second},
+		{From: circuitbreaker.Closed, To: circuitbreaker.Open, Time: tripped, Cause: circuitbreaker.ErrSlowCalls, RetryAfter: 30 * time.Second,
+			Counters: circuitbreaker.Counters{Calls: 2, SlowCalls: 2}}, // the counts it tripped on
 		{From: circuitbreaker.Open, To: circuitbreaker.HalfOpen, Time: halfOpen},
 		{From: circuitbreaker.HalfOpen, To: circuitbreaker.Closed, Time: closed},
 	}

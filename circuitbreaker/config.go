@@ -63,7 +63,8 @@ type Config struct {
 	// IsFailure, when set, is asked about every error classified as a
 	// failure; false makes it count as a success (the caller still gets
 	// it). nil counts every such error. It must be safe for concurrent
-	// use; a panic in it records [ErrPanicked] and continues.
+	// use. A panic in it finishes the permit as the failure [ErrPanicked]
+	// and is not recovered: it goes on up the caller's stack.
 	IsFailure func(err error) bool
 	// AsyncListeners, when true, runs listeners on a goroutine of the
 	// breaker (alive only while transitions are queued; the queue is
@@ -91,6 +92,9 @@ type Config struct {
 	// New, with the breaker's Name, and the breaker reports to the
 	// Observer its Bind returns.
 	Observer observe.Observer
+
+	// member is set by a Group in the Config of its breakers.
+	member *member
 }
 
 // settings are a validated Config with defaults filled in.
@@ -112,6 +116,18 @@ type settings struct {
 	success observe.Event
 }
 
+// member names the group and key of a Group's breaker, in its Config.
+type member struct{ group, key string }
+
+// bind binds c.Observer to the breaker: as a member of its group for a
+// Group's breaker.
+func (c Config) bind() observe.Observer {
+	if c.member != nil {
+		return observe.BindMember(c.Observer, observe.Breaker, c.member.group, c.member.key, c.Name)
+	}
+	return observe.Bind(c.Observer, observe.Breaker, c.Name)
+}
+
 // validate checks c and fills defaults. Errors name the field.
 func (c Config) validate() (settings, error) {
 	s := settings{
@@ -125,7 +141,7 @@ func (c Config) validate() (settings, error) {
 		async:       c.AsyncListeners,
 		onPanic:     c.ListenerPanic,
 		clock:       c.Clock,
-		observer:    observe.Bind(c.Observer, observe.Breaker, c.Name),
+		observer:    c.bind(),
 		success:     observe.Event{Source: observe.Breaker, Name: c.Name, Kind: observe.Success},
 	}
 	switch {
@@ -144,7 +160,11 @@ func (c Config) validate() (settings, error) {
 	}
 	if c.MaxResetTimeout != 0 {
 		if s.cooldown == Immediate || s.cooldown == Forever {
-			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", durationString(s.cooldown))
+			got := durationString(s.cooldown)
+			if s.cooldown == Immediate {
+				got = "Immediate"
+			}
+			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", got)
 		}
 		if c.MaxResetTimeout < s.cooldown {
 			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= ResetTimeout (%s), got %s", durationString(s.cooldown), durationString(c.MaxResetTimeout))
@@ -171,13 +191,12 @@ func (s *settings) next(d time.Duration) time.Duration {
 	return time.Duration(f)
 }
 
-// durationString formats a duration, naming the special values
-// [Immediate] and [Forever].
+// durationString formats a duration for a message about a bad value:
+// Forever by its name, anything else as [time.Duration.String] does, so
+// that a -1ns given to a field where it means nothing special reads as
+// -1ns, not as Immediate (which only ResetTimeout gives a meaning).
 func durationString(d time.Duration) string {
-	switch d {
-	case Immediate:
-		return "Immediate"
-	case Forever:
+	if d == Forever {
 		return "Forever"
 	}
 	return d.String()
@@ -190,6 +209,7 @@ func observeTransitions(name string, obs observe.Observer) func(Transition) {
 		obs.Observe(context.Background(), observe.Event{
 			Source: observe.Breaker, Name: name, Kind: observe.Transition,
 			From: tr.From.String(), To: tr.To.String(), Err: tr.Cause,
+			Calls: tr.Counters.Calls, Failures: tr.Counters.Failures,
 		})
 	}
 }

@@ -152,7 +152,13 @@ func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 		{name: "open", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1500 * time.Millisecond, Cause: errBoom},
 			want: `open (retry after 1.5s): tripped by: boom`},
 		{name: "closed", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2, Calls: 10, Failures: 3, SlowCalls: 1}},
-			want: `closed: 2 consecutive failures; 10 calls, 3 failures, 1 slow calls in the window`},
+			want: `closed: 2 consecutive failures; 10 calls, 3 failures, 1 slow calls counted`},
+		{name: "closed, no window", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2}},
+			want: `closed: 2 consecutive failures`},
+		{name: "closed, window only", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{Calls: 10}},
+			want: `closed: 10 calls, 0 failures, 0 slow calls counted`},
+		{name: "closed, nothing counted", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed},
+			want: `closed`},
 		{name: "half-open", v: circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, ProbesInFlight: 1, ProbesSucceeded: 2, Cause: errBoom},
 			want: `half-open: probes 1 in flight, 2 succeeded, 0 failed: tripped by: boom`},
 		{name: "forced closed", v: circuitbreaker.Snapshot{State: circuitbreaker.ForcedClosed},
@@ -253,7 +259,7 @@ func TestSubscribe_CB19_AsyncListenerPanicGoesToListenerPanic(t *testing.T) {
 	})
 }
 
-func TestErrors_CB19_ForeverAndImmediateAreWords(t *testing.T) {
+func TestErrors_CB19_SpecialDurationsNamedWhereTheyMeanSomething(t *testing.T) {
 	t.Run("config", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
@@ -265,13 +271,13 @@ func TestErrors_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 			{name: "growth from forever", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Forever, MaxResetTimeout: circuitbreaker.Forever},
 				want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Forever"},
 			{name: "immediate max reset timeout", cfg: circuitbreaker.Config{MaxResetTimeout: circuitbreaker.Immediate},
-				want: "circuitbreaker: MaxResetTimeout must be >= 0, got Immediate"},
+				want: "circuitbreaker: MaxResetTimeout must be >= 0, got -1ns"},
 			{name: "immediate probe lease", cfg: circuitbreaker.Config{ProbeLease: circuitbreaker.Immediate},
-				want: "circuitbreaker: ProbeLease must be >= 0, got Immediate"},
+				want: "circuitbreaker: ProbeLease must be >= 0, got -1ns"},
 			{name: "immediate slow-call threshold", cfg: circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: circuitbreaker.Immediate}},
-				want: "circuitbreaker: SlowCalls.Threshold must be >= 0, got Immediate"},
+				want: "circuitbreaker: SlowCalls.Threshold must be >= 0, got -1ns"},
 			{name: "immediate window period", cfg: circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: circuitbreaker.Immediate}}},
-				want: "circuitbreaker: FailureRate.Window.Period must be >= 0, got Immediate"},
+				want: "circuitbreaker: FailureRate.Window.Period must be >= 0, got -1ns"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, err := circuitbreaker.New(tc.cfg)
@@ -279,7 +285,7 @@ func TestErrors_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 			})
 		}
 		_, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{IdleTimeout: circuitbreaker.Immediate})
-		require.EqualError(t, err, "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; Forever never drops), got Immediate")
+		require.EqualError(t, err, "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; Forever never drops), got -1ns")
 	})
 	t.Run("open forever", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -295,4 +301,26 @@ func TestErrors_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 		sw.ForceOpen(errors.New("maintenance"))
 		assert.Equal(t, "circuitbreaker: forced open (until released): maintenance", openErr(t, b).Error())
 	})
+}
+
+// A Consecutive breaker describes only the run it keeps, and a TripFunc
+// breaker the counts it keeps since the Closed period began.
+func TestStrings_CB19_SnapshotOfPoliciesWithoutAWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy circuitbreaker.Policy
+		want   string
+	}{
+		{name: "consecutive", policy: circuitbreaker.Consecutive{Failures: 5}, want: `"db": closed: 1 consecutive failures`},
+		{name: "custom", policy: circuitbreaker.TripFunc(func(circuitbreaker.Counts) bool { return false }), want: `"db": closed: 1 consecutive failures; 1 calls, 1 failures, 0 slow calls counted`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: tc.policy})
+			require.NoError(t, err)
+			p, err := br.TryAcquire()
+			require.NoError(t, err)
+			p.Failure(errBoom)
+			assert.Equal(t, tc.want, br.State().String())
+		})
+	}
 }

@@ -109,6 +109,7 @@ func (g *Group[K]) init(cfg GroupConfig) error {
 	// The overflow breaker is also the check of cfg.Breaker.
 	ocfg := cfg.Breaker
 	ocfg.Name = keyName(cfg.Breaker.Name, "(overflow)")
+	ocfg.member = &member{group: cfg.Breaker.Name, key: "(overflow)"}
 	overflow, err := New(ocfg)
 	if err != nil {
 		return fmt.Errorf("%w (GroupConfig.Breaker)", err)
@@ -195,6 +196,7 @@ func (g *Group[K]) add(key K) *Breaker {
 	}
 	cfg := g.cfg
 	cfg.Name = keyName(g.cfg.Name, key)
+	cfg.member = &member{group: g.cfg.Name, key: fmt.Sprint(key)}
 	b, err := New(cfg)
 	if err != nil {
 		// Only a Policy whose NewTracker fails after succeeding once

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // ErrPanicked is the failure recorded when the protected call, a
@@ -77,13 +78,27 @@ type service[Req, Resp any] struct {
 const cacheLine = 64
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err error) {
+	w := s.b.word.Load()
+	if w&rejectMask == uint64(Open) {
+		// TryAcquire's Open fast path, written out: an Open period whose
+		// cool-down is not near its end (flagReady clear) rejects with
+		// the period's prebuilt error without reading the clock, if the
+		// period read is the word's (else a transition is being
+		// published, and tryAcquire looks again).
+		if per := s.b.period.Load(); per.word == w && ctx.Err() == nil {
+			if s.b.set.observer != nil {
+				s.b.observe(ctx, observe.Rejected, per.reject, 0)
+			}
+			return resp, per.reject
+		}
+	}
 	if ctx.Err() != nil {
 		return resp, ctxerr.Reason(ctx)
 	}
 	// TryAcquire's Closed fast path, written out because the compiler
 	// does not inline TryAcquire: this is the hottest line of the package.
 	var p Permit
-	if w := s.b.word.Load(); w&fastMask == fastWord {
+	if w&fastMask == fastWord {
 		p = Permit{b: s.b, word: w}
 	} else if p, err = s.b.tryAcquire(ctx); err != nil {
 		return resp, err

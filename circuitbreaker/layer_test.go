@@ -13,6 +13,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/observetest"
 )
 
 // panickingBackend panics; its name must appear in the stack the caller
@@ -432,4 +433,32 @@ func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	_, err = circuitbreaker.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }), nil).Call(t.Context(), "x")
 	assert.ErrorContains(t, err, "nil *Breaker")
+}
+
+// An Open breaker's rejection through the layer: the period's OpenError,
+// reported once as rejected; a call whose context is already done gets the
+// context's error instead and is neither made nor reported.
+func TestLayer_CB8_OpenRejectsUnlessDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var obs observetest.Counter
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute, Observer: &obs})
+		be := &backend{err: errBoom}
+		svc := guard(b, be)
+		_, err := svc.Call(context.Background(), "x")
+		require.ErrorIs(t, err, errBoom)
+		want := openErr(t, b)
+
+		for range 3 {
+			_, err = svc.Call(context.Background(), "x")
+			assert.Same(t, want, err, "the period's prebuilt rejection")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err = svc.Call(ctx, "x")
+		assert.Equal(t, context.Canceled, err)
+
+		assert.Equal(t, int64(1), be.calls.Load(), "only the call that tripped it was made")
+		// openErr took its rejection from TryAcquire: 1 + 3 rejected.
+		assert.Equal(t, map[string]int{"success": 0, "failure": 1, "ignored": 0, "rejected": 4}, obs.Outcomes())
+	})
 }

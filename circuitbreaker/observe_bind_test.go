@@ -44,7 +44,7 @@ func TestBreaker_EV13_NewBindsTheObserver(t *testing.T) {
 	_, _ = svc.Call(context.Background(), "down")
 	require.Equal(t, []observe.Event{
 		{Source: observe.Breaker, Name: "db", Kind: observe.Success},
-		{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown, Calls: 1, Failures: 1},
 		{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: errDown},
 	}, obs.bound.Events())
 	require.Empty(t, obs.unbound.Events())

@@ -32,9 +32,11 @@ func TestBreaker_EV9_TransitionsReachTheObserver(t *testing.T) {
 		// The permits used by hand report their outcomes too, each after
 		// the transition it caused.
 		failed := observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: errDown}
+		trip := ev("closed", "open", errDown)
+		trip.Calls, trip.Failures = 2, 2 // the counts it tripped on
 		require.Equal(t, []observe.Event{
 			failed,
-			ev("closed", "open", errDown),
+			trip,
 			failed,
 			ev("open", "half-open", nil),
 			ev("half-open", "closed", nil),
@@ -86,7 +88,7 @@ func TestLayer_EV12_CallOutcomes(t *testing.T) {
 			ev(observe.Success, nil),
 			ev(observe.Ignored, context.Canceled),
 			ev(observe.Failure, errDown),
-			{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown},
+			{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown, Calls: 2, Failures: 2},
 			ev(observe.Failure, errDown),
 			ev(observe.Rejected, errOpen),
 		}, rec.Events())

@@ -211,3 +211,10 @@ func ClassifyContext(ctx context.Context, err error) Outcome {
 	}
 	return Failure
 }
+
+// Probe reports whether p is the permit of a HalfOpen probe: one that holds
+// a probe slot until it is finished, or until [Config.ProbeLease] ends. An
+// adapter whose calls may outlive their return (an HTTP response whose body
+// is read later) uses it to bound how long a probe keeps its slot. It is
+// false for a finished or zero Permit.
+func (p *Permit) Probe() bool { return p.b != nil && stateOf(p.word) == HalfOpen }

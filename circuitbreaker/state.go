@@ -78,6 +78,13 @@ type Transition struct {
 	Cause error
 	// RetryAfter is the cool-down of a transition to Open, else zero.
 	RetryAfter time.Duration
+	// Counters, for a trip (a transition to Open made by the breaker
+	// itself), are the counts it was decided on, so that a log says why
+	// the breaker opened: from Closed, the policy's (a run of N
+	// consecutive failures is N calls, N failures; a window's calls,
+	// failures and slow calls); from HalfOpen, the probes judged (Calls)
+	// and failed (Failures). Zero otherwise.
+	Counters Counters
 	// Remote is true for a transition applied with [Breaker.ApplyRemote],
 	// false for one this breaker made itself (the ones to share).
 	Remote bool
@@ -120,7 +127,12 @@ func (b *Breaker) State() Snapshot {
 }
 
 // String describes the snapshot on one line for logs, in the words of
-// [OpenError.Error].
+// [OpenError.Error]. For Closed it gives the run of consecutive failures
+// and the policy's counts of calls only when they are not zero, so a
+// policy that keeps no counts (Consecutive) is not described as having
+// them: "closed", "closed: 2 consecutive failures", "closed: 10 calls, 3
+// failures, 0 slow calls counted" (in a FailureRate's window, or since
+// the Closed period began for a TripFunc).
 func (s Snapshot) String() string {
 	var b strings.Builder
 	if s.Name != "" {
@@ -129,9 +141,18 @@ func (s Snapshot) String() string {
 	b.WriteString(s.State.String())
 	switch s.State {
 	case Closed:
+		// Only the counters that hold something: a policy that keeps no
+		// counts of calls (Consecutive) leaves those at zero, and "0
+		// calls" would describe counts it lacks.
 		c := s.Counters
-		fmt.Fprintf(&b, ": %d consecutive failures; %d calls, %d failures, %d slow calls in the window",
-			c.ConsecutiveFailures, c.Calls, c.Failures, c.SlowCalls)
+		sep := ": "
+		if c.ConsecutiveFailures != 0 {
+			fmt.Fprintf(&b, ": %d consecutive failures", c.ConsecutiveFailures)
+			sep = "; "
+		}
+		if c.Calls != 0 || c.Failures != 0 || c.SlowCalls != 0 {
+			fmt.Fprintf(&b, "%s%d calls, %d failures, %d slow calls counted", sep, c.Calls, c.Failures, c.SlowCalls)
+		}
 	case Open:
 		b.WriteString(" (" + waitText(s.RetryAfter) + ")")
 	case ForcedOpen:

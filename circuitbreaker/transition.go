@@ -10,10 +10,18 @@ import (
 func (b *Breaker) trip(from State, cause error) {
 	if from == Closed {
 		b.cooldown = b.set.cooldown
+		c := b.tracker.Counters()
+		if c.Calls == 0 && c.ConsecutiveFailures > 0 {
+			// A run of failures: that many calls, all failed.
+			c.Calls, c.Failures = c.ConsecutiveFailures, c.ConsecutiveFailures
+		}
+		b.tripCounts = c
 	} else {
 		b.cooldown = b.set.next(b.cooldown)
+		b.tripCounts = Counters{Calls: b.succeeded + b.failed, Failures: b.failed}
 	}
 	b.enter(Open, cause, b.wall())
+	b.tripCounts = Counters{}
 }
 
 // enter moves the breaker to state to, bumps the epoch, publishes the new
@@ -71,7 +79,7 @@ func (b *Breaker) enterWith(to State, cause error, at time.Time, remote bool, op
 	tr := Transition{Name: name, From: stateOf(old), To: to, Time: at, Remote: remote}
 	switch to {
 	case Open:
-		tr.Cause, tr.RetryAfter = cause, open
+		tr.Cause, tr.RetryAfter, tr.Counters = cause, open, b.tripCounts
 	case ForcedOpen:
 		tr.Cause = cause
 	}

@@ -273,11 +273,11 @@ func TestAdaptive_LM7_LongIncidentIsNotTheNewNormal(t *testing.T) {
 				lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MaxLimit: 200})
 				require.NoError(t, err)
 				phases := []simPhase{
-					{length: 30 * time.Second, capacity: 20, unloaded: unloaded},
+					{length: 10 * time.Second, capacity: 20, unloaded: unloaded},
 					incident,
-					{length: 90 * time.Second, capacity: 20, unloaded: unloaded},
+					{length: 70 * time.Second, capacity: 20, unloaded: unloaded},
 				}
-				res := simulate(t, lim, 400, phases, func(simPhase) (lo, hi int) { return 16, 24 })
+				res := simulate(t, lim, 200, phases, func(simPhase) (lo, hi int) { return 16, 24 })
 				for i, r := range res {
 					t.Logf("phase %d: settled after %v, limit %d..%d, served %d, p99 %v, baseline %v",
 						i, r.settled, r.minLimit, r.maxLimit, r.served, r.p99, r.baseline)

@@ -13,7 +13,7 @@ func sheddableShare(n int64) int64 { return max(1, n-(n+3)/4) }
 
 // criticalReserve returns how many slots beyond a limit of n only
 // critical calls may take.
-func criticalReserve(n int64) int64 { return max(1, n/10) }
+func criticalReserve(n int64) int64 { return max(1, n) }
 
 // reservedSlot is the start of a Permit of a [Limiter] that holds a slot
 // of the critical reserve.

@@ -81,12 +81,20 @@
 //     the last quarter is kept for the others; above that it is refused at
 //     once, in Wait mode too (work worth shedding is not worth queueing);
 //   - a critical call that finds the L slots taken may take one of a
-//     reserve of max(1, L/10) slots beyond the limit, at once and ahead of
-//     any call waiting; only when the reserve is taken too does it wait
-//     (Wait mode) or get refused (Reject mode) as a default call would.
+//     reserve of L more slots (at least 1) beyond the limit, at once and
+//     ahead of any call waiting; only when the reserve is taken too does
+//     it wait (Wait mode) or get refused (Reject mode) as a default call
+//     would. The reserve is as large as the limit because default calls
+//     alone may fill the L slots for as long as an overload lasts:
+//     critical calls then have only the reserve, and it must carry them
+//     all, so critical work is refused only when it alone would fill a
+//     whole limit. With an adaptive limit the latency the reserve adds
+//     brings L down, so the total stays near what the dependency serves;
+//     with a fixed one, choose Max knowing that critical calls may
+//     double it.
 //
 // So under overload sheddable work is refused first and critical work
-// last, and a limit never holds more than L + max(1, L/10) calls. The
+// last, and a limit never holds more than 2L calls (2 when L is 1). The
 // rule costs nothing while fewer than three quarters of the slots are
 // held: the context is read only above that. The Acquire and TryAcquire
 // methods used directly do not look at criticality.

@@ -3,6 +3,7 @@ module github.com/rampart-go/rampart/examples
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/rampart-go/rampart v0.0.0

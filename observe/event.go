@@ -81,8 +81,10 @@ func (j joined) Bind(source Source, name string) Observer {
 // breaker by name). The events a layer reports to the bound Observer all
 // carry the source and name it was bound with.
 //
-// Bind must be safe for concurrent use and may return the Binder itself; it
-// must not return nil. Layers that bind: circuitbreaker (its Config), retry
+// Bind must be safe for concurrent use and may return the Binder itself,
+// or nil when it wants no events from the layer (an observer whose
+// metrics go nowhere), which the layer then does not report, at the cost
+// of a layer without an Observer. Layers that bind: circuitbreaker (its Config), retry
 // and budget; the others report to the Observer as given, which must
 // therefore work unbound too.
 type Binder interface {
@@ -91,15 +93,52 @@ type Binder interface {
 }
 
 // Bind returns obs bound to the layer of source and name when obs is a
-// [Binder], obs itself otherwise (nil included). Layers call it once, in
-// their constructor.
+// [Binder] (nil when it wants no events), obs itself otherwise (nil
+// included). Layers call it once, in their constructor.
 func Bind(obs Observer, source Source, name string) Observer {
 	if b, ok := obs.(Binder); ok {
-		if bound := b.Bind(source, name); bound != nil {
-			return bound
-		}
+		return nilIfNone(b.Bind(source, name))
 	}
 	return obs
+}
+
+// nilIfNone returns nil for an Observer that is nil or a nil joined list,
+// so that a layer tests one nil.
+func nilIfNone(obs Observer) Observer {
+	if j, ok := obs.(joined); ok && len(j) == 0 || obs == nil {
+		return nil
+	}
+	return obs
+}
+
+// MemberBinder is a [Binder] that can also bind a member of a group of
+// like layers created on demand (a circuitbreaker.Group's breaker for one
+// key), so that it can aggregate the members under the group's name
+// rather than keep something per key. BindMember is given the group's
+// Name, the member's key and the member's own Name (the name its events
+// carry, "group/key"); the rules of Bind apply (nil: no events).
+type MemberBinder interface {
+	Binder
+	BindMember(source Source, group, key, name string) Observer
+}
+
+// BindMember returns obs bound to the member key of the group named group,
+// whose events carry name: through BindMember when obs is a
+// [MemberBinder], else as [Bind] binds it with name.
+func BindMember(obs Observer, source Source, group, key, name string) Observer {
+	if b, ok := obs.(MemberBinder); ok {
+		return nilIfNone(b.BindMember(source, group, key, name))
+	}
+	return Bind(obs, source, name)
+}
+
+// BindMember binds each part of j as a member.
+func (j joined) BindMember(source Source, group, key, name string) Observer {
+	bound := make([]Observer, len(j))
+	for i, o := range j {
+		bound[i] = BindMember(o, source, group, key, name)
+	}
+	return Join(bound...)
 }
 
 // Event is one thing a layer did. Fields that do not apply to its Kind are
@@ -130,6 +169,11 @@ type Event struct {
 	// by the names circuitbreaker.State prints ("closed", "open",
 	// "half-open", "forced-open", "forced-closed").
 	From, To string
+	// Calls and Failures are, for a breaker's trip (a [Transition] to
+	// open), the counts it was decided on: Failures among Calls (a run of
+	// N consecutive failures is N and N; a window's counts; the probes
+	// judged and failed for a re-open). Zero otherwise.
+	Calls, Failures int
 }
 
 // Source is the kind of layer that reports an event.
@@ -190,7 +234,8 @@ type Kind uint8
 // set besides Source and Name.
 const (
 	// Transition: a breaker changed state. From, To; Err is the cause of
-	// a trip (a transition to open or forced-open), nil otherwise.
+	// a trip (a transition to open or forced-open), nil otherwise; Calls
+	// and Failures, for a trip, the counts it was decided on.
 	Transition Kind = iota + 1
 	// Retrying: a retry layer is about to retry, after waiting Duration.
 	// Attempt is the number of the attempt it is about to make (2 for the

@@ -74,7 +74,8 @@ type LogConfig struct {
 // The message is the source and kind ("circuitbreaker transition",
 // "concurrency refused"); the attributes are "layer" (the Source), "name"
 // when not empty, then the event's fields that are set: "attempt",
-// "duration", "error", "from", "to", and "suppressed".
+// "duration", "error", "from", "to", "failures", "calls" (a trip's
+// counts), and "suppressed".
 //
 // A Log is safe for concurrent use. It holds one small entry per kind of
 // event of each layer name it has written lately: when the entries double
@@ -192,6 +193,9 @@ func (l *Log) Observe(ctx context.Context, e Event) {
 	}
 	if e.From != "" || e.To != "" {
 		attrs = append(attrs, slog.String("from", e.From), slog.String("to", e.To))
+	}
+	if e.Calls != 0 || e.Failures != 0 {
+		attrs = append(attrs, slog.Int("failures", e.Failures), slog.Int("calls", e.Calls))
 	}
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int("suppressed", suppressed))

@@ -19,6 +19,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
@@ -70,7 +71,8 @@ type ClientConfig struct {
 	// Nil means [Classify]. It is not asked about an attempt the caller
 	// cancelled (that is ignored), and is used only with a breaker. It must
 	// be safe for concurrent use. A panic in it is recorded as the failure
-	// [circuitbreaker.ErrPanicked] and continues to the caller.
+	// [circuitbreaker.ErrPanicked] and is not recovered: it goes on up the
+	// caller's stack.
 	Classify func(err error) circuitbreaker.Outcome
 	// Recorder, if not nil, records every attempt of a unary call for
 	// package sim to replay, between the retry (and hedge) layers and the
@@ -110,6 +112,13 @@ type ClientConfig struct {
 	// retried, and a DEADLINE_EXCEEDED from the server is not retried by
 	// default either, since the call may have done its work.
 	AttemptTimeout time.Duration
+	// Name names the Limit and AttemptTimeout layers in their events;
+	// Observer, if not nil, is told of the attempts the limit refuses and
+	// those the attempt timeout ends (see package observe). The retries
+	// and hedges take theirs from Retry and Hedge, and a breaker from its
+	// own Config, as ramparthttp's do.
+	Name     string
+	Observer observe.Observer
 }
 
 // RetryConfig configures the retries of the client interceptors. Every
@@ -146,6 +155,14 @@ type RetryConfig struct {
 	// trailer are never retried, nor is a refusal of ClientConfig.Limit.
 	// It must be safe for concurrent use.
 	Retryable func(err error) bool
+	// Name names the retry layers in their events; see [retry.Config].
+	Name string
+	// Observer, if not nil, is told about each retry and the end of each
+	// call that wanted one (see [retry.Config]). A stream's loop that stops
+	// because the call was committed (its response headers or its final
+	// status reached the caller, so it is never retried again) ends with
+	// [ErrCommitted].
+	Observer observe.Observer
 }
 
 // HedgeConfig configures hedging of unary calls ([ClientConfig.Hedge]).
@@ -178,6 +195,11 @@ type HedgeConfig struct {
 	// delay replaces Delay; only with a Percentile. Zero means
 	// [hedge.DefaultMinSamples], or Window if that is smaller.
 	MinSamples int
+	// Name names the hedge layer in its events; Observer, if not nil, is
+	// told of each copy sent and each hedged call's winner (see
+	// [hedge.Config]).
+	Name     string
+	Observer observe.Observer
 }
 
 // Methods returns a [RetryConfig.Methods] or a [ClientConfig.Skip] that
@@ -325,7 +347,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 		}))
 	}
 	if cfg.Limit != nil {
-		l, err := concurrency.NewLayer[call, result](cfg.Limit, concurrency.Reject)
+		l, err := concurrency.NewConfigLayer[call, result](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Reject, Name: cfg.Name, Observer: cfg.Observer})
 		if err != nil {
 			return nil, fmt.Errorf("rampartgrpc: ClientConfig.Limit: %w", err)
 		}
@@ -335,7 +357,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 		inner = inner.Layer(cb)
 	}
 	if cfg.AttemptTimeout > 0 {
-		to, err := timeout.NewLayer[call, result](cfg.AttemptTimeout)
+		to, err := timeout.NewConfigLayer(timeout.Config[call, result]{Timeout: cfg.AttemptTimeout, Name: cfg.Name, Observer: cfg.Observer})
 		if err != nil {
 			return nil, fmt.Errorf("rampartgrpc: ClientConfig.AttemptTimeout: %w", err)
 		}
@@ -350,6 +372,8 @@ func newClient(cfg ClientConfig) (*client, error) {
 		MaxHint:     cfg.Retry.MaxHint,
 		Retryable:   func(_ result, err error) bool { return err != nil && retryable(err) },
 		Hint:        func(r result, _ error) (time.Duration, bool) { return pushback(r.trailer) },
+		Name:        cfg.Retry.Name,
+		Observer:    cfg.Retry.Observer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rampartgrpc: ClientConfig.Retry: %w", err)
@@ -364,6 +388,8 @@ func newClient(cfg ClientConfig) (*client, error) {
 			Percentile:  cfg.Hedge.Percentile,
 			Window:      cfg.Hedge.Window,
 			MinSamples:  cfg.Hedge.MinSamples,
+			Name:        cfg.Hedge.Name,
+			Observer:    cfg.Hedge.Observer,
 			// A copy the limit refused is no answer: another copy may be
 			// on its way to one.
 			Accept: func(_ result, err error) bool {
@@ -383,6 +409,8 @@ func newClient(cfg ClientConfig) (*client, error) {
 		Budget:      cfg.Retry.Budget,
 		MaxHint:     cfg.Retry.MaxHint,
 		Retryable:   func(_ grpc.ClientStream, err error) bool { return err != nil && retryable(err) },
+		Name:        cfg.Retry.Name,
+		Observer:    cfg.Retry.Observer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rampartgrpc: ClientConfig.Retry: %w", err)

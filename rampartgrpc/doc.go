@@ -119,4 +119,15 @@
 // by the peer's address ([KeyPeer]) with [ratelimit.NewKeyedLayer]. A
 // [NewTapHandle] refuses even earlier, before the request is decoded and
 // before a goroutine is started for it, at the price of no trailer.
+//
+// # Across hops
+//
+// grpc-go sends the time left before a call's deadline (grpc-timeout) and
+// gives the server's handler that deadline; the client interceptors add
+// the call's [rampart.Criticality] and attempt number in metadata
+// ([CriticalityKey], [AttemptKey]) on every attempt, and
+// [PropagatedLayer], first in a server's layers, gives a trusted peer's
+// values to the handler's context and caps every deadline. A retry layer
+// below then does not retry a call that is already a retry, and limits
+// shed sheddable work first.
 package rampartgrpc

@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartgrpc"
 )
 
@@ -102,4 +104,52 @@ func TestClient_EV12_EveryCallAndStreamReportedOnce(t *testing.T) {
 		require.Equal(t, map[string]int{"success": 3, "failure": 3, "ignored": 2, "rejected": 2}, got)
 		require.Equal(t, got, obs.Outcomes())
 	})
+}
+
+// The retry, hedge, limit and attempt timeout of the interceptors take a
+// Name and an Observer as ramparthttp's do; a stream's retry loop that
+// stops because the call was committed says so.
+func TestClient_GR19_LayersReportWithTheirNames(t *testing.T) {
+	var rec observetest.Recorder
+	srv := &testServer{
+		stream: func(s testgrpc.TestService_StreamingOutputCallServer, n int) error {
+			if n == 1 {
+				return status.Error(codes.Unavailable, "refused before the headers")
+			}
+			return sendThen(1, nil)(s, n)
+		},
+		unary: func(ctx context.Context, _ int) (*testgrpc.SimpleResponse, error) {
+			<-ctx.Done() // runs out of the attempt timeout
+			return nil, ctx.Err()
+		},
+	}
+	cfg := rampartgrpc.ClientConfig{
+		Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(streamMethod), Backoff: noWait(t), Name: "backend", Observer: &rec},
+		AttemptTimeout: 50 * time.Millisecond,
+		Name:           "backend-attempts",
+		Observer:       &rec,
+	}
+	e := start(t, networks[0], srv, nil, unaryClient(t, cfg), streamClient(t, cfg))
+	st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+	require.NoError(t, err)
+	for err == nil {
+		_, err = st.Recv()
+	}
+	require.Equal(t, io.EOF, err)
+	_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+	require.Equal(t, codes.DeadlineExceeded, status.Code(err))
+
+	var got []string
+	for _, ev := range rec.Events() {
+		line := ev.Source.String() + " " + ev.Name + " " + ev.Kind.String()
+		if ev.Err != nil && ev.Kind == observe.RetryEnd {
+			line += ": " + ev.Err.Error()
+		}
+		got = append(got, line)
+	}
+	require.Equal(t, []string{
+		"retry backend retrying",
+		"retry backend retry-end: " + rampartgrpc.ErrCommitted.Error(),
+		"timeout backend-attempts timeout-fired",
+	}, got)
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -183,6 +184,36 @@ func newCommitRetry(cfg RetryConfig, retryable func(error) bool) (rampart.Layer[
 			}
 			return pushback(res.cs.Trailer())
 		},
-		Discard: func(commitResult) {}, // a failed attempt's stream has ended
+		Discard:  func(commitResult) {}, // a failed attempt's stream has ended
+		Name:     cfg.Name,
+		Observer: committedEnds(cfg.Observer),
+	})
+}
+
+// ErrCommitted is why a stream's retry loop stopped when the call was
+// committed: its response headers, or its final status, reached the
+// caller, so no attempt is made again. It is the Err of the loop's
+// observe.RetryEnd event; callers never get it. Its RetryStop method names
+// the stop "committed" for observers that label stops.
+var ErrCommitted error = committedError{}
+
+type committedError struct{}
+
+func (committedError) Error() string {
+	return "rampartgrpc: the call was committed: a response reached the caller"
+}
+func (committedError) RetryStop() string { return "committed" }
+
+// committedEnds returns obs with the commit stack's loop ends that have no
+// error (a committed call) told as ended by ErrCommitted, or nil.
+func committedEnds(obs observe.Observer) observe.Observer {
+	if obs == nil {
+		return nil
+	}
+	return observe.Func(func(ctx context.Context, e observe.Event) {
+		if e.Kind == observe.RetryEnd && e.Err == nil {
+			e.Err = ErrCommitted
+		}
+		obs.Observe(ctx, e)
 	})
 }

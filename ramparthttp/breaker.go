@@ -3,9 +3,11 @@ package ramparthttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
@@ -36,7 +38,23 @@ type BreakerConfig struct {
 	// or neither ([circuitbreaker.Ignored]). Nil means [Classify]. It must
 	// be safe for concurrent use.
 	Classify circuitbreaker.Classifier[*http.Response]
+	// BodyLease bounds how long the body of a HalfOpen probe's response
+	// may hold the breaker's probe slot once its headers have arrived:
+	// when it passes with the body neither read to its end nor closed, the
+	// probe counts as the success its headers were, and the slot frees.
+	// Zero means [DefaultBodyLease]; negative is an error. A body that
+	// stalls is a failure only if its read fails before then (give the
+	// client an AttemptTimeout shorter than BodyLease). Bodies of other
+	// calls hold their permit until they are closed, which holds up nobody.
+	BodyLease time.Duration
 }
+
+// DefaultBodyLease is [BreakerConfig.BodyLease] and
+// [ClientConfig.BodyLease] when zero: long enough to read the response of
+// a probe, short against the minute of [circuitbreaker.DefaultProbeLease]
+// during which a probe whose body is never closed would otherwise refuse
+// every other request.
+const DefaultBodyLease = 5 * time.Second
 
 // BreakerLayer returns a layer that guards requests with cfg.Breaker, or
 // with the breaker cfg.Breakers holds for the request's key, and judges
@@ -64,11 +82,11 @@ type BreakerConfig struct {
 // [*circuitbreaker.OpenError], which matches [circuitbreaker.ErrOpen].
 // Responses, failures included, are returned unchanged but for the body
 // wrapper. While a response's body is open its call holds its permit: in
-// HalfOpen a probe slot is freed when the body is closed, or after the
-// breaker's ProbeLease if it never is, and until then every other request
-// is refused. Close every body (as net/http requires anyway), and give
-// breakers that guard HTTP a ProbeLease about as long as the slowest
-// response body takes to read. A request whose context is already done
+// HalfOpen a probe slot is freed when the body is read to its end or
+// closed, and until then every other request is refused; a probe's body
+// that is neither holds the slot for cfg.BodyLease (by default
+// [DefaultBodyLease], 5s), after which the probe counts as a success.
+// Close every body, as net/http requires anyway. A request whose context is already done
 // fails with the context's error without asking the breaker or looking up
 // its key. Layers from the same breaker share its state. A panic in the
 // call, in the classifier or in the breaker's IsFailure is recorded as the
@@ -76,9 +94,11 @@ type BreakerConfig struct {
 // the caller's stack.
 //
 // BreakerLayer returns an error when both or neither of cfg.Breaker and
-// cfg.Breakers are set.
+// cfg.Breakers are set, or cfg.BodyLease is negative.
 func BreakerLayer(cfg BreakerConfig) (Layer, error) {
 	switch {
+	case cfg.BodyLease < 0:
+		return nil, fmt.Errorf("ramparthttp: BreakerConfig.BodyLease must be >= 0 (0 means DefaultBodyLease, %v), got %v", DefaultBodyLease, cfg.BodyLease)
 	case cfg.Breaker != nil && cfg.Breakers != nil:
 		return nil, errors.New("ramparthttp: BreakerConfig.Breaker and BreakerConfig.Breakers must not both be set (one breaker for every request, or one per key)")
 	case cfg.Breaker == nil && cfg.Breakers == nil:
@@ -90,15 +110,19 @@ func BreakerLayer(cfg BreakerConfig) (Layer, error) {
 	if cfg.Classify == nil {
 		cfg.Classify = Classify
 	}
-	if cfg.Breakers != nil {
-		return groupBreakerLayer{g: cfg.Breakers, key: cfg.BreakerKey, classify: cfg.Classify}, nil
+	if cfg.BodyLease == 0 {
+		cfg.BodyLease = DefaultBodyLease
 	}
-	return breakerLayer{b: cfg.Breaker, classify: cfg.Classify}, nil
+	if cfg.Breakers != nil {
+		return groupBreakerLayer{g: cfg.Breakers, key: cfg.BreakerKey, classify: cfg.Classify, lease: cfg.BodyLease}, nil
+	}
+	return breakerLayer{b: cfg.Breaker, classify: cfg.Classify, lease: cfg.BodyLease}, nil
 }
 
 type breakerLayer struct {
 	b        *circuitbreaker.Breaker
 	classify circuitbreaker.Classifier[*http.Response]
+	lease    time.Duration
 }
 
 // Wrap returns inner guarded by the breaker; a nil inner gives a Service
@@ -107,12 +131,13 @@ func (l breakerLayer) Wrap(inner Service) Service {
 	if inner == nil {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: BreakerLayer: Wrap")
 	}
-	return breakerService{b: l.b, classify: l.classify, inner: inner}
+	return breakerService{b: l.b, classify: l.classify, lease: l.lease, inner: inner}
 }
 
 type breakerService struct {
 	b        *circuitbreaker.Breaker
 	classify circuitbreaker.Classifier[*http.Response]
+	lease    time.Duration
 	inner    Service
 }
 
@@ -150,7 +175,7 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 	default:
 		switch s.classify(resp, nil) {
 		case circuitbreaker.Success:
-			j.judgeBody(resp)
+			j.judgeBody(resp, s.lease)
 		case circuitbreaker.Ignored:
 			j.p.Ignore()
 		default:
@@ -165,20 +190,25 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 // fails, or is closed.
 type judgedBody struct {
 	io.ReadCloser
-	ctx  context.Context // the call's context, to tell the caller's cancellation apart
-	p    circuitbreaker.Permit
-	done atomic.Bool // the permit is finished; Read and Close may race
+	ctx   context.Context // the call's context, to tell the caller's cancellation apart
+	p     circuitbreaker.Permit
+	done  atomic.Bool // the permit is finished; Read, Close and the lease may race
+	lease *time.Timer // a probe's body lease, or nil
 }
 
 // judgeBody finishes j's permit as a success for a response without a body
-// to read, and otherwise puts j in front of resp's body to judge it.
-func (j *judgedBody) judgeBody(resp *http.Response) {
+// to read, and otherwise puts j in front of resp's body to judge it; a
+// probe's body holds its slot for lease at most.
+func (j *judgedBody) judgeBody(resp *http.Response, lease time.Duration) {
 	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
 		j.p.Success()
 		return
 	}
 	j.ReadCloser = resp.Body
 	resp.Body = j
+	if j.p.Probe() {
+		j.lease = time.AfterFunc(lease, func() { j.finish(nil) })
+	}
 }
 
 func (j *judgedBody) Read(b []byte) (int, error) {
@@ -197,7 +227,17 @@ func (j *judgedBody) Close() error {
 	return j.ReadCloser.Close()
 }
 
+// judge finishes the permit from the caller's Read or Close, and stops
+// the lease.
 func (j *judgedBody) judge(err error) {
+	if j.lease != nil {
+		j.lease.Stop()
+	}
+	j.finish(err)
+}
+
+// finish finishes the permit once, whoever comes first.
+func (j *judgedBody) finish(err error) {
 	if !j.done.CompareAndSwap(false, true) {
 		return
 	}
@@ -216,6 +256,7 @@ type groupBreakerLayer struct {
 	g        *circuitbreaker.Group[string]
 	key      func(*http.Request) string
 	classify circuitbreaker.Classifier[*http.Response]
+	lease    time.Duration
 }
 
 // Wrap returns inner guarded by the group's breakers; a nil inner gives a
@@ -237,6 +278,6 @@ func (s groupBreakerService) Call(ctx context.Context, req *http.Request) (*http
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	one := breakerService{b: s.l.g.Breaker(s.l.key(req)), classify: s.l.classify, inner: s.inner}
+	one := breakerService{b: s.l.g.Breaker(s.l.key(req)), classify: s.l.classify, lease: s.l.lease, inner: s.inner}
 	return one.Call(ctx, req)
 }

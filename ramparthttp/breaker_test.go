@@ -393,3 +393,51 @@ func TestBreakerLayer_BadConfigNamesFields(t *testing.T) {
 	_, err = ramparthttp.BreakerLayer(ramparthttp.BreakerConfig{Breaker: br, Breakers: &circuitbreaker.Group[string]{}})
 	assert.EqualError(t, err, "ramparthttp: BreakerConfig.Breaker and BreakerConfig.Breakers must not both be set (one breaker for every request, or one per key)")
 }
+
+// A HalfOpen probe whose body is never closed holds the probe slot for the
+// body lease, not the breaker's minute-long ProbeLease: the requests in
+// the meantime are refused, and then the probe counts as the success its
+// headers were and the breaker closes.
+func TestBreakerLayer_HT12_ProbeBodyLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		require.NoError(t, err)
+		p, err := br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errors.New("tripped"))
+		ft := &fakeTransport{statuses: []int{http.StatusOK}}
+		svc := breakerLayer(t, ramparthttp.BreakerConfig{Breaker: br}).Wrap(ramparthttp.FromRoundTripper(ft))
+		get := func() (*http.Response, error) {
+			return svc.Call(t.Context(), httptest.NewRequest(http.MethodGet, "http://backend/", nil))
+		}
+		time.Sleep(time.Second)
+		probe, err := get()
+		require.NoError(t, err)
+		assert.Equal(t, circuitbreaker.HalfOpen, br.State().State)
+		_, err = get()
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen, "the probe's open body holds the slot")
+
+		time.Sleep(ramparthttp.DefaultBodyLease - time.Nanosecond)
+		_, err = get()
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen, "still within the lease")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, circuitbreaker.Closed, br.State().State, "the probe counted as a success")
+		resp, err := get()
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.NoError(t, probe.Body.Close(), "closing after the lease changes nothing")
+		assert.Equal(t, circuitbreaker.Closed, br.State().State)
+		assert.Equal(t, 2, ft.calls)
+	})
+}
+
+// A negative BodyLease is an error naming the field and the default.
+func TestBreakerLayer_HT12_NegativeBodyLease(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	_, err = ramparthttp.BreakerLayer(ramparthttp.BreakerConfig{Breaker: br, BodyLease: -1})
+	assert.EqualError(t, err, "ramparthttp: BreakerConfig.BodyLease must be >= 0 (0 means DefaultBodyLease, 5s), got -1ns")
+	_, err = ramparthttp.NewTransport(ramparthttp.ClientConfig{Breaker: br, BodyLease: -1})
+	assert.EqualError(t, err, "ramparthttp: ClientConfig.BodyLease must be >= 0 (0 means DefaultBodyLease, 5s), got -1ns")
+}

@@ -110,6 +110,20 @@
 // [KeyHeader] key a per-client rate limit. Layers that send a request
 // twice (retry, hedge) do not belong there.
 //
+// # Across hops
+//
+// In a chain of services, what a caller says about a request travels with
+// it: [Propagate], as the Base of a client, sends each attempt's time left
+// before its context's deadline ([TimeoutHeader], relative, in
+// grpc-timeout's format), its attempt number ([AttemptHeader]) and its
+// [rampart.Criticality] ([CriticalityHeader]); [PropagatedLayer], first in
+// a server's layers, gives a trusted peer's values to the handler's
+// context, with its deadline capped, so a handler stops working for a
+// caller that gave up, a retry layer below does not retry a request that
+// is already a retry, and limits shed sheddable work first. A server can
+// ask clients not to retry its refusals ([NoRetryHeader]); [RetryLayer]
+// obeys.
+//
 // rampartgrpc mirrors this package for gRPC: the same [ClientConfig] and
 // [ServerConfig] names and fields, with the protocol's own defaults where
 // they must differ.

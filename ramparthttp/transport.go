@@ -74,6 +74,11 @@ type ClientConfig struct {
 	// only with a breaker; what is retried is Retry.Retryable's to say. It
 	// must be safe for concurrent use.
 	Classify circuitbreaker.Classifier[*http.Response]
+	// BodyLease bounds how long a HalfOpen probe's response body holds the
+	// breaker's probe slot once its headers have arrived; see
+	// [BreakerConfig.BodyLease]. Zero means [DefaultBodyLease] (5s);
+	// negative is an error. It is used only with a breaker.
+	BodyLease time.Duration
 	// Recorder, if not nil, records every attempt for package sim to
 	// replay, between the retry layer and the breaker, judged by Classify
 	// as the breaker judges it (see [RecordLayer]).
@@ -120,11 +125,11 @@ type ClientConfig struct {
 //
 // A response's body holds its attempt's breaker permit until it is read to
 // its end or closed: in HalfOpen, a probe whose body is never closed keeps
-// its probe slot for the breaker's ProbeLease (see
-// [circuitbreaker.Config.ProbeLease]), and the breaker refuses every other
-// request meanwhile. Close every body, as net/http requires anyway, and
-// give breakers that guard HTTP a ProbeLease about as long as the slowest
-// body takes to read (a few seconds, not the minute of the default).
+// the probe slot, and the breaker refuses every other request meanwhile,
+// for cfg.BodyLease (by default [DefaultBodyLease], 5s, rather than the
+// minute of the breaker's own ProbeLease), after which the probe counts as
+// the success its headers were. Close every body, as net/http requires
+// anyway.
 func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 	if nilvalue.Is(cfg.Base) {
 		return nil, fmt.Errorf("ramparthttp: ClientConfig.Base must not be a nil pointer, got %T(nil)", cfg.Base)
@@ -137,6 +142,9 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 	}
 	if cfg.HeaderTimeout < 0 {
 		return nil, fmt.Errorf("ramparthttp: ClientConfig.HeaderTimeout must be >= 0 (0 means no limit on the time to the response headers), got %v", cfg.HeaderTimeout)
+	}
+	if cfg.BodyLease < 0 {
+		return nil, fmt.Errorf("ramparthttp: ClientConfig.BodyLease must be >= 0 (0 means DefaultBodyLease, %v), got %v", DefaultBodyLease, cfg.BodyLease)
 	}
 	if cfg.Breaker != nil && cfg.Breakers != nil {
 		return nil, errors.New("ramparthttp: ClientConfig.Breaker and ClientConfig.Breakers must not both be set (one breaker for every host, or one per key)")
@@ -181,7 +189,7 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		b = b.Layer(l)
 	}
 	if cfg.Breaker != nil || cfg.Breakers != nil {
-		cb, err := BreakerLayer(BreakerConfig{Breaker: cfg.Breaker, Breakers: cfg.Breakers, BreakerKey: cfg.BreakerKey, Classify: cfg.Classify})
+		cb, err := BreakerLayer(BreakerConfig{Breaker: cfg.Breaker, Breakers: cfg.Breakers, BreakerKey: cfg.BreakerKey, Classify: cfg.Classify, BodyLease: cfg.BodyLease})
 		if err != nil {
 			return nil, err // not reached: the fields were checked above
 		}

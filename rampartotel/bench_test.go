@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/rampart-go/rampart"
@@ -109,6 +110,89 @@ func BenchmarkClosedSuccessParallel(b *testing.B) {
 					_, _ = svc.Call(ctx, 1)
 				}
 			})
+		})
+	}
+}
+
+// breakerObservers are the observers of the breaker-alone benchmarks: none,
+// the OpenTelemetry Observer on the SDK, and on the no-op MeterProvider
+// (with and without span events).
+func breakerObservers(tb testing.TB) []struct {
+	name string
+	obs  observe.Observer
+} {
+	sdk, err := rampartotel.New(rampartotel.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))})
+	require.NoError(tb, err)
+	nop, err := rampartotel.New(rampartotel.Config{MeterProvider: noop.NewMeterProvider()})
+	require.NoError(tb, err)
+	nopQuiet, err := rampartotel.New(rampartotel.Config{MeterProvider: noop.NewMeterProvider(), NoSpanEvents: true})
+	require.NoError(tb, err)
+	return []struct {
+		name string
+		obs  observe.Observer
+	}{
+		{name: "none", obs: nil},
+		{name: "otel-sdk", obs: sdk},
+		{name: "otel-noop", obs: nop},
+		{name: "otel-noop-nospans", obs: nopQuiet},
+	}
+}
+
+// BenchmarkBreakerClosedSuccess is a successful call through a Closed
+// breaker alone, by observer: what observing a breaker costs on its
+// hottest path (bench/README.md, "Observability cost").
+func BenchmarkBreakerClosedSuccess(b *testing.B) {
+	for _, o := range breakerObservers(b) {
+		b.Run(o.name, func(b *testing.B) {
+			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: o.obs})
+			require.NoError(b, err)
+			svc := circuitbreaker.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }), br)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = svc.Call(ctx, 1)
+			}
+		})
+	}
+}
+
+// openBreaker returns a breaker held open, reporting to obs.
+func openBreaker(tb testing.TB, obs observe.Observer) *circuitbreaker.Breaker {
+	sw := &circuitbreaker.Switch{}
+	br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: obs, Switch: sw})
+	require.NoError(tb, err)
+	sw.ForceOpen(nil)
+	return br
+}
+
+// BenchmarkBreakerOpenRejection is a call an open breaker refuses, by
+// observer.
+func BenchmarkBreakerOpenRejection(b *testing.B) {
+	for _, o := range breakerObservers(b)[:2] {
+		b.Run(o.name, func(b *testing.B) {
+			svc := circuitbreaker.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }), openBreaker(b, o.obs))
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = svc.Call(ctx, 1)
+			}
+		})
+	}
+}
+
+// An observed call, a Closed success or an Open rejection, allocates
+// nothing, whatever the observer.
+func TestObserver_EV1_ObservedBreakerCallsAllocateNothing(t *testing.T) {
+	for _, o := range breakerObservers(t) {
+		t.Run(o.name, func(t *testing.T) {
+			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: o.obs})
+			require.NoError(t, err)
+			ok := rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil })
+			closed := circuitbreaker.Wrap(ok, br)
+			open := circuitbreaker.Wrap(ok, openBreaker(t, o.obs))
+			ctx := context.Background()
+			require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = closed.Call(ctx, 1) }), "closed success")
+			require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = open.Call(ctx, 1) }), "open rejection")
 		})
 	}
 }

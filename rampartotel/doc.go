@@ -25,11 +25,12 @@
 //	name                         instrument             unit          extra attributes            recorded on
 //	rampart.breaker.calls        Int64ObservableCounter {call}        rampart.outcome             each call through a breaker's layer: outcome "success", "failure", "ignored" or "rejected"
 //	rampart.breaker.duration     Float64Histogram       s             rampart.outcome             each call through a breaker whose policy times calls: "success" or "failure"
-//	rampart.breaker.transitions  Int64Counter           {transition}  rampart.breaker.from, .to   each transition
-//	rampart.breaker.state        Int64ObservableGauge   {state}       rampart.breaker.state       1 for the state a breaker is in, 0 for the others; a breaker appears when it is created (or, through an Observer it was not created with, with its first event)
+//	rampart.breaker.transitions  Int64ObservableCounter {transition}  rampart.breaker.from, .to   each transition; the four a breaker makes by itself at zero from its creation, forced ones once they happen
+//	rampart.breaker.state        Int64ObservableGauge   {breaker}     rampart.breaker.state       how many breakers of the name are in each state (1 for a lone breaker's state, 0 for the others); from a breaker's creation (or, through an Observer it was not created with, its first event)
+//	rampart.breaker.state.time   Float64ObservableCounter s           rampart.breaker.state       seconds the name's breakers have spent in each state, by the Observer's clock when told of each transition
 //	rampart.retry.retries        Int64Counter           {retry}       rampart.retry.reason        each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
 //	rampart.retry.delay          Float64Histogram       s             -                           each retry's wait
-//	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "canceled" (the caller's context)
+//	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "canceled" (the caller's context), "committed" (a gRPC stream's response reached the caller)
 //	rampart.retry.attempts       Int64Histogram         {attempt}     rampart.retry.stop          the attempts made by each loop that ended
 //	rampart.budget.refusals      Int64Counter           {withdrawal}  -                           each withdrawal a budget refused
 //	rampart.timeout.fired        Int64Counter           {call}        -                           each call a timeout layer ended
@@ -48,23 +49,33 @@
 // rampart_breaker_state and so on, and the attributes rampart_name,
 // rampart_outcome…
 //
-// # Cardinality
+// # Lifecycle and cardinality
 //
-// Each metric has one series per attribute combination: per layer name,
-// times the values of its extra attributes listed above (at most five
-// states, seven retry stops…). Names are the user's, so their number is
-// too, with one exception the Observer takes care of: the breakers of a
-// circuitbreaker.Group, named "Name/key", one per key. When a group drops
-// an idle breaker it reports an observe.Removed event, and the Observer
-// forgets that breaker: its rampart.breaker.calls and rampart.breaker.state
-// series stop being reported and its attribute sets are released (a key
-// that comes back starts again from zero, which backends read as a counter
-// reset). A group holds at most GroupConfig.MaxKeys breakers (10,000 by
-// default) plus its overflow breaker, so the breaker series of a group are
-// bounded by 9 times that many at any time. The series of the counters and
-// histograms recorded through the SDK (transitions, durations) are the
-// SDK's to keep; bound them with the SDK's cardinality limit
-// (sdkmetric.WithCardinalityLimit) if keys come and go by the thousand.
+// The breaker metrics (calls, state, state.time, transitions) are read
+// from one record per name, which exists from the moment a breaker is
+// created with the Observer (circuitbreaker.New binds it) and goes when
+// no breaker of its name is left. Breakers that share a Name share the
+// record: their calls add up and the state gauge counts them by state. A
+// breaker leaves its record when it is removed: a circuitbreaker.Group
+// reports each breaker it drops, and a breaker collected without a group
+// (one replaced under its name) is reported by the breaker's cleanup; its
+// calls stay in the record's totals. A record with no breaker left is
+// forgotten: its series stop being reported and its attribute sets are
+// released. rampart.breaker.duration, a histogram recorded through the
+// SDK, is recorded under the record's name.
+//
+// A Group's breakers, one per key, are aggregated by default under the
+// Group's Name: one set of series for the group (calls by outcome, the
+// number of its breakers in each state) whatever its keys, kept as long
+// as the group lives (its overflow breaker holds the record), so its
+// totals are exact and never reset. Config.KeySeries opts into series of
+// their own, with the attribute rampart.key, for at most that many keys
+// at once over the Observer; the breakers created past the bound are
+// aggregated under the Group's Name, and a dropped key's series make room
+// for another. Every call is counted once, in one series, either way. So
+// with the default, series number as the layer names a program has,
+// times the few values of each metric's extra attributes. Close stops
+// everything.
 //
 // # Traces
 //

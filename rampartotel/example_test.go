@@ -35,6 +35,7 @@ func Example() {
 	}
 
 	calls := map[string]int64{} // rampart.breaker.calls by outcome
+	var transitions, states []string
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		panic(err)
@@ -49,15 +50,20 @@ func Example() {
 				}
 				from, _ := p.Attributes.Value(rampartotel.KeyBreakerFrom)
 				to, _ := p.Attributes.Value(rampartotel.KeyBreakerTo)
-				fmt.Printf("%s %s→%s: %d\n", m.Name, from.AsString(), to.AsString(), p.Value)
+				if p.Value > 0 { // a breaker's own transitions are there at zero from its creation
+					transitions = append(transitions, fmt.Sprintf("%s %s→%s: %d", m.Name, from.AsString(), to.AsString(), p.Value))
+				}
 			}
 		case metricdata.Gauge[int64]:
 			for _, p := range d.DataPoints {
 				if st, _ := p.Attributes.Value(rampartotel.KeyBreakerState); p.Value == 1 {
-					fmt.Printf("%s: %s\n", m.Name, st.AsString())
+					states = append(states, fmt.Sprintf("%s: %s", m.Name, st.AsString()))
 				}
 			}
 		}
+	}
+	for _, line := range append(transitions, states...) {
+		fmt.Println(line)
 	}
 	for _, outcome := range []string{"success", "failure", "ignored", "rejected"} {
 		fmt.Printf("rampart.breaker.calls %s: %d\n", outcome, calls[outcome])

@@ -7,11 +7,12 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
-	"unsafe"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
@@ -31,6 +32,7 @@ const (
 	KeyBreakerFrom   = attribute.Key("rampart.breaker.from")
 	KeyBreakerTo     = attribute.Key("rampart.breaker.to")
 	KeyBreakerState  = attribute.Key("rampart.breaker.state")
+	KeyKey           = attribute.Key("rampart.key")
 	KeyRetryReason   = attribute.Key("rampart.retry.reason")
 	KeyRetryStop     = attribute.Key("rampart.retry.stop")
 	KeyHedgeWinner   = attribute.Key("rampart.hedge.winner")
@@ -41,13 +43,6 @@ const (
 	KeyError    = attribute.Key("rampart.error")
 )
 
-// breakerStates are the states the rampart.breaker.state gauge reports,
-// by circuitbreaker.State's names.
-var breakerStates = []string{
-	circuitbreaker.Closed.String(), circuitbreaker.Open.String(), circuitbreaker.HalfOpen.String(),
-	circuitbreaker.ForcedOpen.String(), circuitbreaker.ForcedClosed.String(),
-}
-
 // secondsBuckets are the bucket boundaries of the histograms in seconds:
 // those OpenTelemetry's semantic conventions give http.server.request.duration,
 // from 5ms to 10s.
@@ -56,13 +51,28 @@ var secondsBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 
 // Config configures an [Observer].
 type Config struct {
 	// MeterProvider provides the meter of the metrics. Nil means the
-	// global provider (otel.GetMeterProvider()).
+	// global provider (otel.GetMeterProvider()), which records once a
+	// provider is set with otel.SetMeterProvider, even later. With the
+	// no-op provider (go.opentelemetry.io/otel/metric/noop), the layers
+	// bound to the Observer (breakers, retry, budget) report nothing but
+	// the span events, and pay nothing else: none, with NoSpanEvents.
 	MeterProvider metric.MeterProvider
 
 	// NoSpanEvents, when true, adds no events to spans. False (the
 	// default) adds each event of a call to the span active in the call's
 	// context, when it is recording.
 	NoSpanEvents bool
+
+	// KeySeries is how many breakers of circuitbreaker.Groups, at most,
+	// have series of their own (with the attribute rampart.key) at once,
+	// over all the groups the Observer serves. Zero (the default) means
+	// none: a Group's breakers are aggregated under the Group's Name. With
+	// KeySeries > 0, the first keys to come get series of their own, and
+	// the breakers created once KeySeries keys hold series are aggregated
+	// under the Group's Name; a key's series go when its breaker is
+	// dropped, which makes room for another. Either way every call is
+	// counted once, in one series. Negative is an error.
+	KeySeries int
 }
 
 // Observer is an [observe.Observer] that records metrics and span events
@@ -73,82 +83,43 @@ type Config struct {
 // circuitbreaker.Group drops it (see the package documentation,
 // "Cardinality").
 type Observer struct {
-	spans bool
+	spans     bool
+	none      bool // the MeterProvider is the no-op one: nothing to record
+	keySeries int
+	start     time.Time // the origin of now
+	reg       metric.Registration
+	closed    atomic.Bool
 
-	transitions, retries, ends, budgetRefusals, timeouts   metric.Int64Counter
+	retries, ends, budgetRefusals, timeouts                metric.Int64Counter
 	hedgesSent, hedgeWins, limitRefusals, fallbacks, joins metric.Int64Counter
 	attempts                                               metric.Int64Histogram
 	retryDelay, limitWait                                  metric.Float64Histogram
 
 	callDuration metric.Float64Histogram
 
-	// last is the breaker an unbound call event last looked up:
-	// consecutive events of one breaker through the unbound Observer find
-	// it without a map lookup. A bound breaker's events never look.
-	last atomic.Pointer[callCounts]
+	calls, transitions metric.Int64Observable
+	state              metric.Int64Observable
+	stateTime          metric.Float64Observable
+
+	// last is the breaker an unbound event last looked up: consecutive
+	// events of one breaker through the unbound Observer find it without
+	// a map lookup. A bound breaker's events never look.
+	last atomic.Pointer[boundBreaker]
 
 	mu sync.RWMutex
-	// calls holds the record of each breaker (by name) that is bound to
-	// the Observer or has reported an event to it. Guarded by mu; the
-	// counts themselves are atomic.
-	calls map[string]*callCounts
+	// records holds the record of each breaker name, and of each key of
+	// a group with series of its own (keyed of them), that a breaker is
+	// bound to. implicit holds the binding of each breaker name that
+	// reported events to the unbound Observer. Guarded by mu; the counts
+	// themselves are atomic.
+	records  map[recordKey]*record
+	implicit map[string]*boundBreaker
+	keyed    int
 	// sets holds the measurement options of each attribute combination
 	// seen, so that an event builds no attribute set. The map is never
 	// changed once stored: a new combination stores a copy, with mu held,
 	// so that a lookup is one atomic load and takes no lock.
 	sets atomic.Pointer[map[setKey]*options]
-}
-
-// callCounts is the record of one breaker: its calls by outcome, counted
-// with atomics and read by the rampart.breaker.calls callback, so that a
-// call's outcome costs one atomic add rather than an SDK measurement, and
-// its state. Successes, one per call, are striped over cache lines so that
-// parallel calls do not contend for one line (the idea of budget's
-// deposits).
-type callCounts struct {
-	name                       string
-	failure, ignored, rejected atomic.Int64
-	// state is the state the breaker last entered, "" before its first
-	// transition. Guarded by Observer.mu.
-	state string
-	// refs counts the breakers bound to this record (Bind) that have not
-	// been removed. Guarded by Observer.mu.
-	refs    int
-	success [successStripes]stripe
-}
-
-// successStripes is how many lines a breaker's successes are spread over.
-const successStripes = 16
-
-// stripe is a counter alone on its cache line (128 bytes keep the
-// adjacent-line prefetcher from pairing two).
-type stripe struct {
-	n atomic.Int64
-	_ [120]byte
-}
-
-// addSuccess counts one success on the calling goroutine's stripe.
-func (c *callCounts) addSuccess() {
-	c.success[stripeOf()].n.Add(1)
-}
-
-// successes returns the successes counted so far.
-func (c *callCounts) successes() int64 {
-	var n int64
-	for i := range c.success {
-		n += c.success[i].n.Load()
-	}
-	return n
-}
-
-// stripeOf picks the calling goroutine's stripe: a hash of the address of
-// a local variable, which lies in the goroutine's own stack, so that a
-// goroutine keeps its stripe (and its core keeps the line) while its stack
-// does not move. The address is only hashed, never dereferenced.
-func stripeOf() uint32 {
-	var local byte
-	h := uint64(uintptr(unsafe.Pointer(&local))>>11) * 0x9E3779B97F4A7C15 // Fibonacci hashing
-	return uint32(h>>32) % successStripes
 }
 
 // setKey identifies an attribute set: the layer, its name, up to two
@@ -175,8 +146,15 @@ func New(cfg Config) (*Observer, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
+	if cfg.KeySeries < 0 {
+		return nil, fmt.Errorf("rampartotel: Config.KeySeries must be >= 0 (0 means a Group's breakers are aggregated under its Name), got %d", cfg.KeySeries)
+	}
 	m := mp.Meter(ScopeName)
-	o := &Observer{spans: !cfg.NoSpanEvents, calls: make(map[string]*callCounts)}
+	_, none := mp.(noop.MeterProvider)
+	o := &Observer{
+		spans: !cfg.NoSpanEvents, none: none, keySeries: cfg.KeySeries, start: time.Now(),
+		records: make(map[recordKey]*record), implicit: make(map[string]*boundBreaker),
+	}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -189,7 +167,6 @@ func New(cfg Config) (*Observer, error) {
 		errs = append(errs, err)
 		return h
 	}
-	o.transitions = counter("rampart.breaker.transitions", "{transition}", "Transitions of circuit breakers between states.")
 	o.retries = counter("rampart.retry.retries", "{retry}", "Retries sent by retry layers, by reason.")
 	o.ends = counter("rampart.retry.ends", "{call}", "Ends of retry loops, by why they stopped.")
 	o.budgetRefusals = counter("rampart.budget.refusals", "{withdrawal}", "Withdrawals refused by retry budgets.")
@@ -207,13 +184,22 @@ func New(cfg Config) (*Observer, error) {
 		metric.WithDescription("Attempts made by each retry loop that ended."),
 		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5, 7, 10, 20, 50, 100))
 	errs = append(errs, err)
-	_, err = m.Int64ObservableGauge("rampart.breaker.state", metric.WithUnit("{state}"),
-		metric.WithDescription("1 for the state a circuit breaker is in, 0 for the others."),
-		metric.WithInt64Callback(o.observeStates))
+	o.state, err = m.Int64ObservableGauge("rampart.breaker.state", metric.WithUnit("{breaker}"),
+		metric.WithDescription("Circuit breakers in each state: 1 for the state a lone breaker is in, 0 for the others."))
 	errs = append(errs, err)
-	_, err = m.Int64ObservableCounter("rampart.breaker.calls", metric.WithUnit("{call}"),
-		metric.WithDescription("Calls through circuit breakers, by outcome."),
-		metric.WithInt64Callback(o.observeCalls))
+	o.calls, err = m.Int64ObservableCounter("rampart.breaker.calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Calls through circuit breakers, by outcome."))
+	errs = append(errs, err)
+	o.transitions, err = m.Int64ObservableCounter("rampart.breaker.transitions", metric.WithUnit("{transition}"),
+		metric.WithDescription("Transitions of circuit breakers between states."))
+	errs = append(errs, err)
+	o.stateTime, err = m.Float64ObservableCounter("rampart.breaker.state.time", metric.WithUnit("s"),
+		metric.WithDescription("Time circuit breakers have spent in each state."))
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("rampartotel: creating instruments: %w", err)
+	}
+	o.reg, err = m.RegisterCallback(o.observeBreakers, o.calls, o.transitions, o.state, o.stateTime)
 	errs = append(errs, err)
 	o.sets.Store(&map[setKey]*options{})
 	if err := errors.Join(errs...); err != nil {
@@ -226,110 +212,87 @@ func New(cfg Config) (*Observer, error) {
 // events are cheaper through the Observer that [Observer.Bind] returns,
 // which circuitbreaker.New asks for.
 func (o *Observer) Observe(ctx context.Context, e observe.Event) {
-	o.observe(ctx, e, nil)
+	if o.closed.Load() {
+		return
+	}
+	switch e.Kind { // the kinds of a breaker's events, whatever the Source
+	case observe.Success, observe.Failure, observe.Ignored, observe.Rejected, observe.Transition:
+		o.implicitFor(e.Name).Observe(ctx, e)
+	case observe.Removed:
+		o.mu.Lock()
+		b := o.implicit[e.Name]
+		delete(o.implicit, e.Name)
+		o.mu.Unlock()
+		if b != nil {
+			b.Observe(ctx, e)
+		}
+	default:
+		o.observe(ctx, e, nil)
+	}
 }
 
-// Bind returns the Observer for the events of one layer (see
-// [observe.Binder]). For a circuit breaker, it is an Observer that holds
-// the breaker's record, so that a call's outcome costs one atomic add and
-// no lookup; for the other layers, o itself. Safe for concurrent use.
-func (o *Observer) Bind(source observe.Source, name string) observe.Observer {
-	if source != observe.Breaker {
-		return o
+// implicitFor returns the binding of the breaker named name for the
+// events it reports to the unbound Observer, binding it on its first.
+func (o *Observer) implicitFor(name string) *boundBreaker {
+	if b := o.last.Load(); b != nil && b.rec.id.name == name && !b.removed.Load() {
+		return b // no store: a store on every event would cost more than the lookup saves
 	}
+	o.mu.RLock()
+	b := o.implicit[name]
+	o.mu.RUnlock()
+	if b == nil {
+		o.mu.Lock()
+		if b = o.implicit[name]; b == nil {
+			b = o.bindLocked(recordKey{name: name})
+			o.implicit[name] = b
+		}
+		o.mu.Unlock()
+	}
+	o.last.Store(b)
+	return b
+}
+
+// Close stops the Observer: its metrics are no longer reported, it
+// forgets every breaker, and the events it is given from then on are
+// dropped. It returns the error of unregistering its callback. Safe for
+// concurrent use; a second Close does nothing.
+func (o *Observer) Close() error {
+	if o.closed.Swap(true) {
+		return nil
+	}
+	err := o.reg.Unregister()
 	o.mu.Lock()
-	c := o.calls[name]
-	if c == nil {
-		c = &callCounts{name: name}
-		o.calls[name] = c
-	}
-	c.refs++
+	clear(o.records)
+	clear(o.implicit)
+	o.keyed = 0
 	o.mu.Unlock()
-	return &boundBreaker{o: o, calls: c}
+	o.last.Store(nil)
+	o.sets.Store(&map[setKey]*options{})
+	return err
 }
 
-// boundBreaker is an Observer bound to one breaker's record.
-type boundBreaker struct {
-	o       *Observer
-	calls   *callCounts
-	removed atomic.Bool
-}
-
-func (b *boundBreaker) Observe(ctx context.Context, e observe.Event) {
-	if e.Kind == observe.Removed {
-		if !b.removed.Swap(true) {
-			b.o.release(b.calls, true)
-		}
-		return
-	}
-	b.o.observe(ctx, e, b.calls)
-}
-
-// release drops one reference to c when ref is set, and forgets c (its
-// counts, its state and the attribute sets of its name) once none is left.
-func (o *Observer) release(c *callCounts, ref bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if ref {
-		c.refs--
-	}
-	if c.refs > 0 || o.calls[c.name] != c {
-		return
-	}
-	delete(o.calls, c.name)
-	o.last.CompareAndSwap(c, nil)
-	old := *o.sets.Load()
-	sets := make(map[setKey]*options, len(old))
-	for k, v := range old {
-		if k.source != observe.Breaker || k.name != c.name {
-			sets[k] = v
-		}
-	}
-	o.sets.Store(&sets)
-}
-
-// observe records e; c is the record of e's breaker when the caller holds
-// it, nil to look it up.
-func (o *Observer) observe(ctx context.Context, e observe.Event, c *callCounts) {
-	if c == nil {
-		switch e.Kind {
-		case observe.Success, observe.Failure, observe.Ignored, observe.Rejected, observe.Transition:
-			c = o.callsOf(e.Name)
-		case observe.Removed:
-			o.mu.RLock()
-			c = o.calls[e.Name]
-			o.mu.RUnlock()
-			if c != nil {
-				o.release(c, false) // forgets c unless a breaker is bound to it
-			}
-			return
-		}
-	}
+// observe records e; r is the record of e's breaker for a breaker's call.
+func (o *Observer) observe(ctx context.Context, e observe.Event, r *record) {
 	switch e.Kind {
 	case observe.Success:
-		c.addSuccess()
+		r.addSuccess()
 		if e.Duration > 0 {
-			o.recordDuration(ctx, e)
+			o.recordDuration(ctx, e, r)
 		}
 		return
 	case observe.Failure:
-		c.failure.Add(1)
+		r.failure.Add(1)
 		if e.Duration > 0 {
-			o.recordDuration(ctx, e)
+			o.recordDuration(ctx, e, r)
 		}
 		return
 	case observe.Ignored:
-		c.ignored.Add(1)
+		r.ignored.Add(1)
 		return
-	case observe.Removed:
+	case observe.Removed, observe.Transition:
 		return
 	case observe.Rejected:
-		c.rejected.Add(1)
-	case observe.Transition:
-		o.mu.Lock()
-		c.state = e.To
-		o.mu.Unlock()
-		o.transitions.Add(ctx, 1, o.opts(setKey{source: e.Source, name: e.Name, k1: KeyBreakerFrom, s1: e.From, k2: KeyBreakerTo, s2: e.To}).add...)
+		r.rejected.Add(1)
 	case observe.Retrying:
 		o.retries.Add(ctx, 1, o.opts(setKey{source: e.Source, name: e.Name, k1: KeyRetryReason, s1: retryReason(e.Err)}).add...)
 		o.retryDelay.Record(ctx, e.Duration.Seconds(), o.opts(setKey{source: e.Source, name: e.Name}).record...)
@@ -366,48 +329,10 @@ func (o *Observer) observe(ctx context.Context, e observe.Event, c *callCounts) 
 	}
 }
 
-// callsOf returns the record of the breaker named name, creating it on
-// its first event.
-func (o *Observer) callsOf(name string) *callCounts {
-	if c := o.last.Load(); c != nil && c.name == name {
-		return c // no store: a store on every event would cost more than the lookup saves
-	}
-	o.mu.RLock()
-	c := o.calls[name]
-	o.mu.RUnlock()
-	if c == nil {
-		o.mu.Lock()
-		if c = o.calls[name]; c == nil {
-			c = &callCounts{name: name}
-			o.calls[name] = c
-		}
-		o.mu.Unlock()
-	}
-	o.last.Store(c)
-	return c
-}
-
-// recordDuration records the duration of a call through a breaker.
-func (o *Observer) recordDuration(ctx context.Context, e observe.Event) {
-	o.callDuration.Record(ctx, e.Duration.Seconds(), o.opts(setKey{source: e.Source, name: e.Name, k1: KeyOutcome, s1: e.Kind.String()}).record...)
-}
-
-// observeCalls reports the rampart.breaker.calls counter.
-func (o *Observer) observeCalls(_ context.Context, obs metric.Int64Observer) error {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	for name, c := range o.calls {
-		for _, oc := range []struct {
-			outcome observe.Kind
-			n       int64
-		}{
-			{observe.Success, c.successes()}, {observe.Failure, c.failure.Load()},
-			{observe.Ignored, c.ignored.Load()}, {observe.Rejected, c.rejected.Load()},
-		} {
-			obs.Observe(oc.n, metric.WithAttributes(KeyLayer.String(observe.Breaker.String()), KeyName.String(name), KeyOutcome.String(oc.outcome.String())))
-		}
-	}
-	return nil
+// recordDuration records the duration of a call through a breaker, under
+// its record's name.
+func (o *Observer) recordDuration(ctx context.Context, e observe.Event, r *record) {
+	o.callDuration.Record(ctx, e.Duration.Seconds(), o.opts(setKey{source: e.Source, name: r.id.name, k1: KeyOutcome, s1: e.Kind.String()}).record...)
 }
 
 // opts returns the prebuilt options for k's attribute set, building them
@@ -444,28 +369,6 @@ func (o *Observer) opts(k setKey) *options {
 	return p
 }
 
-// observeStates reports the rampart.breaker.state gauge.
-func (o *Observer) observeStates(_ context.Context, obs metric.Int64Observer) error {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
-	for name, c := range o.calls {
-		// A breaker that has reported no transition is closed: a breaker
-		// reports every transition from its creation on.
-		cur := c.state
-		if cur == "" {
-			cur = circuitbreaker.Closed.String()
-		}
-		for _, st := range breakerStates {
-			v := int64(0)
-			if st == cur {
-				v = 1
-			}
-			obs.Observe(v, metric.WithAttributes(KeyLayer.String(observe.Breaker.String()), KeyName.String(name), KeyBreakerState.String(st)))
-		}
-	}
-	return nil
-}
-
 // retryReason is the rampart.retry.reason of a retry of err.
 func retryReason(err error) string {
 	switch {
@@ -492,6 +395,10 @@ func retryStop(why error) string {
 		return "hint_forever"
 	case errors.Is(why, circuitbreaker.ErrOpen):
 		return "breaker_open"
+	}
+	var named interface{ RetryStop() string }
+	if errors.As(why, &named) {
+		return named.RetryStop() // rampartgrpc.ErrCommitted: "committed"
 	}
 	return "canceled"
 }

@@ -67,6 +67,18 @@
 // background work a short timeout; background work backs off while Redis
 // fails, and Close stops every goroutine.
 //
+// While Redis cannot be reached, go-redis itself logs each failed dial
+// through the standard [log] package to stderr ("redis: ... dial tcp ...:
+// connect: connection refused"), once per attempt of its connection pool,
+// whatever rampartredis does about the outage. Those lines are go-redis's,
+// configured for the whole process: route them to your logger with
+// redis.SetLogger, which takes any value with a method Printf(ctx
+// context.Context, format string, v ...any) (see the example
+// "GoRedisLogs", which sends them to [log/slog]), or silence them with
+// logging.Disable from github.com/redis/go-redis/v9/logging. Set either
+// before creating clients. rampartredis's own view of the outage is in
+// [Shared.Stats] and the breaker's events.
+//
 // # A fleet-wide rate limit
 //
 // [Quota] gives each replica a local [golang.org/x/time/rate.Limiter]

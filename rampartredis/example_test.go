@@ -1,8 +1,10 @@
 package rampartredis_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -90,4 +92,26 @@ func ExampleNewQuota() {
 	// Output:
 	// a alone: 100 calls/s
 	// b joins: 50 calls/s (limiter: 50), after 1 command
+}
+
+// slogPrintf hands go-redis's log lines to a *slog.Logger: go-redis calls
+// Printf on the logger given to redis.SetLogger.
+type slogPrintf struct{ l *slog.Logger }
+
+func (p slogPrintf) Printf(ctx context.Context, format string, v ...any) {
+	p.l.WarnContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
+}
+
+// go-redis logs every failed dial to stderr while Redis is down. Route
+// those lines to log/slog (or silence them with logging.Disable from
+// github.com/redis/go-redis/v9/logging) once, before creating clients.
+// The example is compiled, not run: SetLogger sets go-redis's logger for
+// the whole process.
+func Example_goRedisLogs() {
+	redis.SetLogger(slogPrintf{l: slog.Default()})
+	// Or: logging.Disable()
+
+	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
+	defer client.Close()
+	// ... rampartredis.Share(br, client, ...) as in the Share example.
 }

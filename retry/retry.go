@@ -346,6 +346,9 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}
 	s.p.budget.Deposit()
 	resp, err := s.inner.Call(ctx, req)
+	if err == nil && s.p.retryable == nil {
+		return resp, nil // the common case, without a call of wantsRetry
+	}
 	if s.p.maxAttempts == 1 || !s.p.wantsRetry(resp, err) {
 		if s.p.obs != nil && err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
 			s.p.end(ctx, 1, err)

@@ -184,7 +184,8 @@ func NewConfigLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Re
 	case cfg.Late != nil && !cfg.Abandon:
 		return nil, errors.New("timeout: Late must be nil unless Abandon is true")
 	}
-	return &layer[Req, Resp]{cfg: cfg, cause: &Error{After: cfg.Timeout}}, nil
+	plain := cfg.For == nil && cfg.Clock == nil && !cfg.Abandon && cfg.Detach == nil
+	return &layer[Req, Resp]{cfg: cfg, cause: &Error{After: cfg.Timeout}, plain: plain}, nil
 }
 
 // layer is the [rampart.Layer] that NewConfigLayer returns.
@@ -194,6 +195,9 @@ type layer[Req, Resp any] struct {
 	// all of them so that such calls allocate nothing for it. It is never
 	// modified after NewConfigLayer.
 	cause *Error
+	// plain is true when cfg sets only Timeout: every call then takes
+	// the same path, without per-call decisions.
+	plain bool
 }
 
 // Wrap returns a service that runs inner with the layer's deadline, or,
@@ -230,6 +234,31 @@ type bounds struct {
 // Call runs the inner call with the layer's deadline; [NewConfigLayer] documents the
 // answer it gives.
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if s.l.plain {
+		// The common configuration (a fixed Timeout on the system's
+		// clock, no For, Abandon or Detach), with nothing to decide per
+		// call: what follows, less the branches it does not take.
+		deadline := time.Now().Add(s.l.cfg.Timeout)
+		if cur, ok := ctx.Deadline(); ok && !cur.After(deadline) {
+			return s.inner.Call(ctx, req)
+		}
+		tctx, cancel := context.WithDeadlineCause(ctx, deadline, s.l.cause)
+		defer cancel() // also if the inner call panics
+		resp, err := s.inner.Call(tctx, req)
+		if err != nil {
+			b := bounds{timeout: s.l.cfg.Timeout, deadline: deadline, cause: s.l.cause, first: true}
+			return resp, s.judge(ctx, &b, err)
+		}
+		return resp, nil
+	}
+	return s.callConfigured(ctx, req)
+}
+
+// callConfigured is Call for every configuration but the plain one. (In
+// a function of its own: with the plain path's returns, Call would have
+// too many returns for the compiler to open-code the defers, and each
+// would cost a call into the runtime.)
+func (s *service[Req, Resp]) callConfigured(ctx context.Context, req Req) (Resp, error) {
 	b := bounds{timeout: s.l.cfg.Timeout, cause: s.l.cause, first: true}
 	if s.l.cfg.For != nil {
 		if d := s.l.cfg.For(req); d != 0 {

@@ -23,6 +23,12 @@
 //	cd examples && go run ./fleet
 //	cd examples && go run ./fleet -json
 //	cd examples && go run ./fleet -quota 200   # also the fleet-wide rate limit, over 10s
+//	cd examples && go run ./fleet -debug :8080 -outage 30s   # the live page at /debug/rampart
+//
+// With -debug, the shared run's replicas are registered on a live page
+// (package inspect, at /debug/rampart): one row per replica, the fleet's
+// record read from Redis next to the replica's breaker, and whether they
+// agree.
 package main
 
 import (
@@ -30,8 +36,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"time"
+
+	"github.com/rampart-go/rampart/inspect"
 )
 
 type options struct {
@@ -51,8 +61,12 @@ type options struct {
 	// fails safe and decides alone.
 	redisTimeout time.Duration
 	jsonOut      bool
-	quota        float64       // calls per second; 0 skips the rate limit run
-	quotaFor     time.Duration // how long the rate limit run lasts
+	// debug is the address of the live page (package inspect) of the
+	// shared run's replicas; empty for none. registry is its Registry.
+	debug    string
+	registry *inspect.Registry
+	quota    float64       // calls per second; 0 skips the rate limit run
+	quotaFor time.Duration // how long the rate limit run lasts
 }
 
 func defaults() options {
@@ -81,7 +95,21 @@ func main() {
 	flag.Float64Var(&o.quota, "quota", 0, "also run a fleet-wide rate limit of this many calls per second (rampartredis.Quota) with every replica wanting more; 0 skips it")
 	flag.DurationVar(&o.quotaFor, "quota-for", o.quotaFor, "how long the rate limit run lasts")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the results as one JSON object instead of the table")
+	flag.StringVar(&o.debug, "debug", "", "serve the live page of the shared run's replicas at this address (such as :8080) on /debug/rampart; empty for none")
 	flag.Parse()
+	if o.debug != "" {
+		o.registry = new(inspect.Registry)
+		ln, err := net.Listen("tcp", o.debug)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet: -debug:", err)
+			os.Exit(1)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/debug/rampart", o.registry)
+		srv := &http.Server{Handler: mux}
+		go srv.Serve(ln) //nolint:errcheck // ends when the program does
+		fmt.Fprintf(os.Stderr, "live page on http://%s/debug/rampart\n", ln.Addr())
+	}
 	if err := run(o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(1)

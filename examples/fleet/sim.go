@@ -132,6 +132,9 @@ func simulate(o options, redisAddr string) (result, error) {
 			if err != nil {
 				return res, err
 			}
+			if o.registry != nil {
+				defer o.registry.AddFleet(br, r.sh)()
+			}
 		}
 		rs[i] = r
 	}

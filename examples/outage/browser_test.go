@@ -19,7 +19,8 @@ import (
 // TestDebugPage_OP4_Browser opens the -debug page of a running demo in a
 // real browser (Debian's chromium, headless, driven by chromedp), sees the
 // breaker's row turn open within a second of the trip and the transition
-// listed with its cause, and keeps a screenshot as the test's artifact
+// listed with its cause, sees the page say it stopped updating once the
+// server is gone, and keeps a screenshot as the test's artifact
 // (go test -artifacts keeps it under -outputdir; ./test.sh does). With
 // RAMPART_DEBUG_SCREENSHOT set, the screenshot is also written there (the
 // README's picture). A missing chromium fails the test.
@@ -92,6 +93,13 @@ func TestDebugPage_OP4_Browser(t *testing.T) {
 	if shot != "" {
 		require.NoError(t, os.WriteFile(shot, png, 0o644))
 	}
+
+	// A page whose server has gone says so, rather than showing the last
+	// state as if it were live (Hystrix's dashboard kept "loading...").
+	stop()
+	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").textContent.startsWith("not updating: ")`,
+		chromedp.WithPollingTimeout(time.Minute)))
+	require.NoError(t, err, "the page does not say it stopped updating")
 }
 
 // lastOpen returns the time of the latest transition to open in ts (newest

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rampart-go/rampart/budget"
@@ -50,6 +51,9 @@ func (n *naive) do(ctx context.Context) error {
 type rampartClient struct {
 	hc  *http.Client
 	url string
+	// attempts counts the attempts the breaker let through, as the
+	// transport under it saw them.
+	attempts atomic.Int64
 
 	shadow *shadow.Shadow // with -shadows
 
@@ -89,6 +93,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if err != nil {
 		return nil, err
 	}
+	c := &rampartClient{url: url}
 	var sh *shadow.Shadow
 	if o.shadows {
 		// Two candidates a replay might have found: a quicker trip with a
@@ -103,7 +108,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		}
 	}
 	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
-		Base:           base,
+		Base:           countAttempts{base, &c.attempts},
 		Breaker:        br,
 		Shadow:         sh,
 		AttemptTimeout: o.attemptTimeout,
@@ -116,7 +121,7 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		o.registry.AddBreaker(br)
 		o.registry.AddBudget("backend", rb)
 	}
-	c := &rampartClient{hc: &http.Client{Transport: tr}, url: url, shadow: sh}
+	c.hc, c.shadow = &http.Client{Transport: tr}, sh
 	br.Subscribe(func(t circuitbreaker.Transition) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -126,6 +131,27 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 }
 
 func (c *rampartClient) do(ctx context.Context) error { return get(ctx, c.hc, c.url) }
+
+// breakerCounts returns the calls the breaker saw, from what the callers
+// got (s) and the attempts the transport under the breaker saw: each
+// caller success is one successful attempt, every other attempt let
+// through failed, and each call failed fast is one rejected attempt (a
+// rejection ends the retries).
+func (c *rampartClient) breakerCounts(s summary) breakerCounts {
+	n := c.attempts.Load()
+	return breakerCounts{Calls: n + s.FastFails, Successes: s.Successes, Failures: n - s.Successes, FailedFast: s.FastFails}
+}
+
+// countAttempts counts the requests it passes to its RoundTripper.
+type countAttempts struct {
+	http.RoundTripper
+	n *atomic.Int64
+}
+
+func (c countAttempts) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.RoundTripper.RoundTrip(req)
+}
 
 func (c *rampartClient) breakerTransitions() []circuitbreaker.Transition {
 	c.mu.Lock()

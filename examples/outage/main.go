@@ -14,14 +14,14 @@
 // serves again about a reset timeout after the fault ends.
 //
 // At the end it prints a side-by-side table and a one-line sparkline per
-// timeline, or with -json one JSON object, and writes a timeline chart of
-// both clients (-chart, a PNG).
+// timeline, or with -json one JSON object, and, only when -chart names a
+// file, writes a timeline chart of both clients there (a PNG).
 //
 //	go run ./examples/outage
-//	go run ./examples/outage -json -chart ''
+//	go run ./examples/outage -json
 //	go run ./examples/outage -chart examples/outage/outage.png   # the README's picture
 //	go run ./examples/outage -metrics :9090 -after 5m             # watch it in Prometheus/Grafana
-//	go run ./examples/outage -chart '' -shadows                   # two shadow breakers beside the live one
+//	go run ./examples/outage -shadows                             # two shadow breakers beside the live one
 //	go run ./examples/outage -debug :8080                         # watch the live page at /debug/rampart
 //
 // With -shadows, two candidate breakers (package shadow) watch the
@@ -31,7 +31,7 @@
 //
 // With -metrics, the rampart client's breaker, retries and budget report
 // their events (package observe) to OpenTelemetry metrics (module
-// rampart/otel), served at /metrics through the OpenTelemetry Prometheus
+// rampartotel), served at /metrics through the OpenTelemetry Prometheus
 // exporter while the demo runs and until it is interrupted afterwards:
 // rampart_breaker_state shows the breaker open and close, and
 // rampart_retry_retries_total and rampart_budget_refusals_total the
@@ -91,7 +91,6 @@ func defaults() options {
 		rate:    250,
 		workers: 4, queue: 256, work: 10 * time.Millisecond, stall: time.Second,
 		attemptTimeout: 250 * time.Millisecond, naiveRetries: 3, resetTimeout: time.Second,
-		chart: "outage.png",
 	}
 }
 
@@ -108,7 +107,7 @@ func main() {
 	flag.DurationVar(&o.attemptTimeout, "attempt-timeout", o.attemptTimeout, "per-attempt timeout of both clients")
 	flag.IntVar(&o.naiveRetries, "naive-retries", o.naiveRetries, "retries the naive client makes after each failure")
 	flag.DurationVar(&o.resetTimeout, "reset-timeout", o.resetTimeout, "rampart breaker's reset timeout (cool-down)")
-	flag.StringVar(&o.chart, "chart", o.chart, "where to write the timeline chart, a PNG; empty for none")
+	flag.StringVar(&o.chart, "chart", o.chart, "write the timeline chart, a PNG, to this file; empty (the default) for none")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object instead of the table")
 	flag.BoolVar(&o.shadows, "shadows", false, "run two candidate breakers (package shadow) beside the rampart client's on the same attempts, and print their table next to the live breaker's")
 	flag.StringVar(&o.metrics, "metrics", "", "serve the rampart client's metrics for Prometheus at this address (such as :9090) on /metrics, until interrupted after the run; empty for none")

@@ -85,6 +85,7 @@ func simulate(o options, nw network, progress io.Writer) (*result, error) {
 		Rampart:        summarise(logs[1], backends[1], ramp.breakerTransitions(), o),
 		o:              o,
 	}
+	r.Rampart.Breaker = ramp.breakerCounts(r.Rampart)
 	if ramp.shadow != nil {
 		r.shadows = ramp.shadow.Results()
 		r.Shadows = r.shadows

@@ -54,6 +54,8 @@ type summary struct {
 	BackendHits       int64   `json:"backend_hits"`        // requests that reached the backend, refused ones included
 	BackendHitsOutage int64   `json:"backend_hits_outage"` // of those, how many arrived while the fault lasted
 	SuccessRate       float64 `json:"success_rate"`
+	Successes         int64   `json:"successes"` // caller requests that succeeded
+	Failures          int64   `json:"failures"`  // caller requests that failed, fast or not
 	P50ms             float64 `json:"p50_ms"`
 	P99ms             float64 `json:"p99_ms"`
 	FastFails         int64   `json:"fast_fails"`  // calls failed at once by an open breaker
@@ -72,7 +74,21 @@ type summary struct {
 
 	Timeline timeline `json:"timeline"`
 
+	// Breaker counts the calls of the rampart client's breaker (attempts,
+	// not caller requests) by outcome, as its metrics count them; zero for
+	// the naive client.
+	Breaker breakerCounts `json:"breaker"`
+
 	breaker []span // rampart's breaker states over the run
+}
+
+// breakerCounts are a breaker's calls by outcome: the counts of
+// rampart.breaker.calls.
+type breakerCounts struct {
+	Calls      int64 `json:"calls"`
+	Successes  int64 `json:"successes"`
+	Failures   int64 `json:"failures"`
+	FailedFast int64 `json:"failed_fast"`
 }
 
 // timeline holds one value per second of the run.
@@ -150,6 +166,7 @@ func summarise(l *callLog, be *backend, transitions []circuitbreaker.Transition,
 			recovered = end
 		}
 	}
+	s.Successes, s.Failures = int64(ok), int64(len(calls)-ok)
 	if len(calls) > 0 {
 		s.SuccessRate = float64(ok) / float64(len(calls))
 		slices.Sort(lat)

@@ -27,6 +27,8 @@ func printTable(w io.Writer, r *result) {
 	num := func(v int64) string { return fmt.Sprint(v) }
 	row("", "naive", "rampart")
 	row("caller requests", num(n.CallerRequests), num(rp.CallerRequests))
+	row("caller successes", num(n.Successes), num(rp.Successes))
+	row("caller failures", num(n.Failures), num(rp.Failures))
 	row("caller success rate", pct(n.SuccessRate), pct(rp.SuccessRate))
 	row("outage (fault "+seconds(r.FaultMs)+")", outageText(n), outageText(rp))
 	row("recovery to first success", recoveryText(n.RecoveryMs), recoveryText(rp.RecoveryMs))
@@ -38,6 +40,11 @@ func printTable(w io.Writer, r *result) {
 	row("backend goodput", num(n.BackendGoodput), num(rp.BackendGoodput))
 	row("backend work wasted", num(n.BackendWasted), num(rp.BackendWasted))
 	row("calls lost", num(n.Lost), num(rp.Lost))
+	b := rp.Breaker
+	row("breaker calls (attempts)", "-", num(b.Calls))
+	row("  succeeded", "-", num(b.Successes))
+	row("  failed", "-", num(b.Failures))
+	row("  failed fast", "-", num(b.FailedFast))
 	fmt.Fprintf(w, "\noutage: from the fault's start until every 1 s window of calls succeeds at least %.0f%%.\n", 100*outageRate)
 	if n.BackendHitsOutage > 0 {
 		fmt.Fprintf(w, "During the fault the rampart client sent the backend %.1f%% of the naive client's requests.\n",

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rampartotel_test
+
+const raceEnabled = false
