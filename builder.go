@@ -23,8 +23,8 @@ import "fmt"
 //
 //	svc, err := rampart.NewBuilder[Req, Resp]().
 //		With(retry.NewLayer(retry.Config[Req, Resp]{Budget: new(budget.Budget)})).
-//		Layer(circuitbreaker.NewLayer[Req, Resp](&br)).
-//		With(timeout.NewLayer[Req, Resp](time.Second)).
+//		Layer(circuitbreaker.NewLayer[Req, Resp](&br, nil)).
+//		With(timeout.NewLayer(timeout.Config[Req, Resp]{Timeout: time.Second})).
 //		Build(backend)
 //
 // The Builder keeps the first error and Build returns it, saying which

@@ -15,12 +15,12 @@ import (
 // The recommended order for a client of a remote dependency: a total
 // timeout around everything, retries inside it, the breaker consulted
 // before each attempt, and a timeout per attempt. When the breaker trips,
-// the retry loop stops at once and the caller gets the breaker's rejection
+// the retry loop stops at once and the caller gets the breaker's refusal
 // itself, not a retries-exhausted error.
 func ExampleBuilder_resilientStack() {
 	breaker, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
 	})
 	if err != nil {
 		panic(err)
@@ -38,10 +38,10 @@ func ExampleBuilder_resilientStack() {
 	})
 
 	svc, err := rampart.NewBuilder[string, string]().
-		With(timeout.NewLayer[string, string](2 * time.Second)).                              // bounds the whole request, retries included
-		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 5, Backoff: backoff})). // up to 5 attempts
-		Layer(circuitbreaker.NewLayer[string, string](breaker)).                              // the breaker, consulted before each attempt
-		With(timeout.NewLayer[string, string](100 * time.Millisecond)).                       // a timed-out attempt is a breaker failure
+		With(timeout.NewLayer(timeout.Config[string, string]{Timeout: 2 * time.Second})).        // bounds the whole request, retries included
+		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 5, Backoff: backoff})).    // up to 5 attempts
+		Layer(circuitbreaker.NewLayer[string, string](breaker, nil)).                            // the breaker, consulted before each attempt
+		With(timeout.NewLayer(timeout.Config[string, string]{Timeout: 100 * time.Millisecond})). // a timed-out attempt is a breaker failure
 		Build(backend)
 	if err != nil {
 		panic(err)

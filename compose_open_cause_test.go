@@ -1,9 +1,9 @@
 package rampart_test
 
-// End-to-end tests of a breaker rejection that carries its cause in the
+// End-to-end tests of a breaker refusal that carries its cause in the
 // error chain (CB2): what the caller sees through a whole stack, and how
 // the layers that classify errors with errors.Is / errors.As treat a
-// rejection whose cause would, on its own, mean something else to them.
+// refusal whose cause would, on its own, mean something else to them.
 
 import (
 	"context"
@@ -37,8 +37,8 @@ func (e *statusError) Error() string { return fmt.Sprintf("backend: status %d", 
 func causeStack(t *testing.T, mid rampart.Layer[string, string], backend rampart.Service[string, string]) (rampart.Service[string, string], *circuitbreaker.Breaker) {
 	t.Helper()
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
 	})
 	require.NoError(t, err)
 	backoff, err := retry.NewConstant(10 * time.Millisecond)
@@ -49,7 +49,7 @@ func causeStack(t *testing.T, mid rampart.Layer[string, string], backend rampart
 	if mid != nil {
 		b = b.Layer(mid)
 	}
-	return b.Layer(circuitbreaker.NewLayer[string, string](br)).Service(backend), br
+	return b.Layer(circuitbreaker.NewLayer[string, string](br, nil)).Service(backend), br
 }
 
 // TestCompose_CB2_RT3_RetryEndsAtOpenBreakerWithItsCause: a client whose
@@ -85,10 +85,10 @@ func TestCompose_CB2_RT3_RetryEndsAtOpenBreakerWithItsCause(t *testing.T) {
 }
 
 // TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline: a breaker
-// tripped by timeouts rejects an attempt just as the caller's deadline
-// passes. The rejection's chain now matches context.DeadlineExceeded, the
+// tripped by timeouts refuses an attempt just as the caller's deadline
+// passes. The refusal's chain now matches context.DeadlineExceeded, the
 // caller's ctx.Err(); the retry loop must still return the *OpenError
-// itself (RT3), not mistake the rejection for the caller's own expiry and
+// itself (RT3), not mistake the refusal for the caller's own expiry and
 // report the attempt before it inside an *ExhaustedError.
 //
 // Fails until retry's loop asks errors.Is(err, circuitbreaker.ErrOpen)
@@ -100,8 +100,8 @@ func TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline(t *testing.T) {
 			return "", attemptTimedOut
 		})
 		// slow stands for any layer between the loop and the breaker that
-		// returns the rejection at the instant the caller's deadline
-		// passes: it holds a rejection until then.
+		// returns the refusal at the instant the caller's deadline
+		// passes: it holds a refusal until then.
 		slow := rampart.LayerFunc[string, string](func(inner rampart.Service[string, string]) rampart.Service[string, string] {
 			return rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
 				resp, err := inner.Call(ctx, req)
@@ -124,8 +124,8 @@ func TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline(t *testing.T) {
 }
 
 // TestCompose_CB2_HandlerAnswersOpenBreakerWith503: a server stack with a
-// breaker outside a rate limiter in Reject mode, whose refusals trip the
-// breaker. The breaker's rejection then carries a *ratelimit.LimitedError;
+// breaker outside a rate limiter in Refuse mode, whose refusals trip the
+// breaker. The breaker's refusal then carries a *ratelimit.LimitedError;
 // the Handler must still answer it as an open breaker (503 with the
 // breaker's Retry-After), not as a rate-limit refusal (429).
 //
@@ -133,17 +133,17 @@ func TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline(t *testing.T) {
 // errors.Is(err, circuitbreaker.ErrOpen) before ratelimit.ErrLimited.
 func TestCompose_CB2_HandlerAnswersOpenBreakerWith503(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: circuitbreaker.Forever,
+		Policy:   circuitbreaker.Consecutive{Failures: 1},
+		CoolDown: rampart.Forever,
 	})
 	require.NoError(t, err)
 	limited := rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(rampart.Service[ramparthttp.Exchange, struct{}]) rampart.Service[ramparthttp.Exchange, struct{}] {
 		return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(context.Context, ramparthttp.Exchange) (struct{}, error) {
-			return struct{}{}, &ratelimit.LimitedError{RetryAfter: 2 * time.Second}
+			return struct{}{}, &ratelimit.LimitedError{Wait: 2 * time.Second}
 		})
 	})
 	h, err := ramparthttp.NewHandler(http.NotFoundHandler(), ramparthttp.ServerConfig{
-		Layers:     []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br), limited},
+		Layers:     []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br, nil), limited},
 		RetryAfter: 7 * time.Second,
 	})
 	require.NoError(t, err)
@@ -168,17 +168,17 @@ func TestCompose_CB2_HandlerAnswersOpenBreakerWith503(t *testing.T) {
 }
 
 // TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn: a timeout layer
-// outside a breaker tripped by timeouts judges the rejection by the clock,
+// outside a breaker tripped by timeouts judges the refusal by the clock,
 // not by its chain (which matches context.DeadlineExceeded and
-// timeout.ErrTimeout): a rejection before the deadline is returned as it
+// timeout.ErrTimeout): a refusal before the deadline is returned as it
 // is, not turned into the outer layer's timeout.
 func TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 		require.NoError(t, err)
-		perAttempt, err := timeout.NewLayer[string, string](time.Second)
+		perAttempt, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second})
 		require.NoError(t, err)
-		total, err := timeout.NewLayer[string, string](5 * time.Second)
+		total, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: 5 * time.Second})
 		require.NoError(t, err)
 		hang := rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
 			<-ctx.Done()
@@ -186,7 +186,7 @@ func TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn(t *testing.T) {
 		})
 		svc := rampart.NewBuilder[string, string]().
 			Layer(total).
-			Layer(circuitbreaker.NewLayer[string, string](br)).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 			Layer(perAttempt).
 			Service(hang)
 
@@ -204,9 +204,9 @@ func TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn(t *testing.T) {
 }
 
 // TestCompose_CB2_FallbackOnOpenBreakerOnly: a fallback that answers only
-// open-breaker rejections (When: errors.Is(err, ErrOpen)) still sees the
-// backend's failure itself, the first time, and the rejection after; and
-// its When can tell the two apart although the rejection's chain holds the
+// open-breaker refusals (When: errors.Is(err, ErrOpen)) still sees the
+// backend's failure itself, the first time, and the refusal after; and
+// its When can tell the two apart although the refusal's chain holds the
 // failure.
 func TestCompose_CB2_FallbackOnOpenBreakerOnly(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
@@ -227,7 +227,7 @@ func TestCompose_CB2_FallbackOnOpenBreakerOnly(t *testing.T) {
 	require.NoError(t, err)
 	svc := rampart.NewBuilder[string, string]().
 		Layer(fb).
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Service(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 			return "", &statusError{code: 502}
 		}))

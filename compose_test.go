@@ -139,7 +139,7 @@ type stackConfig struct {
 	maxAttempts       int
 	backoff           time.Duration
 	failures          int           // breaker's Consecutive.Failures
-	reset             time.Duration // breaker's ResetTimeout
+	reset             time.Duration // breaker's CoolDown
 	budget            retry.Budget  // nil means budget.Always
 	// abandon, when set, makes the per-attempt timeout abandon attempts
 	// that ignore their context, handing their late results to it.
@@ -155,8 +155,8 @@ func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer
 	if br == nil {
 		var err error
 		br, err = circuitbreaker.New(circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: c.failures},
-			ResetTimeout: c.reset,
+			Policy:   circuitbreaker.Consecutive{Failures: c.failures},
+			CoolDown: c.reset,
 		})
 		require.NoError(t, err)
 	}
@@ -183,7 +183,7 @@ func timeoutLayer(t *testing.T, d time.Duration, late func(string, error)) rampa
 	if d == 0 {
 		return nil
 	}
-	l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
+	l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
 	require.NoError(t, err)
 	return l
 }
@@ -198,7 +198,7 @@ func stackA(t *testing.T, c stackConfig, backend *tap) stack {
 		Layer(timeoutLayer(t, c.total, nil)).
 		Layer(rl).
 		Layer(attempts).
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
 		Service(backend)
 	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
@@ -212,7 +212,7 @@ func stackB(t *testing.T, c stackConfig, backend *tap) stack {
 	attempts := newTap()
 	svc := rampart.NewBuilder[string, string]().
 		Layer(attempts).
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Layer(rl).
 		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
 		Service(backend)
@@ -260,7 +260,7 @@ func (s stack) callAsync(ctx context.Context) <-chan result {
 	return done
 }
 
-// requireOpenError asserts that err is a breaker rejection returned as it
+// requireOpenError asserts that err is a breaker refusal returned as it
 // is: not wrapped in a retry exhaustion (RT3, seed 000).
 func requireOpenError(t *testing.T, err error) *circuitbreaker.OpenError {
 	t.Helper()
@@ -276,8 +276,8 @@ func requireOpenError(t *testing.T, err error) *circuitbreaker.OpenError {
 }
 
 // The retry loop goes through the breaker before every attempt: the breaker
-// trips on the second failure, the third attempt is rejected without
-// calling the service, and the rejection ends the loop as it is, although
+// trips on the second failure, the third attempt is refused without
+// calling the service, and the refusal ends the loop as it is, although
 // two attempts were left (RT3, seed 000).
 func TestCompose_RT3_BreakerConsultedBeforeEachAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -292,7 +292,7 @@ func TestCompose_RT3_BreakerConsultedBeforeEachAttempt(t *testing.T) {
 		open := requireOpenError(t, err)
 		assert.Equal(t, []time.Duration{0, 100 * ms}, s.backend.times(), "service calls")
 		assert.Equal(t, []time.Duration{0, 100 * ms, 200 * ms}, s.attempts.times(), "attempts through the breaker")
-		// Tripped at 100ms, rejected at 200ms: 59.9s of cool-down left.
+		// Tripped at 100ms, refused at 200ms: 59.9s of cool-down left.
 		assert.Equal(t, time.Minute-100*ms, open.RetryAfter())
 		assert.Equal(t, errBoom, open.Cause)
 		assert.Equal(t, 200*ms, took, "two backoffs, none after the rejection")
@@ -623,7 +623,7 @@ func TestCompose_RT6_BudgetSharedByTwoStacks(t *testing.T) {
 
 // After the cool-down, a retrying caller's first attempt is the probe
 // (CB1, CB3). A failed probe re-opens the breaker with a fresh cool-down,
-// and the retry loop's next attempt gets the raw rejection (RT3); once the
+// and the retry loop's next attempt gets the raw refusal (RT3); once the
 // dependency is back, the next probe closes the breaker.
 func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -672,7 +672,7 @@ func TestCompose_CB3_HalfOpenProbeThroughRetry(t *testing.T) {
 }
 
 // While the one probe slot is taken, another retrying caller is refused at
-// once with a rejection whose RetryAfter is zero, returned as it is: the
+// once with a refusal whose RetryAfter is zero, returned as it is: the
 // retry loop neither waits nor retries (CB3, RT3). The probe then times out,
 // which re-opens the breaker (TO2), and the prober's retry is refused too.
 func TestCompose_CB3_ProbeSlotTakenRefusesOtherCallersAtOnce(t *testing.T) {
@@ -860,7 +860,7 @@ func TestCompose_TO1_CallerDeadlineIsReportedAsTheCallers(t *testing.T) {
 // An attempt that straddles a trip cannot count (CB5): a slow attempt that
 // started while the breaker was Closed times out after another caller's
 // failures have tripped it, its outcome is discarded, and its retry loop
-// gets the raw rejection, caused by the other caller's failure (RT3).
+// gets the raw refusal, caused by the other caller's failure (RT3).
 func TestCompose_CB5_StaleAttemptOutcomeIsDiscarded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := stackA(t, stackConfig{
@@ -1019,7 +1019,7 @@ func TestCompose_CB8_CallerCancelDuringBackoffCountsTheSameOutsideRetry(t *testi
 // interleaving, the accounting across the layers adds up: every attempt is
 // the first of a request or a granted retry; every attempt either reached
 // the service or was refused by the breaker, and a refusal ends its request
-// as a raw rejection; the budget never grants more than Ratio of the
+// as a raw refusal; the budget never grants more than Ratio of the
 // requests (RT6, CB4, RT3).
 func TestCompose_Hammer_LayersAccountForEveryAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -1085,8 +1085,8 @@ func TestCompose_Hammer_LayersAccountForEveryAttempt(t *testing.T) {
 func TestCompose_CB4_BreakerSharedByTwoStacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		shared, err := circuitbreaker.New(circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: time.Second,
 		})
 		require.NoError(t, err)
 		cfg := stackConfig{

@@ -60,8 +60,8 @@ func ExampleBuilder_Build() {
 
 	svc, err := rampart.NewBuilder[string, string]().
 		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Budget: new(budget.Budget)})).
-		Layer(circuitbreaker.NewLayer[string, string](&br)).
-		With(timeout.NewLayer[string, string](time.Second)).
+		Layer(circuitbreaker.NewLayer[string, string](&br, nil)).
+		With(timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second})).
 		Build(backend)
 	if err != nil {
 		panic(err)
@@ -71,8 +71,8 @@ func ExampleBuilder_Build() {
 	// A bad value is reported by Build, not by a call.
 	_, err = rampart.NewBuilder[string, string]().
 		With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3})).
-		Layer(circuitbreaker.NewLayer[string, string](&br)).
-		With(timeout.NewLayer[string, string](-time.Second)).
+		Layer(circuitbreaker.NewLayer[string, string](&br, nil)).
+		With(timeout.NewLayer(timeout.Config[string, string]{Timeout: -time.Second})).
 		Build(backend)
 	fmt.Println(err)
 	// Output:
@@ -90,7 +90,7 @@ func ExampleInvoke() {
 	}
 	svc, err := rampart.NewBuilder[rampart.Func[int], int]().
 		With(retry.NewLayer(retry.Config[rampart.Func[int], int]{Backoff: backoff})).
-		With(timeout.NewLayer[rampart.Func[int], int](time.Second)).
+		With(timeout.NewLayer(timeout.Config[rampart.Func[int], int]{Timeout: time.Second})).
 		Build(rampart.Invoke[int]())
 	if err != nil {
 		panic(err)

@@ -6,8 +6,8 @@
 //	var br circuitbreaker.Breaker // the zero Breaker has the default settings
 //	svc, err := rampart.NewBuilder[Req, Resp]().
 //		With(retry.NewLayer(retry.Config[Req, Resp]{Budget: new(budget.Budget)})).
-//		Layer(circuitbreaker.NewLayer[Req, Resp](&br)).
-//		With(timeout.NewLayer[Req, Resp](time.Second)).
+//		Layer(circuitbreaker.NewLayer[Req, Resp](&br, nil)).
+//		With(timeout.NewLayer(timeout.Config[Req, Resp]{Timeout: time.Second})).
 //		Build(backend)
 //	if err != nil {
 //		return err // names the layer and the bad field
@@ -43,15 +43,15 @@
 // dependency; every layer is optional, and the other packages refer here:
 //
 //	rampart.NewBuilder[Req, Resp]().
-//		With(timeout.NewLayer[Req, Resp](total)).            // 1
+//		With(timeout.NewLayer(totalTimeout)).                // 1
 //		With(loadshed.NewThrottleLayer[Req, Resp](th, nil)). // 2
 //		With(retry.NewLayer(retryConfig)).                   // 3
 //		With(hedge.NewLayer(hedgeConfig)).                   // 4
-//		With(ratelimit.NewLayer[Req, Resp](rl, mode)).       // 5
-//		With(loadshed.NewLayer[Req, Resp](lim)).             // 6
-//		With(concurrency.NewLayer[Req, Resp](lim, mode)).    // 7
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).       // 8
-//		With(timeout.NewLayer[Req, Resp](perAttempt)).       // 9
+//		With(ratelimit.NewLayer[Req, Resp](rateConfig)).     // 5
+//		With(loadshed.NewLayer[Req, Resp](loadshed.Config{Readiness: shedConfig})).      // 6
+//		With(concurrency.NewLayer[Req, Resp](slotsConfig)).  // 7
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br, nil)).  // 8
+//		With(timeout.NewLayer(attemptTimeout)).              // 9
 //		Build(backend)
 //
 // Why this order:
@@ -59,7 +59,7 @@
 //  1. A total timeout bounds the whole call: every attempt, every backoff,
 //     and the time spent waiting for tokens and slots.
 //  2. Adaptive throttling sits outside retries, so that the retries of a
-//     rejected call count as requests too.
+//     refused call count as requests too.
 //  3. Retries, bounded by a budget. An open breaker below ends the loop at
 //     once; a limit's refusal below tells it how long to wait.
 //  4. Hedging sends a second copy of a slow attempt; each copy passes
@@ -81,19 +81,15 @@
 //
 // # Constructors
 //
-// Every layer package follows one pattern: New returns the package's
-// stateful value, when it has one (a *circuitbreaker.Breaker, a
-// *budget.Budget, a *concurrency.Limiter); NewLayer returns a layer; and
-// Wrap(svc, …) wraps a service directly with the same arguments as
-// NewLayer, so Go infers the type arguments from svc. Every other layer
-// constructor, New<Kind>Layer, has its twin Wrap<Kind> with the same
-// arguments after the service (circuitbreaker.NewClassifiedLayer and
-// WrapClassified, ratelimit.NewKeyedLayer and WrapKeyed), and a second
-// stateful value has a New of its own (ratelimit.NewKeyed,
-// circuitbreaker.NewGroup). Two packages name things otherwise: mapping's
-// functions are named for what they map (mapping.Error is the twin of
-// mapping.NewErrorLayer), and ramparthttp's layers, which need no type
-// arguments, are named <Kind>Layer and have no Wrap twin.
+// Each behaviour has one constructor, NewLayer, or New<Kind>Layer when a
+// package has a second behaviour (circuitbreaker.NewGroupLayer,
+// loadshed.NewThrottleLayer), and a stateful value such as a
+// *circuitbreaker.Breaker has a New of its own. A constructor takes the
+// package's Config, or positionally the values that are its whole
+// configuration (a breaker, a check function), and an optional part such as
+// a classifier or a key function is a Config field or a parameter that may
+// be nil, never a second function. To wrap one service without a Builder,
+// call the layer's Wrap: l.Wrap(backend).
 package rampart
 
 import (

@@ -26,10 +26,10 @@ func TestStack_SuccessAllocatesOnlyTheDeadlineContext(t *testing.T) {
 	require.NoError(t, err)
 	rt, err := retry.NewLayer(retry.Config[int, int]{Budget: rb})
 	require.NoError(t, err)
-	to, err := timeout.NewLayer[int, int](time.Second)
+	to, err := timeout.NewLayer(timeout.Config[int, int]{Timeout: time.Second})
 	require.NoError(t, err)
 	backend := rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) { return req, nil })
-	svc := rampart.NewBuilder[int, int]().Layer(to).Layer(rt).Layer(circuitbreaker.NewLayer[int, int](br)).Service(backend)
+	svc := rampart.NewBuilder[int, int]().Layer(to).Layer(rt).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(backend)
 
 	ctx := context.Background()
 	stack := testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) })
@@ -42,6 +42,6 @@ func TestStack_SuccessAllocatesOnlyTheDeadlineContext(t *testing.T) {
 	})
 	assert.Equal(t, bare, stack)
 
-	noTimeout := rampart.NewBuilder[int, int]().Layer(rt).Layer(circuitbreaker.NewLayer[int, int](br)).Service(backend)
+	noTimeout := rampart.NewBuilder[int, int]().Layer(rt).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(backend)
 	assert.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { _, _ = noTimeout.Call(ctx, 1) }))
 }

@@ -52,7 +52,7 @@ func bareResiliencyClosed(b *testing.B) {
 	scenario{want: allSucceed}.check(b, calls, failed, inner.calls)
 }
 
-// bareResiliencyOpen is an open go-resiliency breaker's Run, rejecting.
+// bareResiliencyOpen is an open go-resiliency breaker's Run, refusing.
 func bareResiliencyOpen(b *testing.B) {
 	br := resbreaker.New(5, 1, coolDown)
 	inner := &backend{}

@@ -58,7 +58,7 @@ func closedContenders(resiliencyErrors int) []contender {
 // hystrixClosed is hystrix-go's default command configuration except
 // MaxConcurrentRequests: hystrix.DoC returns before the command's goroutine
 // hands its ticket back, so a tight loop outruns the default pool of 10
-// tickets and would be rejected with ErrMaxConcurrency.
+// tickets and would be refused with ErrMaxConcurrency.
 var hystrixClosed = hystrix.CommandConfig{
 	Timeout:                hystrix.DefaultTimeout,
 	MaxConcurrentRequests:  1 << 20,

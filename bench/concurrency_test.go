@@ -7,6 +7,7 @@ import (
 
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
+
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
 )
@@ -100,7 +101,7 @@ func concurrencyLayer() scenario {
 }
 
 func concurrencyNewLayer(b *testing.B, lim concurrency.Slots) rampart.Layer[Req, Resp] {
-	l, err := concurrency.NewLayer[Req, Resp](lim, concurrency.Wait)
+	l, err := concurrency.NewLayer[Req, Resp](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 	if err != nil {
 		b.Fatal(err)
 	}

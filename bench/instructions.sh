@@ -12,7 +12,8 @@
 #   SCALE=4 bench/instructions.sh       # 4x the iterations (less noise, slower)
 #
 # Needs valgrind (Debian and Ubuntu: apt-get install valgrind); it installs
-# nothing itself and stops if valgrind is missing. About 8 minutes on 2 cores.
+# nothing itself and stops if valgrind is missing. About 4 minutes on an idle
+# 2-core machine.
 #
 # Method. The drivers are this module's benchmarks, built once into one test
 # binary: a row is one sub-benchmark (the same contender, configured the
@@ -50,36 +51,36 @@ scale=${SCALE:-1}
 # path | implementation | shape | benchmark | function holding the loop | N
 loop='bench_test.scenario.run.func1'
 rows="
-loop|empty loop (baseline)|bare|^BenchmarkBare\$/^loop\$|bench_test.bareLoop|200000
-Closed breaker, success|floor: direct call|Service|^BenchmarkClosedSuccess\$/^floor\$|$loop|200000
-Closed breaker, success|rampart|Service|^BenchmarkClosedSuccess\$/^rampart\$|$loop|200000
-Closed breaker, success|rampart Permit (TryAcquire/Done)|Service|^BenchmarkClosedSuccess\$/^rampart-permit\$|$loop|200000
-Closed breaker, success|go-resiliency|Service|^BenchmarkClosedSuccess\$/^resiliency\$|$loop|200000
-Closed breaker, success|go-resiliency|bare|^BenchmarkBare\$/^resiliency-closed\$|bench_test.bareResiliencyClosed|200000
-Closed breaker, success|sony/gobreaker|Service|^BenchmarkClosedSuccess\$/^gobreaker\$|$loop|50000
-Closed breaker, success|failsafe-go|Service|^BenchmarkClosedSuccess\$/^failsafe\$|$loop|20000
-Open breaker, rejection|floor: prebuilt error|Service|^BenchmarkOpenReject\$/^floor\$|$loop|200000
-Open breaker, rejection|rampart|Service|^BenchmarkOpenReject\$/^rampart\$|$loop|200000
-Open breaker, rejection|go-resiliency|Service|^BenchmarkOpenReject\$/^resiliency\$|$loop|200000
-Open breaker, rejection|go-resiliency|bare|^BenchmarkBare\$/^resiliency-open\$|bench_test.bareResiliencyOpen|200000
-Open breaker, rejection|sony/gobreaker|Service|^BenchmarkOpenReject\$/^gobreaker\$|$loop|50000
-Open breaker, rejection|failsafe-go|Service|^BenchmarkOpenReject\$/^failsafe\$|$loop|20000
-time-window failure rate, 10% failures|floor: direct call|Service|^BenchmarkTimeWindow\$/^floor\$|$loop|200000
-time-window failure rate, 10% failures|rampart|Service|^BenchmarkTimeWindow\$/^rampart\$|$loop|100000
-time-window failure rate, 10% failures|sony/gobreaker|Service|^BenchmarkTimeWindow\$/^gobreaker\$|$loop|50000
-time-window failure rate, 10% failures|failsafe-go|Service|^BenchmarkTimeWindow\$/^failsafe\$|$loop|20000
-retry + budget → breaker, success|floor: direct call|Service|^BenchmarkRetryStack\$/^floor\$|$loop|200000
-retry + budget → breaker, success|rampart|Service|^BenchmarkRetryStack\$/^rampart\$|$loop|100000
-retry + budget → breaker, success|go-resiliency (no budget)|Service|^BenchmarkRetryStack\$/^resiliency\$|$loop|100000
-retry + budget → breaker, success|go-resiliency (no budget)|bare|^BenchmarkBare\$/^resiliency-retrystack\$|bench_test.bareResiliencyRetryStack|100000
-retry + budget → breaker, success|failsafe-go|Service|^BenchmarkRetryStack\$/^failsafe\$|$loop|20000
-timeout, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeout\$/^floor\$|$loop|50000
-timeout, success|context.WithTimeoutCause|bare|^BenchmarkBare\$/^timeout\$|bench_test.bareTimeoutCause|50000
-timeout, success|rampart|Service|^BenchmarkTimeout\$/^rampart\$|$loop|50000
-timeout, success|failsafe-go|Service|^BenchmarkTimeout\$/^failsafe\$|$loop|20000
-timeout → retry + budget → breaker, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeoutStack\$/^floor\$|$loop|50000
-timeout → retry + budget → breaker, success|rampart|Service|^BenchmarkTimeoutStack\$/^rampart\$|$loop|50000
-timeout → retry + budget → breaker, success|failsafe-go|Service|^BenchmarkTimeoutStack\$/^failsafe\$|$loop|20000
+loop|empty loop (baseline)|bare|^BenchmarkBare\$/^loop\$|bench_test.bareLoop|50000
+Closed breaker, success|floor: direct call|Service|^BenchmarkClosedSuccess\$/^floor\$|$loop|50000
+Closed breaker, success|rampart|Service|^BenchmarkClosedSuccess\$/^rampart\$|$loop|50000
+Closed breaker, success|rampart Permit (TryAcquire/Done)|Service|^BenchmarkClosedSuccess\$/^rampart-permit\$|$loop|50000
+Closed breaker, success|go-resiliency|Service|^BenchmarkClosedSuccess\$/^resiliency\$|$loop|50000
+Closed breaker, success|go-resiliency|bare|^BenchmarkBare\$/^resiliency-closed\$|bench_test.bareResiliencyClosed|50000
+Closed breaker, success|sony/gobreaker|Service|^BenchmarkClosedSuccess\$/^gobreaker\$|$loop|20000
+Closed breaker, success|failsafe-go|Service|^BenchmarkClosedSuccess\$/^failsafe\$|$loop|10000
+Open breaker, rejection|floor: prebuilt error|Service|^BenchmarkOpenReject\$/^floor\$|$loop|50000
+Open breaker, rejection|rampart|Service|^BenchmarkOpenReject\$/^rampart\$|$loop|50000
+Open breaker, rejection|go-resiliency|Service|^BenchmarkOpenReject\$/^resiliency\$|$loop|50000
+Open breaker, rejection|go-resiliency|bare|^BenchmarkBare\$/^resiliency-open\$|bench_test.bareResiliencyOpen|50000
+Open breaker, rejection|sony/gobreaker|Service|^BenchmarkOpenReject\$/^gobreaker\$|$loop|20000
+Open breaker, rejection|failsafe-go|Service|^BenchmarkOpenReject\$/^failsafe\$|$loop|10000
+time-window failure rate, 10% failures|floor: direct call|Service|^BenchmarkTimeWindow\$/^floor\$|$loop|50000
+time-window failure rate, 10% failures|rampart|Service|^BenchmarkTimeWindow\$/^rampart\$|$loop|25000
+time-window failure rate, 10% failures|sony/gobreaker|Service|^BenchmarkTimeWindow\$/^gobreaker\$|$loop|20000
+time-window failure rate, 10% failures|failsafe-go|Service|^BenchmarkTimeWindow\$/^failsafe\$|$loop|10000
+retry + budget → breaker, success|floor: direct call|Service|^BenchmarkRetryStack\$/^floor\$|$loop|50000
+retry + budget → breaker, success|rampart|Service|^BenchmarkRetryStack\$/^rampart\$|$loop|25000
+retry + budget → breaker, success|go-resiliency (no budget)|Service|^BenchmarkRetryStack\$/^resiliency\$|$loop|25000
+retry + budget → breaker, success|go-resiliency (no budget)|bare|^BenchmarkBare\$/^resiliency-retrystack\$|bench_test.bareResiliencyRetryStack|25000
+retry + budget → breaker, success|failsafe-go|Service|^BenchmarkRetryStack\$/^failsafe\$|$loop|10000
+timeout, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeout\$/^floor\$|$loop|20000
+timeout, success|context.WithTimeoutCause|bare|^BenchmarkBare\$/^timeout\$|bench_test.bareTimeoutCause|20000
+timeout, success|rampart|Service|^BenchmarkTimeout\$/^rampart\$|$loop|20000
+timeout, success|failsafe-go|Service|^BenchmarkTimeout\$/^failsafe\$|$loop|10000
+timeout → retry + budget → breaker, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeoutStack\$/^floor\$|$loop|20000
+timeout → retry + budget → breaker, success|rampart|Service|^BenchmarkTimeoutStack\$/^rampart\$|$loop|20000
+timeout → retry + budget → breaker, success|failsafe-go|Service|^BenchmarkTimeoutStack\$/^failsafe\$|$loop|10000
 "
 if [[ -n ${ONLY:-} ]]; then
   rows=$(grep -E "^loop\||${ONLY}" <<<"$rows") # the baseline always runs

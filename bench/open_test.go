@@ -14,7 +14,7 @@ import (
 )
 
 // The open-breaker scenario: each breaker is tripped before the timed loop,
-// with a one-hour cool-down, so every call is rejected without reaching the
+// with a one-hour cool-down, so every call is refused without reaching the
 // backend. The floor is the direct call, for scale.
 
 func BenchmarkOpenReject(b *testing.B)         { openReject().run(b, false) }
@@ -60,7 +60,7 @@ func openReject() scenario {
 }
 
 // floorRejecting is the floor of the open scenario: the backend is not
-// called, and the cheapest rejection returns a prebuilt error.
+// called, and the cheapest refusal returns a prebuilt error.
 var floorRejecting = contender{name: "floor", newLayer: func(*testing.B) rampart.Layer[Req, Resp] {
 	return rampart.LayerFunc[Req, Resp](func(rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		return rejecter{}

@@ -21,7 +21,7 @@ import (
 func rampartClosed() []contender {
 	return []contender{
 		{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
-			return circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{}))
+			return circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{}), nil)
 		}},
 		{name: "rampart-permit", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
 			return permitLayer(newBreaker(b, circuitbreaker.Config{}))
@@ -42,7 +42,7 @@ func rampartPolicies() []contender {
 
 func rampartOpen() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
-		layer := circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{ResetTimeout: coolDown}))
+		layer := circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{CoolDown: coolDown}), nil)
 		trip(b, layer, circuitbreaker.DefaultFailures)
 		return layer
 	}}}
@@ -61,23 +61,23 @@ func rampartRetryStack() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
 		return stack(
 			must(b)(retry.NewLayer(retry.Config[Req, Resp]{Budget: newBudget(b, budget.Config{})})),
-			circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{})),
+			circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{}), nil),
 		)
 	}}}
 }
 
 func rampartTimeout() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
-		return must(b)(timeout.NewLayer[Req, Resp](limit))
+		return must(b)(timeout.NewLayer(timeout.Config[Req, Resp]{Timeout: limit}))
 	}}}
 }
 
 func rampartTimeoutStack() []contender {
 	return []contender{{name: "rampart", newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
 		return stack(
-			must(b)(timeout.NewLayer[Req, Resp](limit)),
+			must(b)(timeout.NewLayer(timeout.Config[Req, Resp]{Timeout: limit})),
 			must(b)(retry.NewLayer(retry.Config[Req, Resp]{Budget: newBudget(b, budget.Config{})})),
-			circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{})),
+			circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{}), nil),
 		)
 	}}}
 }
@@ -86,7 +86,7 @@ func rampartTimeoutStack() []contender {
 // a breaker of policy p.
 func rampartPolicy(name string, p circuitbreaker.Policy) contender {
 	return contender{name: name, newLayer: func(b *testing.B) rampart.Layer[Req, Resp] {
-		return circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{Policy: p}))
+		return circuitbreaker.NewLayer[Req, Resp](newBreaker(b, circuitbreaker.Config{Policy: p}), nil)
 	}}
 }
 

@@ -5,7 +5,7 @@
 // # Quick start
 //
 //	rb := new(budget.Budget) // the defaults; budget.New(budget.Config{...}) for others
-//	svc, err := retry.Wrap(backend, retry.Config[Req, Resp]{Budget: rb})
+//	l, err := retry.NewLayer(retry.Config[Req, Resp]{Budget: rb})
 //
 // Share one [*Budget] among all callers of a dependency: the retry layer
 // (package [github.com/rampart-go/rampart/retry]) deposits once per request

@@ -10,7 +10,7 @@ import (
 // TryAcquire asks to make one call, without blocking: it returns a
 // [Permit] to finish once (a probe left unfinished loses its slot after
 // [Config.ProbeLease]), or an [*OpenError], which it reports to the
-// breaker's Observer as rejected, with [context.Background].
+// breaker's Observer as refused, with [context.Background].
 func (b *Breaker) TryAcquire() (Permit, error) {
 	// The Closed fast path: one atomic load and one comparison, which also
 	// rules out a policy that needs the clock (flagTimed) and a zero
@@ -22,7 +22,7 @@ func (b *Breaker) TryAcquire() (Permit, error) {
 }
 
 // tryAcquire is TryAcquire after the Closed fast path, reporting a
-// rejection to the Observer with ctx.
+// refusal to the Observer with ctx.
 func (b *Breaker) tryAcquire(ctx context.Context) (Permit, error) {
 	for {
 		w := b.word.Load()
@@ -41,7 +41,7 @@ func (b *Breaker) tryAcquire(ctx context.Context) (Permit, error) {
 				continue // a transition is being published; look again
 			}
 			// Before the timer has marked the end of the cool-down as
-			// near, the rejection is the period's, without a clock read.
+			// near, the refusal is the period's, without a clock read.
 			if w&flagReady == 0 || per.until-b.mono() > 0 {
 				b.observe(ctx, observe.Rejected, per.reject, 0)
 				return Permit{}, per.reject
@@ -55,7 +55,7 @@ func (b *Breaker) tryAcquire(ctx context.Context) (Permit, error) {
 
 // acquireSlow admits a call with the lock held: in HalfOpen, and at the end
 // of a cool-down, where the Open → HalfOpen transition and the admission of
-// the caller as the first probe are one atomic step. A rejection is
+// the caller as the first probe are one atomic step. A refusal is
 // reported to the Observer with ctx once the lock is released.
 func (b *Breaker) acquireSlow(ctx context.Context) (_ Permit, err error) {
 	defer func() { // runs after the unlock

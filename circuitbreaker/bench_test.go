@@ -38,7 +38,7 @@ func TestAllocs_ClosedFailureAndDone(t *testing.T) {
 
 func TestAllocs_Layer(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{})
-	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](b)).Service(ok)
+	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](b, nil)).Service(ok)
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) })
 	assert.Zero(t, allocs)
@@ -46,9 +46,9 @@ func TestAllocs_Layer(t *testing.T) {
 
 func TestAllocs_LayerOpenReject(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 		fail(t, b, 1, errBoom)
-		svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](b)).Service(ok)
+		svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](b, nil)).Service(ok)
 		ctx := context.Background()
 		allocs := testing.AllocsPerRun(1000, func() {
 			if _, err := svc.Call(ctx, 1); !errors.Is(err, circuitbreaker.ErrOpen) {
@@ -61,7 +61,7 @@ func TestAllocs_LayerOpenReject(t *testing.T) {
 
 func TestAllocs_OpenReject(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 		fail(t, b, 1, errBoom)
 		allocs := testing.AllocsPerRun(1000, func() { _, _ = b.TryAcquire() })
 		assert.Zero(t, allocs)
@@ -100,7 +100,7 @@ func BenchmarkClosedSuccessParallel(b *testing.B) {
 }
 
 func BenchmarkOpenReject(b *testing.B) {
-	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	fail(b, br, 1, errBoom)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -109,7 +109,7 @@ func BenchmarkOpenReject(b *testing.B) {
 }
 
 func BenchmarkOpenRejectParallel(b *testing.B) {
-	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	br := newBreaker(b, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	fail(b, br, 1, errBoom)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -121,7 +121,7 @@ func BenchmarkOpenRejectParallel(b *testing.B) {
 
 func BenchmarkLayer(b *testing.B) {
 	br := newBreaker(b, circuitbreaker.Config{})
-	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br)).Service(ok)
+	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(ok)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -131,7 +131,7 @@ func BenchmarkLayer(b *testing.B) {
 
 func BenchmarkLayerParallel(b *testing.B) {
 	br := newBreaker(b, circuitbreaker.Config{})
-	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br)).Service(ok)
+	svc := rampart.NewBuilder[int, int]().Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(ok)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

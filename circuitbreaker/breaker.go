@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -35,7 +36,7 @@ type Breaker struct {
 	word atomic.Uint64
 
 	// period describes the current Open, HalfOpen or ForcedOpen period:
-	// its cool-down deadline, cause and prebuilt rejection. It is replaced
+	// its cool-down deadline, cause and prebuilt refusal. It is replaced
 	// (never mutated) with mu held and stored before word, so a reader
 	// that loads word and then period and finds period.word equal to the
 	// word it loaded (without flagReady) has a consistent pair: the store
@@ -102,7 +103,7 @@ const (
 	// needs no clock read: w&rejectMask == Open (flagReady clear).
 	rejectMask = stateMask | flagReady
 	// flagReady is set in an Open word once the end of the cool-down is
-	// near (see readyLead): until then a rejection reads no clock; from
+	// near (see readyLead): until then a refusal reads no clock; from
 	// then on it reads the clock to tell whether the cool-down is over.
 	// Setting it changes neither the state nor the epoch.
 	flagReady = 32
@@ -111,7 +112,7 @@ const (
 func stateOf(w uint64) State { return State(w & stateMask) }
 
 // never is the cool-down deadline of a period that does not end by itself.
-const never = int64(Forever)
+const never = int64(rampart.Forever)
 
 // period is one Open, HalfOpen or ForcedOpen period.
 type period struct {
@@ -121,7 +122,7 @@ type period struct {
 	// remote is true for an Open imposed by ApplyRemote and the HalfOpen
 	// that follows it: a remote Close ends only such a period.
 	remote bool
-	// reject is the rejection for the whole period (nil in Closed and
+	// refuse is the refusal for the whole period (nil in Closed and
 	// ForcedClosed), built when the period starts.
 	reject *OpenError
 }

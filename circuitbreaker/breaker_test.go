@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -20,8 +21,8 @@ func TestBreaker_CB1_LazyHalfOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		goroutines := runtime.NumGoroutine()
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: 10 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: 10 * time.Second,
 		})
 		rec := record(b)
 		start := time.Now()
@@ -60,8 +61,8 @@ func TestBreaker_CB1_LazyHalfOpen(t *testing.T) {
 func TestBreaker_CB2_OpenFailsFast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout: 10 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 1},
+			CoolDown: 10 * time.Second,
 		})
 		be := &backend{err: errBoom}
 		svc := guard(b, be)
@@ -78,7 +79,7 @@ func TestBreaker_CB2_OpenFailsFast(t *testing.T) {
 		require.ErrorAs(t, err, &oe)
 		assert.Equal(t, 7500*time.Millisecond, oe.RetryAfter())
 		assert.Equal(t, errBoom, oe.Cause)
-		assert.Equal(t, 7500*time.Millisecond, oe.RetryDelay())
+		assert.Equal(t, 7500*time.Millisecond, oe.RetryAfter())
 		assert.Equal(t, "circuitbreaker: open (retry after 7.5s): tripped by: boom", oe.Error())
 		assert.Equal(t, int64(1), be.calls.Load(), "the protected call is never invoked")
 
@@ -104,9 +105,9 @@ func TestBreaker_CB2_OpenFailsFast(t *testing.T) {
 func TestBreaker_CB3_ProbeLimitAndOneTransition(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1, Successes: 3},
-			ResetTimeout: 10 * time.Second,
-			MaxProbes:    3,
+			Policy:    circuitbreaker.Consecutive{Failures: 1, Successes: 3},
+			CoolDown:  10 * time.Second,
+			MaxProbes: 3,
 		})
 		rec := record(b)
 		fail(t, b, 1, errBoom)
@@ -165,8 +166,8 @@ func TestBreaker_CB3_ProbeLimitAndOneTransition(t *testing.T) {
 func TestBreaker_CB3_SuccessesClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1, Successes: 2},
-			ResetTimeout: time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 1, Successes: 2},
+			CoolDown: time.Second,
 		})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
@@ -178,7 +179,7 @@ func TestBreaker_CB3_SuccessesClose(t *testing.T) {
 }
 
 func TestBreaker_CB4_OneBreakerManyServices(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: time.Hour})
 	bad := &backend{err: errBoom}
 	good := &backend{}
 	svcA, svcB := guard(b, bad), guard(b, good)
@@ -224,8 +225,8 @@ func TestBreaker_CB5_PermitFinishedOnce(t *testing.T) {
 func TestBreaker_CB5_StaleOutcomesDiscarded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout: 10 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 1},
+			CoolDown: 10 * time.Second,
 		})
 		slowA, err := b.TryAcquire() // admitted in Closed
 		require.NoError(t, err)
@@ -251,7 +252,7 @@ func TestBreaker_CB5_StaleOutcomesDiscarded(t *testing.T) {
 
 func TestBreaker_CB5_IgnoredProbeFreesSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		p1, err := b.TryAcquire()
@@ -270,9 +271,9 @@ func TestBreaker_CB5_IgnoredProbeFreesSlot(t *testing.T) {
 // permit of its only probe, just admitted.
 func leasedProbe(t *testing.T) (*circuitbreaker.Breaker, *circuitbreaker.Permit) {
 	b := newBreaker(t, circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: time.Second,
-		ProbeLease:   5 * time.Second,
+		Policy:     circuitbreaker.Consecutive{Failures: 1},
+		CoolDown:   time.Second,
+		ProbeLease: 5 * time.Second,
 	})
 	fail(t, b, 1, errBoom)
 	time.Sleep(time.Second)
@@ -312,7 +313,7 @@ func TestBreaker_CB6_ExpiredProbeDiscardedBeforeReclaim(t *testing.T) {
 
 func TestBreaker_CB9_Reset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Second})
 		rec := record(b)
 		fail(t, b, 1, errBoom)
 		b.Reset()
@@ -340,7 +341,7 @@ func TestBreaker_CB9_Reset(t *testing.T) {
 
 func TestBreaker_CB11_Snapshot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: time.Second, MaxProbes: 2})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: time.Second, MaxProbes: 2})
 		fail(t, b, 2, errBoom)
 		assert.Equal(t, circuitbreaker.Snapshot{
 			State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2},
@@ -362,25 +363,25 @@ func TestBreaker_CB11_Snapshot(t *testing.T) {
 
 func TestBreaker_CB13_ZeroImmediateAndForeverCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		z := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 0})
+		z := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 0})
 		fail(t, z, 1, errBoom)
 		assert.Equal(t, circuitbreaker.Snapshot{
-			State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultResetTimeout, Cause: errBoom,
-		}, z.State(), "a zero ResetTimeout is the default cool-down, not none")
-		assert.Equal(t, 30*time.Second, circuitbreaker.DefaultResetTimeout)
+			State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultCoolDown, Cause: errBoom,
+		}, z.State(), "a zero CoolDown is the default cool-down, not none")
+		assert.Equal(t, 30*time.Second, circuitbreaker.DefaultCoolDown)
 
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: circuitbreaker.Immediate})
 		fail(t, b, 1, errBoom)
 		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom}, b.State(), "ready for a probe at once")
 		succeed(t, b, 1)
 		assert.Equal(t, circuitbreaker.Closed, b.State().State)
 
-		f := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever})
+		f := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: rampart.Forever})
 		fail(t, f, 1, errBoom)
 		time.Sleep(1000 * 24 * time.Hour)
 		oe := openErr(t, f)
-		assert.Equal(t, circuitbreaker.Forever, oe.RetryAfter())
-		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.Forever, Cause: errBoom}, f.State())
+		assert.Equal(t, rampart.Forever, oe.RetryAfter())
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: rampart.Forever, Cause: errBoom}, f.State())
 		f.Reset()
 		succeed(t, f, 1)
 	})
@@ -408,26 +409,26 @@ func TestBreaker_CB13_Validation(t *testing.T) {
 		cfg  circuitbreaker.Config
 		want string
 	}{
-		{name: "negative reset timeout", cfg: circuitbreaker.Config{ResetTimeout: -2},
-			want: "circuitbreaker: ResetTimeout must be >= 0 (or Immediate), got -2ns"},
+		{name: "negative cool-down", cfg: circuitbreaker.Config{CoolDown: -2},
+			want: "circuitbreaker: CoolDown must be >= 0 (or Immediate), got -2ns"},
 		{name: "negative probes", cfg: circuitbreaker.Config{MaxProbes: -1},
 			want: "circuitbreaker: MaxProbes must be in [0, 1024], got -1"},
 		{name: "absurd probes", cfg: circuitbreaker.Config{MaxProbes: 1 << 20},
 			want: "circuitbreaker: MaxProbes must be in [0, 1024], got 1048576"},
 		{name: "negative lease", cfg: circuitbreaker.Config{ProbeLease: -time.Second},
 			want: "circuitbreaker: ProbeLease must be >= 0, got -1s"},
-		{name: "negative max reset timeout", cfg: circuitbreaker.Config{MaxResetTimeout: -time.Second},
-			want: "circuitbreaker: MaxResetTimeout must be >= 0, got -1s"},
-		{name: "max below reset timeout", cfg: circuitbreaker.Config{ResetTimeout: time.Minute, MaxResetTimeout: time.Second},
-			want: "circuitbreaker: MaxResetTimeout must be >= ResetTimeout (1m0s), got 1s"},
-		{name: "growth from immediate", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Immediate, MaxResetTimeout: time.Second},
-			want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Immediate"},
-		{name: "growth from forever", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Forever, MaxResetTimeout: circuitbreaker.Forever},
-			want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Forever"},
-		{name: "multiplier without max", cfg: circuitbreaker.Config{ResetTimeoutMultiplier: 2},
-			want: "circuitbreaker: ResetTimeoutMultiplier needs MaxResetTimeout, got multiplier 2 without it"},
-		{name: "multiplier below one", cfg: circuitbreaker.Config{MaxResetTimeout: time.Hour, ResetTimeoutMultiplier: 0.5},
-			want: "circuitbreaker: ResetTimeoutMultiplier must be finite and >= 1, got 0.5"},
+		{name: "negative max cool-down", cfg: circuitbreaker.Config{MaxCoolDown: -time.Second},
+			want: "circuitbreaker: MaxCoolDown must be >= 0, got -1s"},
+		{name: "max below cool-down", cfg: circuitbreaker.Config{CoolDown: time.Minute, MaxCoolDown: time.Second},
+			want: "circuitbreaker: MaxCoolDown must be >= CoolDown (1m0s), got 1s"},
+		{name: "growth from immediate", cfg: circuitbreaker.Config{CoolDown: circuitbreaker.Immediate, MaxCoolDown: time.Second},
+			want: "circuitbreaker: MaxCoolDown needs a positive, finite CoolDown, got Immediate"},
+		{name: "growth from forever", cfg: circuitbreaker.Config{CoolDown: rampart.Forever, MaxCoolDown: rampart.Forever},
+			want: "circuitbreaker: MaxCoolDown needs a positive, finite CoolDown, got rampart.Forever"},
+		{name: "multiplier without max", cfg: circuitbreaker.Config{CoolDownMultiplier: 2},
+			want: "circuitbreaker: CoolDownMultiplier needs MaxCoolDown, got multiplier 2 without it"},
+		{name: "multiplier below one", cfg: circuitbreaker.Config{MaxCoolDown: time.Hour, CoolDownMultiplier: 0.5},
+			want: "circuitbreaker: CoolDownMultiplier must be finite and >= 1, got 0.5"},
 		{name: "negative failures", cfg: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: -1}},
 			want: "circuitbreaker: Consecutive.Failures must be >= 0, got -1"},
 		{name: "absurd successes", cfg: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Successes: 1 << 30}},
@@ -445,9 +446,9 @@ func TestBreaker_CB13_Validation(t *testing.T) {
 func TestBreaker_CB14_GrowingCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:          circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout:    time.Second,
-			MaxResetTimeout: 5 * time.Second,
+			Policy:      circuitbreaker.Consecutive{Failures: 1},
+			CoolDown:    time.Second,
+			MaxCoolDown: 5 * time.Second,
 		})
 		fail(t, b, 1, errBoom)
 		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}, cooldowns(t, b, 5))
@@ -462,10 +463,10 @@ func TestBreaker_CB14_GrowingCooldown(t *testing.T) {
 func TestBreaker_CB14_Multiplier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:                 circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout:           time.Second,
-			MaxResetTimeout:        circuitbreaker.Forever,
-			ResetTimeoutMultiplier: 1.5,
+			Policy:             circuitbreaker.Consecutive{Failures: 1},
+			CoolDown:           time.Second,
+			MaxCoolDown:        rampart.Forever,
+			CoolDownMultiplier: 1.5,
 		})
 		fail(t, b, 1, errBoom)
 		assert.Equal(t, []time.Duration{time.Second, 1500 * time.Millisecond, 2250 * time.Millisecond}, cooldowns(t, b, 3))
@@ -474,8 +475,8 @@ func TestBreaker_CB14_Multiplier(t *testing.T) {
 
 func TestBreaker_CB13_ImmediateCooldownBurst(t *testing.T) {
 	// With no cool-down a failing probe re-opens and the next call is a
-	// probe again: the breaker never rejects for cool-down.
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+	// probe again: the breaker never refuses for cool-down.
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: circuitbreaker.Immediate})
 	for range 3 {
 		fail(t, b, 1, errors.New("down"))
 	}
@@ -523,11 +524,11 @@ func TestStrings(t *testing.T) {
 
 // In a synctest bubble the end of every cool-down is exact: the timer that
 // marks it near fires strictly before it, so a caller that wakes exactly
-// at the end is the probe and one a nanosecond before is rejected, every
+// at the end is the probe and one a nanosecond before is refused, every
 // time, whatever order the bubble's goroutines run in.
 func TestBreaker_CB21_CooldownEndExactInSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 3 * time.Millisecond})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 3 * time.Millisecond})
 		for i := range 200 {
 			fail(t, b, 1, errBoom)
 			time.Sleep(3*time.Millisecond - time.Nanosecond)

@@ -28,17 +28,17 @@ func TestClassifiedLayer_CB8_IsFailureOverrulesErrors(t *testing.T) {
 	})
 	require.NoError(t, err)
 	// The response 503 is a failure; any error is one too.
-	classify := func(resp int, err error) circuitbreaker.Outcome {
+	classify := func(resp int, err error) rampart.Outcome {
 		if err != nil || resp == 503 {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
-		return circuitbreaker.Success
+		return rampart.Success
 	}
 	var next struct {
 		resp int
 		err  error
 	}
-	svc := circuitbreaker.NewClassifiedLayer[int, int](b, classify).Wrap(
+	svc := circuitbreaker.NewLayer[int, int](b, classify).Wrap(
 		rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return next.resp, next.err }))
 
 	next.err = notFound
@@ -60,11 +60,11 @@ func TestClassifiedLayer_CB8_IsFailureOverrulesErrors(t *testing.T) {
 func TestClassifiedLayer_CB2_BadResponseIsTheCause(t *testing.T) {
 	b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	require.NoError(t, err)
-	svc := circuitbreaker.NewClassifiedLayer[int, int](b, func(resp int, err error) circuitbreaker.Outcome {
+	svc := circuitbreaker.NewLayer[int, int](b, func(resp int, err error) rampart.Outcome {
 		if resp == 503 {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
-		return circuitbreaker.Success
+		return rampart.Success
 	}).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 503, nil }))
 
 	got, err := svc.Call(context.Background(), 0)
@@ -78,7 +78,7 @@ func TestClassifiedLayer_CB2_BadResponseIsTheCause(t *testing.T) {
 
 func TestLayer_NilBreakerFailsEachCallWithoutPanic(t *testing.T) {
 	var called bool
-	svc := circuitbreaker.NewLayer[int, int](nil).Wrap(
+	svc := circuitbreaker.NewLayer[int, int](nil, nil).Wrap(
 		rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { called = true; return 1, nil }))
 	_, err := svc.Call(context.Background(), 0)
 	assert.EqualError(t, err, "circuitbreaker: layer built over a nil *Breaker (build one with circuitbreaker.New)")
@@ -88,7 +88,7 @@ func TestLayer_NilBreakerFailsEachCallWithoutPanic(t *testing.T) {
 func TestOpenError_MessageSaysWhy(t *testing.T) {
 	assert.Equal(t, "circuitbreaker: open (half-open, every probe slot taken)", (&circuitbreaker.OpenError{}).Error())
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 2 * time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 2 * time.Second})
 		fail(t, b, 1, errors.New("boom"))
 		assert.Equal(t, "circuitbreaker: open (retry after 2s): tripped by: boom", openErr(t, b).Error())
 		time.Sleep(time.Nanosecond)

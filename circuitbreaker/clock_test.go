@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -16,8 +17,8 @@ import (
 func TestClock_CB20_WallJumpMovesNoCooldownNorWindow(t *testing.T) {
 	clk := newFakeClock()
 	b := newBreaker(t, circuitbreaker.Config{
-		Clock:        clk,
-		ResetTimeout: 10 * time.Second,
+		Clock:    clk,
+		CoolDown: 10 * time.Second,
 		Policy: circuitbreaker.FailureRate{
 			Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 10, MinCalls: 3},
 		},
@@ -46,10 +47,10 @@ func TestClock_CB20_WallJumpMovesNoCooldownNorWindow(t *testing.T) {
 func TestClock_CB20_DrivesTheCycle(t *testing.T) {
 	clk := newFakeClock()
 	b := newBreaker(t, circuitbreaker.Config{
-		Clock:        clk,
-		ResetTimeout: 30 * time.Second,
-		ProbeLease:   time.Minute,
-		Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}},
+		Clock:      clk,
+		CoolDown:   30 * time.Second,
+		ProbeLease: time.Minute,
+		Policy:     circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}},
 	})
 	rec := record(b)
 	call := func(took time.Duration) {
@@ -126,13 +127,13 @@ func TestClock_CB20_ClosedSuccessReadsNoClock(t *testing.T) {
 	assert.Equal(t, before, reads(clk))
 }
 
-// An Open breaker rejects without reading the clock until its timer marks
+// An Open breaker refuses without reading the clock until its timer marks
 // the end of the cool-down as near (an eighth of it, at most a second,
-// before the end); from then on each rejection reads the clock, and the
+// before the end); from then on each refusal reads the clock, and the
 // first caller after the end is the probe, exactly on time.
 func TestClock_CB21_OpenRejectionReadsNoClock(t *testing.T) {
 	clk := newFakeClock()
-	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 16 * time.Second})
+	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 16 * time.Second})
 	fail(t, b, 1, errBoom)
 	first := openErr(t, b)
 	before := reads(clk)
@@ -169,7 +170,7 @@ func TestClock_CB21_OpenRejectionReadsNoClock(t *testing.T) {
 func TestClock_CB21_NoTimerLeftBehind(t *testing.T) {
 	clk := newFakeClock()
 	sw := &circuitbreaker.Switch{}
-	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Switch: sw, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+	b := newBreaker(t, circuitbreaker.Config{Clock: clk, Switch: sw, Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 	trip := func() {
 		t.Helper()
 		fail(t, b, 1, errBoom)
@@ -195,8 +196,8 @@ func TestClock_CB21_NoTimerLeftBehind(t *testing.T) {
 	b.Reset()
 	assert.Zero(t, clk.Pending())
 
-	for _, cooldown := range []time.Duration{circuitbreaker.Immediate, circuitbreaker.Forever} {
-		b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: cooldown})
+	for _, cooldown := range []time.Duration{circuitbreaker.Immediate, rampart.Forever} {
+		b := newBreaker(t, circuitbreaker.Config{Clock: clk, Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: cooldown})
 		fail(t, b, 1, errBoom)
 		assert.Zero(t, clk.Pending(), "cool-down %v", cooldown)
 	}

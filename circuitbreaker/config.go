@@ -6,26 +6,23 @@ import (
 	"math"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/observe"
 )
 
 const (
-	// DefaultResetTimeout is the cool-down when Config.ResetTimeout is zero.
-	DefaultResetTimeout = 30 * time.Second
+	// DefaultCoolDown is the cool-down when Config.CoolDown is zero.
+	DefaultCoolDown = 30 * time.Second
 	// DefaultProbeLease is the probe lease when Config.ProbeLease is zero.
 	DefaultProbeLease = time.Minute
-	// DefaultResetTimeoutMultiplier is Config.ResetTimeoutMultiplier when
+	// DefaultCoolDownMultiplier is Config.CoolDownMultiplier when
 	// zero.
-	DefaultResetTimeoutMultiplier = 2.0
+	DefaultCoolDownMultiplier = 2.0
 
-	// Immediate, as Config.ResetTimeout, is no cool-down: the next call
+	// Immediate, as Config.CoolDown, is no cool-down: the next call
 	// after a trip is a probe.
 	Immediate time.Duration = -1
-	// Forever, as Config.ResetTimeout, keeps a tripped breaker Open until
-	// [Breaker.Reset] or a [Switch]; as [OpenError.RetryAfter], it means
-	// no probe will be admitted by itself.
-	Forever time.Duration = math.MaxInt64
 
 	// maxProbesLimit bounds Config.MaxProbes.
 	maxProbesLimit = 1024
@@ -35,24 +32,24 @@ const (
 // default: Config{} trips after five consecutive failures, cools down for
 // 30 seconds, then admits one probe.
 type Config struct {
-	// Name names the breaker in transitions, rejections and snapshots.
+	// Name names the breaker in transitions, refusals and snapshots.
 	// Empty means unnamed.
 	Name string
 	// Policy decides when the breaker trips and when probes close it.
 	// nil means [Consecutive]{}.
 	Policy Policy
-	// ResetTimeout is the cool-down: how long the breaker stays Open
-	// before it admits a probe. Zero means [DefaultResetTimeout];
-	// [Immediate] and [Forever] are accepted, other negatives are errors.
-	ResetTimeout time.Duration
-	// MaxResetTimeout, when non-zero, caps a cool-down that grows on each
+	// CoolDown is the cool-down: how long the breaker stays Open
+	// before it admits a probe. Zero means [DefaultCoolDown];
+	// [Immediate] and [rampart.Forever] are accepted, other negatives are errors.
+	CoolDown time.Duration
+	// MaxCoolDown, when non-zero, caps a cool-down that grows on each
 	// consecutive re-open and restarts on close; it must be >= a positive,
-	// finite ResetTimeout. Zero means a constant cool-down.
-	MaxResetTimeout time.Duration
-	// ResetTimeoutMultiplier is the growth factor of the cool-down; it
-	// needs MaxResetTimeout. Zero means [DefaultResetTimeoutMultiplier];
+	// finite CoolDown. Zero means a constant cool-down.
+	MaxCoolDown time.Duration
+	// CoolDownMultiplier is the growth factor of the cool-down; it
+	// needs MaxCoolDown. Zero means [DefaultCoolDownMultiplier];
 	// otherwise finite and >= 1.
-	ResetTimeoutMultiplier float64
+	CoolDownMultiplier float64
 	// MaxProbes is how many probes may be in flight at once in HalfOpen.
 	// Zero means 1; at most 1024.
 	MaxProbes int
@@ -83,7 +80,7 @@ type Config struct {
 	Clock clock.Clock
 	// Observer, when set, gets each transition (as a listener would, with
 	// [context.Background]) and every call's outcome, once, whatever the
-	// path: each rejection, and each [Permit] finished (by the layers,
+	// path: each refusal, and each [Permit] finished (by the layers,
 	// [Run] or by hand), with the outcome it was finished with, whether
 	// or not the breaker could still count it (see [Permit]). The layers,
 	// Run and [Permit.DoneContext] report with the call's context; the
@@ -131,9 +128,9 @@ func (c Config) bind() observe.Observer {
 // validate checks c and fills defaults. Errors name the field.
 func (c Config) validate() (settings, error) {
 	s := settings{
-		cooldown:    orDefault(c.ResetTimeout, DefaultResetTimeout),
-		maxCooldown: c.MaxResetTimeout,
-		multiplier:  c.ResetTimeoutMultiplier,
+		cooldown:    orDefault(c.CoolDown, DefaultCoolDown),
+		maxCooldown: c.MaxCoolDown,
+		multiplier:  c.CoolDownMultiplier,
 		maxProbes:   orDefault(c.MaxProbes, 1),
 		lease:       orDefault(c.ProbeLease, DefaultProbeLease),
 		isFailure:   c.IsFailure,
@@ -145,31 +142,31 @@ func (c Config) validate() (settings, error) {
 		success:     observe.Event{Source: observe.Breaker, Name: c.Name, Kind: observe.Success},
 	}
 	switch {
-	case c.ResetTimeout < 0 && c.ResetTimeout != Immediate:
-		return s, fmt.Errorf("circuitbreaker: ResetTimeout must be >= 0 (or Immediate), got %s", durationString(c.ResetTimeout))
+	case c.CoolDown < 0 && c.CoolDown != Immediate:
+		return s, fmt.Errorf("circuitbreaker: CoolDown must be >= 0 (or Immediate), got %s", durationString(c.CoolDown))
 	case c.MaxProbes < 0 || c.MaxProbes > maxProbesLimit:
 		return s, fmt.Errorf("circuitbreaker: MaxProbes must be in [0, %d], got %d", maxProbesLimit, c.MaxProbes)
 	case c.ProbeLease < 0:
 		return s, fmt.Errorf("circuitbreaker: ProbeLease must be >= 0, got %s", durationString(c.ProbeLease))
-	case c.MaxResetTimeout < 0:
-		return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= 0, got %s", durationString(c.MaxResetTimeout))
-	case c.MaxResetTimeout == 0 && c.ResetTimeoutMultiplier != 0:
-		return s, fmt.Errorf("circuitbreaker: ResetTimeoutMultiplier needs MaxResetTimeout, got multiplier %v without it", c.ResetTimeoutMultiplier)
-	case c.ResetTimeoutMultiplier != 0 && !(c.ResetTimeoutMultiplier >= 1 && !math.IsInf(c.ResetTimeoutMultiplier, 1)):
-		return s, fmt.Errorf("circuitbreaker: ResetTimeoutMultiplier must be finite and >= 1, got %v", c.ResetTimeoutMultiplier)
+	case c.MaxCoolDown < 0:
+		return s, fmt.Errorf("circuitbreaker: MaxCoolDown must be >= 0, got %s", durationString(c.MaxCoolDown))
+	case c.MaxCoolDown == 0 && c.CoolDownMultiplier != 0:
+		return s, fmt.Errorf("circuitbreaker: CoolDownMultiplier needs MaxCoolDown, got multiplier %v without it", c.CoolDownMultiplier)
+	case c.CoolDownMultiplier != 0 && !(c.CoolDownMultiplier >= 1 && !math.IsInf(c.CoolDownMultiplier, 1)):
+		return s, fmt.Errorf("circuitbreaker: CoolDownMultiplier must be finite and >= 1, got %v", c.CoolDownMultiplier)
 	}
-	if c.MaxResetTimeout != 0 {
-		if s.cooldown == Immediate || s.cooldown == Forever {
+	if c.MaxCoolDown != 0 {
+		if s.cooldown == Immediate || s.cooldown == rampart.Forever {
 			got := durationString(s.cooldown)
 			if s.cooldown == Immediate {
 				got = "Immediate"
 			}
-			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got %s", got)
+			return s, fmt.Errorf("circuitbreaker: MaxCoolDown needs a positive, finite CoolDown, got %s", got)
 		}
-		if c.MaxResetTimeout < s.cooldown {
-			return s, fmt.Errorf("circuitbreaker: MaxResetTimeout must be >= ResetTimeout (%s), got %s", durationString(s.cooldown), durationString(c.MaxResetTimeout))
+		if c.MaxCoolDown < s.cooldown {
+			return s, fmt.Errorf("circuitbreaker: MaxCoolDown must be >= CoolDown (%s), got %s", durationString(s.cooldown), durationString(c.MaxCoolDown))
 		}
-		s.multiplier = orDefault(s.multiplier, DefaultResetTimeoutMultiplier)
+		s.multiplier = orDefault(s.multiplier, DefaultCoolDownMultiplier)
 	}
 	if s.cooldown == Immediate {
 		s.cooldown = 0
@@ -192,12 +189,12 @@ func (s *settings) next(d time.Duration) time.Duration {
 }
 
 // durationString formats a duration for a message about a bad value:
-// Forever by its name, anything else as [time.Duration.String] does, so
-// that a -1ns given to a field where it means nothing special reads as
-// -1ns, not as Immediate (which only ResetTimeout gives a meaning).
+// [rampart.Forever] by its name, anything else as [time.Duration.String]
+// does, so that a -1ns given to a field where it means nothing special
+// reads as -1ns, not as Immediate (which only CoolDown gives a meaning).
 func durationString(d time.Duration) string {
-	if d == Forever {
-		return "Forever"
+	if d == rampart.Forever {
+		return "rampart.Forever"
 	}
 	return d.String()
 }

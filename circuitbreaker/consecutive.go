@@ -1,6 +1,10 @@
 package circuitbreaker
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/rampart-go/rampart"
+)
 
 // DefaultFailures is [Consecutive].Failures when zero.
 const DefaultFailures = 5
@@ -54,7 +58,7 @@ func (c *consecutive) Timing() Timing { return TimingNone }
 func (c *consecutive) WantsSuccess() bool { return c.run.Load() != 0 }
 
 func (c *consecutive) Record(call Call) bool {
-	if call.Outcome == Success {
+	if call.Outcome == rampart.Success {
 		c.run.Store(0)
 		return false
 	}
@@ -71,7 +75,7 @@ func (c *consecutive) Probe(call Call, p Probes) Verdict {
 // failure re-opens, and successes closes once that many probes succeeded
 // (they are consecutive, since a failure would have re-opened).
 func consecutiveProbes(call Call, p Probes, successes int) Verdict {
-	if call.Outcome == Failure {
+	if call.Outcome == rampart.Failure {
 		return VerdictReopen
 	}
 	if p.Succeeded >= successes {

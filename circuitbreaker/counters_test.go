@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -21,7 +22,7 @@ func TestBreaker_CB11_CountersOfCurrentPeriod(t *testing.T) {
 		name   string
 		policy circuitbreaker.Policy
 		// change brings a fresh breaker (Failures 3 or a rate window of 3
-		// calls, ResetTimeout 1s, attached to sw) to the state under test.
+		// calls, CoolDown 1s, attached to sw) to the state under test.
 		change func(t *testing.T, b *circuitbreaker.Breaker, sw *circuitbreaker.Switch)
 		want   circuitbreaker.Snapshot
 	}{{
@@ -69,7 +70,7 @@ func TestBreaker_CB11_CountersOfCurrentPeriod(t *testing.T) {
 			fail(t, b, 2, errBoom)
 			sw.ForceOpen(errMaintenance)
 		},
-		want: circuitbreaker.Snapshot{State: circuitbreaker.ForcedOpen, RetryAfter: circuitbreaker.Forever, Cause: errMaintenance},
+		want: circuitbreaker.Snapshot{State: circuitbreaker.ForcedOpen, RetryAfter: rampart.Forever, Cause: errMaintenance},
 	}, {
 		name:   "release",
 		policy: consecutive,
@@ -119,7 +120,7 @@ func TestBreaker_CB11_CountersOfCurrentPeriod(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sw := &circuitbreaker.Switch{}
-				b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy, ResetTimeout: time.Second, Switch: sw})
+				b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy, CoolDown: time.Second, Switch: sw})
 				tt.change(t, b, sw)
 				assert.Equal(t, tt.want, b.State())
 				if tt.want.State == circuitbreaker.ForcedClosed {

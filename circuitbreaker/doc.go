@@ -9,10 +9,10 @@
 //		return client.Balance(ctx, account)
 //	})
 //	// A rampart.Service:
-//	guarded := circuitbreaker.Wrap(backend, br)
+//	guarded := circuitbreaker.NewLayer[Req, Resp](br, nil).Wrap(backend)
 //	// A layer in a stack:
 //	svc := rampart.NewBuilder[Req, Resp]().
-//		Layer(circuitbreaker.NewLayer[Req, Resp](br)).
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br, nil)).
 //		Service(backend)
 //
 // An open breaker fails the call at once with an [*OpenError], which
@@ -47,6 +47,6 @@
 // A nil error is a success and any other error a failure, except one
 // returned after the caller cancelled the call's context, which is
 // ignored; an expired deadline is a failure. [Config.IsFailure] excuses
-// errors (a "not found"), and [NewClassifiedLayer] judges responses (an
+// errors (a "not found"), and [NewLayer] judges responses (an
 // HTTP 503).
 package circuitbreaker

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 func TestLayer_CB8_DoneContextReturnsItsCause(t *testing.T) {
@@ -18,22 +19,21 @@ func TestLayer_CB8_DoneContextReturnsItsCause(t *testing.T) {
 	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}}})
 	require.NoError(t, err)
 	key := func(req string) string { return req }
-	classify := func(string, error) circuitbreaker.Outcome { return circuitbreaker.Failure }
+	classify := func(string, error) rampart.Outcome { return rampart.Failure }
 	inner := &backend{err: errBoom}
-	group, err := circuitbreaker.WrapGroup(rampart.Service[string, string](inner), g, key)
+	group, err := wrap.Service3(rampart.Service[string, string](inner), circuitbreaker.NewGroupLayer, g, key, nil)
 	require.NoError(t, err)
-	classifiedGroup, err := circuitbreaker.WrapClassifiedGroup(rampart.Service[string, string](inner), g, key, classify)
+	classifiedGroup, err := wrap.Service3(rampart.Service[string, string](inner), circuitbreaker.NewGroupLayer, g, key, classify)
 	require.NoError(t, err)
 	calls := map[string]func(context.Context) error{
 		"Run": func(ctx context.Context) error {
 			_, err := circuitbreaker.Run(ctx, b, func(context.Context) (int, error) { inner.calls.Add(1); return 0, errBoom })
 			return err
 		},
-		"NewLayer":            serviceCall(guard(b, inner)),
-		"Wrap":                serviceCall(circuitbreaker.Wrap(rampart.Service[string, string](inner), b)),
-		"WrapClassified":      serviceCall(circuitbreaker.WrapClassified(rampart.Service[string, string](inner), b, classify)),
-		"WrapGroup":           serviceCall(group),
-		"WrapClassifiedGroup": serviceCall(classifiedGroup),
+		"NewLayer":                 serviceCall(guard(b, inner)),
+		"NewLayer classified":      serviceCall(wrap.Layer(rampart.Service[string, string](inner), circuitbreaker.NewLayer, b, classify)),
+		"NewGroupLayer":            serviceCall(group),
+		"NewGroupLayer classified": serviceCall(classifiedGroup),
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

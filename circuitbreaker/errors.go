@@ -4,12 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rampart-go/rampart"
 )
 
-// ErrOpen is matched by every rejection (an [*OpenError]): the breaker
-// was Open, or HalfOpen with every probe slot taken, and the call was not
-// made.
-var ErrOpen = errors.New("circuitbreaker: open")
+// ErrOpen is matched by every refusal (an [*OpenError]): the breaker was
+// Open, or HalfOpen with every probe slot taken, and the call was not
+// made. It is [rampart.ErrOpen], declared in the root package so that
+// other layers (retry, hedge) can recognize a breaker's refusal without
+// importing this package, as os.ErrNotExist is fs.ErrNotExist. Every
+// refusal also matches [rampart.ErrRefused].
+var ErrOpen = rampart.ErrOpen
 
 // ErrBadResponse is the cause of a trip on a response judged a failure.
 var ErrBadResponse = errors.New("circuitbreaker: response judged a failure")
@@ -17,9 +22,9 @@ var ErrBadResponse = errors.New("circuitbreaker: response judged a failure")
 // ErrSlowCalls is the cause of a trip [SlowCalls] decided on a slow success.
 var ErrSlowCalls = errors.New("circuitbreaker: slow calls")
 
-// OpenError is a [Breaker]'s rejection. It matches [ErrOpen] and unwraps
+// OpenError is a [Breaker]'s refusal. It matches [ErrOpen] and unwraps
 // to Cause (ask errors.Is(err, ErrOpen) first to learn whether the call
-// was made). A period's rejections share one OpenError: treat it as
+// was made). A period's refusals share one OpenError: treat it as
 // read-only.
 type OpenError struct {
 	// Name is the breaker's [Config.Name].
@@ -33,14 +38,15 @@ type OpenError struct {
 	b     *Breaker
 	until int64
 	wait  time.Duration
-	// forced is set in the rejection of a breaker forced open.
+	// forced is set in the refusal of a breaker forced open.
 	forced bool
 }
 
 // RetryAfter returns the exact rest of the cool-down, read from the
 // breaker's clock when called: zero once it has ended, for want of a
-// probe slot, and for the zero OpenError; [Forever] when no probe will be
-// admitted by itself.
+// probe slot, and for the zero OpenError; [rampart.Forever] when no probe
+// will be admitted by itself. It makes an OpenError a [rampart.Hint],
+// which retry and the adapters honour.
 func (e *OpenError) RetryAfter() time.Duration {
 	if e.b == nil {
 		return e.wait
@@ -56,7 +62,7 @@ func (e *OpenError) Error() string {
 		return prefix(e.Name) + "forced open (until released)" + causeText(ForcedOpen, e.Cause)
 	}
 	wait := "half-open, every probe slot taken"
-	if r := e.RetryAfter(); e.b != nil || r == Forever {
+	if r := e.RetryAfter(); e.b != nil || r == rampart.Forever {
 		wait = waitText(r)
 	}
 	return prefix(e.Name) + "open (" + wait + ")" + causeText(Open, e.Cause)
@@ -64,13 +70,13 @@ func (e *OpenError) Error() string {
 
 // waitText says when an Open breaker whose cool-down has r left admits a
 // probe, as the messages print it: "retry after" r rounded up to a
-// millisecond, or "until reset" for [Forever].
+// millisecond, or "until reset" for [rampart.Forever].
 func waitText(r time.Duration) string {
 	const ms = time.Millisecond
 	switch {
-	case r == Forever:
+	case r == rampart.Forever:
 		return "until reset"
-	case r > Forever-ms:
+	case r > rampart.Forever-ms:
 		return "retry after " + r.String()
 	}
 	return "retry after " + ((r + ms - 1) / ms * ms).String()
@@ -97,12 +103,8 @@ func prefix(name string) string {
 	return fmt.Sprintf("circuitbreaker %q: ", name)
 }
 
-// RetryDelay returns [OpenError.RetryAfter], the wait hint that retry and
-// ramparthttp honour.
-func (e *OpenError) RetryDelay() time.Duration { return e.RetryAfter() }
-
-// Is reports whether target is [ErrOpen].
-func (e *OpenError) Is(target error) bool { return target == ErrOpen }
+// Is reports whether target is [ErrOpen] or [rampart.ErrRefused].
+func (e *OpenError) Is(target error) bool { return target == ErrOpen || target == rampart.ErrRefused }
 
 // Unwrap returns Cause.
 func (e *OpenError) Unwrap() error { return e.Cause }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -30,7 +31,7 @@ func TestSubscribe_CB19_AsyncListenerDoesNotSlowTheCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
 			Policy:         circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout:   time.Hour,
+			CoolDown:       time.Hour,
 			AsyncListeners: true,
 		})
 		var (
@@ -68,7 +69,7 @@ func TestSubscribe_CB19_AsyncListenerMayCallBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
 			Policy:         circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout:   time.Hour,
+			CoolDown:       time.Hour,
 			AsyncListeners: true,
 		})
 		var seen []string
@@ -92,8 +93,8 @@ func TestSubscribe_CB10_PanicGoesToListenerPanic(t *testing.T) {
 	}
 	var got []report
 	b := newBreaker(t, circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: time.Hour,
+		Policy:   circuitbreaker.Consecutive{Failures: 1},
+		CoolDown: time.Hour,
 		ListenerPanic: func(value any, stack []byte) {
 			got = append(got, report{value, string(stack)})
 		},
@@ -115,7 +116,7 @@ func TestSubscribe_CB10_PanicIsLoggedByDefault(t *testing.T) {
 	defer log.SetFlags(log.Flags())
 	log.SetOutput(&buf)
 	log.SetFlags(0)
-	b := newBreaker(t, circuitbreaker.Config{Name: "payments", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Name: "payments", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	b.Subscribe(panickingListener)
 	fail(t, b, 1, errBoom)
 	out := buf.String()
@@ -125,7 +126,7 @@ func TestSubscribe_CB10_PanicIsLoggedByDefault(t *testing.T) {
 
 func TestBreaker_CB19_NameInTransitionsErrorsAndSnapshots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Name: "payments", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+		b := newBreaker(t, circuitbreaker.Config{Name: "payments", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 		rec := record(b)
 		fail(t, b, 1, errBoom)
 		oe := openErr(t, b)
@@ -145,9 +146,9 @@ func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 		v    fmt.Stringer
 		want string
 	}{
-		{name: "forced open", v: circuitbreaker.Snapshot{Name: "db", State: circuitbreaker.ForcedOpen, RetryAfter: circuitbreaker.Forever, Cause: errMaint},
+		{name: "forced open", v: circuitbreaker.Snapshot{Name: "db", State: circuitbreaker.ForcedOpen, RetryAfter: rampart.Forever, Cause: errMaint},
 			want: `"db": forced-open (until released): maintenance`},
-		{name: "open forever", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.Forever, Cause: errBoom},
+		{name: "open forever", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: rampart.Forever, Cause: errBoom},
 			want: `open (until reset): tripped by: boom`},
 		{name: "open", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1500 * time.Millisecond, Cause: errBoom},
 			want: `open (retry after 1.5s): tripped by: boom`},
@@ -177,7 +178,7 @@ func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 
 func TestGroup_CB19_BreakersAreNamedAfterTheirKey(t *testing.T) {
 	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
-		Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour},
+		Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour},
 	})
 	require.NoError(t, err)
 	fail(t, g.Breaker("a.example"), 1, errBoom)
@@ -200,7 +201,7 @@ func (p *successTripper) NewTracker() (circuitbreaker.Tracker, error) { return p
 func (*successTripper) Timing() circuitbreaker.Timing                 { return circuitbreaker.TimingNone }
 func (*successTripper) WantsSuccess() bool                            { return true }
 func (p *successTripper) Record(c circuitbreaker.Call) bool {
-	if c.Outcome == circuitbreaker.Success {
+	if c.Outcome == rampart.Success {
 		p.successes++
 	}
 	return p.successes >= 3
@@ -213,7 +214,7 @@ func (*successTripper) Counters() circuitbreaker.Counters { return circuitbreake
 func (*successTripper) TripCause() error                  { return errQuota }
 
 func TestPolicy_CB12_UserTrackerNamesTheCauseOfATripOnSuccess(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: &successTripper{}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: &successTripper{}, CoolDown: time.Hour})
 	rec := record(b)
 	succeed(t, b, 3)
 	oe := openErr(t, b)
@@ -234,7 +235,7 @@ func TestSubscribe_CB19_AsyncListenerPanicGoesToListenerPanic(t *testing.T) {
 		)
 		b := newBreaker(t, circuitbreaker.Config{
 			Policy:         circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout:   time.Hour,
+			CoolDown:       time.Hour,
 			AsyncListeners: true,
 			ListenerPanic: func(value any, stack []byte) {
 				mu.Lock()
@@ -266,12 +267,12 @@ func TestErrors_CB19_SpecialDurationsNamedWhereTheyMeanSomething(t *testing.T) {
 			cfg  circuitbreaker.Config
 			want string
 		}{
-			{name: "growth from immediate", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Immediate, MaxResetTimeout: time.Second},
-				want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Immediate"},
-			{name: "growth from forever", cfg: circuitbreaker.Config{ResetTimeout: circuitbreaker.Forever, MaxResetTimeout: circuitbreaker.Forever},
-				want: "circuitbreaker: MaxResetTimeout needs a positive, finite ResetTimeout, got Forever"},
-			{name: "immediate max reset timeout", cfg: circuitbreaker.Config{MaxResetTimeout: circuitbreaker.Immediate},
-				want: "circuitbreaker: MaxResetTimeout must be >= 0, got -1ns"},
+			{name: "growth from immediate", cfg: circuitbreaker.Config{CoolDown: circuitbreaker.Immediate, MaxCoolDown: time.Second},
+				want: "circuitbreaker: MaxCoolDown needs a positive, finite CoolDown, got Immediate"},
+			{name: "growth from forever", cfg: circuitbreaker.Config{CoolDown: rampart.Forever, MaxCoolDown: rampart.Forever},
+				want: "circuitbreaker: MaxCoolDown needs a positive, finite CoolDown, got rampart.Forever"},
+			{name: "immediate max cool-down", cfg: circuitbreaker.Config{MaxCoolDown: circuitbreaker.Immediate},
+				want: "circuitbreaker: MaxCoolDown must be >= 0, got -1ns"},
 			{name: "immediate probe lease", cfg: circuitbreaker.Config{ProbeLease: circuitbreaker.Immediate},
 				want: "circuitbreaker: ProbeLease must be >= 0, got -1ns"},
 			{name: "immediate slow-call threshold", cfg: circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: circuitbreaker.Immediate}},
@@ -285,11 +286,11 @@ func TestErrors_CB19_SpecialDurationsNamedWhereTheyMeanSomething(t *testing.T) {
 			})
 		}
 		_, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{IdleTimeout: circuitbreaker.Immediate})
-		require.EqualError(t, err, "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; Forever never drops), got -1ns")
+		require.EqualError(t, err, "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; rampart.Forever never drops), got -1ns")
 	})
 	t.Run("open forever", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever})
+			b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: rampart.Forever})
 			fail(t, b, 1, errBoom)
 			time.Sleep(time.Hour)
 			assert.Equal(t, "circuitbreaker: open (until reset): tripped by: boom", openErr(t, b).Error())

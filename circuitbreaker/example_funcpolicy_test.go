@@ -25,7 +25,7 @@ func ExampleTripFunc() {
 	call := func(callErr error) {
 		p, err := br.TryAcquire()
 		if err != nil {
-			fmt.Println("rejected:", err)
+			fmt.Println("refused:", err)
 			return
 		}
 		p.Done(callErr)
@@ -46,5 +46,5 @@ func ExampleTripFunc() {
 	// after 4 ordinary failures: closed
 	// after 5: open
 	// after one fatal error: open
-	// rejected: circuitbreaker: open (retry after 30s): tripped by: list buckets: credentials refused
+	// refused: circuitbreaker: open (retry after 30s): tripped by: list buckets: credentials refused
 }

@@ -17,15 +17,15 @@ import (
 func ExampleNewGroupLayer() {
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
 		Breaker: circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: 10 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: 10 * time.Second,
 		},
 	})
 	if err != nil {
 		panic(err)
 	}
 	host := func(url string) string { h, _, _ := strings.Cut(url, "/"); return h }
-	perHost, err := circuitbreaker.NewGroupLayer[string, string](hosts, host)
+	perHost, err := circuitbreaker.NewGroupLayer[string, string](hosts, host, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -36,7 +37,7 @@ func (quotaTracker) Record(c circuitbreaker.Call) bool {
 }
 
 func (quotaTracker) Probe(c circuitbreaker.Call, _ circuitbreaker.Probes) circuitbreaker.Verdict {
-	if c.Outcome == circuitbreaker.Failure {
+	if c.Outcome == rampart.Failure {
 		return circuitbreaker.VerdictReopen
 	}
 	return circuitbreaker.VerdictClose
@@ -55,7 +56,7 @@ func Example_customPolicy() {
 	call := func(callErr error) {
 		p, err := br.TryAcquire()
 		if err != nil {
-			fmt.Println("rejected:", err)
+			fmt.Println("refused:", err)
 			return
 		}
 		p.Done(callErr)
@@ -70,5 +71,5 @@ func Example_customPolicy() {
 	// called, now closed
 	// called, now closed
 	// called, now open
-	// rejected: circuitbreaker: open (retry after 30s): tripped by: list buckets: quota exhausted, refills in 1m0s
+	// refused: circuitbreaker: open (retry after 30s): tripped by: list buckets: quota exhausted, refills in 1m0s
 }

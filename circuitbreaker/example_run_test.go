@@ -13,8 +13,8 @@ import (
 // that fails twice trips the breaker, and the third call is not made.
 func ExampleRun() {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: 30 * time.Second,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: 30 * time.Second,
 	})
 	if err != nil {
 		panic(err)

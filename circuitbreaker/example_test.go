@@ -14,8 +14,8 @@ import (
 // again until the cool-down ends.
 func ExampleNewLayer() {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 3},
-		ResetTimeout: 10 * time.Second,
+		Policy:   circuitbreaker.Consecutive{Failures: 3},
+		CoolDown: 10 * time.Second,
 	})
 	if err != nil {
 		panic(err)
@@ -26,7 +26,7 @@ func ExampleNewLayer() {
 		return "", errors.New("registry unavailable")
 	})
 	svc := rampart.NewBuilder[string, string]().
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Service(registry)
 
 	for range 5 {
@@ -68,14 +68,14 @@ func ExampleBreaker_TryAcquire() {
 	err = lookup(false)
 	var oe *circuitbreaker.OpenError
 	if errors.As(err, &oe) {
-		fmt.Println("rejected; tripped by:", oe.Cause)
+		fmt.Println("refused; tripped by:", oe.Cause)
 	}
 	// Output:
 	// outcome counted: true
 	// <nil>
 	// outcome counted: true
 	// connection refused
-	// rejected; tripped by: connection refused
+	// refused; tripped by: connection refused
 }
 
 // Listeners see every transition, in order, after the breaker's lock is
@@ -83,8 +83,8 @@ func ExampleBreaker_TryAcquire() {
 // once.
 func ExampleBreaker_Subscribe() {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: circuitbreaker.Immediate,
+		Policy:   circuitbreaker.Consecutive{Failures: 1},
+		CoolDown: circuitbreaker.Immediate,
 	})
 	if err != nil {
 		panic(err)

@@ -1,6 +1,10 @@
 package circuitbreaker
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/rampart-go/rampart"
+)
 
 // Counts are the counted outcomes of the current Closed period, as a
 // [TripFunc] sees them (gobreaker's Counts, with the last error).
@@ -54,7 +58,7 @@ func (t *tripFunc) WantsSuccess() bool { return true }
 func (t *tripFunc) Record(call Call) bool {
 	c := &t.c
 	c.Requests++
-	if call.Outcome == Success {
+	if call.Outcome == rampart.Success {
 		c.Successes++
 		c.ConsecutiveSuccesses++
 		c.ConsecutiveFailures = 0

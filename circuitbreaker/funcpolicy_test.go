@@ -66,7 +66,7 @@ func TestTripFunc_CB17_TripsWhenTheFuncSays(t *testing.T) {
 		s := &seen{trip: func(c circuitbreaker.Counts) bool {
 			return errors.Is(c.LastError, errAuth) || c.ConsecutiveFailures >= 3
 		}}
-		b := newBreaker(t, circuitbreaker.Config{Policy: s.policy(), ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: s.policy(), CoolDown: time.Minute})
 		fail(t, b, 2, errBoom)
 		assert.Equal(t, circuitbreaker.Closed, b.State().State)
 		fail(t, b, 1, errAuth)
@@ -85,7 +85,7 @@ func TestTripFunc_CB17_TripOnSuccessHasLastErrorAsCause(t *testing.T) {
 		policy := circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
 			return c.Requests >= 4 && 2*c.Failures >= c.Requests
 		})
-		b := newBreaker(t, circuitbreaker.Config{Policy: policy, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: policy, CoolDown: time.Minute})
 		fail(t, b, 1, errBoom)
 		fail(t, b, 1, errNotFound)
 		succeed(t, b, 1)
@@ -98,7 +98,7 @@ func TestTripFunc_CB17_TripOnSuccessHasLastErrorAsCause(t *testing.T) {
 func TestTripFunc_CB17_CountsStartAtZeroInEachClosedPeriod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &seen{trip: func(c circuitbreaker.Counts) bool { return c.Failures >= 2 }}
-		b := newBreaker(t, circuitbreaker.Config{Policy: s.policy(), ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: s.policy(), CoolDown: time.Second})
 		fail(t, b, 2, errBoom) // trips
 		time.Sleep(time.Second)
 		succeed(t, b, 1) // the probe closes: not given to the func
@@ -136,7 +136,7 @@ func TestTripFunc_CB17_HalfOpenFollowsMaxProbes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				policy := circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool { return c.Failures >= 1 })
-				b := newBreaker(t, circuitbreaker.Config{Policy: policy, ResetTimeout: time.Second, MaxProbes: tt.maxProbes})
+				b := newBreaker(t, circuitbreaker.Config{Policy: policy, CoolDown: time.Second, MaxProbes: tt.maxProbes})
 				fail(t, b, 1, errBoom)
 				time.Sleep(time.Second)
 				var got []circuitbreaker.State
@@ -181,7 +181,7 @@ func TestTripFunc_CB17_Hammer(t *testing.T) {
 		}
 		return c.ConsecutiveFailures >= 3
 	})
-	b := newBreaker(t, circuitbreaker.Config{Policy: policy, ResetTimeout: circuitbreaker.Immediate, MaxProbes: maxProbes})
+	b := newBreaker(t, circuitbreaker.Config{Policy: policy, CoolDown: circuitbreaker.Immediate, MaxProbes: maxProbes})
 	var trips atomic.Int64
 	b.Subscribe(func(tr circuitbreaker.Transition) {
 		if tr.To == circuitbreaker.Open {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -54,13 +55,13 @@ func (m *model) enter(to circuitbreaker.State, cause error) {
 	}
 }
 
-// acquire returns a permit, or the RetryAfter of the rejection.
+// acquire returns a permit, or the RetryAfter of the refusal.
 func (m *model) acquire(id int) (*modelPermit, time.Duration) {
 	switch m.state {
 	case circuitbreaker.Closed, circuitbreaker.ForcedClosed:
 		return &modelPermit{id: id, epoch: m.epoch, state: m.state}, 0
 	case circuitbreaker.ForcedOpen:
-		return nil, circuitbreaker.Forever
+		return nil, rampart.Forever
 	case circuitbreaker.Open:
 		if m.now < m.until {
 			return nil, m.until - m.now
@@ -80,7 +81,7 @@ func (m *model) acquire(id int) (*modelPermit, time.Duration) {
 	return &modelPermit{id: id, epoch: m.epoch, state: circuitbreaker.HalfOpen}, 0
 }
 
-func (m *model) finish(p *modelPermit, o circuitbreaker.Outcome, err error) bool {
+func (m *model) finish(p *modelPermit, o rampart.Outcome, err error) bool {
 	if p.done {
 		return false
 	}
@@ -91,9 +92,9 @@ func (m *model) finish(p *modelPermit, o circuitbreaker.Outcome, err error) bool
 	switch p.state {
 	case circuitbreaker.Closed:
 		switch o {
-		case circuitbreaker.Success:
+		case rampart.Success:
 			m.run = 0
-		case circuitbreaker.Failure:
+		case rampart.Failure:
 			m.run++
 			if m.run >= m.failures {
 				m.cooldown = m.cooldown0
@@ -106,10 +107,10 @@ func (m *model) finish(p *modelPermit, o circuitbreaker.Outcome, err error) bool
 	case circuitbreaker.HalfOpen:
 		exp, ok := m.probes[p.id]
 		delete(m.probes, p.id)
-		if !ok || exp <= m.now || o == circuitbreaker.Ignored {
+		if !ok || exp <= m.now || o == rampart.Ignored {
 			return false
 		}
-		if o == circuitbreaker.Failure {
+		if o == rampart.Failure {
 			if m.maxCooldown != 0 {
 				m.cooldown = min(2*m.cooldown, m.maxCooldown)
 			}
@@ -146,7 +147,7 @@ func (m *model) snapshot() circuitbreaker.Snapshot {
 		}
 		s.ProbesSucceeded = m.succeeded
 	case circuitbreaker.ForcedOpen:
-		s.Cause, s.RetryAfter = m.cause, circuitbreaker.Forever
+		s.Cause, s.RetryAfter = m.cause, rampart.Forever
 	}
 	return s
 }
@@ -201,12 +202,12 @@ func runModel(t *testing.T, data []byte) {
 	}
 	sw := &circuitbreaker.Switch{}
 	b, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:          circuitbreaker.Consecutive{Failures: m.failures, Successes: m.successes},
-		ResetTimeout:    reset,
-		MaxResetTimeout: m.maxCooldown,
-		MaxProbes:       m.maxProbes,
-		ProbeLease:      m.lease,
-		Switch:          sw,
+		Policy:      circuitbreaker.Consecutive{Failures: m.failures, Successes: m.successes},
+		CoolDown:    reset,
+		MaxCoolDown: m.maxCooldown,
+		MaxProbes:   m.maxProbes,
+		ProbeLease:  m.lease,
+		Switch:      sw,
 	})
 	require.NoError(t, err)
 	rec := record(b)
@@ -235,19 +236,19 @@ func runModel(t *testing.T, data []byte) {
 				continue
 			}
 			k := arg % len(permits)
-			o := circuitbreaker.Outcome(op&7 - 2)
+			o := rampart.Outcome(op&7 - 2)
 			e := fuzzErrs[arg%len(fuzzErrs)]
 			var got bool
 			switch o {
-			case circuitbreaker.Success:
+			case rampart.Success:
 				got = permits[k].Success()
-			case circuitbreaker.Failure:
+			case rampart.Failure:
 				got = permits[k].Failure(e)
 			default:
 				permits[k].Ignore()
 			}
 			want := m.finish(mperms[k], o, e)
-			if o != circuitbreaker.Ignored {
+			if o != rampart.Ignored {
 				require.Equal(t, want, got, "op %d: outcome %v of permit %d counted", i, o, k)
 			}
 		case 5: // advance time

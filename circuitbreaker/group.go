@@ -34,7 +34,7 @@ type GroupConfig struct {
 	// [DefaultGroupMaxKeys]; negative is an error.
 	MaxKeys int
 	// IdleTimeout is how long a breaker may go unused before the group
-	// drops it. Zero means [DefaultGroupIdleTimeout]; [Forever] never
+	// drops it. Zero means [DefaultGroupIdleTimeout]; [rampart.Forever] never
 	// drops; other negatives are errors.
 	IdleTimeout time.Duration
 }
@@ -104,7 +104,7 @@ func (g *Group[K]) init(cfg GroupConfig) error {
 	case cfg.MaxKeys < 0:
 		return fmt.Errorf("circuitbreaker: GroupConfig.MaxKeys must be >= 0 (0 means %d), got %d", DefaultGroupMaxKeys, cfg.MaxKeys)
 	case cfg.IdleTimeout < 0:
-		return fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; Forever never drops), got %s", DefaultGroupIdleTimeout, durationString(cfg.IdleTimeout))
+		return fmt.Errorf("circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means %v; rampart.Forever never drops), got %s", DefaultGroupIdleTimeout, durationString(cfg.IdleTimeout))
 	}
 	// The overflow breaker is also the check of cfg.Breaker.
 	ocfg := cfg.Breaker
@@ -326,15 +326,10 @@ func (g *Group[K]) Overflow() *Breaker {
 	return g.overflow
 }
 
-// NewGroupLayer is [NewLayer] with g's breaker for key(req); key must be
-// safe for concurrent use. A nil g or key is an error.
-func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K) (rampart.Layer[Req, Resp], error) {
-	return NewClassifiedGroupLayer[Req, Resp](g, key, nil)
-}
-
-// NewClassifiedGroupLayer is [NewGroupLayer] with classify judging each
-// call.
-func NewClassifiedGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Layer[Req, Resp], error) {
+// NewGroupLayer is [NewLayer] with g's breaker for key(req), judging each
+// call with classify (nil judges by the error alone); key must be safe for
+// concurrent use. A nil g or key is an error.
+func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, classify Classifier[Resp]) (rampart.Layer[Req, Resp], error) {
 	switch {
 	case g == nil:
 		return nil, errors.New("circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")

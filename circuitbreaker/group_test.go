@@ -36,7 +36,7 @@ func keysOf(g *circuitbreaker.Group[string]) []string {
 func TestGroup_CB18_OneBreakerPerKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute,
+			Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute,
 		}})
 		a, b := g.Breaker("a"), g.Breaker("b")
 		require.NotSame(t, a, b)
@@ -62,7 +62,7 @@ func TestGroup_CB18_CB13_ConfigErrors(t *testing.T) {
 		{name: "MaxKeys", cfg: circuitbreaker.GroupConfig{MaxKeys: -1},
 			want: "circuitbreaker: GroupConfig.MaxKeys must be >= 0 (0 means 10000), got -1"},
 		{name: "IdleTimeout", cfg: circuitbreaker.GroupConfig{IdleTimeout: -time.Second},
-			want: "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; Forever never drops), got -1s"},
+			want: "circuitbreaker: GroupConfig.IdleTimeout must be >= 0 (0 means 10m0s; rampart.Forever never drops), got -1s"},
 		{name: "Breaker", cfg: circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{MaxProbes: -1}},
 			want: "circuitbreaker: MaxProbes must be in [0, 1024], got -1 (GroupConfig.Breaker)"},
 		{name: "Policy", cfg: circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.TripFunc(nil)}},
@@ -133,11 +133,11 @@ func TestGroup_CB18_AddingAKeyDropsIdleOnes(t *testing.T) {
 
 // An Open breaker is kept while its cool-down runs, however long it is
 // idle; once the cool-down is over and it has been idle for IdleTimeout it
-// is dropped. With a Forever cool-down it is never dropped.
+// is dropped. With a rampart.Forever cool-down it is never dropped.
 func TestGroup_CB18_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 5 * time.Minute,
+			Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 5 * time.Minute,
 		}})
 		fail(t, g.Breaker("a"), 1, errBoom)
 		time.Sleep(5*time.Minute - 1)
@@ -148,7 +148,7 @@ func TestGroup_CB18_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
 		assert.Equal(t, 0, g.Len(), "cool-down over and idle: dropped")
 
 		forever := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever,
+			Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: rampart.Forever,
 		}})
 		fail(t, forever.Breaker("a"), 1, errBoom)
 		time.Sleep(24 * time.Hour)
@@ -160,7 +160,7 @@ func TestGroup_CB18_IdleOpenBreakerKeptWhileCoolingDown(t *testing.T) {
 func TestGroup_CB18_ProbeInFlightKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second, ProbeLease: time.Hour,
+			Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second, ProbeLease: time.Hour,
 		}})
 		fail(t, g.Breaker("a"), 1, errBoom)
 		time.Sleep(time.Second)
@@ -194,7 +194,7 @@ func TestGroup_CB18_SizeBoundDropsAnUnusedClosedBreaker(t *testing.T) {
 func TestGroup_CB18_SizeBoundWithAllOpenUsesOverflow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: 2, Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute,
+			Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute,
 		}})
 		fail(t, g.Breaker("a"), 1, errBoom)
 		fail(t, g.Breaker("b"), 1, errBoom)
@@ -238,9 +238,9 @@ func hostOf(req string) string {
 func TestGroup_CB18_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute,
+			Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Minute,
 		}})
-		layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf)
+		layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf, nil)
 		require.NoError(t, err)
 		calls := map[string]int{}
 		svc := rampart.NewBuilder[string, string]().Layer(layer).Service(
@@ -275,11 +275,11 @@ func TestGroup_CB18_LayerGivesEachKeyItsOwnBreaker(t *testing.T) {
 
 func TestGroup_CB18_ClassifiedLayer(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}}})
-	layer, err := circuitbreaker.NewClassifiedGroupLayer[string, int](g, hostOf, func(status int, err error) circuitbreaker.Outcome {
+	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf, func(status int, err error) rampart.Outcome {
 		if err != nil || status >= 500 {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
-		return circuitbreaker.Success
+		return rampart.Success
 	})
 	require.NoError(t, err)
 	svc := layer.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 503, nil }))
@@ -294,12 +294,12 @@ func TestGroup_CB18_ClassifiedLayer(t *testing.T) {
 
 func TestGroup_CB18_LayerNilArguments(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{})
-	_, err := circuitbreaker.NewGroupLayer[string, string](nil, hostOf)
+	_, err := circuitbreaker.NewGroupLayer[string, string](nil, hostOf, nil)
 	assert.EqualError(t, err, "circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")
-	_, err = circuitbreaker.NewGroupLayer[string, string, string](g, nil)
+	_, err = circuitbreaker.NewGroupLayer[string, string, string](g, nil, nil)
 	assert.EqualError(t, err, "circuitbreaker: group layer: nil key func")
 
-	layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf)
+	layer, err := circuitbreaker.NewGroupLayer[string, string](g, hostOf, nil)
 	require.NoError(t, err)
 	_, err = layer.Wrap(nil).Call(t.Context(), "a/x")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
@@ -312,9 +312,9 @@ func TestGroup_CB18_Hammer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const maxKeys = 16
 		g := newGroup(t, circuitbreaker.GroupConfig{MaxKeys: maxKeys, IdleTimeout: 4 * time.Millisecond, Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2 * time.Millisecond,
+			Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: 2 * time.Millisecond,
 		}})
-		layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(req int) string { return strconv.Itoa(req % 40) })
+		layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(req int) string { return strconv.Itoa(req % 40) }, nil)
 		require.NoError(t, err)
 		svc := layer.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
 			if req%3 == 0 {
@@ -344,7 +344,7 @@ func TestGroup_CB18_Hammer(t *testing.T) {
 
 func TestAllocs_Group_CB18(t *testing.T) {
 	g := newGroup(t, circuitbreaker.GroupConfig{})
-	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf)
+	layer, err := circuitbreaker.NewGroupLayer[string, int](g, hostOf, nil)
 	require.NoError(t, err)
 	svc := layer.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }))
 	ctx := context.Background()
@@ -366,7 +366,7 @@ func BenchmarkGroup_ClosedSuccess(b *testing.B) {
 		keys[i] = "host" + strconv.Itoa(i)
 		g.Breaker(keys[i])
 	}
-	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(i int) string { return keys[i%len(keys)] })
+	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(i int) string { return keys[i%len(keys)] }, nil)
 	require.NoError(b, err)
 	svc := layer.Wrap(ok)
 	ctx := context.Background()
@@ -384,7 +384,7 @@ func BenchmarkGroup_ClosedSuccess(b *testing.B) {
 // on the same key.
 func BenchmarkGroup_OneHotKey(b *testing.B) {
 	g := newGroup(b, circuitbreaker.GroupConfig{})
-	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(int) string { return "host" })
+	layer, err := circuitbreaker.NewGroupLayer[int, int](g, func(int) string { return "host" }, nil)
 	require.NoError(b, err)
 	svc := layer.Wrap(ok)
 	ctx := context.Background()

@@ -39,7 +39,7 @@ func init() {
 
 // TestHammer drives one breaker from many goroutines with random outcomes,
 // resets and switch flips, and checks the invariants on every step: probes
-// in flight never exceed MaxProbes, a rejected call never runs, every
+// in flight never exceed MaxProbes, a refused call never runs, every
 // transition is legal, and the listener sees transitions in order and one
 // at a time.
 func TestHammer(t *testing.T) {
@@ -51,10 +51,10 @@ func TestHammer(t *testing.T) {
 	)
 	sw := &circuitbreaker.Switch{}
 	b := newBreaker(t, circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 3, Successes: 2},
-		ResetTimeout: circuitbreaker.Immediate,
-		MaxProbes:    maxProbes,
-		Switch:       sw,
+		Policy:    circuitbreaker.Consecutive{Failures: 3, Successes: 2},
+		CoolDown:  circuitbreaker.Immediate,
+		MaxProbes: maxProbes,
+		Switch:    sw,
 	})
 
 	var (
@@ -98,7 +98,7 @@ func TestHammer(t *testing.T) {
 			}
 			return r.id, nil
 		})
-		svc = rampart.NewBuilder[req, int]().Layer(circuitbreaker.NewLayer[req, int](b)).Service(inner)
+		svc = rampart.NewBuilder[req, int]().Layer(circuitbreaker.NewLayer[req, int](b, nil)).Service(inner)
 		wg  sync.WaitGroup
 	)
 	for g := range goroutines {

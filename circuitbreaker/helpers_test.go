@@ -110,7 +110,7 @@ func (s *backend) Call(ctx context.Context, req string) (string, error) {
 }
 
 func guard(b *circuitbreaker.Breaker, s rampart.Service[string, string]) rampart.Service[string, string] {
-	return rampart.NewBuilder[string, string]().Layer(circuitbreaker.NewLayer[string, string](b)).Service(s)
+	return rampart.NewBuilder[string, string]().Layer(circuitbreaker.NewLayer[string, string](b, nil)).Service(s)
 }
 
 // panicOf calls f and returns the value it panicked with and the stack

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // panickingIsFailure is a Config.IsFailure that panics; its name must
@@ -18,7 +20,7 @@ func panickingIsFailure(error) bool { panic("judge exploded") }
 
 // panickingClassifier is a Classifier that panics; its name must appear in
 // the stack the caller sees.
-func panickingClassifier(string, error) circuitbreaker.Outcome { panic("judge exploded") }
+func panickingClassifier(string, error) rampart.Outcome { panic("judge exploded") }
 
 // TestLayer_CB7_PanickingJudgeIsFailureAndRepanics checks that a panic in
 // Config.IsFailure or in a Classifier, whichever way the outcome reaches
@@ -42,17 +44,17 @@ func TestLayer_CB7_PanickingJudgeIsFailureAndRepanics(t *testing.T) {
 	}{{
 		name: "layer, IsFailure", isFailure: true,
 		call: func(t *testing.T, b *circuitbreaker.Breaker, _ *circuitbreaker.Group[string]) {
-			_, _ = circuitbreaker.Wrap(&backend{err: errBoom}, b).Call(t.Context(), "x")
+			_, _ = wrap.Layer(&backend{err: errBoom}, circuitbreaker.NewLayer, b, nil).Call(t.Context(), "x")
 		},
 	}, {
 		name: "classified layer, Classifier on a response",
 		call: func(t *testing.T, b *circuitbreaker.Breaker, _ *circuitbreaker.Group[string]) {
-			_, _ = circuitbreaker.NewClassifiedLayer[string, string](b, panickingClassifier).Wrap(&backend{}).Call(t.Context(), "x")
+			_, _ = circuitbreaker.NewLayer[string, string](b, panickingClassifier).Wrap(&backend{}).Call(t.Context(), "x")
 		},
 	}, {
 		name: "classified layer, Classifier on an error",
 		call: func(t *testing.T, b *circuitbreaker.Breaker, _ *circuitbreaker.Group[string]) {
-			_, _ = circuitbreaker.NewClassifiedLayer[string, string](b, panickingClassifier).Wrap(&backend{err: errBoom}).Call(t.Context(), "x")
+			_, _ = circuitbreaker.NewLayer[string, string](b, panickingClassifier).Wrap(&backend{err: errBoom}).Call(t.Context(), "x")
 		},
 	}, {
 		name: "Run, IsFailure", isFailure: true,
@@ -62,14 +64,14 @@ func TestLayer_CB7_PanickingJudgeIsFailureAndRepanics(t *testing.T) {
 	}, {
 		name: "group layer, IsFailure", isFailure: true, group: true,
 		call: func(t *testing.T, _ *circuitbreaker.Breaker, g *circuitbreaker.Group[string]) {
-			l, err := circuitbreaker.NewGroupLayer[string, string](g, key)
+			l, err := circuitbreaker.NewGroupLayer[string, string](g, key, nil)
 			require.NoError(t, err)
 			_, _ = l.Wrap(&backend{err: errBoom}).Call(t.Context(), "x")
 		},
 	}, {
 		name: "classified group layer, Classifier", group: true,
 		call: func(t *testing.T, _ *circuitbreaker.Breaker, g *circuitbreaker.Group[string]) {
-			l, err := circuitbreaker.NewClassifiedGroupLayer[string, string](g, key, panickingClassifier)
+			l, err := circuitbreaker.NewGroupLayer[string, string](g, key, panickingClassifier)
 			require.NoError(t, err)
 			_, _ = l.Wrap(&backend{}).Call(t.Context(), "x")
 		},
@@ -96,7 +98,7 @@ func TestLayer_CB7_PanickingJudgeIsFailureAndRepanics(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					cfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second}
+					cfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second}
 					if tt.isFailure {
 						cfg.IsFailure = panickingIsFailure
 					}

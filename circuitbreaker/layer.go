@@ -17,26 +17,17 @@ var ErrPanicked = errors.New("circuitbreaker: protected call or its classifier p
 // Classifier judges a finished call from its response and error (an HTTP
 // 503 as a Failure, say). It is not asked about a call the caller
 // cancelled, and must be safe for concurrent use.
-type Classifier[Resp any] func(resp Resp, err error) Outcome
+type Classifier[Resp any] func(resp Resp, err error) rampart.Outcome
 
-// NewLayer returns a layer that guards a service with b. A call returns
-// ctx.Err() (with its [context.Cause]) when ctx is already done, the [*OpenError] when b rejects it,
-// and otherwise the inner result unchanged, recorded as by
-// [Permit.DoneContext]. A nil b fails every call; Wrap(nil) fails with
-// [rampart.ErrNilService]. Safe for concurrent use.
-func NewLayer[Req, Resp any](b *Breaker) rampart.Layer[Req, Resp] {
-	return layer[Req, Resp]{b: b}
-}
-
-// Wrap is NewLayer[Req, Resp](b).Wrap(svc), with inferred types.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], b *Breaker) rampart.Service[Req, Resp] {
-	return NewLayer[Req, Resp](b).Wrap(svc)
-}
-
-// NewClassifiedLayer is [NewLayer] with classify judging each call;
-// [Config.IsFailure] still has the last word on errors. A nil classify is
-// NewLayer.
-func NewClassifiedLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
+// NewLayer returns a layer that guards a service with b, judging each
+// call with classify: a nil classify judges by the error alone (see
+// [ClassifyContext]), and [Config.IsFailure] has the last word on errors
+// either way. A call returns ctx.Err() (with its [context.Cause]) when ctx
+// is already done, the [*OpenError] when b refuses it, and otherwise the
+// inner result unchanged, recorded as by [Permit.DoneContext]. A nil b
+// fails every call; Wrap(nil) fails with [rampart.ErrNilService]. Safe for
+// concurrent use.
+func NewLayer[Req, Resp any](b *Breaker, classify Classifier[Resp]) rampart.Layer[Req, Resp] {
 	return layer[Req, Resp]{b: b, classify: classify}
 }
 
@@ -106,7 +97,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	normal := false
 	defer func() {
 		if !normal {
-			p.finish(ctx, Failure, ErrPanicked)
+			p.finish(ctx, rampart.Failure, ErrPanicked)
 		}
 	}()
 	resp, err = s.inner.Call(ctx, req)
@@ -131,23 +122,23 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 // error to record with it: the caller's cancellation is ignored, then
 // classify (or [ClassifyContext] without one) judges, and
 // [Config.IsFailure] may overrule a failure of a non-nil error.
-func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (Outcome, error) {
-	var o Outcome
+func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (rampart.Outcome, error) {
+	var o rampart.Outcome
 	switch {
 	case s.classify == nil:
 		o = ClassifyContext(ctx, err)
-	case ClassifyContext(ctx, err) == Ignored:
-		return Ignored, err // the caller gave up: classify is not asked
+	case ClassifyContext(ctx, err) == rampart.Ignored:
+		return rampart.Ignored, err // the caller gave up: classify is not asked
 	case err != nil:
 		o = s.classify(resp, err)
 	default:
-		if o = s.classify(resp, nil); o == Failure {
-			return Failure, ErrBadResponse
+		if o = s.classify(resp, nil); o == rampart.Failure {
+			return rampart.Failure, ErrBadResponse
 		}
 		return o, nil
 	}
-	if o == Failure && err != nil && s.b.set.isFailure != nil && !s.b.set.isFailure(err) {
-		o = Success
+	if o == rampart.Failure && err != nil && s.b.set.isFailure != nil && !s.b.set.isFailure(err) {
+		o = rampart.Success
 	}
 	return o, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // panickingBackend panics; its name must appear in the stack the caller
@@ -27,7 +28,7 @@ func TestLayer_CB7_PanicIsFailureAndRepanics(t *testing.T) {
 }
 
 func testPanicIsFailure(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	svc := guard(b, rampart.ServiceFunc[string, string](panickingBackend))
 
 	value, stack := panicOf(func() { _, _ = svc.Call(context.Background(), "x") })
@@ -40,7 +41,7 @@ func testPanicIsFailure(t *testing.T) {
 
 func TestLayer_CB7_PanicDuringProbeReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		svc := guard(b, rampart.ServiceFunc[string, string](panickingBackend))
@@ -55,21 +56,21 @@ func TestClassify_CB8_Defaults(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want circuitbreaker.Outcome
+		want rampart.Outcome
 	}{
-		{name: "nil", err: nil, want: circuitbreaker.Success},
-		{name: "canceled", err: context.Canceled, want: circuitbreaker.Ignored},
-		{name: "wrapped canceled", err: fmt.Errorf("call: %w", context.Canceled), want: circuitbreaker.Ignored},
-		{name: "deadline", err: context.DeadlineExceeded, want: circuitbreaker.Failure},
-		{name: "wrapped deadline", err: fmt.Errorf("call: %w", context.DeadlineExceeded), want: circuitbreaker.Failure},
-		{name: "other", err: errBoom, want: circuitbreaker.Failure},
+		{name: "nil", err: nil, want: rampart.Success},
+		{name: "canceled", err: context.Canceled, want: rampart.Ignored},
+		{name: "wrapped canceled", err: fmt.Errorf("call: %w", context.Canceled), want: rampart.Ignored},
+		{name: "deadline", err: context.DeadlineExceeded, want: rampart.Failure},
+		{name: "wrapped deadline", err: fmt.Errorf("call: %w", context.DeadlineExceeded), want: rampart.Failure},
+		{name: "other", err: errBoom, want: rampart.Failure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, circuitbreaker.Classify(tt.err))
 		})
 	}
-	assert.Equal(t, "success failure ignored Outcome(9)", fmt.Sprint(circuitbreaker.Success, circuitbreaker.Failure, circuitbreaker.Ignored, circuitbreaker.Outcome(9)))
+	assert.Equal(t, "success failure ignored Outcome(9)", fmt.Sprint(rampart.Success, rampart.Failure, rampart.Ignored, rampart.Outcome(9)))
 }
 
 func TestLayer_CB8_DoneContextNotCalledNotCounted(t *testing.T) {
@@ -120,9 +121,9 @@ func TestLayer_CB8_IsFailurePredicate(t *testing.T) {
 	// The seed's registry example: "package not found" reaches the caller but
 	// does not indicate an unavailable dependency, also while probing.
 	b := newBreaker(t, circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: circuitbreaker.Immediate,
-		IsFailure:    func(err error) bool { return !errors.Is(err, errNotFound) },
+		Policy:    circuitbreaker.Consecutive{Failures: 1},
+		CoolDown:  circuitbreaker.Immediate,
+		IsFailure: func(err error) bool { return !errors.Is(err, errNotFound) },
 	})
 	_, err := guard(b, &backend{err: errBoom}).Call(context.Background(), "x")
 	require.ErrorIs(t, err, errBoom)
@@ -144,16 +145,16 @@ func TestLayer_CB8_ResponseClassifier(t *testing.T) {
 }
 
 func testResponseClassifier(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour})
-	classify := func(r httpResp, err error) circuitbreaker.Outcome {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour})
+	classify := func(r httpResp, err error) rampart.Outcome {
 		if err == nil && r.status >= 500 {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
 		return circuitbreaker.Classify(err)
 	}
 	calls := 0
 	svc := rampart.NewBuilder[string, httpResp]().
-		Layer(circuitbreaker.NewClassifiedLayer[string, httpResp](b, classify)).
+		Layer(circuitbreaker.NewLayer[string, httpResp](b, classify)).
 		Service(rampart.ServiceFunc[string, httpResp](func(context.Context, string) (httpResp, error) {
 			calls++
 			return httpResp{status: 503}, nil
@@ -191,20 +192,20 @@ func TestClassifyContext_CB8_Defaults(t *testing.T) {
 		name string
 		ctx  context.Context
 		err  error
-		want circuitbreaker.Outcome
+		want rampart.Outcome
 	}{
-		{name: "live nil", ctx: live, err: nil, want: circuitbreaker.Success},
-		{name: "live dependency canceled", ctx: live, err: depCanceled, want: circuitbreaker.Failure},
-		{name: "live deadline", ctx: live, err: context.DeadlineExceeded, want: circuitbreaker.Failure},
-		{name: "live other", ctx: live, err: errBoom, want: circuitbreaker.Failure},
-		{name: "cancelled nil", ctx: cancelled, err: nil, want: circuitbreaker.Success},
-		{name: "cancelled canceled", ctx: cancelled, err: context.Canceled, want: circuitbreaker.Ignored},
-		{name: "cancelled timed-out attempt", ctx: cancelled, err: errAttemptTimedOut, want: circuitbreaker.Ignored},
-		{name: "cancelled other", ctx: cancelled, err: errBoom, want: circuitbreaker.Ignored},
-		{name: "expired nil", ctx: expired, err: nil, want: circuitbreaker.Success},
-		{name: "expired deadline", ctx: expired, err: context.DeadlineExceeded, want: circuitbreaker.Failure},
-		{name: "expired canceled", ctx: expired, err: depCanceled, want: circuitbreaker.Failure},
-		{name: "expired other", ctx: expired, err: errBoom, want: circuitbreaker.Failure},
+		{name: "live nil", ctx: live, err: nil, want: rampart.Success},
+		{name: "live dependency canceled", ctx: live, err: depCanceled, want: rampart.Failure},
+		{name: "live deadline", ctx: live, err: context.DeadlineExceeded, want: rampart.Failure},
+		{name: "live other", ctx: live, err: errBoom, want: rampart.Failure},
+		{name: "cancelled nil", ctx: cancelled, err: nil, want: rampart.Success},
+		{name: "cancelled canceled", ctx: cancelled, err: context.Canceled, want: rampart.Ignored},
+		{name: "cancelled timed-out attempt", ctx: cancelled, err: errAttemptTimedOut, want: rampart.Ignored},
+		{name: "cancelled other", ctx: cancelled, err: errBoom, want: rampart.Ignored},
+		{name: "expired nil", ctx: expired, err: nil, want: rampart.Success},
+		{name: "expired deadline", ctx: expired, err: context.DeadlineExceeded, want: rampart.Failure},
+		{name: "expired canceled", ctx: expired, err: depCanceled, want: rampart.Failure},
+		{name: "expired other", ctx: expired, err: errBoom, want: rampart.Failure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,10 +213,10 @@ func TestClassifyContext_CB8_Defaults(t *testing.T) {
 		})
 	}
 	// Without the context, the same errors are judged from their chain.
-	assert.Equal(t, circuitbreaker.Ignored, circuitbreaker.Classify(depCanceled))
-	assert.Equal(t, circuitbreaker.Failure, circuitbreaker.Classify(errAttemptTimedOut))
+	assert.Equal(t, rampart.Ignored, circuitbreaker.Classify(depCanceled))
+	assert.Equal(t, rampart.Failure, circuitbreaker.Classify(errAttemptTimedOut))
 	//lint:ignore SA1012 a nil context must not panic
-	assert.Equal(t, circuitbreaker.Ignored, circuitbreaker.ClassifyContext(nil, depCanceled), "a nil context: as Classify")
+	assert.Equal(t, rampart.Ignored, circuitbreaker.ClassifyContext(nil, depCanceled), "a nil context: as Classify")
 }
 
 // returning is a backend that returns err; when cancel is set, it first
@@ -232,7 +233,7 @@ func returning(cancel context.CancelFunc, err error) rampart.Service[string, str
 
 func TestLayer_CB8_DependencyCancellationIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Minute})
 		reset := fmt.Errorf("stream reset: %w", context.Canceled)
 		svc := guard(b, returning(nil, reset))
 
@@ -247,7 +248,7 @@ func TestLayer_CB8_DependencyCancellationIsAFailure(t *testing.T) {
 
 func TestLayer_CB8_DependencyCancellationFailsAProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		reset := fmt.Errorf("stream reset: %w", context.Canceled)
@@ -281,7 +282,7 @@ func TestLayer_CB8_CallerCancellationIsIgnoredWhateverTheError(t *testing.T) {
 
 func TestLayer_CB8_CallerCancellationFreesAProbeSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		ctx, cancel := context.WithCancel(t.Context())
@@ -380,20 +381,20 @@ func TestPermit_CB8_DoneContext(t *testing.T) {
 
 func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		asked := 0
-		classify := func(r httpResp, err error) circuitbreaker.Outcome {
+		classify := func(r httpResp, err error) rampart.Outcome {
 			asked++
 			if err != nil || r.status >= 500 {
-				return circuitbreaker.Failure
+				return rampart.Failure
 			}
-			return circuitbreaker.Success
+			return rampart.Success
 		}
 		stack := func(status int, err error, cancel context.CancelFunc) rampart.Service[string, httpResp] {
 			return rampart.NewBuilder[string, httpResp]().
-				Layer(circuitbreaker.NewClassifiedLayer[string, httpResp](b, classify)).
+				Layer(circuitbreaker.NewLayer[string, httpResp](b, classify)).
 				Service(rampart.ServiceFunc[string, httpResp](func(context.Context, string) (httpResp, error) {
 					cancel()
 					return httpResp{status: status}, err
@@ -416,12 +417,12 @@ func TestLayer_CB8_ClassifiedLayerIgnoresCallerCancellationFirst(t *testing.T) {
 }
 
 func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	calls := 0
-	svc := circuitbreaker.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) {
+	svc := wrap.Layer(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) {
 		calls++
 		return 0, errBoom
-	}), b)
+	}), circuitbreaker.NewLayer, b, nil)
 	_, err := svc.Call(t.Context(), "x")
 	require.ErrorIs(t, err, errBoom)
 	_, err = svc.Call(t.Context(), "x")
@@ -429,9 +430,9 @@ func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
 	assert.Equal(t, 1, calls, "the open breaker made no call")
 	assert.Equal(t, circuitbreaker.Open, b.State().State)
 
-	_, err = circuitbreaker.Wrap[string, int](nil, b).Call(t.Context(), "x")
+	_, err = circuitbreaker.NewLayer[string, int](b, nil).Wrap(nil).Call(t.Context(), "x")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
-	_, err = circuitbreaker.Wrap(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }), nil).Call(t.Context(), "x")
+	_, err = wrap.Layer(rampart.ServiceFunc[string, int](func(context.Context, string) (int, error) { return 1, nil }), circuitbreaker.NewLayer, nil, nil).Call(t.Context(), "x")
 	assert.ErrorContains(t, err, "nil *Breaker")
 }
 
@@ -441,7 +442,7 @@ func TestWrap_CB4_InfersTypesAndSharesTheBreaker(t *testing.T) {
 func TestLayer_CB8_OpenRejectsUnlessDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var obs observetest.Counter
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute, Observer: &obs})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute, Observer: &obs})
 		be := &backend{err: errBoom}
 		svc := guard(b, be)
 		_, err := svc.Call(context.Background(), "x")

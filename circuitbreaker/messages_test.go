@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// TestMessages_CB19_SayWhyAndUntilWhen checks the rejection, snapshot and
+// TestMessages_CB19_SayWhyAndUntilWhen checks the refusal, snapshot and
 // transition texts of each kind of open breaker against one another: a
 // trip says "tripped by" its cause and when a probe comes (the cool-down
-// rounded up to a millisecond, or "until reset" for a Forever one); a
+// rounded up to a millisecond, or "until reset" for a rampart.Forever one); a
 // breaker forced open says "forced open" with the reason (not a trip) and
 // "until released" (Reset does not release it).
 func TestMessages_CB19_SayWhyAndUntilWhen(t *testing.T) {
@@ -36,9 +37,9 @@ func TestMessages_CB19_SayWhyAndUntilWhen(t *testing.T) {
 		wantErr:  `circuitbreaker "db": open (retry after 30s): tripped by: boom`, wantState: `"db": open (retry after 30s): tripped by: boom`,
 		wantTransition: `"db": closed > open: tripped by: boom`,
 	}, {
-		name:     "tripped, Forever cool-down",
+		name:     "tripped, rampart.Forever cool-down",
 		open:     func(t *testing.T, b *circuitbreaker.Breaker, _ *circuitbreaker.Switch) { fail(t, b, 1, errBoom) },
-		cooldown: circuitbreaker.Forever,
+		cooldown: rampart.Forever,
 		wantErr:  `circuitbreaker "db": open (until reset): tripped by: boom`, wantState: `"db": open (until reset): tripped by: boom`,
 		wantTransition: `"db": closed > open: tripped by: boom`,
 	}, {
@@ -61,7 +62,7 @@ func TestMessages_CB19_SayWhyAndUntilWhen(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				sw := &circuitbreaker.Switch{}
 				b := newBreaker(t, circuitbreaker.Config{
-					Name: "db", Switch: sw, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: tt.cooldown,
+					Name: "db", Switch: sw, Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: tt.cooldown,
 				})
 				rec := record(b)
 				tt.open(t, b, sw)
@@ -80,11 +81,11 @@ func TestMessages_CB19_SayWhyAndUntilWhen(t *testing.T) {
 	}
 }
 
-// TestMessages_CB19_HalfOpenWithEveryProbeSlotTaken checks the rejection
+// TestMessages_CB19_HalfOpenWithEveryProbeSlotTaken checks the refusal
 // and the snapshot of a HalfOpen breaker whose one probe is in flight.
 func TestMessages_CB19_HalfOpenWithEveryProbeSlotTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
 		p, err := b.TryAcquire()

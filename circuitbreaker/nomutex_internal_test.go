@@ -20,7 +20,7 @@ func TestClosedPathTakesNoMutex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := NewLayer[int, int](b).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 1, nil }))
+	svc := NewLayer[int, int](b, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 1, nil }))
 
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 )
 
 func TestSubscribe_CB10_ListenerMayCallBreaker(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	var log []string
 	b.Subscribe(func(tr circuitbreaker.Transition) {
 		edge := tr.From.String() + ">" + tr.To.String()
@@ -36,7 +36,7 @@ func TestSubscribe_CB10_ListenerMayCallBreaker(t *testing.T) {
 }
 
 func TestSubscribe_CB10_PanickingListener(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	b.Subscribe(func(circuitbreaker.Transition) { panic("listener bug") })
 	rec := record(b)
 	b.Subscribe(func(circuitbreaker.Transition) { panic("another") })
@@ -48,7 +48,7 @@ func TestSubscribe_CB10_PanickingListener(t *testing.T) {
 }
 
 func TestSubscribe_CB10_Unsubscribe(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	var n int
 	unsubscribe := b.Subscribe(func(circuitbreaker.Transition) { n++ })
 	rec := record(b)
@@ -70,7 +70,7 @@ func testInOrderNeverConcurrent(t *testing.T, async bool) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
 			Policy:         circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout:   circuitbreaker.Immediate,
+			CoolDown:       circuitbreaker.Immediate,
 			MaxProbes:      4,
 			AsyncListeners: async,
 		})
@@ -126,7 +126,7 @@ func testInOrderNeverConcurrent(t *testing.T, async bool) {
 }
 
 func TestSubscribe_CB10_ListenerGoexit(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	var once sync.Once
 	b.Subscribe(func(circuitbreaker.Transition) { once.Do(runtime.Goexit) })
 	rec := record(b)

@@ -12,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -34,12 +35,12 @@ func TestBreaker_EV13_NewBindsTheObserver(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1}, Observer: &obs})
 	require.Equal(t, []string{"circuitbreaker db"}, obs.binds)
 	errDown := errors.New("down")
-	svc := circuitbreaker.Wrap(rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
+	svc := wrap.Layer(rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
 		if req == "down" {
 			return "", errDown
 		}
 		return "ok", nil
-	}), b)
+	}), circuitbreaker.NewLayer, b, nil)
 	_, _ = svc.Call(context.Background(), "ok")
 	_, _ = svc.Call(context.Background(), "down")
 	require.Equal(t, []observe.Event{

@@ -12,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // tally counts what callers got, by the name of the event that must
@@ -21,7 +22,7 @@ type tally map[string]int
 func newTally() tally { return tally{"success": 0, "failure": 0, "ignored": 0, "rejected": 0} }
 
 // Permits used by hand report every call once, with the outcome it was
-// finished with, whatever the state: a rejection, a second finish (not
+// finished with, whatever the state: a refusal, a second finish (not
 // reported), a stale permit, a probe whose lease expired, a permit of a
 // forced-closed breaker.
 func TestPermit_EV12_EveryFinishReportedOnce(t *testing.T) {
@@ -29,7 +30,7 @@ func TestPermit_EV12_EveryFinishReportedOnce(t *testing.T) {
 		var obs observetest.Counter
 		sw := &circuitbreaker.Switch{}
 		b := newBreaker(t, circuitbreaker.Config{
-			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: time.Second,
+			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: time.Second,
 			ProbeLease: 10 * time.Second, Observer: &obs, Switch: sw,
 		})
 		got := newTally()
@@ -123,27 +124,27 @@ func TestLayer_EV12_EveryCallReportedOnce(t *testing.T) {
 		}
 		return "ok", nil
 	})
-	classify := func(resp string, err error) circuitbreaker.Outcome {
+	classify := func(resp string, err error) rampart.Outcome {
 		if resp == "bad" {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
 		return circuitbreaker.ClassifyContext(context.Background(), err)
 	}
 	sw := &circuitbreaker.Switch{}
 	cfg := func(obs *observetest.Counter) circuitbreaker.Config {
 		return circuitbreaker.Config{
-			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1000}, ResetTimeout: time.Second, Observer: obs, Switch: sw,
+			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1000}, CoolDown: time.Second, Observer: obs, Switch: sw,
 			IsFailure: func(err error) bool { return !errors.Is(err, errNotFound) },
 		}
 	}
 	paths := map[string]func(t *testing.T, obs *observetest.Counter) (rampart.Service[string, string], *circuitbreaker.Breaker){
 		"NewLayer": func(t *testing.T, obs *observetest.Counter) (rampart.Service[string, string], *circuitbreaker.Breaker) {
 			b := newBreaker(t, cfg(obs))
-			return circuitbreaker.Wrap(inner, b), b
+			return wrap.Layer(inner, circuitbreaker.NewLayer, b, nil), b
 		},
-		"NewClassifiedLayer": func(t *testing.T, obs *observetest.Counter) (rampart.Service[string, string], *circuitbreaker.Breaker) {
+		"NewLayer classified": func(t *testing.T, obs *observetest.Counter) (rampart.Service[string, string], *circuitbreaker.Breaker) {
 			b := newBreaker(t, cfg(obs))
-			return circuitbreaker.NewClassifiedLayer[string, string](b, classify).Wrap(inner), b
+			return circuitbreaker.NewLayer[string, string](b, classify).Wrap(inner), b
 		},
 		"Run": func(t *testing.T, obs *observetest.Counter) (rampart.Service[string, string], *circuitbreaker.Breaker) {
 			b := newBreaker(t, cfg(obs))
@@ -154,7 +155,7 @@ func TestLayer_EV12_EveryCallReportedOnce(t *testing.T) {
 		"NewClassifiedGroupLayer": func(t *testing.T, obs *observetest.Counter) (rampart.Service[string, string], *circuitbreaker.Breaker) {
 			g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: cfg(obs)})
 			require.NoError(t, err)
-			l, err := circuitbreaker.NewClassifiedGroupLayer[string, string](g, func(string) string { return "tenant" }, classify)
+			l, err := circuitbreaker.NewGroupLayer[string, string](g, func(string) string { return "tenant" }, classify)
 			require.NoError(t, err)
 			return l.Wrap(inner), g.Breaker("tenant")
 		},

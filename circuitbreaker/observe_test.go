@@ -12,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -20,7 +21,7 @@ func TestBreaker_EV9_TransitionsReachTheObserver(t *testing.T) {
 		var rec observetest.Recorder
 		errDown := errors.New("down")
 		b := newBreaker(t, circuitbreaker.Config{
-			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Second, Observer: &rec,
+			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Second, Observer: &rec,
 		})
 		fail(t, b, 2, errDown)
 		time.Sleep(time.Second)
@@ -53,7 +54,7 @@ func TestLayer_EV12_CallOutcomes(t *testing.T) {
 			Name: "db", Policy: circuitbreaker.Consecutive{Failures: 2}, Observer: &rec,
 			IsFailure: func(err error) bool { return !errors.Is(err, errNotFound) },
 		})
-		svc := circuitbreaker.Wrap(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		svc := wrap.Layer(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
 			switch req {
 			case "down":
 				return "", errDown
@@ -64,7 +65,7 @@ func TestLayer_EV12_CallOutcomes(t *testing.T) {
 				return "", ctx.Err()
 			}
 			return "ok", nil
-		}), b)
+		}), circuitbreaker.NewLayer, b, nil)
 		ctx := t.Context()
 		_, _ = svc.Call(ctx, "ok")      // success: the fast path
 		_, _ = svc.Call(ctx, "down")    // failure
@@ -100,13 +101,13 @@ func TestLayer_EV12_DurationWhenThePolicyTimesCalls(t *testing.T) {
 		var rec observetest.Recorder
 		b := newBreaker(t, circuitbreaker.Config{Name: "db", Policy: circuitbreaker.SlowCalls{Threshold: time.Second}, Observer: &rec})
 		errDown := errors.New("down")
-		svc := circuitbreaker.Wrap(rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
+		svc := wrap.Layer(rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
 			time.Sleep(d)
 			if d > time.Second {
 				return "", errDown
 			}
 			return "ok", nil
-		}), b)
+		}), circuitbreaker.NewLayer, b, nil)
 		_, _ = svc.Call(t.Context(), 300*time.Millisecond)
 		_, _ = svc.Call(t.Context(), 2*time.Second)
 		require.Equal(t, []observe.Event{
@@ -120,15 +121,15 @@ func TestLayer_EV12_ProbeDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec observetest.Recorder
 		b := newBreaker(t, circuitbreaker.Config{
-			Name:         "db",
-			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
-			ResetTimeout: time.Second,
-			Observer:     &rec,
+			Name:     "db",
+			Policy:   circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
+			CoolDown: time.Second,
+			Observer: &rec,
 		})
-		svc := circuitbreaker.Wrap(rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
+		svc := wrap.Layer(rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
 			time.Sleep(d)
 			return "ok", nil
-		}), b)
+		}), circuitbreaker.NewLayer, b, nil)
 		_, _ = svc.Call(t.Context(), 2*time.Second) // slow: trips
 		time.Sleep(time.Second)
 		_, err := svc.Call(t.Context(), 300*time.Millisecond) // the probe
@@ -150,7 +151,7 @@ func TestLayer_EV12_ProbeDuration(t *testing.T) {
 func TestLayer_EV12_PanicIsAFailure(t *testing.T) {
 	var rec observetest.Recorder
 	b := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: &rec})
-	svc := circuitbreaker.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { panic("boom") }), b)
+	svc := wrap.Layer(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { panic("boom") }), circuitbreaker.NewLayer, b, nil)
 	require.Panics(t, func() { _, _ = svc.Call(context.Background(), "x") })
 	require.Equal(t, []observe.Event{
 		{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: circuitbreaker.ErrPanicked},
@@ -163,7 +164,7 @@ func TestLayer_EV12_PanicIsAFailure(t *testing.T) {
 func TestLayer_EV1_ObservedClosedSuccessAllocatesNothing(t *testing.T) {
 	obs := observe.Func(func(context.Context, observe.Event) {})
 	b := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: obs})
-	svc := circuitbreaker.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil }), b)
+	svc := wrap.Layer(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil }), circuitbreaker.NewLayer, b, nil)
 	ctx := context.Background()
 	require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, "x") }))
 }

@@ -20,7 +20,7 @@ type statusError struct{ code int }
 
 func (e *statusError) Error() string { return fmt.Sprintf("status %d", e.code) }
 
-// TestBreaker_CB2_RejectionCarriesCause checks that every rejection has the
+// TestBreaker_CB2_RejectionCarriesCause checks that every refusal has the
 // failure that tripped the breaker (or the reason it was forced open) in
 // its error chain, while still matching ErrOpen and being an *OpenError.
 func TestBreaker_CB2_RejectionCarriesCause(t *testing.T) {
@@ -28,21 +28,21 @@ func TestBreaker_CB2_RejectionCarriesCause(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  circuitbreaker.Config
-		// reject brings b to a rejecting state whose cause is cause.
+		// refuse brings b to a refusing state whose cause is cause.
 		reject func(t *testing.T, b *circuitbreaker.Breaker, sw *circuitbreaker.Switch)
 	}{{
 		name:   "open",
-		cfg:    circuitbreaker.Config{ResetTimeout: time.Second},
+		cfg:    circuitbreaker.Config{CoolDown: time.Second},
 		reject: func(t *testing.T, b *circuitbreaker.Breaker, _ *circuitbreaker.Switch) { fail(t, b, 1, cause) },
 	}, {
 		name: "open forever",
-		cfg:  circuitbreaker.Config{ResetTimeout: circuitbreaker.Forever},
+		cfg:  circuitbreaker.Config{CoolDown: rampart.Forever},
 		reject: func(t *testing.T, b *circuitbreaker.Breaker, _ *circuitbreaker.Switch) {
 			fail(t, b, 1, cause)
 		},
 	}, {
 		name: "half-open, probe slots taken",
-		cfg:  circuitbreaker.Config{ResetTimeout: time.Second},
+		cfg:  circuitbreaker.Config{CoolDown: time.Second},
 		reject: func(t *testing.T, b *circuitbreaker.Breaker, _ *circuitbreaker.Switch) {
 			fail(t, b, 1, cause)
 			time.Sleep(time.Second)
@@ -77,7 +77,7 @@ func TestBreaker_CB2_RejectionCarriesCause(t *testing.T) {
 	}
 }
 
-// TestBreaker_CB2_RejectionWithoutCauseUnwrapsToNil checks a rejection
+// TestBreaker_CB2_RejectionWithoutCauseUnwrapsToNil checks a refusal
 // whose breaker was forced open without a reason.
 func TestBreaker_CB2_RejectionWithoutCauseUnwrapsToNil(t *testing.T) {
 	sw := &circuitbreaker.Switch{}
@@ -89,19 +89,19 @@ func TestBreaker_CB2_RejectionWithoutCauseUnwrapsToNil(t *testing.T) {
 }
 
 // TestClassify_CB8_RejectionIsAFailureWhateverItsCause checks that a
-// rejection by an inner breaker is judged as a rejection, not as the
+// refusal by an inner breaker is judged as a refusal, not as the
 // failure that tripped that breaker: one tripped by a dependency's own
 // context.Canceled is still a failure for an outer breaker, as every
-// rejection was before rejections carried their cause.
+// refusal was before refusals carried their cause.
 func TestClassify_CB8_RejectionIsAFailureWhateverItsCause(t *testing.T) {
 	inner := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	fail(t, inner, 1, context.Canceled) // the dependency's own cancellation
 	rejection := openErr(t, inner)
 	require.ErrorIs(t, rejection, context.Canceled)
 
-	assert.Equal(t, circuitbreaker.Failure, circuitbreaker.Classify(rejection))
-	assert.Equal(t, circuitbreaker.Failure, circuitbreaker.Classify(fmt.Errorf("wrapped: %w", rejection)))
-	assert.Equal(t, circuitbreaker.Failure, circuitbreaker.ClassifyContext(t.Context(), rejection))
+	assert.Equal(t, rampart.Failure, circuitbreaker.Classify(rejection))
+	assert.Equal(t, rampart.Failure, circuitbreaker.Classify(fmt.Errorf("wrapped: %w", rejection)))
+	assert.Equal(t, rampart.Failure, circuitbreaker.ClassifyContext(t.Context(), rejection))
 
 	outer := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	p, err := outer.TryAcquire()
@@ -111,18 +111,18 @@ func TestClassify_CB8_RejectionIsAFailureWhateverItsCause(t *testing.T) {
 }
 
 // TestLayer_CB8_NestedBreakerCountsInnerRejection checks two stacked
-// breaker layers: the outer one counts the inner one's rejection as a
-// failure, and its own rejection reaches the dependency's failure through
+// breaker layers: the outer one counts the inner one's refusal as a
+// failure, and its own refusal reaches the dependency's failure through
 // both causes.
 func TestLayer_CB8_NestedBreakerCountsInnerRejection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cause := &statusError{code: 503}
-		inner := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
-		outer := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
+		inner := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
+		outer := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Minute})
 		be := &backend{err: cause}
 		svc := rampart.NewBuilder[string, string]().
-			Layer(circuitbreaker.NewLayer[string, string](outer)).
-			Layer(circuitbreaker.NewLayer[string, string](inner)).
+			Layer(circuitbreaker.NewLayer[string, string](outer, nil)).
+			Layer(circuitbreaker.NewLayer[string, string](inner, nil)).
 			Service(be)
 
 		_, err := svc.Call(t.Context(), "a") // trips inner
@@ -141,11 +141,11 @@ func TestLayer_CB8_NestedBreakerCountsInnerRejection(t *testing.T) {
 	})
 }
 
-// TestBreaker_CB2_SharedRejectionStillFree checks that rejections still
+// TestBreaker_CB2_SharedRejectionStillFree checks that refusals still
 // allocate nothing and are shared within a millisecond now that they carry
 // their cause.
 func TestBreaker_CB2_SharedRejectionStillFree(t *testing.T) {
-	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever})
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: rampart.Forever})
 	fail(t, b, 1, errBoom)
 	_, first := b.TryAcquire()
 	allocs := testing.AllocsPerRun(1000, func() {

@@ -3,9 +3,9 @@ package circuitbreaker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -47,17 +47,17 @@ func (p *Permit) Success() bool {
 		}
 		return true
 	}
-	return p.finish(context.Background(), Success, nil)
+	return p.finish(context.Background(), rampart.Success, nil)
 }
 
 // Failure records a failure with err (which may be nil), unclassified, and
 // reports whether it counted; a trip's [OpenError.Cause] is err. The
 // breaker's Observer, if any, is told with [context.Background].
-func (p *Permit) Failure(err error) bool { return p.finish(context.Background(), Failure, err) }
+func (p *Permit) Failure(err error) bool { return p.finish(context.Background(), rampart.Failure, err) }
 
 // Ignore releases the permit without a verdict, freeing a probe slot. The
 // breaker's Observer, if any, is told with [context.Background].
-func (p *Permit) Ignore() { p.finish(context.Background(), Ignored, nil) }
+func (p *Permit) Ignore() { p.finish(context.Background(), rampart.Ignored, nil) }
 
 // Done records err as judged by [Classify] and [Config.IsFailure] and
 // reports whether it counted. Prefer [Permit.DoneContext].
@@ -79,19 +79,19 @@ func (p *Permit) DoneContext(ctx context.Context, err error) bool {
 			}
 			return true
 		}
-		return p.finish(ctx, Success, nil)
+		return p.finish(ctx, rampart.Success, nil)
 	}
 	return p.classified(ctx, ClassifyContext(ctx, err), err)
 }
 
 // classified records the default outcome o of err, asking IsFailure about
 // a failure.
-func (p *Permit) classified(ctx context.Context, o Outcome, err error) bool {
+func (p *Permit) classified(ctx context.Context, o rampart.Outcome, err error) bool {
 	if p.b == nil {
 		return false
 	}
-	if o == Failure && p.b.set.isFailure != nil && !p.isFailure(ctx, err) {
-		o = Success
+	if o == rampart.Failure && p.b.set.isFailure != nil && !p.isFailure(ctx, err) {
+		o = rampart.Success
 	}
 	return p.finish(ctx, o, err)
 }
@@ -103,7 +103,7 @@ func (p *Permit) isFailure(ctx context.Context, err error) bool {
 	normal := false
 	defer func() {
 		if !normal {
-			p.finish(ctx, Failure, ErrPanicked)
+			p.finish(ctx, rampart.Failure, ErrPanicked)
 		}
 	}()
 	failure := p.b.set.isFailure(err)
@@ -114,7 +114,7 @@ func (p *Permit) isFailure(ctx context.Context, err error) bool {
 // finish records outcome o once, with err the call's error, and reports
 // it to the breaker's Observer with ctx: every permit finished is
 // reported once, with the outcome it was finished with.
-func (p *Permit) finish(ctx context.Context, o Outcome, err error) bool {
+func (p *Permit) finish(ctx context.Context, o rampart.Outcome, err error) bool {
 	b := p.b
 	if b == nil {
 		return false
@@ -122,12 +122,12 @@ func (p *Permit) finish(ctx context.Context, o Outcome, err error) bool {
 	p.b = nil
 	reported := err // an ignored call's event carries its error
 	switch o {
-	case Success:
+	case rampart.Success:
 		err, reported = nil, nil
-	case Ignored:
+	case rampart.Ignored:
 		err = nil // Call.Err is nil for an ignored call
 	default:
-		o = Failure // an unknown Outcome from a Classifier is a failure
+		o = rampart.Failure // an unknown Outcome from a Classifier is a failure
 	}
 	counted, d := b.record(p.word, p.aux, o, err)
 	if b.set.observer != nil {
@@ -137,10 +137,10 @@ func (p *Permit) finish(ctx context.Context, o Outcome, err error) bool {
 }
 
 // outcomeKinds are the kinds of event of the outcomes.
-var outcomeKinds = [...]observe.Kind{Success: observe.Success, Failure: observe.Failure, Ignored: observe.Ignored}
+var outcomeKinds = [...]observe.Kind{rampart.Success: observe.Success, rampart.Failure: observe.Failure, rampart.Ignored: observe.Ignored}
 
 // observe reports an event of kind about one call to the breaker's
-// Observer, if it has one: its rejection err, its failure err, or its
+// Observer, if it has one: its refusal err, its failure err, or its
 // duration d. Called only on a breaker that is set up.
 func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d time.Duration) {
 	if obs := b.set.observer; obs != nil {
@@ -154,62 +154,36 @@ type noCopy struct{}
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
 
-// Outcome is how a finished call counts.
-type Outcome uint8
-
-const (
-	// Success is a call that shows the dependency is healthy.
-	Success Outcome = iota
-	// Failure is a call that shows the dependency is unhealthy.
-	Failure
-	// Ignored is a call that says nothing about the dependency (one the
-	// caller cancelled, say): not counted.
-	Ignored
-)
-
-// String returns "success", "failure" or "ignored".
-func (o Outcome) String() string {
-	switch o {
-	case Success:
-		return "success"
-	case Failure:
-		return "failure"
-	case Ignored:
-		return "ignored"
-	}
-	return fmt.Sprintf("Outcome(%d)", uint8(o))
-}
-
 // Classify judges err without its call's context: nil is a Success, an
 // error matching [context.Canceled] (and not [ErrOpen]) is Ignored, and
 // any other is a Failure.
-func Classify(err error) Outcome {
+func Classify(err error) rampart.Outcome {
 	switch {
 	case err == nil:
-		return Success
+		return rampart.Success
 	case errors.Is(err, ErrOpen), errors.Is(err, context.DeadlineExceeded):
-		// A rejection's chain holds its cause, which may be a
-		// cancellation: the rejection itself is what is judged.
-		return Failure
+		// A refusal's chain holds its cause, which may be a
+		// cancellation: the refusal itself is what is judged.
+		return rampart.Failure
 	case errors.Is(err, context.Canceled):
-		return Ignored
+		return rampart.Ignored
 	}
-	return Failure
+	return rampart.Failure
 }
 
 // ClassifyContext judges err from a call made with ctx, as the layers and
 // [Run] do: nil is a Success, an error after ctx was cancelled is Ignored,
 // any other is a Failure. A nil ctx falls back to [Classify].
-func ClassifyContext(ctx context.Context, err error) Outcome {
+func ClassifyContext(ctx context.Context, err error) rampart.Outcome {
 	switch {
 	case err == nil:
-		return Success
+		return rampart.Success
 	case ctx == nil:
 		return Classify(err)
 	case errors.Is(ctx.Err(), context.Canceled):
-		return Ignored
+		return rampart.Ignored
 	}
-	return Failure
+	return rampart.Failure
 }
 
 // Probe reports whether p is the permit of a HalfOpen probe: one that holds

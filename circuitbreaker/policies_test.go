@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -53,18 +54,18 @@ func TestPolicy_CB12_FailureRateCleanCountWindow(t *testing.T) {
 	tr, err := circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4, MinCalls: 1}, Ratio: 0.5}.NewTracker()
 	require.NoError(t, err)
 	for range 3 {
-		tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+		tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
 		assert.True(t, tr.WantsSuccess(), "the window is not full")
 	}
-	tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+	tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
 	assert.False(t, tr.WantsSuccess(), "full of successes")
-	tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Failure})
+	tr.Record(circuitbreaker.Call{Outcome: rampart.Failure})
 	assert.True(t, tr.WantsSuccess(), "a failure is in the window")
 	for range 3 {
-		tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+		tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
 		assert.True(t, tr.WantsSuccess(), "the failure is still in the window")
 	}
-	tr.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+	tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
 	assert.False(t, tr.WantsSuccess(), "the failure left the window")
 	tr.Reset(circuitbreaker.Closed)
 	assert.True(t, tr.WantsSuccess(), "an empty window is not full")
@@ -91,7 +92,7 @@ func TestPolicy_CB12_FailureRateCleanCountWindow(t *testing.T) {
 	// Any asks every policy: a clean count window and a zero run skip the lock.
 	anyT, err := circuitbreaker.Any(circuitbreaker.Consecutive{}, circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 1}}).NewTracker()
 	require.NoError(t, err)
-	anyT.Record(circuitbreaker.Call{Outcome: circuitbreaker.Success})
+	anyT.Record(circuitbreaker.Call{Outcome: rampart.Success})
 	assert.False(t, anyT.WantsSuccess())
 }
 
@@ -112,9 +113,9 @@ func TestPolicy_CB12_FailureRateMinCallsAndSliding(t *testing.T) {
 func TestPolicy_CB12_FailureRateProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := circuitbreaker.Config{
-			Policy:       circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 2}, Ratio: 0.5},
-			ResetTimeout: time.Second,
-			MaxProbes:    4,
+			Policy:    circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 2}, Ratio: 0.5},
+			CoolDown:  time.Second,
+			MaxProbes: 4,
 		}
 		b := newBreaker(t, cfg)
 		trip := func() {
@@ -157,7 +158,7 @@ func TestPolicy_CB12_FailureRateTimeWindow(t *testing.T) {
 		assert.Equal(t, circuitbreaker.Closed, b.State().State)
 		time.Sleep(5 * time.Second)
 		outcomes(t, b, "F")
-		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultResetTimeout, Cause: errBoom}, b.State())
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultCoolDown, Cause: errBoom}, b.State())
 	})
 }
 
@@ -169,7 +170,7 @@ func TestPolicy_CB12_SlowCalls(t *testing.T) {
 				Window:    circuitbreaker.Window{Size: 4, MinCalls: 2},
 				Ratio:     0.5,
 			},
-			ResetTimeout: time.Minute,
+			CoolDown: time.Minute,
 		})
 		timed(t, b, 100*time.Millisecond)
 		timed(t, b, 999*time.Millisecond)
@@ -194,8 +195,8 @@ func TestPolicy_CB12_SlowCalls(t *testing.T) {
 func TestPolicy_CB12_SlowCallsFailedProbeDoesNotClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
-			ResetTimeout: time.Minute,
+			Policy:   circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}},
+			CoolDown: time.Minute,
 		})
 		timed(t, b, time.Second)
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
@@ -214,9 +215,9 @@ func TestPolicy_CB12_SlowCallsFailedProbeDoesNotClose(t *testing.T) {
 func TestPolicy_CB12_SlowCallsFailedProbesCountAsBad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}, Ratio: 0.5},
-			ResetTimeout: time.Minute,
-			MaxProbes:    4,
+			Policy:    circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 1}, Ratio: 0.5},
+			CoolDown:  time.Minute,
+			MaxProbes: 4,
 		})
 		timed(t, b, time.Second)
 		time.Sleep(time.Minute)
@@ -233,8 +234,8 @@ func TestPolicy_CB12_SlowCallsFailedProbesCountAsBad(t *testing.T) {
 func TestPolicy_CB2_SlowCallsCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}, Ratio: 0.5},
-			ResetTimeout: time.Minute,
+			Policy:   circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}, Ratio: 0.5},
+			CoolDown: time.Minute,
 		})
 		rec := record(b)
 		fail(t, b, 1, errBoom) // fast: not slow
@@ -276,7 +277,7 @@ func TestPolicy_CB2_SlowCallsCauseThroughCombinators(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy, ResetTimeout: time.Minute})
+				b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy, CoolDown: time.Minute})
 				timed(t, b, time.Second)
 				assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: circuitbreaker.ErrSlowCalls}, b.State())
 				b.Reset()
@@ -289,7 +290,7 @@ func TestPolicy_CB2_SlowCallsCauseThroughCombinators(t *testing.T) {
 		})
 	}
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: anySlow, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: anySlow, CoolDown: time.Minute})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Minute)
 		timed(t, b, time.Second) // Consecutive would close; SlowCalls re-opens
@@ -305,7 +306,7 @@ func TestPolicy_CB12_SuccessRateProbes(t *testing.T) {
 				Trip:   circuitbreaker.Consecutive{Failures: 1},
 				Probes: 5, Ratio: 0.6,
 			},
-			ResetTimeout: time.Second,
+			CoolDown: time.Second,
 		})
 		fail(t, b, 1, errBoom)
 		time.Sleep(time.Second)
@@ -332,7 +333,7 @@ func TestPolicy_CB12_AnyTripsWhenAnyTrips(t *testing.T) {
 				circuitbreaker.Consecutive{Failures: 3},
 				circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}},
 			),
-			ResetTimeout: time.Second,
+			CoolDown: time.Second,
 		})
 		outcomes(t, b, "FF")
 		assert.Equal(t, circuitbreaker.Counters{ConsecutiveFailures: 2, Calls: 2, Failures: 2}, b.State().Counters)

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 )
 
@@ -94,7 +95,7 @@ const (
 // Call is one counted outcome; its times are set as [Timing] asks.
 type Call struct {
 	// Outcome is Success or Failure.
-	Outcome Outcome
+	Outcome rampart.Outcome
 	// Err is the error of a failure (possibly nil); nil for a success.
 	Err error
 	// Now is the wall time of the outcome: a timestamp.
@@ -150,7 +151,7 @@ type Counters struct {
 }
 
 // maxCount bounds every count in a configuration. Larger values are
-// rejected as absurd: a threshold of a million consecutive failures
+// refused as absurd: a threshold of a million consecutive failures
 // never trips in practice, and window sizes beyond it waste memory.
 const maxCount = 1_000_000
 

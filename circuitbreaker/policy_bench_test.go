@@ -57,7 +57,7 @@ func tenCalls(b *circuitbreaker.Breaker) {
 // ten, and the success path from parallel goroutines.
 func BenchmarkPolicies(b *testing.B) {
 	for _, tt := range benchPolicies {
-		b.Run(tt.name+"/Success", func(b *testing.B) {
+		b.Run(tt.name+"/rampart.Success", func(b *testing.B) {
 			br := newBreaker(b, circuitbreaker.Config{Policy: tt.policy})
 			b.ReportAllocs()
 			for b.Loop() {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -86,7 +87,7 @@ func TestPolicies_CB13_SuccessRateDefaults(t *testing.T) {
 		outcomes(t, b, "F") // the default Trip is Consecutive{}: five failures
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
 
-		time.Sleep(circuitbreaker.DefaultResetTimeout)
+		time.Sleep(circuitbreaker.DefaultCoolDown)
 		outcomes(t, b, "FFSSSSSSS") // 10 probes at 0.8: two may fail
 		assert.Equal(t, circuitbreaker.Snapshot{
 			State: circuitbreaker.HalfOpen, Cause: errBoom, ProbesSucceeded: 7, ProbesFailed: 2,
@@ -95,7 +96,7 @@ func TestPolicies_CB13_SuccessRateDefaults(t *testing.T) {
 		assert.Equal(t, circuitbreaker.Closed, b.State().State)
 
 		outcomes(t, b, "FFFFF")
-		time.Sleep(circuitbreaker.DefaultResetTimeout)
+		time.Sleep(circuitbreaker.DefaultCoolDown)
 		outcomes(t, b, "SFF")
 		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
 		outcomes(t, b, "F") // a third failure: 8 of 10 is out of reach
@@ -118,7 +119,7 @@ func TestPolicies_CB12_SuccessRateRatioOneIsConsecutive(t *testing.T) {
 	for _, tt := range policies {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy, ResetTimeout: time.Second})
+				b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy, CoolDown: time.Second})
 				rec := record(b)
 				outcomes(t, b, "F")
 				time.Sleep(time.Second)
@@ -143,8 +144,8 @@ func TestPolicies_CB3_SuccessRateMoreProbesThanSlots(t *testing.T) {
 			Policy: circuitbreaker.SuccessRate{
 				Trip: circuitbreaker.Consecutive{Failures: 1}, Probes: 4, Ratio: 0.5,
 			},
-			ResetTimeout: time.Second,
-			MaxProbes:    2,
+			CoolDown:  time.Second,
+			MaxProbes: 2,
 		})
 		outcomes(t, b, "F")
 		time.Sleep(time.Second)
@@ -211,7 +212,7 @@ func TestPolicies_CB12_AnyClosesWhenAllClose(t *testing.T) {
 				circuitbreaker.Consecutive{Failures: 3, Successes: 2},
 				circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 1}}, // one probe decides
 			),
-			ResetTimeout: time.Second,
+			CoolDown: time.Second,
 		})
 		outcomes(t, b, "F") // FailureRate: 1 of 1
 		time.Sleep(time.Second)
@@ -252,12 +253,12 @@ func TestPolicies_CB12_TimeWindowOutOfOrderOutcomes(t *testing.T) {
 		}.NewTracker()
 		require.NoError(t, err)
 		base := time.Now()
-		record := func(o circuitbreaker.Outcome, at time.Duration) circuitbreaker.Counters {
+		record := func(o rampart.Outcome, at time.Duration) circuitbreaker.Counters {
 			t.Helper()
 			require.False(t, tr.Record(circuitbreaker.Call{Outcome: o, Now: base.Add(at), Monotonic: at}), "never trips below MinCalls")
 			return tr.Counters()
 		}
-		s, f := circuitbreaker.Success, circuitbreaker.Failure
+		s, f := rampart.Success, rampart.Failure
 		assert.Equal(t, circuitbreaker.Counters{Calls: 1, Failures: 1}, record(f, 0))
 		assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, record(s, 5*time.Second))
 		assert.Equal(t, circuitbreaker.Counters{Calls: 3, Failures: 1}, record(s, 2*time.Second), "late, in the window")

@@ -51,7 +51,7 @@ func TestPolicies_CB12_Hammer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBreaker(t, circuitbreaker.Config{
-					Policy: tt.policy, ResetTimeout: circuitbreaker.Immediate, MaxProbes: maxProbes,
+					Policy: tt.policy, CoolDown: circuitbreaker.Immediate, MaxProbes: maxProbes,
 				})
 				var trips atomic.Int64
 				b.Subscribe(func(tr circuitbreaker.Transition) {

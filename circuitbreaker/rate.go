@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 )
 
@@ -90,7 +91,7 @@ func (f *failureRate) CountSuccess() bool { return f.fast != nil && f.fast.count
 
 func (f *failureRate) Record(c Call) bool {
 	var flags uint8
-	if c.Outcome == Failure {
+	if c.Outcome == rampart.Failure {
 		flags = flagFailure
 	}
 	if f.fast != nil {
@@ -211,7 +212,7 @@ func (s *slowCalls) WantsSuccess() bool { return true }
 
 func (s *slowCalls) Record(c Call) bool {
 	flags := uint8(0)
-	if c.Outcome == Failure {
+	if c.Outcome == rampart.Failure {
 		flags = flagFailure // counted for State, never judged
 	}
 	if c.Latency >= s.threshold {
@@ -225,7 +226,7 @@ func (s *slowCalls) Record(c Call) bool {
 // Probe counts a failed probe as bad whatever its latency: judged on
 // latency alone, a probe that failed fast would close the breaker.
 func (s *slowCalls) Probe(c Call, p Probes) Verdict {
-	if c.Outcome == Failure || c.Latency >= s.threshold {
+	if c.Outcome == rampart.Failure || c.Latency >= s.threshold {
 		s.bad++
 	} else {
 		s.good++

@@ -1,6 +1,10 @@
 package circuitbreaker
 
-import "time"
+import (
+	"time"
+
+	"github.com/rampart-go/rampart"
+)
 
 // record finishes a permit issued under state word w, with aux its
 // Permit.aux, with outcome o and reports whether the outcome counted and,
@@ -8,8 +12,8 @@ import "time"
 // and the breaker has an Observer (zero otherwise, and for an ignored
 // call). It is the one place outcomes enter the state machine.
 // ForcedClosed permits and stale permits never count.
-func (b *Breaker) record(w uint64, aux int64, o Outcome, err error) (counted bool, d time.Duration) {
-	if o == Success && b.quiet(w) {
+func (b *Breaker) record(w uint64, aux int64, o rampart.Outcome, err error) (counted bool, d time.Duration) {
+	if o == rampart.Success && b.quiet(w) {
 		return true, 0
 	}
 	return b.recordSlow(w, aux, o, err)
@@ -41,18 +45,18 @@ func (b *Breaker) quiet(w uint64) bool {
 }
 
 // recordSlow is record for everything but the fast path.
-func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) (bool, time.Duration) {
+func (b *Breaker) recordSlow(w uint64, aux int64, o rampart.Outcome, err error) (bool, time.Duration) {
 	switch stateOf(w) {
 	case Closed:
 		switch {
-		case o == Ignored:
+		case o == rampart.Ignored:
 			return false, 0
-		case o == Success && b.word.Load() == w && !b.tracker.WantsSuccess():
+		case o == rampart.Success && b.word.Load() == w && !b.tracker.WantsSuccess():
 			return true, b.latency(aux) // quiet, but the policy measures latency
 		}
 		call := b.call(aux, o, err)
 		counted := false
-		if o == Failure && b.onFailure.Load() != nil {
+		if o == rampart.Failure && b.onFailure.Load() != nil {
 			defer b.reportFailure(&counted, err) // after the unlock below
 		}
 		b.mu.Lock()
@@ -60,7 +64,7 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) (bool, t
 		if b.word.Load() != w {
 			return false, call.Latency // stale: the breaker changed state since
 		}
-		if o == Failure {
+		if o == rampart.Failure {
 			b.lastFailure = err
 			counted = true
 		}
@@ -78,11 +82,11 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) (bool, t
 			return false, 0 // stale
 		}
 		start, ok := b.releaseProbe(aux, b.mono())
-		if !ok || o == Ignored {
+		if !ok || o == rampart.Ignored {
 			return false, 0 // its lease expired, or no verdict
 		}
 		call := b.call(start, o, err)
-		if o == Success {
+		if o == rampart.Success {
 			b.succeeded++
 		} else {
 			b.failed++
@@ -106,7 +110,7 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) (bool, t
 		}
 		return true, call.Latency
 	case ForcedClosed:
-		if o != Ignored {
+		if o != rampart.Ignored {
 			return false, b.latency(aux) // nothing is recorded
 		}
 	}
@@ -116,8 +120,8 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o Outcome, err error) (bool, t
 // tripCause returns the cause of a trip or re-open decided on an outcome
 // o: the tracker's reason if o is a success and the tracker gives one,
 // else the last failure of the period (nil if none). Called with mu held.
-func (b *Breaker) tripCause(o Outcome) error {
-	if o == Success {
+func (b *Breaker) tripCause(o rampart.Outcome) error {
+	if o == rampart.Success {
 		if cause := tripCauseOf(b.tracker); cause != nil {
 			return cause
 		}
@@ -127,7 +131,7 @@ func (b *Breaker) tripCause(o Outcome) error {
 
 // call builds the Call for a tracker of a call admitted at mono time
 // start, reading the clock only if asked to.
-func (b *Breaker) call(start int64, o Outcome, err error) Call {
+func (b *Breaker) call(start int64, o rampart.Outcome, err error) Call {
 	c := Call{Outcome: o, Err: err}
 	if b.timing == TimingNone {
 		return c

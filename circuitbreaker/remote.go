@@ -9,9 +9,9 @@ import (
 
 // ApplyRemote applies state shared by other replicas and reports whether
 // it changed anything. Open with remaining > 0 opens for exactly remaining
-// (then a probe), rejecting with cause; remaining <= 0 ends a remote Open.
+// (then a probe), refusing with cause; remaining <= 0 ends a remote Open.
 // HalfOpen grants this replica the fleet's probe round: a Closed or Open
-// breaker enters a remote Open that has already ended (rejecting with
+// breaker enters a remote Open that has already ended (refusing with
 // cause, or its own cause if cause is nil), so that its next acquire is a
 // probe; remaining is ignored, and a breaker in HalfOpen, or in a remote
 // Open that has ended, is left as it is. Closed closes only a remote Open

@@ -19,7 +19,7 @@ var errFleet = errors.New("open across the fleet")
 
 func TestRemote_CB23_OpenIsATimeLimitedForcedOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{CoolDown: time.Minute})
 		rec := record(b)
 		changed, err := b.ApplyRemote(circuitbreaker.Open, 3*time.Second, errFleet)
 		require.NoError(t, err)
@@ -49,7 +49,7 @@ func TestRemote_CB23_OpenIsATimeLimitedForcedOpen(t *testing.T) {
 
 func TestRemote_CB23_CloseClearsOnlyARemoteOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 		fail(t, b, 1, errBoom)
 		changed, err := b.ApplyRemote(circuitbreaker.Closed, 0, nil)
 		require.NoError(t, err)
@@ -146,7 +146,7 @@ func TestRemote_CB23_BadStateIsAnError(t *testing.T) {
 
 func TestRemote_CB23_HalfOpenGrantsTheProbeRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 		rec := record(b)
 		changed, err := b.ApplyRemote(circuitbreaker.HalfOpen, time.Hour, errFleet)
 		require.NoError(t, err)
@@ -189,7 +189,7 @@ func TestRemote_CB23_SubscribeFailuresSeesClosedFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var panics atomic.Int32
 		b := newBreaker(t, circuitbreaker.Config{
-			Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: time.Second,
+			Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: time.Second,
 			ListenerPanic: func(any, []byte) { panics.Add(1) },
 		})
 		var got []error
@@ -231,7 +231,7 @@ func TestRemote_CB23_SubscribeFailuresSeesClosedFailures(t *testing.T) {
 
 func TestRemote_CB23_OwnOpenTransitionCarriesItsCooldown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 7 * time.Second})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 7 * time.Second})
 		rec := record(b)
 		fail(t, b, 1, errBoom)
 		assert.Equal(t, []circuitbreaker.Transition{{
@@ -267,9 +267,9 @@ func TestRemote_CB23_ANewEndRearmsTheCooldownTimer(t *testing.T) {
 func TestHammer_CB23_RemoteChanges(t *testing.T) {
 	const maxProbes = 2
 	b := newBreaker(t, circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: circuitbreaker.Immediate,
-		MaxProbes:    maxProbes,
+		Policy:    circuitbreaker.Consecutive{Failures: 2},
+		CoolDown:  circuitbreaker.Immediate,
+		MaxProbes: maxProbes,
 	})
 	var (
 		mu   sync.Mutex

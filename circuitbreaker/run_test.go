@@ -28,7 +28,7 @@ func TestRun_CB16_ResultAndErrorPassThrough(t *testing.T) {
 
 func TestRun_CB16_OpenRejectsWithoutCalling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Minute})
 		calls := 0
 		fn := func(context.Context) (int, error) { calls++; return 0, errBoom }
 		for range 2 {
@@ -125,7 +125,7 @@ func panickingFn(context.Context) (int, error) { panic("fn exploded") }
 
 func TestRun_CB16_CB7_PanicIsFailureAndRepanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 		value, stack := panicOf(func() { _, _ = circuitbreaker.Run(t.Context(), b, panickingFn) })
 		assert.Equal(t, "fn exploded", value)
 		assert.Contains(t, stack, "circuitbreaker_test.panickingFn", "the original stack is kept")

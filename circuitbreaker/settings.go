@@ -12,12 +12,12 @@ import (
 // field means what the Config field of the same name means, zero values
 // and defaults included.
 type Tuning struct {
-	// ResetTimeout is the cool-down after a trip from Closed.
-	ResetTimeout time.Duration
-	// MaxResetTimeout and ResetTimeoutMultiplier make the cool-down grow
+	// CoolDown is the cool-down after a trip from Closed.
+	CoolDown time.Duration
+	// MaxCoolDown and CoolDownMultiplier make the cool-down grow
 	// on consecutive re-opens.
-	MaxResetTimeout        time.Duration
-	ResetTimeoutMultiplier float64
+	MaxCoolDown        time.Duration
+	CoolDownMultiplier float64
 	// MaxProbes is how many probes HalfOpen admits at once.
 	MaxProbes int
 	// ProbeLease is how long a probe holds its slot without an outcome.
@@ -32,11 +32,11 @@ type Tuning struct {
 //
 // What changes when:
 //   - an Open period keeps the deadline it started with, to the
-//     nanosecond: a new ResetTimeout is the cool-down of the next trip;
-//   - with a growing schedule (MaxResetTimeout set), the next re-open
+//     nanosecond: a new CoolDown is the cool-down of the next trip;
+//   - with a growing schedule (MaxCoolDown set), the next re-open
 //     grows from the current cool-down, brought within the new
-//     [ResetTimeout, MaxResetTimeout]; with a constant one, it is the new
-//     ResetTimeout;
+//     [CoolDown, MaxCoolDown]; with a constant one, it is the new
+//     CoolDown;
 //   - a HalfOpen period admits probes by the new MaxProbes from the next
 //     probe asked for (probes in flight beyond a lower bound finish as
 //     they would), and a new ProbeLease applies to probes admitted after
@@ -47,11 +47,11 @@ type Tuning struct {
 // [observe.Tuned].
 func (b *Breaker) Tune(t Tuning) error {
 	set, err := Config{
-		ResetTimeout:           t.ResetTimeout,
-		MaxResetTimeout:        t.MaxResetTimeout,
-		ResetTimeoutMultiplier: t.ResetTimeoutMultiplier,
-		MaxProbes:              t.MaxProbes,
-		ProbeLease:             t.ProbeLease,
+		CoolDown:           t.CoolDown,
+		MaxCoolDown:        t.MaxCoolDown,
+		CoolDownMultiplier: t.CoolDownMultiplier,
+		MaxProbes:          t.MaxProbes,
+		ProbeLease:         t.ProbeLease,
 	}.validate()
 	if err != nil {
 		return err

@@ -19,13 +19,13 @@ import (
 func TestTune_CB24_OpenKeepsItsCoolDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec observetest.Recorder
-		b, err := circuitbreaker.New(circuitbreaker.Config{Name: "b", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 10 * time.Second, Observer: &rec})
+		b, err := circuitbreaker.New(circuitbreaker.Config{Name: "b", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 10 * time.Second, Observer: &rec})
 		require.NoError(t, err)
 		p, err := b.TryAcquire()
 		require.NoError(t, err)
 		p.Failure(errBoom) // trips now, until now+10s
 		time.Sleep(3 * time.Second)
-		require.NoError(t, b.Tune(circuitbreaker.Tuning{ResetTimeout: time.Second}))
+		require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Second}))
 		_, err = b.TryAcquire()
 		var oe *circuitbreaker.OpenError
 		require.ErrorAs(t, err, &oe)
@@ -55,8 +55,8 @@ func TestTune_CB24_OpenKeepsItsCoolDown(t *testing.T) {
 // the new bounds.
 func TestTune_CB24_GrowingSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second,
-			MaxResetTimeout: time.Minute, ResetTimeoutMultiplier: 2})
+		b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second,
+			MaxCoolDown: time.Minute, CoolDownMultiplier: 2})
 		require.NoError(t, err)
 		fail := func() {
 			p, err := b.TryAcquire()
@@ -64,7 +64,7 @@ func TestTune_CB24_GrowingSchedule(t *testing.T) {
 			p.Failure(errBoom)
 		}
 		fail() // Open 1s
-		require.NoError(t, b.Tune(circuitbreaker.Tuning{ResetTimeout: 5 * time.Second, MaxResetTimeout: 8 * time.Second, ResetTimeoutMultiplier: 2}))
+		require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: 5 * time.Second, MaxCoolDown: 8 * time.Second, CoolDownMultiplier: 2}))
 		time.Sleep(time.Second)
 		fail() // the probe fails: 5s (the current 1s raised to the new floor) doubled, capped at 8s
 		_, err = b.TryAcquire()
@@ -77,7 +77,7 @@ func TestTune_CB24_GrowingSchedule(t *testing.T) {
 // A HalfOpen period admits probes by the new MaxProbes at once.
 func TestTune_CB24_MaxProbes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second, MaxProbes: 1})
+		b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second, MaxProbes: 1})
 		require.NoError(t, err)
 		p, err := b.TryAcquire()
 		require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestTune_CB24_MaxProbes(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.TryAcquire()
 		require.ErrorIs(t, err, circuitbreaker.ErrOpen, "one probe slot")
-		require.NoError(t, b.Tune(circuitbreaker.Tuning{ResetTimeout: time.Second, MaxProbes: 3}))
+		require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Second, MaxProbes: 3}))
 		for range 2 {
 			_, err = b.TryAcquire()
 			require.NoError(t, err)
@@ -101,10 +101,10 @@ func TestTune_CB24_MaxProbes(t *testing.T) {
 // A bad Tuning is New's error, and changes nothing.
 func TestTune_CB24_BadTuning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 2 * time.Second})
+		b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 2 * time.Second})
 		require.NoError(t, err)
 		assert.EqualError(t, b.Tune(circuitbreaker.Tuning{MaxProbes: 5000}), "circuitbreaker: MaxProbes must be in [0, 1024], got 5000")
-		assert.EqualError(t, b.Tune(circuitbreaker.Tuning{ResetTimeout: time.Second, MaxResetTimeout: time.Millisecond}), "circuitbreaker: MaxResetTimeout must be >= ResetTimeout (1s), got 1ms")
+		assert.EqualError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Second, MaxCoolDown: time.Millisecond}), "circuitbreaker: MaxCoolDown must be >= CoolDown (1s), got 1ms")
 		p, err := b.TryAcquire()
 		require.NoError(t, err)
 		p.Failure(errBoom)
@@ -124,7 +124,7 @@ func TestTune_CB24_WhileCallsFlow(t *testing.T) {
 		wg.Go(func() {
 			for j := range 500 {
 				if i == 0 {
-					require.NoError(t, b.Tune(circuitbreaker.Tuning{ResetTimeout: time.Duration(j%3) * time.Millisecond, MaxProbes: 1 + j%4}))
+					require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Duration(j%3) * time.Millisecond, MaxProbes: 1 + j%4}))
 					continue
 				}
 				if p, err := b.TryAcquire(); err == nil {
@@ -147,7 +147,7 @@ func BenchmarkTune_ClosedSuccessAfterTune(b *testing.B) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{})
 		require.NoError(b, err)
 		if tuned {
-			require.NoError(b, br.Tune(circuitbreaker.Tuning{ResetTimeout: time.Second, MaxProbes: 2}))
+			require.NoError(b, br.Tune(circuitbreaker.Tuning{CoolDown: time.Second, MaxProbes: 2}))
 		}
 		b.Run(map[bool]string{false: "untuned", true: "tuned"}[tuned], func(b *testing.B) {
 			b.ReportAllocs()

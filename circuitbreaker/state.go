@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rampart-go/rampart"
 )
 
 // State is the state of a [Breaker]; the forced states are set and left
@@ -13,12 +15,12 @@ type State uint8
 const (
 	// Closed lets calls through and records their outcomes with the policy.
 	Closed State = iota
-	// Open rejects every call with an [*OpenError] until the cool-down ends.
+	// Open refuses every call with an [*OpenError] until the cool-down ends.
 	Open
 	// HalfOpen admits at most MaxProbes concurrent probes, whose outcomes
 	// close or re-open the breaker.
 	HalfOpen
-	// ForcedOpen rejects every call until the [Switch] is released.
+	// ForcedOpen refuses every call until the [Switch] is released.
 	ForcedOpen
 	// ForcedClosed admits every call, recording nothing, until released.
 	ForcedClosed
@@ -51,7 +53,7 @@ type Snapshot struct {
 	State State
 	// Counters are the policy's counters of the current Closed period.
 	Counters Counters
-	// RetryAfter is the rest of the cool-down ([Forever] if forced open).
+	// RetryAfter is the rest of the cool-down ([rampart.Forever] if forced open).
 	RetryAfter time.Duration
 	// Cause is the trip's failure, or the reason given to [Switch.ForceOpen].
 	Cause error
@@ -106,7 +108,7 @@ func (b *Breaker) State() Snapshot {
 		s.Cause, s.Remote = per.cause, per.remote
 		switch {
 		case per.until == never:
-			s.RetryAfter = Forever
+			s.RetryAfter = rampart.Forever
 		case now < per.until:
 			s.RetryAfter = time.Duration(per.until - now)
 		default:
@@ -121,7 +123,7 @@ func (b *Breaker) State() Snapshot {
 		}
 		s.ProbesSucceeded, s.ProbesFailed = b.succeeded, b.failed
 	case ForcedOpen:
-		s.Cause, s.RetryAfter = per.cause, Forever
+		s.Cause, s.RetryAfter = per.cause, rampart.Forever
 	}
 	return s
 }

@@ -17,7 +17,7 @@ type Switch struct {
 	breakers []weak.Pointer[Breaker]
 }
 
-// ForceOpen forces every attached breaker open, rejecting calls with an
+// ForceOpen forces every attached breaker open, refusing calls with an
 // [*OpenError] whose Cause is reason (which may be nil).
 func (s *Switch) ForceOpen(reason error) { s.set(ForcedOpen, reason) }
 

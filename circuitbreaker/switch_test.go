@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -17,7 +18,7 @@ var errMaintenance = errors.New("maintenance")
 func TestSwitch_CB12_ForceOpenClosedRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sw := &circuitbreaker.Switch{}
-		cfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Second, Switch: sw}
+		cfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Second, Switch: sw}
 		b1, b2 := newBreaker(t, cfg), newBreaker(t, cfg)
 		rec1, rec2 := record(b1), record(b2)
 		fail(t, b1, 1, errBoom)
@@ -25,10 +26,10 @@ func TestSwitch_CB12_ForceOpenClosedRelease(t *testing.T) {
 		sw.ForceOpen(errMaintenance)
 		for _, b := range []*circuitbreaker.Breaker{b1, b2} {
 			assert.Equal(t, circuitbreaker.Snapshot{
-				State: circuitbreaker.ForcedOpen, RetryAfter: circuitbreaker.Forever, Cause: errMaintenance,
+				State: circuitbreaker.ForcedOpen, RetryAfter: rampart.Forever, Cause: errMaintenance,
 			}, b.State())
 			oe := openErr(t, b)
-			assert.Equal(t, circuitbreaker.Forever, oe.RetryAfter())
+			assert.Equal(t, rampart.Forever, oe.RetryAfter())
 			assert.Equal(t, errMaintenance, oe.Cause)
 		}
 		state, forced, reason := sw.Forced()
@@ -62,7 +63,7 @@ func TestSwitch_CB12_ForceOpenClosedRelease(t *testing.T) {
 func TestSwitch_CB12_EarlierTimersAndPermitsCannotUndo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sw := &circuitbreaker.Switch{}
-		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second, Switch: sw})
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second, Switch: sw})
 		rec := record(b)
 		fail(t, b, 1, errBoom) // Open, cool-down of 1s armed
 		time.Sleep(time.Second)

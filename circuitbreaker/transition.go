@@ -2,10 +2,12 @@ package circuitbreaker
 
 import (
 	"time"
+
+	"github.com/rampart-go/rampart"
 )
 
 // trip opens the breaker from Closed or HalfOpen. The cool-down starts
-// again from ResetTimeout after Closed and grows after HalfOpen.
+// again from CoolDown after Closed and grows after HalfOpen.
 // Called with mu held.
 func (b *Breaker) trip(from State, cause error) {
 	if from == Closed {
@@ -48,9 +50,9 @@ func (b *Breaker) enterWith(to State, cause error, at time.Time, remote bool, op
 	case Open:
 		per.reject = &OpenError{Name: name, Cause: cause, b: b}
 		per.until = addSat(b.mono(), open)
-		if open == Forever || per.until == never {
+		if open == rampart.Forever || per.until == never {
 			per.until = never
-			per.reject.b, per.reject.wait = nil, Forever
+			per.reject.b, per.reject.wait = nil, rampart.Forever
 		} else if lead := readyLead(open); lead > 0 {
 			per.reject.until = per.until
 			b.timer = b.afterFunc(lead, func() { b.ready(per) })
@@ -65,7 +67,7 @@ func (b *Breaker) enterWith(to State, cause error, at time.Time, remote bool, op
 		b.succeeded, b.failed, b.lastFailure = 0, 0, nil
 		b.tracker.Reset(HalfOpen)
 	case ForcedOpen:
-		per.reject = &OpenError{Name: name, Cause: cause, wait: Forever, forced: true}
+		per.reject = &OpenError{Name: name, Cause: cause, wait: rampart.Forever, forced: true}
 	case Closed:
 		b.cooldown = b.set.cooldown
 		b.lastFailure = nil
@@ -96,7 +98,7 @@ func readyLead(d time.Duration) time.Duration {
 }
 
 // ready is the timer of the Open period per: unless the breaker has left
-// that period, it sets flagReady, after which rejections read the clock and
+// that period, it sets flagReady, after which refusals read the clock and
 // the first caller after the cool-down becomes a probe.
 func (b *Breaker) ready(per *period) {
 	b.mu.Lock()

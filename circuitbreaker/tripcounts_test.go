@@ -19,7 +19,7 @@ func TestBreaker_EV15_TripCarriesItsCounts(t *testing.T) {
 		var rec observetest.Recorder
 		b := newBreaker(t, circuitbreaker.Config{
 			Name: "db", Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10}, Ratio: 0.5},
-			ResetTimeout: time.Second, Observer: &rec,
+			CoolDown: time.Second, Observer: &rec,
 		})
 		succeed(t, b, 5)
 		fail(t, b, 5, errBoom) // the tenth call: 5 of 10 failed

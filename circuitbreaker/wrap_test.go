@@ -8,14 +8,15 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // badResponse judges the response "bad" a failure.
-func badResponse(resp string, err error) circuitbreaker.Outcome {
+func badResponse(resp string, err error) rampart.Outcome {
 	if err != nil || resp == "ok:bad" {
-		return circuitbreaker.Failure
+		return rampart.Failure
 	}
-	return circuitbreaker.Success
+	return rampart.Success
 }
 
 // The Wrap twins guard svc as their layers do, with the type arguments
@@ -30,16 +31,16 @@ func TestWrapTwins_CB4_CB18_GuardAsTheirLayers(t *testing.T) {
 		// the request "bad".
 		wrap func(t *testing.T) (rampart.Service[string, string], *circuitbreaker.Breaker)
 	}{{
-		name: "WrapClassified",
+		name: "NewLayer",
 		wrap: func(t *testing.T) (rampart.Service[string, string], *circuitbreaker.Breaker) {
 			b := newBreaker(t, cfg)
-			return circuitbreaker.WrapClassified(&backend{}, b, badResponse), b
+			return wrap.Layer(&backend{}, circuitbreaker.NewLayer, b, badResponse), b
 		},
 	}, {
-		name: "WrapClassifiedGroup",
+		name: "NewGroupLayer",
 		wrap: func(t *testing.T) (rampart.Service[string, string], *circuitbreaker.Breaker) {
 			g := newGroup(t, circuitbreaker.GroupConfig{Breaker: cfg})
-			svc, err := circuitbreaker.WrapClassifiedGroup(&backend{}, g, key, badResponse)
+			svc, err := wrap.Service3(&backend{}, circuitbreaker.NewGroupLayer, g, key, badResponse)
 			require.NoError(t, err)
 			return svc, g.Breaker("bad")
 		},
@@ -58,9 +59,9 @@ func TestWrapTwins_CB4_CB18_GuardAsTheirLayers(t *testing.T) {
 		})
 	}
 
-	t.Run("WrapGroup", func(t *testing.T) {
+	t.Run("NewGroupLayer unclassified", func(t *testing.T) {
 		g := newGroup(t, circuitbreaker.GroupConfig{Breaker: cfg})
-		svc, err := circuitbreaker.WrapGroup(&backend{err: errBoom}, g, key)
+		svc, err := wrap.Service3(&backend{err: errBoom}, circuitbreaker.NewGroupLayer, g, key, nil)
 		require.NoError(t, err)
 		_, err = svc.Call(t.Context(), "a")
 		assert.Same(t, errBoom, err)
@@ -74,19 +75,21 @@ func TestWrapTwins_CB4_CB18_GuardAsTheirLayers(t *testing.T) {
 	})
 }
 
-// The group Wrap twins return their layer's errors, and one matching
-// rampart.ErrNilService for a nil service.
-func TestWrapTwins_CB15_NilArguments(t *testing.T) {
+// The layer constructors name a nil argument, and a layer's Wrap of a nil
+// service fails every call with an error matching rampart.ErrNilService.
+func TestLayers_CB15_NilArguments(t *testing.T) {
 	var g circuitbreaker.Group[string]
 	key := func(req string) string { return req }
-	_, err := circuitbreaker.WrapGroup[string, string, string](&backend{}, nil, key)
+	_, err := circuitbreaker.NewGroupLayer[string, string, string](nil, key, nil)
 	assert.EqualError(t, err, "circuitbreaker: group layer: nil *Group (build one with circuitbreaker.NewGroup)")
-	_, err = circuitbreaker.WrapClassifiedGroup[string, string, string](&backend{}, &g, nil, nil)
+	_, err = circuitbreaker.NewGroupLayer[string, string, string](&g, nil, nil)
 	assert.EqualError(t, err, "circuitbreaker: group layer: nil key func")
-	_, err = circuitbreaker.WrapGroup[string, string](nil, &g, key)
+	l, err := circuitbreaker.NewGroupLayer[string, string](&g, key, nil)
+	require.NoError(t, err)
+	_, err = l.Wrap(nil).Call(t.Context(), "a")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "circuitbreaker: svc must not be nil: rampart: nil service")
-	_, err = circuitbreaker.WrapClassified[string, string](nil, &circuitbreaker.Breaker{}, nil).Call(t.Context(), "a")
+	assert.EqualError(t, err, "circuitbreaker: group layer Wrap: rampart: nil service")
+	_, err = circuitbreaker.NewLayer[string, string](&circuitbreaker.Breaker{}, nil).Wrap(nil).Call(t.Context(), "a")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "circuitbreaker: Wrap: rampart: nil service")
 }

@@ -33,7 +33,7 @@ func TestBreaker_CB15_ZeroValueIsDefaultBreaker(t *testing.T) {
 			assert.True(t, p.Success())
 		},
 	}, {
-		name: "TryAcquire then Failure",
+		name: "TryAcquire then rampart.Failure",
 		use: func(t *testing.T, b *circuitbreaker.Breaker) {
 			p, err := b.TryAcquire()
 			require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestBreaker_CB15_ZeroValueIsDefaultBreaker(t *testing.T) {
 	}, {
 		name: "classified layer",
 		use: func(t *testing.T, b *circuitbreaker.Breaker) {
-			svc := circuitbreaker.NewClassifiedLayer[string, string](b, nil).Wrap(&backend{})
+			svc := circuitbreaker.NewLayer[string, string](b, nil).Wrap(&backend{})
 			resp, err := svc.Call(t.Context(), "a")
 			require.NoError(t, err)
 			assert.Equal(t, "ok:a", resp)
@@ -80,10 +80,10 @@ func TestBreaker_CB15_ZeroValueIsDefaultBreaker(t *testing.T) {
 				assert.Equal(t, closed.State, b.State().State)
 				fail(t, &b, 1, errBoom)
 				assert.Equal(t, circuitbreaker.Snapshot{
-					State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultResetTimeout, Cause: errBoom,
+					State: circuitbreaker.Open, RetryAfter: circuitbreaker.DefaultCoolDown, Cause: errBoom,
 				}, b.State())
-				assert.Equal(t, circuitbreaker.DefaultResetTimeout, openErr(t, &b).RetryAfter())
-				time.Sleep(circuitbreaker.DefaultResetTimeout)
+				assert.Equal(t, circuitbreaker.DefaultCoolDown, openErr(t, &b).RetryAfter())
+				time.Sleep(circuitbreaker.DefaultCoolDown)
 				p, err := b.TryAcquire()
 				require.NoError(t, err)
 				openErr(t, &b) // one probe at a time
@@ -128,8 +128,8 @@ func TestBreaker_CB15_ZeroValueConcurrentFirstUse(t *testing.T) {
 func TestLayer_CB15_NilInnerServiceFailsEachCall(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	layers := map[string]rampart.Layer[string, string]{
-		"NewLayer":           circuitbreaker.NewLayer[string, string](b),
-		"NewClassifiedLayer": circuitbreaker.NewClassifiedLayer[string, string](b, func(string, error) circuitbreaker.Outcome { return circuitbreaker.Failure }),
+		"NewLayer":            circuitbreaker.NewLayer[string, string](b, nil),
+		"NewLayer classified": circuitbreaker.NewLayer[string, string](b, func(string, error) rampart.Outcome { return rampart.Failure }),
 	}
 	for name, l := range layers {
 		t.Run(name, func(t *testing.T) {
@@ -150,8 +150,8 @@ func TestLayer_CB15_NilInnerServiceFailsEachCall(t *testing.T) {
 func TestLayer_CB15_NilBreakerFailsEachCall(t *testing.T) {
 	be := &backend{}
 	for name, l := range map[string]rampart.Layer[string, string]{
-		"NewLayer":           circuitbreaker.NewLayer[string, string](nil),
-		"NewClassifiedLayer": circuitbreaker.NewClassifiedLayer[string, string](nil, nil),
+		"NewLayer":            circuitbreaker.NewLayer[string, string](nil, nil),
+		"NewLayer classified": circuitbreaker.NewLayer[string, string](nil, func(string, error) rampart.Outcome { return rampart.Failure }),
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, svc := range []rampart.Service[string, string]{l.Wrap(be), l.Wrap(nil)} {

@@ -51,7 +51,7 @@ func TestGroup_CB15_CB18_ZeroValueIsDefaultGroup(t *testing.T) {
 	}, {
 		name: "group layer",
 		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
-			l, err := circuitbreaker.NewGroupLayer[string, string](g, func(req string) string { return req })
+			l, err := circuitbreaker.NewGroupLayer[string, string](g, func(req string) string { return req }, nil)
 			require.NoError(t, err)
 			resp, err := l.Wrap(&backend{}).Call(t.Context(), "x")
 			require.NoError(t, err)
@@ -60,7 +60,7 @@ func TestGroup_CB15_CB18_ZeroValueIsDefaultGroup(t *testing.T) {
 	}, {
 		name: "classified group layer",
 		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
-			l, err := circuitbreaker.NewClassifiedGroupLayer[string, string](g, func(req string) string { return req }, nil)
+			l, err := circuitbreaker.NewGroupLayer[string, string](g, func(req string) string { return req }, nil)
 			require.NoError(t, err)
 			resp, err := l.Wrap(&backend{}).Call(t.Context(), "x")
 			require.NoError(t, err)

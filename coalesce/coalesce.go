@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -38,7 +37,7 @@ func (p *PanicError) Unwrap() error {
 }
 
 // NewLayer returns a layer that coalesces concurrent calls with equal keys:
-// while a call for key(req) is in flight, further calls with that key do
+// while a call for cfg.Key(req) is in flight, further calls with that key do
 // not call the inner service but wait for the call in flight and receive
 // its response and error. Once it returns, the next call with that key
 // starts a new one; nothing is cached. Every caller receives the same Resp
@@ -70,13 +69,21 @@ func (p *PanicError) Unwrap() error {
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
 //
-// NewLayer returns an error when key is nil.
-func NewLayer[Req, Resp any](key func(Req) string) (rampart.Layer[Req, Resp], error) {
-	return NewConfigLayer[Req, Resp](Config[Req]{Key: key})
+// NewLayer returns an error when cfg.Key is nil.
+func NewLayer[Req, Resp any](cfg Config[Req]) (rampart.Layer[Req, Resp], error) {
+	if cfg.Key == nil {
+		return nil, errors.New("coalesce: key must not be nil")
+	}
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("coalesce: Wrap")
+		}
+		return &group[Req, Resp]{inner: inner, key: cfg.Key, name: cfg.Name, obs: cfg.Observer, flights: make(map[string]*flight)}
+	}), nil
 }
 
-// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
-// the argument of [NewLayer], and a Name and an Observer for its events.
+// Config configures a layer built by [NewLayer]; its Name and Observer
+// are for the layer's events.
 type Config[Req any] struct {
 	// Key gives the key under which a request is coalesced, as [NewLayer]
 	// says. It must not be nil.
@@ -89,37 +96,6 @@ type Config[Req any] struct {
 	// identical call in flight instead of making its own (an
 	// [observe.Joined] event). See package observe.
 	Observer observe.Observer
-}
-
-// NewConfigLayer returns the layer [NewLayer] returns for cfg.Key,
-// reporting its events to cfg.Observer. It returns the errors NewLayer
-// returns.
-func NewConfigLayer[Req, Resp any](cfg Config[Req]) (rampart.Layer[Req, Resp], error) {
-	if cfg.Key == nil {
-		return nil, errors.New("coalesce: key must not be nil")
-	}
-	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
-			return rampart.Failing[Req, Resp]("coalesce: Wrap")
-		}
-		return &group[Req, Resp]{inner: inner, key: cfg.Key, name: cfg.Name, obs: cfg.Observer, flights: make(map[string]*flight)}
-	}), nil
-}
-
-// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
-// the type parameters from svc. It returns the errors NewConfigLayer
-// returns, and an error matching [rampart.ErrNilService] when svc is nil.
-func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req]) (rampart.Service[Req, Resp], error) {
-	l, err := NewConfigLayer[Req, Resp](cfg)
-	return wrap.Service("coalesce", svc, l, err)
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], key func(Req) string) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer[Req, Resp](key)
-	return wrap.Service("coalesce", svc, l, err)
 }
 
 type group[Req, Resp any] struct {

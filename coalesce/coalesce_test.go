@@ -17,6 +17,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/coalesce"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -64,7 +65,7 @@ func identity(s string) string { return s }
 
 func build(t *testing.T, inner rampart.Service[string, string]) rampart.Service[string, string] {
 	t.Helper()
-	layer, err := coalesce.NewLayer[string, string](identity)
+	layer, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: identity})
 	require.NoError(t, err)
 	return layer.Wrap(inner)
 }
@@ -87,7 +88,7 @@ func start(ctx context.Context, svc rampart.Service[string, string], req string,
 }
 
 func TestNewLayer_RequiresKey(t *testing.T) {
-	_, err := coalesce.NewLayer[string, string](nil)
+	_, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: nil})
 	assert.EqualError(t, err, "coalesce: key must not be nil")
 }
 
@@ -245,7 +246,7 @@ func TestLayer_DoneContextJoinsNothing(t *testing.T) {
 func TestLayer_EmptyKeyIsNotCoalesced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate()
-		layer, err := coalesce.NewLayer[string, string](func(string) string { return "" })
+		layer, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: func(string) string { return "" }})
 		require.NoError(t, err)
 		out := start(t.Context(), layer.Wrap(g), "a", 3)
 		synctest.Wait()
@@ -308,7 +309,7 @@ func TestLayer_Hammer(t *testing.T) {
 }
 
 func BenchmarkLayer(b *testing.B) {
-	layer, err := coalesce.NewLayer[string, string](identity)
+	layer, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: identity})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -324,15 +325,15 @@ func BenchmarkLayer(b *testing.B) {
 	})
 }
 
-func TestWrap(t *testing.T) {
-	svc, err := coalesce.Wrap(rampart.ServiceFunc[string, int](func(ctx context.Context, req string) (int, error) {
+func TestNewLayer_Wraps(t *testing.T) {
+	svc, err := wrap.Service(rampart.ServiceFunc[string, int](func(ctx context.Context, req string) (int, error) {
 		return len(req), nil
-	}), identity)
+	}), coalesce.NewLayer, coalesce.Config[string]{Key: identity})
 	require.NoError(t, err)
 	resp, err := svc.Call(t.Context(), "abc")
 	assert.NoError(t, err)
 	assert.Equal(t, 3, resp)
-	_, err = coalesce.Wrap[string, int](nil, nil)
+	_, err = coalesce.NewLayer[string, int](coalesce.Config[string]{})
 	assert.EqualError(t, err, "coalesce: key must not be nil")
 }
 
@@ -342,13 +343,13 @@ func TestLayer_GoexitFailsEveryWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		var calls atomic.Int32
-		svc, err := coalesce.Wrap(rampart.ServiceFunc[string, int](func(ctx context.Context, req string) (int, error) {
+		svc, err := wrap.Service(rampart.ServiceFunc[string, int](func(ctx context.Context, req string) (int, error) {
 			if calls.Add(1) == 1 {
 				<-release
 				runtime.Goexit()
 			}
 			return 7, nil
-		}), func(req string) string { return req })
+		}), coalesce.NewLayer, coalesce.Config[string]{Key: func(req string) string { return req }})
 		require.NoError(t, err)
 
 		errs := make(chan error, 3)

@@ -3,11 +3,13 @@
 //
 // # Quick start
 //
-//	svc, err := coalesce.Wrap(backend, func(req Req) string {
+//	l, err := coalesce.NewLayer[Req, Resp](coalesce.Config[Req]{Key: func(req Req) string {
 //		return req.ItemID // equal keys share one call; "" is never coalesced
-//	})
-//
-// [NewLayer] builds the same as a layer.
+//	}})
+//	if err != nil {
+//		return err
+//	}
+//	svc := l.Wrap(backend)
 //
 // # Why
 //

@@ -29,7 +29,7 @@ func (c *waiting) Done() <-chan struct{} {
 func ExampleNewLayer() {
 	var backendCalls atomic.Int64
 	release := make(chan struct{})
-	layer, err := coalesce.NewLayer[string, string](func(user string) string { return user })
+	layer, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: func(user string) string { return user }})
 	if err != nil {
 		panic(err)
 	}

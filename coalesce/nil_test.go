@@ -9,6 +9,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/coalesce"
 	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Every nil argument and zero value fails with an error naming it, at
@@ -18,20 +19,16 @@ func TestNilAndZeroValues(t *testing.T) {
 	ok := rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) { return req, nil })
 	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
 		{
-			Name:  "nil key",
-			Build: func() (rampart.Service[string, string], error) { return coalesce.Wrap(ok, nil) },
-			Want:  "coalesce: key must not be nil",
-		},
-		{
-			Name:       "Wrap of nil service",
-			Build:      func() (rampart.Service[string, string], error) { return coalesce.Wrap[string, string](nil, key) },
-			Want:       "coalesce: svc must not be nil: rampart: nil service",
-			NilService: true,
+			Name: "nil key",
+			Build: func() (rampart.Service[string, string], error) {
+				return wrap.Service(ok, coalesce.NewLayer, coalesce.Config[string]{})
+			},
+			Want: "coalesce: key must not be nil",
 		},
 		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[string, string], error) {
-				l, err := coalesce.NewLayer[string, string](key)
+				l, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: key})
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},

@@ -12,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/coalesce"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -22,7 +23,7 @@ func TestCoalesce_EV8_Joined(t *testing.T) {
 			time.Sleep(time.Second)
 			return req, nil
 		})
-		svc, err := coalesce.WrapConfig(slow, coalesce.Config[string]{
+		svc, err := wrap.Service(slow, coalesce.NewLayer, coalesce.Config[string]{
 			Key: func(req string) string { return req }, Name: "users", Observer: &rec,
 		})
 		require.NoError(t, err)

@@ -41,7 +41,7 @@ type AdaptiveConfig struct {
 	// MaxWaiting bounds the calls that wait for a slot in [Wait] mode: a
 	// call that finds MaxWaiting calls already waiting is refused at once
 	// with a [*LimitedError]. Zero means no bound other than each call's
-	// context; it must not be negative. [Reject] mode never waits.
+	// context; it must not be negative. [Refuse] mode never waits.
 	MaxWaiting int
 }
 
@@ -144,7 +144,7 @@ const minSamples = 10
 // The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
 // InFlight are 0, Ready is false, Acquire refuses at once with a
 // RetryAfter of the largest time.Duration, TryAcquire fails, and
-// [NewLayer] rejects it. Make one with [NewAdaptive].
+// [NewLayer] refuses it. Make one with [NewAdaptive].
 type AdaptiveLimiter struct {
 	// Set by NewAdaptive, never modified.
 	minLimit, maxLimit int64
@@ -470,7 +470,7 @@ func (l *AdaptiveLimiter) closeWindow(now time.Duration) {
 	avg := time.Duration(sum / n)
 	limit := l.limit.Load()
 	next := l.estimate(limit, avg, peak)
-	l.refusal.Store(&LimitedError{RetryAfter: avg})
+	l.refusal.Store(&LimitedError{Wait: avg})
 	if next != limit {
 		l.limit.Store(next)
 		l.wakeLocked()
@@ -534,7 +534,7 @@ func (l *AdaptiveLimiter) valid() error {
 	return nil
 }
 
-// take takes a slot as the mode says: in Wait mode with Acquire; in Reject
+// take takes a slot as the mode says: in Wait mode with Acquire; in Refuse
 // mode at once or not at all, refusing with the window's shared refusal. A
 // ctx already done takes no slot, in either mode.
 func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {

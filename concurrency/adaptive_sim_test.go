@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // simBackend is a dependency with capacity calls' worth of workers: a call
@@ -66,8 +67,8 @@ type simResult struct {
 const simTick = 10 * time.Millisecond
 
 // simulate runs clients callers in a closed loop against a simBackend
-// behind lim in Reject mode, through the phases, and reports each phase.
-// A refused caller waits the refusal's RetryDelay (at least 1ms) before it
+// behind lim in Refuse mode, through the phases, and reports each phase.
+// A refused caller waits the refusal's RetryAfter (at least 1ms) before it
 // calls again, as a retry layer honouring the hint would. lo and hi per
 // phase are the band that counts as settled.
 func simulate(t *testing.T, lim *concurrency.AdaptiveLimiter, clients int, phases []simPhase, band func(simPhase) (lo, hi int)) []simResult {
@@ -75,7 +76,7 @@ func simulate(t *testing.T, lim *concurrency.AdaptiveLimiter, clients int, phase
 	be := &simBackend{}
 	be.capacity.Store(phases[0].capacity)
 	be.unloaded.Store(int64(phases[0].unloaded))
-	svc, err := concurrency.Wrap[int, int](be, lim, concurrency.Reject)
+	svc, err := wrap.Service[int, int](be, concurrency.NewLayer, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 
 	var (
@@ -147,7 +148,7 @@ func simClient(ctx context.Context, svc rampart.Service[int, int], mu *sync.Mute
 		if err != nil {
 			var delay time.Duration
 			if lim != nil {
-				delay = lim.RetryDelay()
+				delay = lim.RetryAfter()
 			}
 			time.Sleep(max(delay, time.Millisecond))
 		}

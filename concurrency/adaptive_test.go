@@ -14,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -81,14 +82,14 @@ func TestAdaptive_LM8_ZeroValue(t *testing.T) {
 	p, err := l.Acquire(context.Background())
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, time.Duration(1<<63-1), le.RetryDelay())
+	assert.Equal(t, time.Duration(1<<63-1), le.RetryAfter())
 	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
 	l.Release(p) // the zero Permit: ignored
 	assert.Equal(t, 0, l.InFlight())
 
-	_, err = concurrency.NewLayer[int, int](&l, concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: &l, Mode: concurrency.Wait})
 	assert.EqualError(t, err, "concurrency: limiter must be made by NewAdaptive, got a zero AdaptiveLimiter")
-	_, err = concurrency.NewLayer[int, int]((*concurrency.AdaptiveLimiter)(nil), concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: (*concurrency.AdaptiveLimiter)(nil), Mode: concurrency.Wait})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
 }
 
@@ -194,7 +195,7 @@ func TestAdaptive_LM8_MaxWaitingRefusesWithRetryDelay(t *testing.T) {
 		var le *concurrency.LimitedError
 		require.ErrorAs(t, err, &le)
 		assert.ErrorIs(t, err, concurrency.ErrLimited)
-		assert.Equal(t, 40*time.Millisecond, le.RetryDelay())
+		assert.Equal(t, 40*time.Millisecond, le.RetryAfter())
 		assert.False(t, le.PastDeadline)
 		l.Release(held)
 		wg.Wait()
@@ -382,7 +383,7 @@ func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
 		l := fixedAdaptive(t, 1, 0)
 		release := make(chan struct{})
 		var calls atomic.Int64
-		svc, err := concurrency.Wrap(blocking(release, &calls), l, concurrency.Reject)
+		svc, err := wrap.Service(blocking(release, &calls), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -395,7 +396,7 @@ func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
 		_, err = svc.Call(context.Background(), 2)
 		var le *concurrency.LimitedError
 		require.ErrorAs(t, err, &le)
-		assert.Equal(t, time.Duration(0), le.RetryDelay(), "no window closed yet")
+		assert.Equal(t, time.Duration(0), le.RetryAfter(), "no window closed yet")
 		assert.Equal(t, int64(1), calls.Load())
 
 		ctx, cancel := context.WithCancel(context.Background())
@@ -411,13 +412,13 @@ func TestAdaptiveLayer_LM9_RejectRefusesWhenFull(t *testing.T) {
 func TestAdaptiveLayer_LM9_WaitAndPanicFreeSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := fixedAdaptive(t, 1, 0)
-		svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 			time.Sleep(time.Second)
 			if req < 0 {
 				panic("boom")
 			}
 			return req, nil
-		}), l, concurrency.Wait)
+		}), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		wg.Go(func() {
@@ -441,7 +442,7 @@ func TestAdaptiveLayer_LM9_LoadshedReadiness(t *testing.T) {
 	var _ loadshed.Readiness = l
 	p, ok := l.TryAcquire()
 	require.True(t, ok)
-	svc, err := loadshed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l)
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), loadshed.NewLayer, loadshed.Config{Readiness: l})
 	require.NoError(t, err)
 	_, err = svc.Call(context.Background(), 1)
 	assert.ErrorIs(t, err, loadshed.ErrOverloaded)
@@ -468,7 +469,7 @@ func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
 		}
 	}), "Acquire/Release")
 	for name, mode := range modes {
-		svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l, mode)
+		svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: mode})
 		require.NoError(t, err)
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }), name)
 	}
@@ -477,7 +478,7 @@ func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
 	for i := range held {
 		held[i], _ = l.TryAcquire()
 	}
-	svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), l, concurrency.Reject)
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }), "refusal")
 	for _, p := range held {
@@ -485,7 +486,7 @@ func TestAdaptive_LM9_ZeroAllocs(t *testing.T) {
 	}
 }
 
-// Many callers in Wait and Reject mode against a limit that moves: every
+// Many callers in Wait and Refuse mode against a limit that moves: every
 // call is served or refused, no more run at once than MaxLimit, and every
 // slot comes back.
 func TestAdaptive_LM8_Hammer(t *testing.T) {
@@ -505,9 +506,9 @@ func TestAdaptive_LM8_Hammer(t *testing.T) {
 	for g := range goroutines {
 		mode := concurrency.Wait
 		if g%2 == 1 {
-			mode = concurrency.Reject
+			mode = concurrency.Refuse
 		}
-		svc, err := concurrency.Wrap[int, int](inner, l, mode)
+		svc, err := wrap.Service[int, int](inner, concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: mode})
 		require.NoError(t, err)
 		wg.Go(func() {
 			for i := range calls {

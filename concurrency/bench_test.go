@@ -6,6 +6,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 func BenchmarkLayer(b *testing.B) {
@@ -15,7 +16,7 @@ func BenchmarkLayer(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			layer, err := concurrency.NewLayer[int, int](l, mode)
+			layer, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: mode})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -38,7 +39,7 @@ func BenchmarkLayerSerial(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			svc, err := concurrency.Wrap(rampart.Service[int, int](rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil })), l, mode)
+			svc, err := wrap.Service(rampart.Service[int, int](rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil })), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: mode})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,9 +15,10 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
-var modes = map[string]concurrency.Mode{"Wait": concurrency.Wait, "Reject": concurrency.Reject}
+var modes = map[string]concurrency.Mode{"Wait": concurrency.Wait, "Refuse": concurrency.Refuse}
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -33,7 +34,7 @@ func blocking(release <-chan struct{}, calls *atomic.Int64) rampart.Service[int,
 
 func build(t *testing.T, l *concurrency.Limiter, mode concurrency.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
 	t.Helper()
-	layer, err := concurrency.NewLayer[int, int](l, mode)
+	layer, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: mode})
 	require.NoError(t, err)
 	return rampart.NewBuilder[int, int]().Layer(layer).Service(inner)
 }
@@ -70,15 +71,15 @@ func TestNewLayer_RejectsBadArguments(t *testing.T) {
 	l, err := concurrency.New(1)
 	require.NoError(t, err)
 
-	_, err = concurrency.NewLayer[int, int](nil, concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: nil, Mode: concurrency.Wait})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
-	_, err = concurrency.NewLayer[int, int](l, concurrency.Mode(7))
-	assert.EqualError(t, err, "concurrency: mode must be Wait or Reject, got 7")
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: concurrency.Mode(7)})
+	assert.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got 7")
 }
 
 func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, svc, release, calls := buildBlocking(t, 2, concurrency.Reject)
+		l, svc, release, calls := buildBlocking(t, 2, concurrency.Refuse)
 
 		var wg sync.WaitGroup
 		for i := range 2 {
@@ -98,7 +99,7 @@ func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
 		var le *concurrency.LimitedError
 		require.ErrorAs(t, err, &le)
 		assert.Equal(t, concurrency.LimitedError{}, *le, "a Limiter knows no retry delay")
-		assert.Zero(t, le.RetryDelay())
+		assert.Zero(t, le.RetryAfter())
 		assert.EqualError(t, err, "concurrency: limit reached")
 		assert.Equal(t, int64(2), calls.Load(), "a refused call must not reach the inner service")
 
@@ -181,7 +182,7 @@ func TestLayer_InnerErrorUnchangedAndSlotFreed(t *testing.T) {
 	l, err := concurrency.New(1)
 	require.NoError(t, err)
 	boom := errors.New("boom")
-	svc := build(t, l, concurrency.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc := build(t, l, concurrency.Refuse, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		return 7, boom
 	}))
 	resp, err := svc.Call(t.Context(), 1)
@@ -193,7 +194,7 @@ func TestLayer_InnerErrorUnchangedAndSlotFreed(t *testing.T) {
 func TestLayer_PanicFreesSlot(t *testing.T) {
 	l, err := concurrency.New(1)
 	require.NoError(t, err)
-	svc := build(t, l, concurrency.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc := build(t, l, concurrency.Refuse, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		panic("inner panic")
 	}))
 	assert.PanicsWithValue(t, "inner panic", func() { _, _ = svc.Call(t.Context(), 1) })
@@ -207,8 +208,8 @@ func TestLayer_SharedLimiterBoundsAllServices(t *testing.T) {
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int64
-		a := build(t, l, concurrency.Reject, blocking(release, &calls))
-		b := build(t, l, concurrency.Reject, blocking(release, &calls))
+		a := build(t, l, concurrency.Refuse, blocking(release, &calls))
+		b := build(t, l, concurrency.Refuse, blocking(release, &calls))
 		go func() { _, _ = a.Call(t.Context(), 1) }()
 		synctest.Wait()
 		_, err = b.Call(t.Context(), 2)
@@ -275,8 +276,8 @@ func TestLayer_ZeroAllocs(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "%s: call with a free slot", name)
 	}
 
-	full := build(t, l, concurrency.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
-		svc := build(t, l, concurrency.Reject, ok)
+	full := build(t, l, concurrency.Refuse, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+		svc := build(t, l, concurrency.Refuse, ok)
 		assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "refusal")
 		return req, nil
 	}))
@@ -284,16 +285,16 @@ func TestLayer_ZeroAllocs(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestWrap(t *testing.T) {
+func TestNewLayer_Wraps(t *testing.T) {
 	l, err := concurrency.New(1)
 	require.NoError(t, err)
-	svc, err := concurrency.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		return l.InFlight(), nil
-	}), l, concurrency.Wait)
+	}), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Wait})
 	require.NoError(t, err)
 	resp, err := svc.Call(t.Context(), 0)
 	assert.NoError(t, err)
 	assert.Equal(t, 1, resp, "the call runs in a slot")
-	_, err = concurrency.Wrap[int, int](nil, nil, concurrency.Wait)
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // holder is a service whose calls block until release is closed.
@@ -46,7 +47,7 @@ func admitted(t *testing.T, svc rampart.Service[int, int], ctx context.Context) 
 	}
 }
 
-// With a limit of 8 (sheddable share 6, critical reserve 8), in Reject
+// With a limit of 8 (sheddable share 6, critical reserve 8), in Refuse
 // mode: sheddable calls get slots only below 6 held, default ones below
 // 8, critical ones below 16; the same for either limiter.
 func TestCriticality_PG6_RefusedSheddableFirstCriticalLast(t *testing.T) {
@@ -65,7 +66,7 @@ func TestCriticality_PG6_RefusedSheddableFirstCriticalLast(t *testing.T) {
 					slots, inFlight = l, l.InFlight
 				}
 				h := holder{release: make(chan struct{})}
-				svc, err := concurrency.Wrap[int, int](h, slots, concurrency.Reject)
+				svc, err := wrap.Service[int, int](h, concurrency.NewLayer, concurrency.Config{Limiter: slots, Mode: concurrency.Refuse})
 				require.NoError(t, err)
 				rf := slots.(interface{ ReadyFor(context.Context) bool })
 
@@ -105,7 +106,7 @@ func TestCriticality_PG6_WaitMode(t *testing.T) {
 		l, err := concurrency.New(2) // share 1, reserve 1
 		require.NoError(t, err)
 		h := holder{release: make(chan struct{})}
-		svc, err := concurrency.Wrap[int, int](h, l, concurrency.Wait)
+		svc, err := wrap.Service[int, int](h, concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		require.True(t, admitted(t, svc, context.Background()))
 		assert.False(t, admitted(t, svc, sheddable), "1 of 2 held: sheddable refused at once")
@@ -128,7 +129,7 @@ func TestCriticality_PG6_WaitMode(t *testing.T) {
 func TestCriticality_PG6_NoAllocations(t *testing.T) {
 	l, err := concurrency.New(4)
 	require.NoError(t, err)
-	svc, err := concurrency.Wrap[int, int](rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }), l, concurrency.Reject)
+	svc, err := wrap.Service[int, int](rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	for _, ctx := range []context.Context{context.Background(), sheddable, critical} {
 		assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) }))
@@ -143,7 +144,7 @@ func TestCriticality_PG6_NoAllocations(t *testing.T) {
 	}))
 }
 
-// BenchmarkLayer_Criticality measures a call through a Reject-mode layer
+// BenchmarkLayer_Criticality measures a call through a Refuse-mode layer
 // with a free slot, without criticality and with each criticality, below
 // and above the sheddable share.
 func BenchmarkLayer_Criticality(b *testing.B) {
@@ -163,7 +164,7 @@ func BenchmarkLayer_Criticality(b *testing.B) {
 			for range tc.held {
 				require.True(b, l.TryAcquire())
 			}
-			svc, err := concurrency.Wrap[int, int](rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }), l, concurrency.Reject)
+			svc, err := wrap.Service[int, int](rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {

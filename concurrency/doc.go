@@ -9,9 +9,12 @@
 //	if err != nil {
 //		return err
 //	}
-//	svc, err := concurrency.Wrap(backend, lim, concurrency.Wait)
+//	l, err := concurrency.NewLayer[Req, Resp](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
+//	if err != nil {
+//		return err
+//	}
+//	svc := l.Wrap(backend) // or pass l to a rampart.Builder
 //
-// [NewLayer] returns the same limit as a layer for a [rampart.Builder].
 // A [*Limiter] is also usable on its own, as semaphore.Weighted is:
 //
 //	if err := lim.Acquire(ctx); err != nil {
@@ -28,7 +31,7 @@
 // arrival rate × latency) says the pile grows exactly as fast as latency
 // does. A concurrency limit caps the pile directly, so a slow dependency
 // costs bounded resources, and callers beyond the cap either wait their turn
-// (bounded by their context, [Wait]) or are refused at once ([Reject]). The
+// (bounded by their context, [Wait]) or are refused at once ([Refuse]). The
 // [Mode] is the one package ratelimit uses, and a refusal is a
 // [*LimitedError] of the same shape as ratelimit's.
 //
@@ -53,9 +56,9 @@
 //	if err != nil {
 //		return err
 //	}
-//	svc, err := concurrency.Wrap(backend, lim, concurrency.Reject)
+//	svc, err := concurrency.NewLayer[Req, Resp](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 //
-// [NewLayer] and [Wrap] take either limiter (both are [Slots]), with the
+// [NewLayer] takes either limiter (both are [Slots]), with the
 // same modes and refusals; in a server, put it in the handler's layers to
 // protect the service itself. Used directly, an AdaptiveLimiter hands out
 // a [Permit] to give back:
@@ -83,7 +86,7 @@
 //   - a critical call that finds the L slots taken may take one of a
 //     reserve of L more slots (at least 1) beyond the limit, at once and
 //     ahead of any call waiting; only when the reserve is taken too does
-//     it wait (Wait mode) or get refused (Reject mode) as a default call
+//     it wait (Wait mode) or get refused (Refuse mode) as a default call
 //     would. The reserve is as large as the limit because default calls
 //     alone may fill the L slots for as long as an overload lasts:
 //     critical calls then have only the reserve, and it must carry them

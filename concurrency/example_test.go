@@ -9,14 +9,14 @@ import (
 	"github.com/rampart-go/rampart/concurrency"
 )
 
-// One call holds the only slot; a second call in Reject mode is refused
+// One call holds the only slot; a second call in Refuse mode is refused
 // instead of queueing.
 func ExampleNewLayer() {
 	lim, err := concurrency.New(1)
 	if err != nil {
 		panic(err)
 	}
-	layer, err := concurrency.NewLayer[string, string](lim, concurrency.Reject)
+	layer, err := concurrency.NewLayer[string, string](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	if err != nil {
 		panic(err)
 	}
@@ -77,12 +77,13 @@ func ExampleAdaptiveLimiter() {
 	lim.Release(b)
 	fmt.Println("in flight:", lim.InFlight(), "ready:", lim.Ready())
 
-	svc, err := concurrency.Wrap(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
-		return "hello " + req, nil
-	}), lim, concurrency.Reject)
+	l, err := concurrency.NewLayer[string, string](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	if err != nil {
 		panic(err)
 	}
+	svc := l.Wrap(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		return "hello " + req, nil
+	}))
 	fmt.Println(svc.Call(context.Background(), "world"))
 	// Output:
 	// limit: 2 in flight: 2 third can start: false

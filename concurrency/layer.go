@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
-// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
-// the arguments of [NewLayer], and a Name and an Observer for its events.
+// Config configures a layer built by [NewLayer]; its Name and Observer
+// are for the layer's events.
 type Config struct {
 	// Limiter is the limiter whose slots the layer's calls take: a
 	// [*Limiter] made by [New] or an [*AdaptiveLimiter] made by
@@ -20,7 +19,7 @@ type Config struct {
 	Limiter Slots
 
 	// Mode says what a call does when every slot is taken: [Wait] (the
-	// zero Mode) or [Reject].
+	// zero Mode) or [Refuse].
 	Mode Mode
 
 	// Name names the layer in its events. Empty means unnamed.
@@ -36,18 +35,19 @@ type Config struct {
 	Observer observe.Observer
 }
 
-// NewLayer returns a layer that runs each call in a slot of l, so at most
-// as many calls run at once across every service built with l as l allows:
+// NewLayer returns a layer that runs each call in a slot of cfg.Limiter,
+// so at most as many calls run at once across every service built with
+// that limiter as it allows:
 // Max for a [*Limiter], the current Limit for an [*AdaptiveLimiter].
 //
-// With mode [Wait], a call takes its slot with [Limiter.Acquire] or
+// With cfg.Mode [Wait], a call takes its slot with [Limiter.Acquire] or
 // [AdaptiveLimiter.Acquire]: one that finds every slot taken waits for one
 // in FIFO order; if ctx is done first, the call fails with an error that
 // wraps ctx.Err() (so errors.Is(err, context.DeadlineExceeded) or
 // context.Canceled holds) and the inner service is not called. An
 // AdaptiveLimiter whose [AdaptiveConfig.MaxWaiting] calls already wait
-// refuses the call at once with a [*LimitedError]. With mode [Reject], a
-// call that finds every slot taken fails at once with a [*LimitedError]
+// refuses the call at once with a [*LimitedError]. With cfg.Mode
+// [Refuse], a call that finds every slot taken fails at once with a [*LimitedError]
 // matching [ErrLimited], whose RetryAfter is 0 for a Limiter (it cannot
 // know when a slot frees) and the latest window's average latency for an
 // AdaptiveLimiter; refusals share one value (per window, for an
@@ -57,7 +57,7 @@ type Config struct {
 //
 // The slot is held while the inner service runs and given back when it
 // returns or panics. Errors from the inner service come back unchanged. A
-// call that gets a slot allocates nothing, nor does a Reject refusal. With
+// call that gets a slot allocates nothing, nor does a Refuse refusal. With
 // a [*Limiter], each call takes and gives back a slot of the semaphore,
 // which locks its mutex briefly each time: under very high parallelism on
 // one Limiter that mutex is the layer's cost (see BenchmarkLayer). With an
@@ -68,43 +68,20 @@ type Config struct {
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
 //
-// NewLayer returns an error when l is nil, l is a zero Limiter or
-// AdaptiveLimiter (not made by [New] or [NewAdaptive]), or mode is not Wait
-// or Reject.
-func NewLayer[Req, Resp any](l Slots, mode Mode) (rampart.Layer[Req, Resp], error) {
-	return NewConfigLayer[Req, Resp](Config{Limiter: l, Mode: mode})
-}
-
-// NewConfigLayer returns the layer [NewLayer] returns for cfg.Limiter and
-// cfg.Mode, reporting its events to cfg.Observer. It returns the errors
-// NewLayer returns.
-func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
+// NewLayer returns an error when cfg.Limiter is nil or a zero Limiter or
+// AdaptiveLimiter (not made by [New] or [NewAdaptive]), or cfg.Mode is not
+// Wait or Refuse.
+func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if cfg.Limiter == nil {
 		return nil, errors.New("concurrency: limiter must not be nil")
 	}
 	if err := cfg.Limiter.valid(); err != nil {
 		return nil, err
 	}
-	if cfg.Mode != Wait && cfg.Mode != Reject {
-		return nil, fmt.Errorf("concurrency: mode must be Wait or Reject, got %d", cfg.Mode)
+	if cfg.Mode != Wait && cfg.Mode != Refuse {
+		return nil, fmt.Errorf("concurrency: mode must be Wait or Refuse, got %d", cfg.Mode)
 	}
 	return layer[Req, Resp]{cfg: cfg}, nil
-}
-
-// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
-// the type parameters from svc. It returns the errors NewConfigLayer
-// returns, and an error matching [rampart.ErrNilService] when svc is nil.
-func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config) (rampart.Service[Req, Resp], error) {
-	l, err := NewConfigLayer[Req, Resp](cfg)
-	return wrap.Service("concurrency", svc, l, err)
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim Slots, mode Mode) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer[Req, Resp](lim, mode)
-	return wrap.Service("concurrency", svc, l, err)
 }
 
 // Slots is a limiter whose slots [NewLayer] runs calls in: a [*Limiter]
@@ -166,7 +143,7 @@ func (s *service[Req, Resp]) takeObserved(ctx context.Context) (Permit, error) {
 	if ctx.Err() != nil {
 		return s.lim.take(ctx, s.mode) // the caller's own error: no event
 	}
-	p, err := s.lim.take(ctx, Reject)
+	p, err := s.lim.take(ctx, Refuse)
 	if err == nil {
 		return p, nil
 	}

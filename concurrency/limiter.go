@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/rampart-go/rampart"
 )
 
 // Limiter bounds how many calls run at once: it has Max slots, and a call
@@ -19,7 +21,7 @@ import (
 // usable one. The zero Limiter has no slots: Max and InFlight are 0, Ready
 // is false (so a loadshed layer watching it refuses every call), Acquire
 // refuses at once, TryAcquire fails, Release does nothing, and [NewLayer]
-// rejects it.
+// refuses it.
 type Limiter struct {
 	sem *semaphore.Weighted
 	max int
@@ -30,14 +32,14 @@ type Limiter struct {
 	// reserved counts the slots of the critical reserve held: see
 	// ReadyFor.
 	reserved atomic.Int64
-	// limited is returned for every refusal in Reject mode, so refusing
+	// limited is returned for every refusal in Refuse mode, so refusing
 	// (the path that runs under overload) allocates nothing. It is never
 	// modified.
 	limited *LimitedError
 }
 
 // noSlots is the refusal of the zero Limiter.
-var noSlots = &LimitedError{RetryAfter: forever}
+var noSlots = &LimitedError{Wait: rampart.Forever}
 
 // New returns a Limiter with max slots. It returns an error naming max when
 // max < 1.
@@ -142,7 +144,7 @@ func (l *Limiter) valid() error {
 }
 
 // take takes a slot as the mode says: in Wait mode it blocks until a slot
-// frees or ctx is done; in Reject mode it fails at once with the limiter's
+// frees or ctx is done; in Refuse mode it fails at once with the limiter's
 // shared refusal. A ctx already done takes no slot, in either mode. A
 // Limiter needs nothing in the Permit.
 func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {

@@ -112,16 +112,16 @@ func TestLimiter_LM4_ExtraReleaseIgnored(t *testing.T) {
 
 func TestMode_String(t *testing.T) {
 	assert.Equal(t, "Wait", concurrency.Wait.String())
-	assert.Equal(t, "Reject", concurrency.Reject.String())
+	assert.Equal(t, "Refuse", concurrency.Refuse.String())
 	assert.Equal(t, "Mode(7)", concurrency.Mode(7).String())
 }
 
-// The refusal has the same shape as ratelimit's: a RetryDelay method that
+// The refusal has the same shape as ratelimit's: a RetryAfter method that
 // carries RetryAfter, zero when not known.
 func TestLimitedError_LM5_RetryDelay(t *testing.T) {
-	err := &concurrency.LimitedError{RetryAfter: 2 * time.Second}
-	assert.Equal(t, 2*time.Second, err.RetryDelay())
+	err := &concurrency.LimitedError{Wait: 2 * time.Second}
+	assert.Equal(t, 2*time.Second, err.RetryAfter())
 	assert.EqualError(t, err, "concurrency: limit reached (retry after 2s)")
-	assert.EqualError(t, &concurrency.LimitedError{PastDeadline: true, RetryAfter: time.Second}, "concurrency: limit reached: next slot in 1s, at or past the context deadline")
+	assert.EqualError(t, &concurrency.LimitedError{PastDeadline: true, Wait: time.Second}, "concurrency: limit reached: next slot in 1s, at or past the context deadline")
 	assert.ErrorIs(t, err, concurrency.ErrLimited)
 }

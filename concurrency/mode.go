@@ -1,30 +1,18 @@
 package concurrency
 
-import "strconv"
+import "github.com/rampart-go/rampart/internal/mode"
 
-// Mode says what a call does when its limiter has no room for it now. The
-// same type configures package ratelimit, whose Mode is an alias of this
-// one, so one value serves both kinds of limit.
-type Mode int
+// Mode says what a call does when its limiter has no slot for it now:
+// [Wait] or [Refuse]. Package ratelimit's Mode is the same type, so one
+// value configures both kinds of limit. Its String method returns "Wait",
+// "Refuse", or "Mode(n)" for any other value.
+type Mode = mode.Mode
 
 const (
-	// Wait makes the call wait for room, bounded by its context; a limiter
-	// that knows the wait would end at or after the context's deadline
-	// refuses at once instead (a rate limit knows; a concurrency Limiter
-	// does not). Wait is the zero Mode.
-	Wait Mode = iota
-	// Reject refuses the call at once with a LimitedError, taking nothing
-	// from the limiter.
-	Reject
+	// Wait makes the call wait for a slot, bounded by its context. Wait is
+	// the zero Mode.
+	Wait = mode.Wait
+	// Refuse refuses the call at once with a [*LimitedError], taking no
+	// slot.
+	Refuse = mode.Refuse
 )
-
-// String returns "Wait", "Reject", or "Mode(n)" for any other value.
-func (m Mode) String() string {
-	switch m {
-	case Wait:
-		return "Wait"
-	case Reject:
-		return "Reject"
-	}
-	return "Mode(" + strconv.Itoa(int(m)) + ")"
-}

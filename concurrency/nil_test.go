@@ -12,6 +12,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Every nil argument and zero value fails with an error naming it, at
@@ -22,27 +23,23 @@ func TestNilAndZeroValues(t *testing.T) {
 	require.NoError(t, err)
 	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
 		{
-			Name:  "nil Limiter",
-			Build: func() (rampart.Service[int, int], error) { return concurrency.Wrap(ok, nil, concurrency.Wait) },
-			Want:  "concurrency: limiter must not be nil",
+			Name: "nil Limiter",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, concurrency.NewLayer, concurrency.Config{Limiter: nil, Mode: concurrency.Wait})
+			},
+			Want: "concurrency: limiter must not be nil",
 		},
 		{
 			Name: "zero Limiter",
 			Build: func() (rampart.Service[int, int], error) {
-				return concurrency.Wrap(ok, &concurrency.Limiter{}, concurrency.Wait)
+				return wrap.Service(ok, concurrency.NewLayer, concurrency.Config{Limiter: &concurrency.Limiter{}, Mode: concurrency.Wait})
 			},
 			Want: "concurrency: limiter must be made by New, got a zero Limiter",
 		},
 		{
-			Name:       "Wrap of nil service",
-			Build:      func() (rampart.Service[int, int], error) { return concurrency.Wrap[int, int](nil, l, concurrency.Wait) },
-			Want:       "concurrency: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
-		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[int, int], error) {
-				layer, err := concurrency.NewLayer[int, int](l, concurrency.Wait)
+				layer, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: concurrency.Wait})
 				require.NoError(t, err)
 				return layer.Wrap(nil), nil
 			},
@@ -66,7 +63,7 @@ func TestLimiter_LM4_ZeroValue(t *testing.T) {
 	require.ErrorIs(t, err, concurrency.ErrLimited)
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryDelay())
+	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryAfter())
 	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
 	assert.False(t, l.TryAcquire())
 	l.Release()

@@ -11,6 +11,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -22,11 +23,11 @@ var sleeper = rampart.ServiceFunc[time.Duration, string](func(_ context.Context,
 
 func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		for _, mode := range []concurrency.Mode{concurrency.Wait, concurrency.Reject} {
+		for _, mode := range []concurrency.Mode{concurrency.Wait, concurrency.Refuse} {
 			var rec observetest.Recorder
 			lim, err := concurrency.New(1)
 			require.NoError(t, err)
-			svc, err := concurrency.WrapConfig(sleeper, concurrency.Config{Limiter: lim, Mode: mode, Name: "db", Observer: &rec})
+			svc, err := wrap.Service(sleeper, concurrency.NewLayer, concurrency.Config{Limiter: lim, Mode: mode, Name: "db", Observer: &rec})
 			require.NoError(t, err)
 
 			go svc.Call(t.Context(), 2*time.Second) // holds the slot for two seconds
@@ -47,7 +48,7 @@ func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 					{Source: observe.Concurrency, Name: "db", Kind: observe.Refused, Duration: 300 * time.Millisecond, Err: err2},
 					{Source: observe.Concurrency, Name: "db", Kind: observe.Queued, Duration: 1700 * time.Millisecond},
 				}, rec.Events())
-			case concurrency.Reject:
+			case concurrency.Refuse:
 				require.ErrorIs(t, err, concurrency.ErrLimited)
 				require.ErrorIs(t, err2, concurrency.ErrLimited)
 				refused := observe.Event{Source: observe.Concurrency, Name: "db", Kind: observe.Refused, Err: err}
@@ -62,7 +63,7 @@ func TestConcurrency_EV6_AdaptiveRefusedAndQueued(t *testing.T) {
 		var rec observetest.Recorder
 		lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 1, MaxWaiting: 1})
 		require.NoError(t, err)
-		svc, err := concurrency.WrapConfig(sleeper, concurrency.Config{Limiter: lim, Name: "adaptive", Observer: &rec})
+		svc, err := wrap.Service(sleeper, concurrency.NewLayer, concurrency.Config{Limiter: lim, Name: "adaptive", Observer: &rec})
 		require.NoError(t, err)
 
 		go svc.Call(t.Context(), 2*time.Second) // holds the only slot

@@ -4,14 +4,17 @@
 //
 // # Quick start
 //
-//	svc, err := fallback.Wrap(backend, fallback.Config[Req, Resp]{
+//	l, err := fallback.NewLayer(fallback.Config[Req, Resp]{
 //		Fallback: func(ctx context.Context, req Req, err error) (Resp, error) {
 //			return cache.Get(req) // a stale answer beats an error
 //		},
 //	})
+//	if err != nil {
+//		return err
+//	}
+//	svc := l.Wrap(backend)
 //
-// [NewLayer] builds the same as a layer. Config.When narrows which failures
-// are answered.
+// Config.When narrows which failures are answered.
 //
 // # Why
 //
@@ -39,7 +42,6 @@ import (
 	"errors"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -75,7 +77,7 @@ type Config[Req, Resp any] struct {
 // done (cancelled, or past its deadline) when the inner service returns,
 // the inner response and error are returned as they are. A deadline set
 // further in, by a timeout layer inside this one, is a failure like any
-// other. A successful call, and a failure that When rejects, come back
+// other. A successful call, and a failure that When refuses, come back
 // unchanged. A panic in the inner service propagates; Fallback is not
 // called.
 //
@@ -94,14 +96,6 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 		}
 		return &service[Req, Resp]{inner: inner, cfg: cfg}
 	}), nil
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer(cfg)
-	return wrap.Service("fallback", svc, l, err)
 }
 
 type service[Req, Resp any] struct {

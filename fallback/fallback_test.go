@@ -16,6 +16,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/fallback"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -211,13 +212,13 @@ func BenchmarkLayer(b *testing.B) {
 }
 
 func TestWrap(t *testing.T) {
-	svc, err := fallback.Wrap(rampart.ServiceFunc[string, string](backend), fallback.Config[string, string]{
+	svc, err := wrap.Service(rampart.ServiceFunc[string, string](backend), fallback.NewLayer, fallback.Config[string, string]{
 		Fallback: func(ctx context.Context, req string, err error) (string, error) { return "cached", nil },
 	})
 	require.NoError(t, err)
 	resp, err := svc.Call(t.Context(), "down")
 	assert.NoError(t, err)
 	assert.Equal(t, "cached", resp)
-	_, err = fallback.Wrap(rampart.ServiceFunc[string, string](backend), fallback.Config[string, string]{})
+	_, err = wrap.Service(rampart.ServiceFunc[string, string](backend), fallback.NewLayer, fallback.Config[string, string]{})
 	assert.EqualError(t, err, "fallback: Fallback must not be nil")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/fallback"
 	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Every nil argument and zero value fails with an error naming it, at
@@ -20,15 +21,9 @@ func TestNilAndZeroValues(t *testing.T) {
 		{
 			Name: "zero Config",
 			Build: func() (rampart.Service[string, string], error) {
-				return fallback.Wrap(ok, fallback.Config[string, string]{})
+				return wrap.Service(ok, fallback.NewLayer, fallback.Config[string, string]{})
 			},
 			Want: "fallback: Fallback must not be nil",
-		},
-		{
-			Name:       "Wrap of nil service",
-			Build:      func() (rampart.Service[string, string], error) { return fallback.Wrap(nil, cfg) },
-			Want:       "fallback: svc must not be nil: rampart: nil service",
-			NilService: true,
 		},
 		{
 			Name: "layer wraps nil service",

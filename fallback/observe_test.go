@@ -10,6 +10,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/fallback"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -22,7 +23,7 @@ func TestFallback_EV7_Used(t *testing.T) {
 		}
 		return req, nil
 	})
-	svc, err := fallback.Wrap(inner, fallback.Config[string, string]{
+	svc, err := wrap.Service(inner, fallback.NewLayer, fallback.Config[string, string]{
 		Fallback: func(context.Context, string, error) (string, error) { return "cached", nil },
 		Name:     "profile", Observer: &rec,
 	})

@@ -10,9 +10,12 @@ import (
 )
 
 // Empty queries never reach the search backend.
-func ExampleNewAllowLayer() {
-	layer, err := filter.NewAllowLayer[string, string](func(ctx context.Context, query string) bool {
-		return query != ""
+func ExampleNewLayer() {
+	layer, err := filter.NewLayer[string, string](func(ctx context.Context, query string) error {
+		if query == "" {
+			return filter.ErrRefused
+		}
+		return nil
 	})
 	if err != nil {
 		panic(err)
@@ -22,8 +25,8 @@ func ExampleNewAllowLayer() {
 	}))
 	fmt.Println(svc.Call(context.Background(), "gophers"))
 	_, err = svc.Call(context.Background(), "")
-	fmt.Println(err, errors.Is(err, filter.ErrRejected))
+	fmt.Println(err, errors.Is(err, filter.ErrRefused))
 	// Output:
 	// results for gophers <nil>
-	// filter: rejected true
+	// filter: refused true
 }

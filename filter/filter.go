@@ -3,15 +3,18 @@
 //
 // # Quick start
 //
-//	svc, err := filter.Wrap(backend, func(ctx context.Context, req Req) error {
+//	l, err := filter.NewLayer[Req, Resp](func(ctx context.Context, req Req) error {
 //		if req.Tenant == "" {
 //			return errMissingTenant // returned to the caller as it is
 //		}
 //		return nil
 //	})
+//	if err != nil {
+//		return err
+//	}
+//	svc := l.Wrap(backend)
 //
-// [NewLayer] builds the same as a layer; [NewAllowLayer] and [WrapAllow]
-// take a yes/no check and refuse with [ErrRejected].
+// A check that only says yes or no refuses with [ErrRefused].
 //
 // # Why
 //
@@ -35,13 +38,14 @@ import (
 	"errors"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/internal/refusal"
 )
 
-// ErrRejected is the error a layer from [NewAllowLayer] returns when its
-// predicate refuses a request. It is returned as it is, so refusing
-// allocates nothing; match it with [errors.Is].
-var ErrRejected = errors.New("filter: rejected")
+// ErrRefused is the error for a check to return when it refuses a
+// request, so that callers (and ramparthttp, which answers 403 Forbidden)
+// can tell a refusal from a failure: match it with [errors.Is]. It matches
+// [rampart.ErrRefused] too. Returning it as it is allocates nothing.
+var ErrRefused = refusal.New("filter: refused")
 
 // NewLayer returns a layer that calls check before each call. When check
 // returns a non-nil error, the call fails with that error, returned as it
@@ -70,40 +74,4 @@ func NewLayer[Req, Resp any](check func(ctx context.Context, req Req) error) (ra
 			return inner.Call(ctx, req)
 		})
 	}), nil
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], check func(ctx context.Context, req Req) error) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer[Req, Resp](check)
-	return wrap.Service("filter", svc, l, err)
-}
-
-// NewAllowLayer returns a layer that calls the inner service only for
-// requests that allow accepts, and fails the others with [ErrRejected]. It
-// is [NewLayer] for a yes/no check. allow must be safe for concurrent use.
-//
-// The layer's Wrap given a nil service returns a service that fails every
-// call with an error matching [rampart.ErrNilService].
-//
-// NewAllowLayer returns an error when allow is nil.
-func NewAllowLayer[Req, Resp any](allow func(ctx context.Context, req Req) bool) (rampart.Layer[Req, Resp], error) {
-	if allow == nil {
-		return nil, errors.New("filter: allow must not be nil")
-	}
-	return NewLayer[Req, Resp](func(ctx context.Context, req Req) error {
-		if !allow(ctx, req) {
-			return ErrRejected
-		}
-		return nil
-	})
-}
-
-// WrapAllow wraps svc in the layer [NewAllowLayer] returns, inferring the
-// type parameters from svc. It returns the errors NewAllowLayer returns,
-// and an error matching [rampart.ErrNilService] when svc is nil.
-func WrapAllow[Req, Resp any](svc rampart.Service[Req, Resp], allow func(ctx context.Context, req Req) bool) (rampart.Service[Req, Resp], error) {
-	l, err := NewAllowLayer[Req, Resp](allow)
-	return wrap.Service("filter", svc, l, err)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/filter"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 var errBoom = errors.New("boom")
@@ -30,8 +31,6 @@ func backend(calls *atomic.Int64) rampart.Service[int, int] {
 func TestNewLayer_RequiresCheck(t *testing.T) {
 	_, err := filter.NewLayer[int, int](nil)
 	assert.EqualError(t, err, "filter: check must not be nil")
-	_, err = filter.NewAllowLayer[int, int](nil)
-	assert.EqualError(t, err, "filter: allow must not be nil")
 }
 
 func TestLayer_CheckErrorReturnedAsIs(t *testing.T) {
@@ -63,18 +62,21 @@ func TestLayer_CheckErrorReturnedAsIs(t *testing.T) {
 	assert.Equal(t, int64(2), calls.Load())
 }
 
-func TestAllowLayer_RejectsWithSentinel(t *testing.T) {
+func TestLayer_RejectsWithSentinel(t *testing.T) {
 	type tenantKey struct{}
-	layer, err := filter.NewAllowLayer[int, int](func(ctx context.Context, req int) bool {
-		return ctx.Value(tenantKey{}) != "suspended"
+	layer, err := filter.NewLayer[int, int](func(ctx context.Context, req int) error {
+		if ctx.Value(tenantKey{}) == "suspended" {
+			return filter.ErrRefused
+		}
+		return nil
 	})
 	require.NoError(t, err)
 	var calls atomic.Int64
 	svc := layer.Wrap(backend(&calls))
 
 	_, err = svc.Call(context.WithValue(t.Context(), tenantKey{}, "suspended"), 1)
-	assert.Same(t, filter.ErrRejected, err)
-	assert.EqualError(t, err, "filter: rejected")
+	assert.Same(t, filter.ErrRefused, err)
+	assert.EqualError(t, err, "filter: refused")
 	assert.Zero(t, calls.Load())
 
 	resp, err := svc.Call(context.WithValue(t.Context(), tenantKey{}, "active"), 1)
@@ -82,22 +84,8 @@ func TestAllowLayer_RejectsWithSentinel(t *testing.T) {
 	assert.Equal(t, 2, resp)
 }
 
-// WrapAllow is NewAllowLayer's Wrap twin: it refuses with ErrRejected
-// what allow refuses, and calls svc for the rest.
-func TestWrapAllow_RejectsWithSentinel(t *testing.T) {
-	var calls atomic.Int64
-	svc, err := filter.WrapAllow(backend(&calls), func(ctx context.Context, req int) bool { return req > 0 })
-	require.NoError(t, err)
-	_, err = svc.Call(t.Context(), -1)
-	assert.Same(t, filter.ErrRejected, err)
-	assert.Zero(t, calls.Load())
-	resp, err := svc.Call(t.Context(), 1)
-	require.NoError(t, err)
-	assert.Equal(t, 2, resp)
-}
-
-func TestAllowLayer_AllocatesNothing(t *testing.T) {
-	layer, err := filter.NewAllowLayer[int, int](func(ctx context.Context, req int) bool { return req > 0 })
+func TestLayer_RefusalAllocatesNothing(t *testing.T) {
+	layer, err := filter.NewLayer[int, int](positive)
 	require.NoError(t, err)
 	var calls atomic.Int64
 	svc := layer.Wrap(backend(&calls))
@@ -106,8 +94,8 @@ func TestAllowLayer_AllocatesNothing(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, -1) }), "rejected")
 }
 
-func BenchmarkAllowLayer(b *testing.B) {
-	layer, err := filter.NewAllowLayer[int, int](func(ctx context.Context, req int) bool { return req > 0 })
+func BenchmarkLayer(b *testing.B) {
+	layer, err := filter.NewLayer[int, int](positive)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,19 +110,27 @@ func BenchmarkAllowLayer(b *testing.B) {
 
 func TestWrap(t *testing.T) {
 	var calls atomic.Int64
-	svc, err := filter.Wrap(backend(&calls), func(ctx context.Context, req int) error {
+	svc, err := wrap.Service(backend(&calls), filter.NewLayer, func(ctx context.Context, req int) error {
 		if req == 0 {
-			return filter.ErrRejected
+			return filter.ErrRefused
 		}
 		return nil
 	})
 	require.NoError(t, err)
 	_, err = svc.Call(t.Context(), 0)
-	assert.Same(t, filter.ErrRejected, err)
+	assert.Same(t, filter.ErrRefused, err)
 	resp, err := svc.Call(t.Context(), 2)
 	assert.NoError(t, err)
 	assert.Equal(t, 4, resp)
 	assert.Equal(t, int64(1), calls.Load())
-	_, err = filter.Wrap(backend(&calls), nil)
+	_, err = wrap.Service(backend(&calls), filter.NewLayer, nil)
 	assert.EqualError(t, err, "filter: check must not be nil")
+}
+
+// positive refuses a request that is not > 0 with filter.ErrRefused.
+func positive(_ context.Context, req int) error {
+	if req > 0 {
+		return nil
+	}
+	return filter.ErrRefused
 }

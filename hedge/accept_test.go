@@ -15,9 +15,9 @@ import (
 	"github.com/rampart-go/rampart/internal/budgettest"
 )
 
-// rejecting returns an Accept that rejects the responses of the attempts
+// refusing returns an Accept that refuses the responses of the attempts
 // numbered in bad (the backend answers "req#k" to attempt k), as an HTTP
-// client rejects a 503.
+// client refuses a 503.
 func rejecting(bad ...string) func(string, error) bool {
 	return func(resp string, err error) bool {
 		for _, k := range bad {

@@ -11,6 +11,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 var echo = rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
@@ -19,11 +20,11 @@ var echo = rampart.ServiceFunc[string, string](func(_ context.Context, req strin
 
 // fastPath returns echo behind a hedge layer whose delay is never reached.
 func fastPath(tb testing.TB, hedgeable bool, percentile float64) rampart.Service[string, string] {
-	svc, err := hedge.Wrap(rampart.Service[string, string](echo), hedge.Config[string, string]{
-		Hedgeable:  func(string) bool { return hedgeable },
-		Budget:     budgettest.New(budgettest.Unlimited),
-		Delay:      time.Hour,
-		Percentile: percentile,
+	svc, err := wrap.Service(rampart.Service[string, string](echo), hedge.NewLayer, hedge.Config[string, string]{
+		Hedgeable: func(string) bool { return hedgeable },
+		Budget:    budgettest.New(budgettest.Unlimited),
+		Delay:     time.Hour,
+		Quantile:  percentile,
 	})
 	require.NoError(tb, err)
 	return svc

@@ -17,11 +17,11 @@ const (
 	// DefaultMaxAttempts is Config.MaxAttempts when it is zero: the
 	// original request and one hedge.
 	DefaultMaxAttempts = 2
-	// DefaultWindow is Config.Window when it is zero and a Percentile is
-	// set: how many recent latencies the percentile is taken over.
+	// DefaultWindow is Config.Window when it is zero and a Quantile is
+	// set: how many recent latencies the quantile is taken over.
 	DefaultWindow = 256
 	// DefaultMinSamples is Config.MinSamples when it is zero and a
-	// Percentile is set, or Window when Window is smaller.
+	// Quantile is set, or Window when Window is smaller.
 	DefaultMinSamples = 32
 )
 
@@ -52,9 +52,10 @@ const (
 // of its own to bound hedges separately.
 //
 // The budget pays only for hedges that were sent. The layer withdraws only
-// for a hedge it sends at once; if a circuit breaker below refuses that
-// hedge (it fails with an error matching [circuitbreaker.ErrOpen], as when
-// a HalfOpen breaker's only probe slot is taken by the original request),
+// for a hedge it sends at once; if a layer below refuses that hedge (it
+// fails with an error matching [rampart.ErrRefused]: a limit with no room,
+// or a circuit breaker, as when a HalfOpen breaker's only probe slot is
+// taken by the original request),
 // the hedge never reached the dependency, and a Budget that also has a
 // method Refund() (as *budget.Budget and retry.Refunder budgets do) gets
 // the withdrawal back through it; one without keeps it. Refund must be
@@ -103,18 +104,18 @@ type Config[Req, Resp any] struct {
 
 	// Delay is how long the layer waits after starting an attempt before
 	// it starts the next one, while no attempt has succeeded. With a
-	// Percentile it is the fallback used until MinSamples latencies have
+	// Quantile it is the fallback used until MinSamples latencies have
 	// been recorded. The delay is read once, when a call starts, and used
 	// for every hedge of that call. Zero means DefaultDelay; a negative
 	// Delay is an error.
 	Delay time.Duration
 
-	// Percentile, when not zero, makes the delay the Percentile-th
-	// quantile of recent attempt latencies instead of Delay: 0.95 waits
-	// for the 95th percentile. It is a fraction in (0, 1], not a number of
-	// percent. Zero means a fixed Delay.
+	// Quantile, when not zero, makes the delay this quantile of recent
+	// attempt latencies instead of Delay: 0.95 waits for the 95th
+	// percentile. It is a fraction in (0, 1], not a number of percent.
+	// Zero means a fixed Delay.
 	//
-	// The percentile uses the nearest-rank method over the last Window
+	// The quantile uses the nearest-rank method over the last Window
 	// latencies; it is computed once MinSamples latencies have been
 	// recorded and then again after every Window/16 (at least 1) further
 	// recordings, so recording stays cheap. Latencies are measured on the
@@ -130,15 +131,15 @@ type Config[Req, Resp any] struct {
 	// latencies, a learned p95 would hedge 12% of requests instead of 5%). A
 	// loser cancelled before the delay, a failed attempt, and attempts
 	// ended by the caller's context record nothing.
-	Percentile float64
+	Quantile float64
 
-	// Window is how many recent latencies the percentile is taken over.
-	// Only meaningful with a Percentile; setting it without one is an
+	// Window is how many recent latencies the quantile is taken over.
+	// Only meaningful with a Quantile; setting it without one is an
 	// error. Zero means DefaultWindow; it must not exceed MaxWindow.
 	Window int
 
 	// MinSamples is how many latencies must be recorded before the learned
-	// percentile replaces Delay. Only meaningful with a Percentile; setting
+	// quantile replaces Delay. Only meaningful with a Quantile; setting
 	// it without one is an error. Zero means DefaultMinSamples, or Window
 	// if that is smaller; it must be between 1 and Window.
 	MinSamples int
@@ -146,10 +147,10 @@ type Config[Req, Resp any] struct {
 	// Accept reports whether an attempt's outcome is an answer: the first
 	// accepted outcome wins the call, is returned to the caller as it is
 	// (an accepted error included), and cancels the other attempts. An
-	// outcome it rejects is a failed attempt: it does not win, does not
+	// outcome it refuses is a failed attempt: it does not win, does not
 	// trigger a hedge, and when every attempt sent has failed the call
 	// ends (see [NewLayer] for what it then returns). Nil means an outcome
-	// is accepted when its error is nil. An HTTP client rejects a 503 so
+	// is accepted when its error is nil. An HTTP client refuses a 503 so
 	// that a fast 503 from one replica does not beat a slower 200 from
 	// another. Accept is called once for every attempt of a hedged call
 	// (not for calls passed through), on that attempt's goroutine when it
@@ -159,7 +160,7 @@ type Config[Req, Resp any] struct {
 
 	// Discard, if not nil, receives every response that the layer does not
 	// return to the caller: the responses of attempts that returned after
-	// another attempt won; a rejected response (one Accept rejected with a
+	// another attempt won; a refused response (one Accept refused with a
 	// nil error) unless it is the one returned because no attempt was
 	// accepted; and, when several attempts ran, the response that came
 	// with each attempt's error (often the zero Resp; Discard must accept
@@ -181,7 +182,7 @@ type Config[Req, Resp any] struct {
 	// cancelled either way. Without Detach, every attempt's context is
 	// cancelled before Call returns. Detach is called on the caller's
 	// goroutine, once per call that returns a response with a nil error
-	// (the accepted one, or a rejected one when no attempt was accepted),
+	// (the accepted one, or a refused one when no attempt was accepted),
 	// and never for calls that return an error or that the layer passes
 	// through (not hedgeable, or MaxAttempts 1), which get no context from
 	// it; it must be safe for concurrent use.
@@ -226,7 +227,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		detach:      c.Detach,
 		maxAttempts: c.MaxAttempts,
 		delay:       c.Delay,
-		percentile:  c.Percentile,
+		percentile:  c.Quantile,
 		window:      c.Window,
 		minSamples:  c.MinSamples,
 		name:        c.Name,
@@ -243,12 +244,12 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		return s, fmt.Errorf("hedge: MaxAttempts must be 0 (the default, %d) or between 1 and %d, got %d", DefaultMaxAttempts, MaxAttemptsLimit, c.MaxAttempts)
 	case c.Delay < 0:
 		return s, fmt.Errorf("hedge: Delay must be 0 (the default, %v) or positive, got %v", DefaultDelay, c.Delay)
-	case math.IsNaN(c.Percentile) || c.Percentile < 0 || c.Percentile > 1:
-		return s, fmt.Errorf("hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got %v", c.Percentile)
-	case c.Percentile == 0 && c.Window != 0:
-		return s, fmt.Errorf("hedge: Window is only meaningful with a Percentile, got %d with Percentile 0", c.Window)
-	case c.Percentile == 0 && c.MinSamples != 0:
-		return s, fmt.Errorf("hedge: MinSamples is only meaningful with a Percentile, got %d with Percentile 0", c.MinSamples)
+	case math.IsNaN(c.Quantile) || c.Quantile < 0 || c.Quantile > 1:
+		return s, fmt.Errorf("hedge: Quantile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got %v", c.Quantile)
+	case c.Quantile == 0 && c.Window != 0:
+		return s, fmt.Errorf("hedge: Window is only meaningful with a Quantile, got %d with Quantile 0", c.Window)
+	case c.Quantile == 0 && c.MinSamples != 0:
+		return s, fmt.Errorf("hedge: MinSamples is only meaningful with a Quantile, got %d with Quantile 0", c.MinSamples)
 	case c.Window < 0 || c.Window > MaxWindow:
 		return s, fmt.Errorf("hedge: Window must be 0 (the default, %d) or between 1 and %d, got %d", DefaultWindow, MaxWindow, c.Window)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
@@ -52,53 +53,53 @@ func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 			want:   "hedge: Delay must be 0 (the default, 50ms) or positive, got -1ms",
 		},
 		{
-			name:   "Percentile given in percent",
-			change: func(c *hedge.Config[string, string]) { c.Percentile = 95 },
-			want:   "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95",
+			name:   "Quantile given in percent",
+			change: func(c *hedge.Config[string, string]) { c.Quantile = 95 },
+			want:   "hedge: Quantile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95",
 		},
 		{
-			name:   "negative Percentile",
-			change: func(c *hedge.Config[string, string]) { c.Percentile = -0.5 },
-			want:   "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got -0.5",
+			name:   "negative Quantile",
+			change: func(c *hedge.Config[string, string]) { c.Quantile = -0.5 },
+			want:   "hedge: Quantile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got -0.5",
 		},
 		{
-			name:   "NaN Percentile",
-			change: func(c *hedge.Config[string, string]) { c.Percentile = math.NaN() },
-			want:   "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got NaN",
+			name:   "NaN Quantile",
+			change: func(c *hedge.Config[string, string]) { c.Quantile = math.NaN() },
+			want:   "hedge: Quantile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got NaN",
 		},
 		{
-			name:   "Window without Percentile",
+			name:   "Window without Quantile",
 			change: func(c *hedge.Config[string, string]) { c.Window = 10 },
-			want:   "hedge: Window is only meaningful with a Percentile, got 10 with Percentile 0",
+			want:   "hedge: Window is only meaningful with a Quantile, got 10 with Quantile 0",
 		},
 		{
-			name:   "MinSamples without Percentile",
+			name:   "MinSamples without Quantile",
 			change: func(c *hedge.Config[string, string]) { c.MinSamples = 10 },
-			want:   "hedge: MinSamples is only meaningful with a Percentile, got 10 with Percentile 0",
+			want:   "hedge: MinSamples is only meaningful with a Quantile, got 10 with Quantile 0",
 		},
 		{
 			name:   "negative Window",
-			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window = 0.9, -1 },
+			change: func(c *hedge.Config[string, string]) { c.Quantile, c.Window = 0.9, -1 },
 			want:   "hedge: Window must be 0 (the default, 256) or between 1 and 65536, got -1",
 		},
 		{
 			name:   "absurd Window",
-			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window = 0.9, 1<<16+1 },
+			change: func(c *hedge.Config[string, string]) { c.Quantile, c.Window = 0.9, 1<<16+1 },
 			want:   "hedge: Window must be 0 (the default, 256) or between 1 and 65536, got 65537",
 		},
 		{
 			name:   "MinSamples above Window",
-			change: func(c *hedge.Config[string, string]) { c.Percentile, c.Window, c.MinSamples = 0.9, 10, 11 },
+			change: func(c *hedge.Config[string, string]) { c.Quantile, c.Window, c.MinSamples = 0.9, 10, 11 },
 			want:   "hedge: MinSamples must be 0 (the default, 32 or Window if smaller) or between 1 and Window (10), got 11",
 		},
 		{
 			name:   "MinSamples above default Window",
-			change: func(c *hedge.Config[string, string]) { c.Percentile, c.MinSamples = 0.9, 257 },
+			change: func(c *hedge.Config[string, string]) { c.Quantile, c.MinSamples = 0.9, 257 },
 			want:   "hedge: MinSamples must be 0 (the default, 32 or Window if smaller) or between 1 and Window (256), got 257",
 		},
 		{
 			name:   "negative MinSamples",
-			change: func(c *hedge.Config[string, string]) { c.Percentile, c.MinSamples = 0.9, -1 },
+			change: func(c *hedge.Config[string, string]) { c.Quantile, c.MinSamples = 0.9, -1 },
 			want:   "hedge: MinSamples must be 0 (the default, 32 or Window if smaller) or between 1 and Window (256), got -1",
 		},
 	} {
@@ -108,7 +109,7 @@ func TestNewLayer_BadConfigNamesTheField(t *testing.T) {
 			l, err := hedge.NewLayer(cfg)
 			assert.EqualError(t, err, tc.want)
 			assert.Nil(t, l)
-			svc, err := hedge.Wrap(newBackend(), cfg)
+			svc, err := wrap.Service(newBackend(), hedge.NewLayer, cfg)
 			assert.EqualError(t, err, tc.want)
 			assert.Nil(t, svc)
 		})
@@ -122,10 +123,10 @@ func TestNewLayer_ValidConfigs(t *testing.T) {
 	}{
 		{name: "zero values take defaults", change: func(*hedge.Config[string, string]) {}},
 		{name: "bounds", change: func(c *hedge.Config[string, string]) {
-			c.MaxAttempts, c.Percentile, c.Window, c.MinSamples = 16, 1, 1<<16, 1<<16
+			c.MaxAttempts, c.Quantile, c.Window, c.MinSamples = 16, 1, 1<<16, 1<<16
 		}},
 		{name: "small Window lowers the default MinSamples", change: func(c *hedge.Config[string, string]) {
-			c.Percentile, c.Window = 0.5, 4
+			c.Quantile, c.Window = 0.5, 4
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
 	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 func TestHedge_RT11_AllFailedErrorIsATimeoutWhenAnAttemptTimedOut(t *testing.T) {
@@ -51,16 +52,6 @@ func TestHedge_NilService(t *testing.T) {
 	cfg := hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0)}
 	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
 		{
-			Name: "Wrap of nil service",
-			Build: func() (rampart.Service[string, string], error) {
-				svc, err := hedge.Wrap[string, string](nil, cfg)
-				assert.Nil(t, svc)
-				return svc, err
-			},
-			Want:       "hedge: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
-		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[string, string], error) {
 				l, err := hedge.NewLayer(cfg)
@@ -84,7 +75,7 @@ func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
 			return "", &circuitbreaker.OpenError{} // every probe slot taken
 		})
 		b := budgettest.New(10)
-		svc, err := hedge.Wrap(inner, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms, MaxAttempts: 2})
+		svc, err := wrap.Service(inner, hedge.NewLayer, hedge.Config[string, string]{Hedgeable: always, Budget: b, Delay: 10 * ms, MaxAttempts: 2})
 		require.NoError(t, err)
 
 		resp, err := svc.Call(t.Context(), "req")

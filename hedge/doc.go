@@ -6,16 +6,17 @@
 // # Quick start
 //
 //	hb := new(budget.Budget) // bounds hedges to a share of traffic
-//	svc, err := hedge.Wrap(backend, hedge.Config[Req, Resp]{
+//	l, err := hedge.NewLayer(hedge.Config[Req, Resp]{
 //		Hedgeable:  func(req Req) bool { return req.IsRead() }, // safe to send twice
 //		Budget:     hb,
-//		Percentile: 0.95, // hedge once an attempt is slower than the recent p95
+//		Quantile: 0.95, // hedge once an attempt is slower than the recent p95
 //	})
 //	if err != nil {
 //		return err // names the bad field
 //	}
+//	svc := l.Wrap(backend)
 //
-// [NewLayer] builds the same as a layer. For HTTP clients,
+// For HTTP clients,
 // ramparthttp.HedgeLayer fills in what this package leaves to the caller:
 // which requests may be sent twice, a body of its own for each copy, which
 // statuses are answers, and closing the bodies of the responses that lose.
@@ -46,7 +47,7 @@
 // first place: with the 95th percentile, about 5% of requests are hedged
 // while the dependency is healthy, because the attempts that hedging cuts
 // short still count as slow when the percentile is learned (see
-// [Config.Percentile]).
+// [Config.Quantile]).
 //
 // Hedging is only correct for requests that may safely run more than once
 // (reads, idempotent writes), so it is opt-in per request: [Config.Hedgeable]

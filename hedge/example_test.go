@@ -61,11 +61,11 @@ func ExampleNewLayer() {
 // A bad configuration is an error that names the field.
 func ExampleNewLayer_badConfig() {
 	_, err := hedge.NewLayer(hedge.Config[string, string]{
-		Hedgeable:  func(string) bool { return true },
-		Budget:     new(budget.Budget),
-		Percentile: 95,
+		Hedgeable: func(string) bool { return true },
+		Budget:    new(budget.Budget),
+		Quantile:  95,
 	})
 	fmt.Println(err)
 	// Output:
-	// hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95
+	// hedge: Quantile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95
 }

@@ -20,10 +20,11 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // Many goroutines call one hedged service with random latencies, failures
-// and rejected answers. Every call gets exactly one answer, every hedge was
+// and refused answers. Every call gets exactly one answer, every hedge was
 // paid for by the budget, and every response that came with a nil error,
 // accepted or not, is either returned or discarded.
 func TestHedge_Hammer(t *testing.T) {
@@ -50,12 +51,12 @@ func TestHedge_Hammer(t *testing.T) {
 		shared, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
 		require.NoError(t, err)
 		bud := budgettest.Over(shared)
-		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+		svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
 			Hedgeable:   func(req string) bool { return !strings.HasSuffix(req, "w") },
 			Budget:      bud,
 			MaxAttempts: 3,
 			Delay:       5 * time.Millisecond,
-			Percentile:  0.8,
+			Quantile:    0.8,
 			Window:      64,
 			MinSamples:  16,
 			Accept: func(resp string, err error) bool {
@@ -114,7 +115,7 @@ func TestHedge_DefaultDelayAndMinSamples(t *testing.T) {
 		}
 		steps = append(steps, step{latency: time.Second}, step{latency: ms}, step{latency: time.Second}, step{latency: ms})
 		b := newBackend(steps...)
-		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(10), Percentile: 0.5})
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(10), Quantile: 0.5})
 
 		for range hedge.DefaultMinSamples - 1 {
 			_, _, err := call(svc, context.Background())
@@ -141,7 +142,7 @@ func TestHedge_NoGoroutineLeft(t *testing.T) {
 		}
 		return "hedge", nil
 	})
-	svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+	svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
 		Hedgeable: always, Budget: budgettest.New(budgettest.Unlimited), Delay: time.Millisecond,
 	})
 	require.NoError(t, err)

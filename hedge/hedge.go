@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -21,7 +19,7 @@ import (
 // services it builds are safe for concurrent use.
 //
 // A call through a wrapped service behaves as follows. A request that
-// cfg.Hedgeable rejects goes to the inner service once, unchanged. For a
+// cfg.Hedgeable refuses goes to the inner service once, unchanged. For a
 // hedgeable request the layer deposits into the Budget once and sends the
 // original attempt; then, while no attempt has been accepted, each time the
 // delay (Delay or the learned percentile) has passed since the latest
@@ -29,7 +27,7 @@ import (
 // MaxAttempts in total. It stops sending when the Budget refuses (and does
 // not ask again in that call), when the caller's context is done, or when
 // every attempt sent so far has failed: a failure (an error, or an outcome
-// cfg.Accept rejects) does not trigger a hedge (retrying failures is the
+// cfg.Accept refuses) does not trigger a hedge (retrying failures is the
 // retry layer's job).
 //
 // The first accepted outcome (by default, the first with a nil error) is
@@ -43,7 +41,7 @@ import (
 //
 // When no outcome is accepted, no response is lost: if only the original
 // attempt ran, its response and error are returned unchanged; otherwise,
-// if some attempt returned a rejected response with a nil error (an HTTP
+// if some attempt returned a refused response with a nil error (an HTTP
 // 503, say), the first such response to arrive is returned with a nil
 // error and the others go to Discard; otherwise every attempt failed with
 // an error, and Call returns the zero Resp and an [*AllFailedError]
@@ -60,14 +58,6 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 		return nil, err
 	}
 	return layer[Req, Resp]{s: s}, nil
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer(cfg)
-	return wrap.Service("hedge", svc, l, err)
 }
 
 type layer[Req, Resp any] struct {
@@ -211,15 +201,15 @@ func (c *call[Req, Resp]) hedge() {
 func (c *call[Req, Resp]) run(i int, start time.Time, ctx context.Context) {
 	defer c.wg.Done()
 	resp, err := c.s.inner.Call(ctx, c.req)
-	if err != nil && c.s.refunder != nil && errors.Is(err, circuitbreaker.ErrOpen) {
-		c.s.refunder.Refund() // a breaker refused the hedge: it was not sent
+	if err != nil && c.s.refunder != nil && errors.Is(err, rampart.ErrRefused) {
+		c.s.refunder.Refund() // a layer below refused the hedge: it was not sent
 	}
 	c.finish(i, start, resp, err)
 }
 
 // finish records the outcome of attempt i, which started at start. The
 // first accepted outcome cancels every other attempt at once; the first
-// rejected response with a nil error is kept in case no outcome is
+// refused response with a nil error is kept in case no outcome is
 // accepted.
 func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 	var now time.Time // read only to learn a delay
@@ -285,7 +275,7 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 			c.s.lat.record(now.Sub(start), false)
 		case lost && ran >= c.delay:
 			// A lower bound of the latency, known to be above the delay
-			// this call used: see Config.Percentile.
+			// this call used: see Config.Quantile.
 			c.s.lat.record(ran, true)
 		}
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 const ms = time.Millisecond
 
 func newHedged(t *testing.T, b *backend, cfg hedge.Config[string, string]) rampart.Service[string, string] {
 	t.Helper()
-	svc, err := hedge.Wrap(rampart.Service[string, string](b), cfg)
+	svc, err := wrap.Service(rampart.Service[string, string](b), hedge.NewLayer, cfg)
 	require.NoError(t, err)
 	return svc
 }
@@ -177,7 +178,7 @@ func TestHedge_LearnedPercentileDelay(t *testing.T) {
 		budget := budgettest.New(10)
 		svc := newHedged(t, b, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: time.Second,
-			Percentile: 0.95, Window: 20, MinSamples: 20,
+			Quantile: 0.95, Window: 20, MinSamples: 20,
 		})
 
 		for i := range 20 {
@@ -339,7 +340,7 @@ func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
 			}
 			return hedges.Call(ctx, req)
 		})
-		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+		svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 		})
 		require.NoError(t, err)
@@ -383,7 +384,7 @@ func TestHedge_EachWrappedServiceLearnsItsOwnDelay(t *testing.T) {
 		budget := budgettest.New(10)
 		layer, err := hedge.NewLayer(hedge.Config[string, string]{
 			Hedgeable: always, Budget: budget, Delay: time.Second,
-			Percentile: 1, Window: 1, MinSamples: 1,
+			Quantile: 1, Window: 1, MinSamples: 1,
 		})
 		require.NoError(t, err)
 		fast := newBackend(step{latency: 2 * ms}, step{latency: time.Second}, step{latency: ms})
@@ -431,7 +432,7 @@ func (c *contexts) get() []context.Context {
 func TestHedge_EachAttemptHasItsOwnContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &contexts{}
-		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+		svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 		})
 		require.NoError(t, err)
@@ -452,7 +453,7 @@ func TestHedge_DetachHandsTheWinnersContextToItsResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &contexts{}
 		var release context.CancelFunc
-		svc, err := hedge.Wrap(rampart.Service[string, string](inner), hedge.Config[string, string]{
+		svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
 			Detach: func(resp string, cancel context.CancelFunc) string {
 				release = cancel

@@ -15,6 +15,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 )
 
 // A loser the layer cancels after it ran at least the delay is recorded as
@@ -31,7 +32,7 @@ func TestHedge_CancelledLoserCountsAsSlow(t *testing.T) {
 		)
 		svc := newHedged(t, b, hedge.Config[string, string]{
 			Hedgeable: always, Budget: budgettest.New(10), Delay: time.Second,
-			Percentile: 0.5, Window: 4, MinSamples: 4,
+			Quantile: 0.5, Window: 4, MinSamples: 4,
 		})
 		for range 4 {
 			_, _, err := call(svc, context.Background())
@@ -72,8 +73,8 @@ func TestHedge_LearnedP95HedgesAboutFivePercent(t *testing.T) {
 			}
 		})
 		budget := budgettest.New(budgettest.Unlimited)
-		svc, err := hedge.Wrap(rampart.Service[int, int](inner), hedge.Config[int, int]{
-			Hedgeable: func(int) bool { return true }, Budget: budget, Percentile: 0.95,
+		svc, err := wrap.Service(rampart.Service[int, int](inner), hedge.NewLayer, hedge.Config[int, int]{
+			Hedgeable: func(int) bool { return true }, Budget: budget, Quantile: 0.95,
 		})
 		require.NoError(t, err)
 

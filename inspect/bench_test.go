@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/inspect"
@@ -111,10 +112,10 @@ func watch(b *testing.B, reg *inspect.Registry) (stop func()) {
 }
 
 // TestObserver_NoAllocs checks that a breaker's calls, successes and
-// rejections, cost no allocation in the Registry's Observer.
+// refusals, cost no allocation in the Registry's Observer.
 func TestObserver_OP2_NoAllocs(t *testing.T) {
 	var reg inspect.Registry
-	br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: reg.Observer(), Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Forever})
+	br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: reg.Observer(), Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: rampart.Forever})
 	reg.AddBreaker(br)
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(100, func() { circuitbreaker.Run(ctx, br, succeed) }); n != 0 {

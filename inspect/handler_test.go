@@ -67,7 +67,7 @@ func TestServeHTTP_OP4_Errors(t *testing.T) {
 func TestServeHTTP_Hammer(t *testing.T) {
 	var reg inspect.Registry
 	obs := reg.Observer()
-	br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: obs, Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+	br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: obs, Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: circuitbreaker.Immediate})
 	g, err := circuitbreaker.NewGroup[int](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "g", Observer: obs}, MaxKeys: 8})
 	require.NoError(t, err)
 	reg.AddBreaker(br)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
@@ -199,7 +200,7 @@ func (r *Registry) breakerStatus(snap circuitbreaker.Snapshot, key string) Break
 		Remote:              snap.Remote,
 	}
 	switch {
-	case snap.RetryAfter == circuitbreaker.Forever:
+	case snap.RetryAfter == rampart.Forever:
 		bs.RetryAfterSeconds = -1
 	case snap.RetryAfter > 0:
 		bs.RetryAfterSeconds = snap.RetryAfter.Seconds()
@@ -209,7 +210,9 @@ func (r *Registry) breakerStatus(snap circuitbreaker.Snapshot, key string) Break
 	}
 	r.mu.Lock()
 	if rec := r.records[recordKey{observe.Breaker, snap.Name}]; rec != nil {
-		bs.Since = rec.since.UTC()
+		if rec.state == bs.State { // not a HalfOpen that no call has seen yet
+			bs.Since = rec.since.UTC()
+		}
 		bs.Rejected = rec.refused.Load()
 	}
 	r.mu.Unlock()

@@ -18,7 +18,7 @@ import (
 
 // TestRegistry_JSON checks the JSON of a registry holding one value of
 // each kind, byte for byte, on synctest's clock: a breaker tripped 2s ago
-// (8s of its 10s cool-down left, one call rejected), a budget that refused
+// (8s of its 10s cool-down left, one call refused), a budget that refused
 // a withdrawal, a fixed limit with one call in flight, a group of two keys.
 func TestRegistry_OP4_JSON(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -26,7 +26,7 @@ func TestRegistry_OP4_JSON(t *testing.T) {
 		require.NoError(t, err)
 		obs := reg.Observer()
 		br := newBreaker(t, circuitbreaker.Config{
-			Name: "db", Observer: obs, Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 10 * time.Second,
+			Name: "db", Observer: obs, Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: 10 * time.Second,
 		})
 		rb, err := budget.New(budget.Config{Name: "db", Observer: obs, MinPerSecond: budget.NoFloor, Ratio: 0.5})
 		require.NoError(t, err)
@@ -203,11 +203,17 @@ func TestRegistry_OP2_TransitionRing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg, err := inspect.New(inspect.Config{Transitions: 2})
 		require.NoError(t, err)
-		br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: reg.Observer(), Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: reg.Observer(), Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
+		reg.AddBreaker(br)
 		require.ErrorIs(t, call(br, errBoom), errBoom) // closed → open at 0s
 		time.Sleep(time.Second)
+		s := reg.Status(t.Context()).Breakers[0]
+		assert.Equal(t, "half-open", s.State, "the cool-down has ended")
+		assert.True(t, s.Since.IsZero(), "no call has reported the move to half-open: since when is unknown")
 		require.NoError(t, call(br, nil)) // open → half-open, half-open → closed at 1s
-		got := reg.Status(t.Context()).Transitions
+		st := reg.Status(t.Context())
+		assert.Equal(t, time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), st.Breakers[0].Since)
+		got := st.Transitions
 		assert.Equal(t, []inspect.Transition{
 			{Time: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Name: "db", From: "half-open", To: "closed"},
 			{Time: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Name: "db", From: "open", To: "half-open"},

@@ -36,11 +36,13 @@ type BreakerStatus struct {
 	State string `json:"state"`
 	// Since is when the breaker entered State (its creation, or its
 	// latest transition), as the Registry's Observer saw it; zero, and
-	// left out of the JSON, when the breaker does not report to it.
+	// left out of the JSON, when the breaker does not report to it, or
+	// when its cool-down has ended and no call has found it half-open yet
+	// (the move is reported by that call).
 	Since time.Time `json:"since,omitzero"`
 	// RetryAfterSeconds is the rest of the cool-down, in seconds; -1 when
 	// no probe will be admitted by itself (forced open, or a cool-down of
-	// circuitbreaker.Forever); zero (left out) otherwise.
+	// rampart.Forever); zero (left out) otherwise.
 	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty"`
 	// Cause is the trip's failure, or the reason the breaker was forced
 	// open, as its Error method says it.

@@ -35,7 +35,7 @@ func BenchmarkThrottleLayer(b *testing.B) {
 }
 
 func BenchmarkLayer(b *testing.B) {
-	shed, err := loadshed.NewLayer[int, int](loadshed.ReadyFunc(func() bool { return true }))
+	shed, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return true })})
 	if err != nil {
 		b.Fatal(err)
 	}

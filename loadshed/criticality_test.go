@@ -9,6 +9,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -23,7 +24,7 @@ func TestShed_PG6_ByCriticality(t *testing.T) {
 	critical := rampart.WithCriticality(context.Background(), rampart.Critical)
 	lim, err := concurrency.New(4) // share 3, reserve 1
 	require.NoError(t, err)
-	svc, err := loadshed.Wrap[int, int](ok, lim)
+	svc, err := wrap.Service[int, int](ok, loadshed.NewLayer, loadshed.Config{Readiness: lim})
 	require.NoError(t, err)
 	calls := func() []bool {
 		var got []bool
@@ -41,7 +42,7 @@ func TestShed_PG6_ByCriticality(t *testing.T) {
 	require.True(t, lim.TryAcquire())
 	assert.Equal(t, []bool{false, false, true}, calls(), "4 of 4 held")
 
-	plain, err := loadshed.Wrap[int, int](ok, loadshed.ReadyFunc(func() bool { return false }))
+	plain, err := wrap.Service[int, int](ok, loadshed.NewLayer, loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return false })})
 	require.NoError(t, err)
 	for ctx, want := range map[context.Context]bool{sheddable: false, context.Background(): false, critical: true} {
 		_, err := plain.Call(ctx, 1)

@@ -10,7 +10,7 @@ import (
 	"github.com/rampart-go/rampart/loadshed"
 )
 
-// A backend that rejects everything: after a few rejections the client
+// A backend that refuses everything: after a few refusals the client
 // starts refusing locally, taking load off the backend. Rand is fixed so
 // the output is reproducible; leave it nil in real code.
 func ExampleNewThrottleLayer() {
@@ -45,11 +45,11 @@ func ExampleNewLayer() {
 	if err != nil {
 		panic(err)
 	}
-	shed, err := loadshed.NewLayer[string, string](lim)
+	shed, err := loadshed.NewLayer[string, string](loadshed.Config{Readiness: lim})
 	if err != nil {
 		panic(err)
 	}
-	wait, err := concurrency.NewLayer[string, string](lim, concurrency.Wait)
+	wait, err := concurrency.NewLayer[string, string](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 	if err != nil {
 		panic(err)
 	}

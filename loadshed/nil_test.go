@@ -10,6 +10,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -22,30 +23,30 @@ func TestNilAndZeroValues(t *testing.T) {
 	require.NoError(t, err)
 	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
 		{
-			Name:  "nil Readiness",
-			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, nil) },
-			Want:  "loadshed: readiness must not be nil",
+			Name: "nil Readiness",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, loadshed.NewLayer, loadshed.Config{Readiness: nil})
+			},
+			Want: "loadshed: readiness must not be nil",
 		},
 		{
-			Name:  "nil ReadyFunc",
-			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, loadshed.ReadyFunc(nil)) },
-			Want:  "loadshed: readiness must not be a nil loadshed.ReadyFunc",
+			Name: "nil ReadyFunc",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, loadshed.NewLayer, loadshed.Config{Readiness: loadshed.ReadyFunc(nil)})
+			},
+			Want: "loadshed: readiness must not be a nil loadshed.ReadyFunc",
 		},
 		{
-			Name:  "zero *concurrency.Limiter is never ready",
-			Build: func() (rampart.Service[int, int], error) { return loadshed.Wrap(ok, &concurrency.Limiter{}) },
-			Want:  "loadshed: overloaded",
-		},
-		{
-			Name:       "Wrap of nil service",
-			Build:      func() (rampart.Service[int, int], error) { return loadshed.Wrap[int, int](nil, ready) },
-			Want:       "loadshed: svc must not be nil: rampart: nil service",
-			NilService: true,
+			Name: "zero *concurrency.Limiter is never ready",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, loadshed.NewLayer, loadshed.Config{Readiness: &concurrency.Limiter{}})
+			},
+			Want: "loadshed: overloaded",
 		},
 		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[int, int], error) {
-				l, err := loadshed.NewLayer[int, int](ready)
+				l, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: ready})
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},
@@ -69,15 +70,11 @@ func TestNilAndZeroValues(t *testing.T) {
 			Want: "loadshed: throttle must be made by NewThrottle, got a zero Throttle",
 		},
 		{
-			Name:       "WrapThrottle of nil service",
-			Build:      func() (rampart.Service[int, int], error) { return loadshed.WrapThrottle[int, int](nil, th, nil) },
-			Want:       "loadshed: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
-		{
-			Name:  "WrapThrottle with nil Throttle",
-			Build: func() (rampart.Service[int, int], error) { return loadshed.WrapThrottle(ok, nil, nil) },
-			Want:  "loadshed: throttle must not be nil",
+			Name: "WrapThrottle with nil Throttle",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service2(ok, loadshed.NewThrottleLayer, nil, nil)
+			},
+			Want: "loadshed: throttle must not be nil",
 		},
 		{
 			Name: "throttle layer wraps nil service",

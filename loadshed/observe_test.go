@@ -9,6 +9,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -18,7 +19,7 @@ var okService = rampart.ServiceFunc[string, string](func(context.Context, string
 func TestLoadShed_EV6_Refused(t *testing.T) {
 	var rec observetest.Recorder
 	ready := true
-	svc, err := loadshed.WrapConfig(okService, loadshed.Config{
+	svc, err := wrap.Service(okService, loadshed.NewLayer, loadshed.Config{
 		Readiness: loadshed.ReadyFunc(func() bool { return ready }), Name: "db", Observer: &rec,
 	})
 	require.NoError(t, err)
@@ -39,7 +40,7 @@ func TestLoadShed_EV6_ThrottleRefused(t *testing.T) {
 	})
 	require.NoError(t, err)
 	down := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.New("down") })
-	svc, err := loadshed.WrapThrottle(down, th, nil)
+	svc, err := wrap.Service2(down, loadshed.NewThrottleLayer, th, nil)
 	require.NoError(t, err)
 	_, err = svc.Call(context.Background(), "a") // sent: no history yet
 	require.EqualError(t, err, "down")

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/nilvalue"
-	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/internal/refusal"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -16,8 +16,9 @@ import (
 // adaptive throttle refused locally ([NewThrottleLayer]). The inner service
 // was not called. It is returned as it is, never wrapped, so refusing
 // allocates nothing. It carries no retry delay: shedding signals overload,
-// not a known time at which capacity frees.
-var ErrOverloaded = errors.New("loadshed: overloaded")
+// not a known time at which capacity frees. It matches
+// [rampart.ErrRefused].
+var ErrOverloaded = refusal.New("loadshed: overloaded")
 
 // Readiness is a resource that can tell whether a call arriving now would
 // be served without queueing: a free slot in a concurrency limit, room in a
@@ -38,7 +39,7 @@ type ReadyFunc func() bool
 func (f ReadyFunc) Ready() bool { return f() }
 
 // NewLayer returns a layer that refuses a call with [ErrOverloaded] when
-// r.Ready() is false, and otherwise calls the inner service and returns its
+// cfg.Readiness.Ready() is false, and otherwise calls the inner service and returns its
 // result unchanged; a call that carries a criticality is judged as
 // [CriticalReadiness] says. It is Tower's load_shed with readiness made explicit:
 // put it outside the layer that would queue (a concurrency layer in Wait mode)
@@ -52,30 +53,9 @@ func (f ReadyFunc) Ready() bool { return f() }
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
 //
-// NewLayer returns an error when r is nil or a nil pointer or func.
-func NewLayer[Req, Resp any](r Readiness) (rampart.Layer[Req, Resp], error) {
-	return NewConfigLayer[Req, Resp](Config{Readiness: r})
-}
-
-// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
-// the argument of [NewLayer], and a Name and an Observer for its events.
-type Config struct {
-	// Readiness is the resource whose readiness decides, as [NewLayer]
-	// says. It must not be nil, nor a nil pointer or func.
-	Readiness Readiness
-
-	// Name names the layer in its events. Empty means unnamed.
-	Name string
-
-	// Observer, if not nil, is told about each call the layer refuses (an
-	// [observe.Refused] event with [ErrOverloaded]). See package observe.
-	Observer observe.Observer
-}
-
-// NewConfigLayer returns the layer [NewLayer] returns for cfg.Readiness,
-// reporting its refusals to cfg.Observer. It returns the errors NewLayer
-// returns.
-func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
+// NewLayer returns an error when cfg.Readiness is nil or a nil pointer or
+// func.
+func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	r := cfg.Readiness
 	if r == nil {
 		return nil, errors.New("loadshed: readiness must not be nil")
@@ -92,12 +72,19 @@ func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error)
 	}), nil
 }
 
-// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
-// the type parameters from svc. It returns the errors NewConfigLayer
-// returns, and an error matching [rampart.ErrNilService] when svc is nil.
-func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config) (rampart.Service[Req, Resp], error) {
-	l, err := NewConfigLayer[Req, Resp](cfg)
-	return wrap.Service("loadshed", svc, l, err)
+// Config configures a layer built by [NewLayer]; its Name and Observer
+// are for the layer's events.
+type Config struct {
+	// Readiness is the resource whose readiness decides, as [NewLayer]
+	// says. It must not be nil, nor a nil pointer or func.
+	Readiness Readiness
+
+	// Name names the layer in its events. Empty means unnamed.
+	Name string
+
+	// Observer, if not nil, is told about each call the layer refuses (an
+	// [observe.Refused] event with [ErrOverloaded]). See package observe.
+	Observer observe.Observer
 }
 
 // refused reports a refusal to obs, if not nil.
@@ -105,14 +92,6 @@ func refused(ctx context.Context, name string, obs observe.Observer) {
 	if obs != nil {
 		obs.Observe(ctx, observe.Event{Source: observe.LoadShed, Name: name, Kind: observe.Refused, Err: ErrOverloaded})
 	}
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r Readiness) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer[Req, Resp](r)
-	return wrap.Service("loadshed", svc, l, err)
 }
 
 type shed[Req, Resp any] struct {

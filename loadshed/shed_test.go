@@ -12,13 +12,14 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestNewLayer_RejectsNilReadiness(t *testing.T) {
-	_, err := loadshed.NewLayer[int, int](nil)
+	_, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: nil})
 	assert.EqualError(t, err, "loadshed: readiness must not be nil")
 }
 
@@ -28,9 +29,9 @@ func TestLayer_ShedsInsteadOfQueueing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim, err := concurrency.New(1)
 		require.NoError(t, err)
-		shed, err := loadshed.NewLayer[int, int](lim)
+		shed, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: lim})
 		require.NoError(t, err)
-		wait, err := concurrency.NewLayer[int, int](lim, concurrency.Wait)
+		wait, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		release := make(chan struct{})
 		var calls atomic.Int64
@@ -61,7 +62,7 @@ func TestLayer_ShedsInsteadOfQueueing(t *testing.T) {
 
 func TestLayer_ReadyFunc(t *testing.T) {
 	var ready atomic.Bool
-	shed, err := loadshed.NewLayer[int, int](loadshed.ReadyFunc(ready.Load))
+	shed, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: loadshed.ReadyFunc(ready.Load)})
 	require.NoError(t, err)
 	var calls atomic.Int64
 	svc := shed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
@@ -79,7 +80,7 @@ func TestLayer_ReadyFunc(t *testing.T) {
 
 func TestLayer_AllocatesNothing(t *testing.T) {
 	var ready atomic.Bool
-	shed, err := loadshed.NewLayer[int, int](loadshed.ReadyFunc(ready.Load))
+	shed, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: loadshed.ReadyFunc(ready.Load)})
 	require.NoError(t, err)
 	svc := shed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) { return req, nil }))
 	ctx := context.Background()
@@ -89,22 +90,22 @@ func TestLayer_AllocatesNothing(t *testing.T) {
 }
 
 func TestWrap(t *testing.T) {
-	svc, err := loadshed.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		return req, nil
-	}), loadshed.ReadyFunc(func() bool { return false }))
+	}), loadshed.NewLayer, loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return false })})
 	require.NoError(t, err)
 	_, err = svc.Call(t.Context(), 1)
 	assert.Same(t, loadshed.ErrOverloaded, err)
-	_, err = loadshed.Wrap[int, int](nil, nil)
+	_, err = loadshed.NewLayer[int, int](loadshed.Config{})
 	assert.EqualError(t, err, "loadshed: readiness must not be nil")
 }
 
 func TestNewLayer_NilPointerReadinessIsAnError(t *testing.T) {
 	var f loadshed.ReadyFunc
-	_, err := loadshed.NewLayer[int, int](f)
+	_, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: f})
 	assert.EqualError(t, err, "loadshed: readiness must not be a nil loadshed.ReadyFunc")
 	var r *nilReady
-	_, err = loadshed.NewLayer[int, int](r)
+	_, err = loadshed.NewLayer[int, int](loadshed.Config{Readiness: r})
 	assert.EqualError(t, err, "loadshed: readiness must not be a nil *loadshed_test.nilReady")
 }
 

@@ -11,14 +11,13 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
 // Defaults for the zero fields of [ThrottleConfig].
 const (
 	// DefaultK is the SRE book's suggested multiplier: the backend may
-	// reject up to half of the requests before the client throttles.
+	// refuse up to half of the requests before the client throttles.
 	DefaultK = 2.0
 	// DefaultWindow is the SRE book's two minutes of history.
 	DefaultWindow = 2 * time.Minute
@@ -33,7 +32,7 @@ const (
 type ThrottleConfig struct {
 	// K is how many requests per accepted request the client may send
 	// before it throttles: with K = 2 it starts refusing once the backend
-	// rejects more than half. Lower is more aggressive (the book mentions
+	// refuses more than half. Lower is more aggressive (the book mentions
 	// 1.1); higher lets more doomed requests through. Zero means
 	// [DefaultK]. It must be at least 1 and finite: below 1 the client
 	// would refuse requests to a healthy backend.
@@ -72,7 +71,7 @@ type ThrottleConfig struct {
 //	max(0, (requests - K*accepts) / (requests + 1))
 //
 // While the backend accepts everything the probability is zero. As the
-// backend rejects more, the client refuses more itself, which takes load
+// backend refuses more, the client refuses more itself, which takes load
 // off the backend without stopping traffic: enough requests still go
 // through to see the backend recover, and as accepts rise the probability
 // falls back to zero.
@@ -86,7 +85,7 @@ type ThrottleConfig struct {
 // failed request refuses half (1/(1+1)). Choose a shorter Window for faster
 // recovery, at the price of reacting to shorter blips, and combine the
 // Throttle with a circuit breaker, whose probe notices recovery within its
-// reset timeout.
+// cool-down.
 //
 // A Throttle is shared state: every layer built with it, and every caller
 // of [Throttle.Allow] and [Throttle.Record], adds to the same counts, so use
@@ -96,7 +95,7 @@ type ThrottleConfig struct {
 //
 // The zero Throttle has no window: Allow always returns true, Record counts
 // nothing, Probability and Counts return zeros, and [NewThrottleLayer]
-// rejects it. Make a Throttle with [NewThrottle].
+// refuses it. Make a Throttle with [NewThrottle].
 type Throttle struct {
 	k       float64
 	width   time.Duration // of one bucket
@@ -279,15 +278,6 @@ func NewThrottleLayer[Req, Resp any](t *Throttle, accepted func(Resp, error) boo
 		}
 		return &throttled[Req, Resp]{inner: inner, t: t, accepted: accepted}
 	}), nil
-}
-
-// WrapThrottle wraps svc in the layer [NewThrottleLayer] returns,
-// inferring the type parameters from svc. It returns the errors
-// [NewThrottleLayer] returns, and an error matching [rampart.ErrNilService]
-// when svc is nil.
-func WrapThrottle[Req, Resp any](svc rampart.Service[Req, Resp], t *Throttle, accepted func(Resp, error) bool) (rampart.Service[Req, Resp], error) {
-	l, err := NewThrottleLayer[Req, Resp](t, accepted)
-	return wrap.Service("loadshed", svc, l, err)
 }
 
 type throttled[Req, Resp any] struct {

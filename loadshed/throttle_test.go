@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
 )
 
@@ -73,7 +74,7 @@ func TestThrottle_HealthyBackendNeverRefuses(t *testing.T) {
 }
 
 // With the default K = 2 the client throttles only once the backend
-// rejects more than half: 10 requests and 5 accepts give 0, 4 accepts give
+// refuses more than half: 10 requests and 5 accepts give 0, 4 accepts give
 // (10 - 2*4) / (10 + 1) = 2/11.
 func TestThrottle_ProbabilityFollowsSREFormula(t *testing.T) {
 	for _, tc := range []struct {
@@ -319,7 +320,7 @@ func TestThrottleLayer_AllocatesNothing(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "accepted")
 	fail = true
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, 1) }), "rejected and refused")
-	// AllocsPerRun runs 101 times: 101 accepts, then one rejection makes
+	// AllocsPerRun runs 101 times: 101 accepts, then one refusal makes
 	// the probability positive (K is 1) and Rand's 0 refuses the other 100.
 	assert.Equal(t, 102, calls)
 	requests, accepts := th.Counts()
@@ -331,9 +332,9 @@ func TestThrottleLayer_AllocatesNothing(t *testing.T) {
 func TestWrapThrottle(t *testing.T) {
 	th, err := loadshed.NewThrottle(loadshed.ThrottleConfig{})
 	require.NoError(t, err)
-	svc, err := loadshed.WrapThrottle(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
+	svc, err := wrap.Service2(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
 		return req, nil
-	}), th, nil)
+	}), loadshed.NewThrottleLayer, th, nil)
 	require.NoError(t, err)
 	got, err := svc.Call(t.Context(), 7)
 	require.NoError(t, err)

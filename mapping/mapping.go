@@ -25,9 +25,9 @@
 // # Naming
 //
 // Each function is named after what it converts ([Request], [Response],
-// [Result], [Error]), takes the service first and returns the new service
-// and an error, as a Wrap function does in the other packages. Only the
-// error mapping keeps the types, so only it is also a Layer, for a
+// [Result]), takes the service first and returns the new service and an
+// error: a conversion changes the service's types, so it cannot be a
+// Layer. Only the error mapping keeps the types, so it is a Layer, for a
 // Builder: [NewErrorLayer].
 package mapping
 
@@ -104,20 +104,6 @@ func Result[Req, RespA, RespB any](svc rampart.Service[Req, RespA], f func(resp 
 	return rampart.ServiceFunc[Req, RespB](func(ctx context.Context, req Req) (RespB, error) {
 		return f(svc.Call(ctx, req))
 	}), nil
-}
-
-// Error returns svc wrapped in the layer [NewErrorLayer] returns, inferring
-// the type parameters from svc. It returns an error when svc or f is nil;
-// for a nil svc it matches [rampart.ErrNilService].
-func Error[Req, Resp any](svc rampart.Service[Req, Resp], f func(err error) error) (rampart.Service[Req, Resp], error) {
-	l, err := NewErrorLayer[Req, Resp](f)
-	if err != nil {
-		return nil, err
-	}
-	if svc == nil {
-		return nil, errNilSvc
-	}
-	return l.Wrap(svc), nil
 }
 
 // NewErrorLayer returns a layer that replaces each non-nil error from the

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/mapping"
 )
 
@@ -192,11 +193,10 @@ func BenchmarkRequest(b *testing.B) {
 	}
 }
 
-// Error is NewErrorLayer's Wrap-shaped twin, like Request, Response and
-// Result: it wraps a service directly and infers the types.
-func TestError_WrapsAServiceAsTheLayerDoes(t *testing.T) {
+// NewErrorLayer's layer wraps a service; a nil f is an error.
+func TestNewErrorLayer_Wraps(t *testing.T) {
 	var calls atomic.Int64
-	svc, err := mapping.Error(square(&calls), func(err error) error { return fmt.Errorf("square: %w", err) })
+	svc, err := wrap.Service(square(&calls), mapping.NewErrorLayer, func(err error) error { return fmt.Errorf("square: %w", err) })
 	require.NoError(t, err)
 
 	resp, err := svc.Call(t.Context(), 13)
@@ -204,9 +204,6 @@ func TestError_WrapsAServiceAsTheLayerDoes(t *testing.T) {
 	assert.ErrorIs(t, err, errBoom)
 	assert.EqualError(t, err, "square: boom")
 
-	_, err = mapping.Error[int, int](nil, func(err error) error { return err })
-	assert.ErrorIs(t, err, rampart.ErrNilService)
-	assert.EqualError(t, err, "mapping: svc must not be nil: rampart: nil service")
-	_, err = mapping.Error(square(&calls), nil)
+	_, err = wrap.Service(square(&calls), mapping.NewErrorLayer, nil)
 	assert.EqualError(t, err, "mapping: f must not be nil")
 }

@@ -35,7 +35,6 @@
 // stateful value's Config (circuitbreaker, budget, the keyed rate limiter,
 // loadshed's throttle) for the events of the value and of every layer over
 // it, and otherwise the layer's Config (retry, timeout, hedge, fallback).
-// A layer with a positional constructor (concurrency, ratelimit, loadshed,
-// coalesce) has a Config form, NewConfigLayer and WrapConfig, as timeout
-// has, whose Config holds the positional arguments and Name and Observer.
+// (concurrency, ratelimit, loadshed and coalesce as well: each layer's
+// Config holds its Name and Observer).
 package observe

@@ -29,10 +29,11 @@ func Example() {
 		return "ok", nil
 	})
 	backoff, _ := retry.NewConstant(time.Millisecond)
-	svc, err := retry.Wrap(flaky, retry.Config[string, string]{Backoff: backoff, Name: "payments", Observer: print})
+	l, err := retry.NewLayer(retry.Config[string, string]{Backoff: backoff, Name: "payments", Observer: print})
 	if err != nil {
 		panic(err)
 	}
+	svc := l.Wrap(flaky)
 	resp, err := svc.Call(context.Background(), "charge")
 	fmt.Println(resp, err)
 	// Output:
@@ -67,7 +68,7 @@ func ExampleNewLog() {
 	down := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 		return "", errors.New("connection refused")
 	})
-	svc := circuitbreaker.Wrap(down, br)
+	svc := circuitbreaker.NewLayer[string, string](br, nil).Wrap(down)
 	for range 3 {
 		_, _ = svc.Call(context.Background(), "select 1")
 	}

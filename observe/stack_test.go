@@ -34,12 +34,12 @@ func stack(t *testing.T, obs observe.Observer) rampart.Service[int, int] {
 	backend := rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) { return req, nil })
 	svc, err := rampart.NewBuilder[int, int]().
 		With(fallback.NewLayer(fallback.Config[int, int]{Fallback: func(context.Context, int, error) (int, error) { return 0, nil }, Name: "f", Observer: obs})).
-		With(timeout.NewConfigLayer(timeout.Config[int, int]{Timeout: time.Second, Name: "t", Observer: obs})).
+		With(timeout.NewLayer(timeout.Config[int, int]{Timeout: time.Second, Name: "t", Observer: obs})).
 		With(retry.NewLayer(retry.Config[int, int]{Name: "r", Observer: obs})).
-		Layer(circuitbreaker.NewLayer[int, int](br)).
-		With(loadshed.NewConfigLayer[int, int](loadshed.Config{Readiness: lim, Name: "l", Observer: obs})).
-		With(ratelimit.NewConfigLayer[int, int](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Name: "rl", Observer: obs})).
-		With(concurrency.NewConfigLayer[int, int](concurrency.Config{Limiter: lim, Name: "c", Observer: obs})).
+		Layer(circuitbreaker.NewLayer[int, int](br, nil)).
+		With(loadshed.NewLayer[int, int](loadshed.Config{Readiness: lim, Name: "l", Observer: obs})).
+		With(ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Name: "rl", Observer: obs})).
+		With(concurrency.NewLayer[int, int](concurrency.Config{Limiter: lim, Name: "c", Observer: obs})).
 		Build(backend)
 	require.NoError(t, err)
 	return svc

@@ -9,8 +9,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -23,15 +22,15 @@ const PushbackKey = "grpc-retry-pushback-ms"
 // Classify is the default judgement of an attempt for the breaker
 // ([ClientConfig.Classify] when nil), from the error the attempt ended
 // with. It returns:
-//   - [circuitbreaker.Failure] for UNAVAILABLE, DEADLINE_EXCEEDED (an
+//   - [rampart.Failure] for UNAVAILABLE, DEADLINE_EXCEEDED (an
 //     attempt's timeout or the caller's deadline ran out while the call was
 //     in flight), INTERNAL, UNKNOWN, DATA_LOSS and CANCELLED: the
 //     dependency is down, slow or broken;
-//   - [circuitbreaker.Ignored] for RESOURCE_EXHAUSTED: the server asks this
+//   - [rampart.Ignored] for RESOURCE_EXHAUSTED: the server asks this
 //     client to slow down, as an HTTP 429 does, which is no evidence that it
 //     is down, so the breaker counts it neither way (in HalfOpen it frees
 //     its probe slot);
-//   - [circuitbreaker.Success] for a nil error and for every other code
+//   - [rampart.Success] for a nil error and for every other code
 //     (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, UNIMPLEMENTED …): the
 //     service answered.
 //
@@ -41,24 +40,24 @@ const PushbackKey = "grpc-retry-pushback-ms"
 // from the other side (the server, a proxy, or a layer below), and counts
 // as a failure. Wrap Classify to change part of the judgement:
 //
-//	classify := func(err error) circuitbreaker.Outcome {
+//	classify := func(err error) rampart.Outcome {
 //		if status.Code(err) == codes.NotFound {
-//			return circuitbreaker.Ignored
+//			return rampart.Ignored
 //		}
 //		return rampartgrpc.Classify(err)
 //	}
 //
 // It is safe for concurrent use.
-func Classify(err error) circuitbreaker.Outcome {
+func Classify(err error) rampart.Outcome {
 	switch status.Code(err) {
 	case codes.OK:
-		return circuitbreaker.Success
+		return rampart.Success
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.Unknown, codes.DataLoss, codes.Canceled:
-		return circuitbreaker.Failure
+		return rampart.Failure
 	case codes.ResourceExhausted:
-		return circuitbreaker.Ignored
+		return rampart.Ignored
 	}
-	return circuitbreaker.Success
+	return rampart.Success
 }
 
 // Retryable is the default judgement of an attempt for the retry layer
@@ -88,7 +87,7 @@ const maxPushbackMillis = math.MaxInt32
 // without a sign or unneeded leading zeros, at most 2147483647 (the
 // largest signed 32-bit integer), is a delay in milliseconds; anything else
 // (a negative number, a value out of that range, a sign, leading zeros,
-// text, several values) means "do not retry", returned as [retry.Forever],
+// text, several values) means "do not retry", returned as [rampart.Forever],
 // which ends the retry loop at once.
 func pushback(trailer metadata.MD) (time.Duration, bool) {
 	vs := trailer[PushbackKey]
@@ -96,11 +95,11 @@ func pushback(trailer metadata.MD) (time.Duration, bool) {
 	case len(vs) == 0:
 		return 0, false
 	case len(vs) > 1:
-		return retry.Forever, true
+		return rampart.Forever, true
 	}
 	ms, ok := pushbackMillis(vs[0])
 	if !ok {
-		return retry.Forever, true
+		return rampart.Forever, true
 	}
 	return time.Duration(ms) * time.Millisecond, true
 }

@@ -12,6 +12,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/rampartgrpc"
 	"github.com/rampart-go/rampart/retry"
@@ -100,9 +101,9 @@ func TestUnary_GR3_ClassifyConfigurable(t *testing.T) {
 	require.NoError(t, err)
 	e := start(t, networks[0], &testServer{unary: failWith(codes.NotFound, 1)}, nil, unaryClient(t, rampartgrpc.ClientConfig{
 		Breaker: br,
-		Classify: func(err error) circuitbreaker.Outcome {
+		Classify: func(err error) rampart.Outcome {
 			if status.Code(err) == codes.NotFound {
-				return circuitbreaker.Failure
+				return rampart.Failure
 			}
 			return rampartgrpc.Classify(err)
 		},

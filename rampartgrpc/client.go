@@ -67,13 +67,13 @@ type ClientConfig struct {
 	// block.
 	BreakerKey func(method string, cc *grpc.ClientConn) string
 	// Classify judges each attempt for the breaker from the error it ended
-	// with: a failure, a success or neither ([circuitbreaker.Ignored]).
+	// with: a failure, a success or neither ([rampart.Ignored]).
 	// Nil means [Classify]. It is not asked about an attempt the caller
 	// cancelled (that is ignored), and is used only with a breaker. It must
 	// be safe for concurrent use. A panic in it is recorded as the failure
 	// [circuitbreaker.ErrPanicked] and is not recovered: it goes on up the
 	// caller's stack.
-	Classify func(err error) circuitbreaker.Outcome
+	Classify func(err error) rampart.Outcome
 	// Recorder, if not nil, records every attempt of a unary call for
 	// package sim to replay, between the retry (and hedge) layers and the
 	// breaker, keyed by the full method name and judged by Classify as the
@@ -92,7 +92,7 @@ type ClientConfig struct {
 	// the bound from latency (after Netflix's concurrency-limits). An
 	// attempt that finds every slot taken is not sent and fails at once
 	// with RESOURCE_EXHAUSTED, as a server's back-pressure would: its error
-	// matches [concurrency.ErrLimited], has a RetryDelay() time.Duration
+	// matches [concurrency.ErrLimited], has a RetryAfter() time.Duration
 	// method, and its status carries the same delay as a
 	// google.rpc.RetryInfo detail (the limiter's estimate of when a slot
 	// frees, or [DefaultPushback] when it has none). It is not retried, and
@@ -182,17 +182,17 @@ type HedgeConfig struct {
 	// Delay is how long to wait for an answer before sending the next
 	// copy; zero means [hedge.DefaultDelay]; negative is an error.
 	Delay time.Duration
-	// Percentile, when not zero, learns the delay as this quantile of
+	// Quantile, when not zero, learns the delay as this quantile of
 	// recent latencies (a fraction in (0, 1]: 0.95 for p95), from sending a
 	// call to its answer, over every call the interceptor hedges, whatever
 	// its method: methods whose latencies differ want interceptors of their
-	// own. Zero means a fixed Delay. See [hedge.Config.Percentile].
-	Percentile float64
+	// own. Zero means a fixed Delay. See [hedge.Config.Quantile].
+	Quantile float64
 	// Window is how many recent latencies the percentile is taken over;
-	// only with a Percentile. Zero means [hedge.DefaultWindow].
+	// only with a Quantile. Zero means [hedge.DefaultWindow].
 	Window int
 	// MinSamples is how many latencies must be seen before the learned
-	// delay replaces Delay; only with a Percentile. Zero means
+	// delay replaces Delay; only with a Quantile. Zero means
 	// [hedge.DefaultMinSamples], or Window if that is smaller.
 	MinSamples int
 	// Name names the hedge layer in its events; Observer, if not nil, is
@@ -284,7 +284,7 @@ type client struct {
 	breaker        *circuitbreaker.Breaker
 	breakers       *circuitbreaker.Group[string]
 	breakerKey     func(string, *grpc.ClientConn) string
-	classify       func(error) circuitbreaker.Outcome
+	classify       func(error) rampart.Outcome
 	methods        func(string) bool
 	streamRetry    rampart.Layer[streamCall, grpc.ClientStream]
 	commitRetry    rampart.Layer[*commitCall, commitResult]
@@ -340,14 +340,14 @@ func newClient(cfg ClientConfig) (*client, error) {
 	// The layers below the retry and hedge, shared by both stacks.
 	inner := rampart.NewBuilder[call, result]()
 	if cfg.Recorder != nil {
-		inner = inner.Layer(record.NewConfigLayer(record.LayerConfig[call, result]{
+		inner = inner.Layer(record.NewLayer(record.LayerConfig[call, result]{
 			Recorder: cfg.Recorder,
 			Key:      func(r call) string { return r.method },
-			Classify: func(_ result, err error) circuitbreaker.Outcome { return c.classify(err) },
+			Classify: func(_ result, err error) rampart.Outcome { return c.classify(err) },
 		}))
 	}
 	if cfg.Limit != nil {
-		l, err := concurrency.NewConfigLayer[call, result](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Reject, Name: cfg.Name, Observer: cfg.Observer})
+		l, err := concurrency.NewLayer[call, result](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Refuse, Name: cfg.Name, Observer: cfg.Observer})
 		if err != nil {
 			return nil, fmt.Errorf("rampartgrpc: ClientConfig.Limit: %w", err)
 		}
@@ -357,7 +357,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 		inner = inner.Layer(cb)
 	}
 	if cfg.AttemptTimeout > 0 {
-		to, err := timeout.NewConfigLayer(timeout.Config[call, result]{Timeout: cfg.AttemptTimeout, Name: cfg.Name, Observer: cfg.Observer})
+		to, err := timeout.NewLayer(timeout.Config[call, result]{Timeout: cfg.AttemptTimeout, Name: cfg.Name, Observer: cfg.Observer})
 		if err != nil {
 			return nil, fmt.Errorf("rampartgrpc: ClientConfig.AttemptTimeout: %w", err)
 		}
@@ -385,7 +385,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 			Budget:      cfg.Hedge.Budget,
 			MaxAttempts: cfg.Hedge.MaxAttempts,
 			Delay:       cfg.Hedge.Delay,
-			Percentile:  cfg.Hedge.Percentile,
+			Quantile:    cfg.Hedge.Quantile,
 			Window:      cfg.Hedge.Window,
 			MinSamples:  cfg.Hedge.MinSamples,
 			Name:        cfg.Hedge.Name,
@@ -424,13 +424,13 @@ func newClient(cfg ClientConfig) (*client, error) {
 // breakerLayer returns the breaker layer of the unary stack, or nil when
 // there is no breaker.
 func (c *client) breakerLayer() rampart.Layer[call, result] {
-	classify := func(_ result, err error) circuitbreaker.Outcome { return c.classify(err) }
+	classify := func(_ result, err error) rampart.Outcome { return c.classify(err) }
 	switch {
 	case c.breaker != nil:
-		return circuitbreaker.NewClassifiedLayer[call, result](c.breaker, classify)
+		return circuitbreaker.NewLayer[call, result](c.breaker, classify)
 	case c.breakers != nil:
-		// NewClassifiedGroupLayer fails only for a nil group or key.
-		l, _ := circuitbreaker.NewClassifiedGroupLayer[call, result](c.breakers, func(r call) string {
+		// NewGroupLayer fails only for a nil group or key.
+		l, _ := circuitbreaker.NewGroupLayer[call, result](c.breakers, func(r call) string {
 			return c.breakerKey(r.method, r.cc)
 		}, classify)
 		return l
@@ -500,9 +500,9 @@ func statusOf(err error) error {
 		d := DefaultPushback
 		if w, ok := errors.AsType[interface {
 			error
-			RetryDelay() time.Duration
-		}](err); ok && w.RetryDelay() > 0 {
-			d = w.RetryDelay()
+			RetryAfter() time.Duration
+		}](err); ok && w.RetryAfter() > 0 {
+			d = w.RetryAfter()
 		}
 		return &limitedError{refusedError: refusedError{code: codes.ResourceExhausted, err: err}, delay: d}
 	}
@@ -510,15 +510,15 @@ func statusOf(err error) error {
 }
 
 // limitedError is the refusal of the client's concurrency limit: a
-// RESOURCE_EXHAUSTED with the wait it asks for, as a RetryDelay method and
+// RESOURCE_EXHAUSTED with the wait it asks for, as a RetryAfter method and
 // as a google.rpc.RetryInfo detail.
 type limitedError struct {
 	refusedError
 	delay time.Duration
 }
 
-// RetryDelay returns how long the caller should wait before trying again.
-func (e *limitedError) RetryDelay() time.Duration { return e.delay }
+// RetryAfter returns how long the caller should wait before trying again.
+func (e *limitedError) RetryAfter() time.Duration { return e.delay }
 
 // GRPCStatus returns RESOURCE_EXHAUSTED with a RetryInfo detail of the
 // delay.

@@ -406,7 +406,7 @@ func TestClient_GR5_ZeroGroupIsDefaultGroup(t *testing.T) {
 // counted; every other method is refused.
 func TestUnary_GR17_SkipBypassesOpenBreaker(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, n network) {
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 		require.NoError(t, err)
 		p, err := br.TryAcquire()
 		require.NoError(t, err)
@@ -432,7 +432,7 @@ func TestUnary_GR17_SkipBypassesOpenBreaker(t *testing.T) {
 }
 
 // A full client-side limit refuses the call unsent with RESOURCE_EXHAUSTED
-// and a pushback: a RetryDelay and a RetryInfo detail. The refusal is not
+// and a pushback: a RetryAfter and a RetryInfo detail. The refusal is not
 // retried, and the breaker does not count it.
 func TestUnary_GR18_LimitRefusesWithResourceExhausted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -468,10 +468,10 @@ func TestUnary_GR18_LimitRefusesWithResourceExhausted(t *testing.T) {
 		assert.ErrorIs(t, err, concurrency.ErrLimited)
 		w, ok := errors.AsType[interface {
 			error
-			RetryDelay() time.Duration
+			RetryAfter() time.Duration
 		}](err)
 		require.True(t, ok)
-		assert.Equal(t, rampartgrpc.DefaultPushback, w.RetryDelay(), "a Limiter has no estimate: the default pushback")
+		assert.Equal(t, rampartgrpc.DefaultPushback, w.RetryAfter(), "a Limiter has no estimate: the default pushback")
 		details := status.Convert(err).Details()
 		require.Len(t, details, 1)
 		info, ok := details[0].(*errdetails.RetryInfo)

@@ -18,7 +18,7 @@
 //
 // Server side:
 //
-//	lim, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](l, concurrency.Reject) // l: a *concurrency.Limiter
+//	lim, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Refuse}) // l: a *concurrency.Limiter
 //	si, err := rampartgrpc.NewUnaryServerInterceptor(rampartgrpc.ServerConfig{
 //		Layers: []rampartgrpc.ServerLayer{rl, shed, lim}, // outermost first
 //	})

@@ -96,7 +96,7 @@ func (b *busy) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.Si
 
 func Example_server() {
 	l, _ := concurrency.New(1) // one call at a time
-	lim, _ := concurrency.NewLayer[rampartgrpc.ServerCall, any](l, concurrency.Reject)
+	lim, _ := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 	si, err := rampartgrpc.NewUnaryServerInterceptor(rampartgrpc.ServerConfig{
 		Layers:   []rampartgrpc.ServerLayer{lim},
 		Pushback: 250 * time.Millisecond,

@@ -29,7 +29,7 @@ func TestRecorder_GR_JudgesAsTheBreaker(t *testing.T) {
 		var out bytes.Buffer
 		rec, err := record.New(&out, record.Config{})
 		require.NoError(t, err)
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour})
 		require.NoError(t, err)
 		srv := &testServer{unary: func(_ context.Context, n int) (*testgrpc.SimpleResponse, error) {
 			switch n {

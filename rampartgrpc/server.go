@@ -71,8 +71,8 @@ type ServerService = rampart.Service[ServerCall, any]
 // ServerLayer is a layer of a server-side gRPC stack: any rampart layer
 // built with the type arguments [ServerCall] and any, such as
 //
-//	lim, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](l, concurrency.Reject)
-//	rl, err := ratelimit.NewKeyedLayer[rampartgrpc.ServerCall, any](k, rampartgrpc.KeyPeer, ratelimit.Reject)
+//	lim, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
+//	rl, err := ratelimit.NewKeyedLayer[rampartgrpc.ServerCall, any](k, rampartgrpc.KeyPeer, ratelimit.Refuse)
 //
 // Layers must call the inner service at most once per call and wait for it
 // to return: retry and hedge (the handler would run twice, on one stream)
@@ -118,7 +118,7 @@ type ServerConfig struct {
 //
 // The trailer is grpc-retry-pushback-ms, in whole milliseconds rounded up
 // so that a client never comes back early (gRFC A6), or -1, "do not retry",
-// for a wait that never ends ([rate.InfDuration], [circuitbreaker.Forever]).
+// for a wait that never ends ([rate.InfDuration], [rampart.Forever]).
 // An error that carries a gRPC status of its own (a handler's) is returned
 // as it is; any other error is returned unchanged, and grpc-go reports it
 // as UNKNOWN.
@@ -247,10 +247,10 @@ func refusalCode(err error) (codes.Code, bool) {
 // that never ends.
 func pushbackValue(err error, def time.Duration) string {
 	d := def
-	var w interface{ RetryDelay() time.Duration }
+	var w interface{ RetryAfter() time.Duration }
 	if errors.As(err, &w) {
-		switch rd := w.RetryDelay(); {
-		case rd == rate.InfDuration || rd == circuitbreaker.Forever:
+		switch rd := w.RetryAfter(); {
+		case rd == rate.InfDuration || rd == rampart.Forever:
 			return "-1"
 		case rd > 0:
 			d = rd

@@ -32,7 +32,7 @@ import (
 // everything else, over unary calls and streams, and so does the tap's.
 func TestServer_GR17_SkipBypassesTheLayers(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, n network) {
-		shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.ReadyFunc(func() bool { return false }))
+		shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return false })})
 		require.NoError(t, err)
 		cfg := rampartgrpc.ServerConfig{Layers: []rampartgrpc.ServerLayer{shed}, Skip: rampartgrpc.Methods(healthMethod, streamMethod)}
 		u, err := rampartgrpc.NewUnaryServerInterceptor(cfg)
@@ -59,7 +59,7 @@ func limitLayer(t *testing.T, max int) rampartgrpc.ServerLayer {
 	t.Helper()
 	l, err := concurrency.New(max)
 	require.NoError(t, err)
-	layer, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](l, concurrency.Reject)
+	layer, err := concurrency.NewLayer[rampartgrpc.ServerCall, any](concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	return layer
 }
@@ -130,7 +130,7 @@ func TestServer_GR12_StreamHoldsItsSlotUntilItEnds(t *testing.T) {
 
 func TestServer_GR12_RateLimitIsResourceExhaustedWithItsDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](rate.NewLimiter(rate.Every(time.Second), 1), ratelimit.Reject)
+		rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(time.Second), 1), Mode: ratelimit.Refuse})
 		require.NoError(t, err)
 		e := start(t, networks[0], &testServer{}, serverOpts(t, rl))
 		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
@@ -145,7 +145,7 @@ func TestServer_GR12_RateLimitIsResourceExhaustedWithItsDelay(t *testing.T) {
 }
 
 func TestServer_GR12_NeverTokenPushesBackMinusOne(t *testing.T) {
-	rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](rate.NewLimiter(0, 0), ratelimit.Reject)
+	rl, err := ratelimit.NewLayer[rampartgrpc.ServerCall, any](ratelimit.Config{Limiter: rate.NewLimiter(0, 0), Mode: ratelimit.Refuse})
 	require.NoError(t, err)
 	e := start(t, networks[0], &testServer{}, serverOpts(t, rl))
 	var trailer metadata.MD
@@ -158,7 +158,7 @@ func TestServer_GR12_RateLimitPerMetadataKey(t *testing.T) {
 	eachNetwork(t, func(t *testing.T, n network) {
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: rate.Every(time.Hour), Burst: 1})
 		require.NoError(t, err)
-		rl, err := ratelimit.NewKeyedLayer[rampartgrpc.ServerCall, any](k, rampartgrpc.KeyMetadata("Tenant"), ratelimit.Reject)
+		rl, err := ratelimit.NewKeyedLayer[rampartgrpc.ServerCall, any](k, rampartgrpc.KeyMetadata("Tenant"), ratelimit.Refuse)
 		require.NoError(t, err)
 		e := start(t, n, &testServer{}, serverOpts(t, rl))
 		a := metadata.AppendToOutgoingContext(t.Context(), "tenant", "a")
@@ -174,7 +174,7 @@ func TestServer_GR12_RateLimitPerMetadataKey(t *testing.T) {
 
 func TestServer_GR12_ShedIsUnavailableWithPushback(t *testing.T) {
 	ready := false
-	shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.ReadyFunc(func() bool { return ready }))
+	shed, err := loadshed.NewLayer[rampartgrpc.ServerCall, any](loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return ready })})
 	require.NoError(t, err)
 	p, err := rampartgrpc.NewUnaryServerInterceptor(rampartgrpc.ServerConfig{Layers: []rampartgrpc.ServerLayer{nil, shed}, Pushback: 1500 * time.Microsecond})
 	require.NoError(t, err)
@@ -188,7 +188,7 @@ func TestServer_GR12_ShedIsUnavailableWithPushback(t *testing.T) {
 
 func TestServer_GR12_TimeoutIsDeadlineExceeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[rampartgrpc.ServerCall, any](200 * time.Millisecond)
+		to, err := timeout.NewLayer(timeout.Config[rampartgrpc.ServerCall, any]{Timeout: 200 * time.Millisecond})
 		require.NoError(t, err)
 		hang := func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
 			<-s.Context().Done()

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/timeout"
 )
@@ -164,7 +165,7 @@ func (c *client) open(ctx context.Context, s streamCall) (grpc.ClientStream, err
 type judgedStream struct {
 	grpc.ClientStream
 	ctx      context.Context // the caller's, to tell its cancellation apart
-	classify func(error) circuitbreaker.Outcome
+	classify func(error) rampart.Outcome
 	p        circuitbreaker.Permit
 	stop     func() bool // stops the watch on ctx
 	done     atomic.Bool // the permit is finished; RecvMsg and the watch may race
@@ -206,8 +207,8 @@ func (j *judgedStream) finish(err error) {
 // finish records the outcome of a call made with ctx that ended with err:
 // ignored when the caller cancelled ctx, otherwise as classify judges it,
 // with a failure given to the breaker's IsFailure.
-func finish(p *circuitbreaker.Permit, ctx context.Context, err error, classify func(error) circuitbreaker.Outcome) {
-	if err != nil && circuitbreaker.ClassifyContext(ctx, err) == circuitbreaker.Ignored {
+func finish(p *circuitbreaker.Permit, ctx context.Context, err error, classify func(error) rampart.Outcome) {
+	if err != nil && circuitbreaker.ClassifyContext(ctx, err) == rampart.Ignored {
 		p.Ignore()
 		return
 	}
@@ -222,9 +223,9 @@ func finish(p *circuitbreaker.Permit, ctx context.Context, err error, classify f
 	o := classify(err)
 	normal = true
 	switch o {
-	case circuitbreaker.Success:
+	case rampart.Success:
 		p.Success()
-	case circuitbreaker.Ignored:
+	case rampart.Ignored:
 		p.Ignore()
 	default:
 		if err == nil {

@@ -17,12 +17,13 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/rampartgrpc"
 )
 
 // trip opens br with one failure (its policy must trip on one, and its
-// ResetTimeout be Immediate), so that it is half-open: the next call is a
+// CoolDown be Immediate), so that it is half-open: the next call is a
 // probe.
 func trip(t *testing.T, br *circuitbreaker.Breaker) {
 	t.Helper()
@@ -90,7 +91,7 @@ func TestStream_GR8_OneResponseJudgedOnIt(t *testing.T) {
 
 func TestStream_GR8_CallerCancellationFreesProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: circuitbreaker.Immediate})
 		e := start(t, networks[0], &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
 			<-s.Context().Done()
 			return s.Context().Err()
@@ -110,9 +111,9 @@ func TestStream_GR8_CallerCancellationFreesProbe(t *testing.T) {
 func TestStream_GR9_AbandonedStreamHoldsProbeForTheLeaseOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br := newBreaker(t, circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout: circuitbreaker.Immediate,
-			ProbeLease:   2 * time.Second,
+			Policy:     circuitbreaker.Consecutive{Failures: 1},
+			CoolDown:   circuitbreaker.Immediate,
+			ProbeLease: 2 * time.Second,
 		})
 		e := start(t, networks[0], &testServer{stream: func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
 			<-s.Context().Done()
@@ -406,8 +407,8 @@ func TestClient_GR8_PanickingClassifyFreesTheProbe(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate})
-			cfg := rampartgrpc.ClientConfig{Breaker: br, Classify: func(error) circuitbreaker.Outcome { panic("judge exploded") }}
+			br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: circuitbreaker.Immediate})
+			cfg := rampartgrpc.ClientConfig{Breaker: br, Classify: func(error) rampart.Outcome { panic("judge exploded") }}
 			e := start(t, networks[0], &testServer{}, nil, unaryClient(t, cfg), streamClient(t, cfg))
 			trip(t, br)
 			assert.PanicsWithValue(t, "judge exploded", func() { tc.call(t, e) })

@@ -35,7 +35,7 @@ type BreakerConfig struct {
 	// use and must not panic.
 	BreakerKey func(req *http.Request) string
 	// Classify judges each attempt for the breaker: a failure, a success,
-	// or neither ([circuitbreaker.Ignored]). Nil means [Classify]. It must
+	// or neither ([rampart.Ignored]). Nil means [Classify]. It must
 	// be safe for concurrent use.
 	Classify circuitbreaker.Classifier[*http.Response]
 	// BodyLease bounds how long the body of a HalfOpen probe's response
@@ -67,7 +67,7 @@ const DefaultBodyLease = 5 * time.Second
 //   - a response judged a failure counts as one, with a [*StatusError]
 //     naming its status as its cause (it matches
 //     [circuitbreaker.ErrBadResponse]); one judged
-//     [circuitbreaker.Ignored] counts neither way (a 429 by default);
+//     [rampart.Ignored] counts neither way (a 429 by default);
 //   - a response judged a success is judged again by its body: a body read
 //     to its end, or closed by the caller before its end, is a success; a
 //     body whose read fails (the server stalled past the attempt's timeout,
@@ -78,7 +78,7 @@ const DefaultBodyLease = 5 * time.Second
 // An outcome the classifier returns that is none of Success, Failure and
 // Ignored counts as a failure.
 //
-// A rejected request is not sent, and fails with the breaker's
+// A refused request is not sent, and fails with the breaker's
 // [*circuitbreaker.OpenError], which matches [circuitbreaker.ErrOpen].
 // Responses, failures included, are returned unchanged but for the body
 // wrapper. While a response's body is open its call holds its permit: in
@@ -161,22 +161,22 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 	// normal is set only once the outcome is judged: a panic in classify
 	// or in IsFailure is a failure, as one in the call is.
 	switch {
-	case err != nil && circuitbreaker.ClassifyContext(ctx, err) == circuitbreaker.Ignored:
+	case err != nil && circuitbreaker.ClassifyContext(ctx, err) == rampart.Ignored:
 		j.p.Ignore() // the caller gave up: classify is not asked
 	case err != nil:
 		switch s.classify(resp, err) {
-		case circuitbreaker.Success:
+		case rampart.Success:
 			j.p.Success()
-		case circuitbreaker.Ignored:
+		case rampart.Ignored:
 			j.p.Ignore()
 		default:
 			j.p.DoneContext(ctx, err) // a failure, unless IsFailure says not
 		}
 	default:
 		switch s.classify(resp, nil) {
-		case circuitbreaker.Success:
+		case rampart.Success:
 			j.judgeBody(resp, s.lease)
-		case circuitbreaker.Ignored:
+		case rampart.Ignored:
 			j.p.Ignore()
 		default:
 			j.p.Failure(statusError(resp))

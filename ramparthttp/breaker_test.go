@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/timeout"
@@ -26,7 +27,7 @@ import (
 // failure.
 func TestBreakerLayer_CB8_StalledBodyIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Minute})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Minute})
 		require.NoError(t, err)
 		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			return &http.Response{StatusCode: 200, Header: http.Header{}, ContentLength: -1,
@@ -141,7 +142,7 @@ func TestHostBreakers_HT7_OneBadHostDoesNotStopTheOthers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bad, badCalls := countingServer(t, http.StatusServiceUnavailable)
 			good, goodCalls := countingServer(t, http.StatusOK)
-			brCfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour}
+			brCfg := circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour}
 			cfg := ramparthttp.ClientConfig{Base: good.Client().Transport, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}}
 			var hosts *circuitbreaker.Group[string]
 			if tc.shared {
@@ -205,9 +206,9 @@ func TestHostBreakers_HT7_OneBadHostDoesNotStopTheOthers(t *testing.T) {
 // 429 ignored, and a body whose read fails counted as a failure.
 func TestHostBreakers_HT7_SameJudgementAsOneBreaker(t *testing.T) {
 	script := []int{200, 409, 429, 500, 501, 0, -1} // 0: transport error; -1: 200 whose body read fails
-	classify := func(resp *http.Response, err error) circuitbreaker.Outcome {
+	classify := func(resp *http.Response, err error) rampart.Outcome {
 		if resp != nil && resp.StatusCode == http.StatusConflict {
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
 		return ramparthttp.Classify(resp, err)
 	}
@@ -258,7 +259,7 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connectio
 // context adds no key.
 func TestGroupBreakerLayer_HT7_KeyAndNilGroup(t *testing.T) {
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
-		Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour}})
+		Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour}})
 	require.NoError(t, err)
 	var sent atomic.Int32
 	base := ramparthttp.FromRoundTripper(roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -348,7 +349,7 @@ func TestBreakerLayer_CB7_PanickingJudgeFreesTheProbe(t *testing.T) {
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	down.Close() // connection refused
 
-	panicky := func(*http.Response, error) circuitbreaker.Outcome { panic("judge exploded") }
+	panicky := func(*http.Response, error) rampart.Outcome { panic("judge exploded") }
 	for _, tc := range []struct {
 		name      string
 		url       string
@@ -361,7 +362,7 @@ func TestBreakerLayer_CB7_PanickingJudgeFreesTheProbe(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			br, err := circuitbreaker.New(circuitbreaker.Config{
-				Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: circuitbreaker.Immediate,
+				Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: circuitbreaker.Immediate,
 				IsFailure: tc.isFailure,
 			})
 			require.NoError(t, err)
@@ -400,7 +401,7 @@ func TestBreakerLayer_BadConfigNamesFields(t *testing.T) {
 // headers were and the breaker closes.
 func TestBreakerLayer_HT12_ProbeBodyLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Second})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
 		require.NoError(t, err)
 		p, err := br.TryAcquire()
 		require.NoError(t, err)

@@ -3,19 +3,19 @@ package ramparthttp
 import (
 	"net/http"
 
-	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart"
 )
 
 // Classify is the default judgement of an attempt for the breaker
 // ([BreakerConfig.Classify] and [ClientConfig.Classify] when nil). It returns:
-//   - [circuitbreaker.Failure] for a transport error, and for a 5xx status
+//   - [rampart.Failure] for a transport error, and for a 5xx status
 //     except 501 (Not Implemented) and 505 (HTTP Version Not Supported): the
 //     dependency is down or in trouble;
-//   - [circuitbreaker.Ignored] for 429 (Too Many Requests): the server asks
+//   - [rampart.Ignored] for 429 (Too Many Requests): the server asks
 //     this client to slow down, which is no evidence that it is down, so
 //     the breaker counts it neither way (in HalfOpen it frees its probe
 //     slot);
-//   - [circuitbreaker.Success] for any other response (501 and 505 say the
+//   - [rampart.Success] for any other response (501 and 505 say the
 //     request will never succeed, not that the server is in trouble), and
 //     for a nil response with a nil error.
 //
@@ -23,26 +23,26 @@ import (
 // cancellation has been ruled out, so an error it sees came from the
 // dependency. Wrap Classify to change part of the judgement:
 //
-//	classify := func(resp *http.Response, err error) circuitbreaker.Outcome {
+//	classify := func(resp *http.Response, err error) rampart.Outcome {
 //		if resp != nil && resp.StatusCode == http.StatusConflict {
-//			return circuitbreaker.Ignored
+//			return rampart.Ignored
 //		}
 //		return ramparthttp.Classify(resp, err)
 //	}
 //
 // It is safe for concurrent use.
-func Classify(resp *http.Response, err error) circuitbreaker.Outcome {
+func Classify(resp *http.Response, err error) rampart.Outcome {
 	switch {
 	case err != nil:
-		return circuitbreaker.Failure
+		return rampart.Failure
 	case resp == nil:
-		return circuitbreaker.Success
+		return rampart.Success
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return circuitbreaker.Ignored
+		return rampart.Ignored
 	case serverFailure(resp.StatusCode):
-		return circuitbreaker.Failure
+		return rampart.Failure
 	}
-	return circuitbreaker.Success
+	return rampart.Success
 }
 
 // Retryable is the default judgement of an attempt for the retry layer

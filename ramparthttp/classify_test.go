@@ -23,8 +23,8 @@ import (
 func TestClient_HT5_TooManyRequestsIsRetriedButNeutralForTheBreaker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 1},
-			ResetTimeout: time.Minute,
+			Policy:   circuitbreaker.Consecutive{Failures: 1},
+			CoolDown: time.Minute,
 		})
 		require.NoError(t, err)
 		ft := &fakeTransport{statuses: []int{429, 429, 429, 200}, header: http.Header{"Retry-After": {"2"}}}
@@ -49,19 +49,19 @@ func TestClassifyAndRetryable_HT5_Defaults(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		status    int // 0: a transport error
-		outcome   circuitbreaker.Outcome
+		outcome   rampart.Outcome
 		retryable bool
 	}{
-		{name: "transport error", status: 0, outcome: circuitbreaker.Failure, retryable: true},
-		{name: "200", status: 200, outcome: circuitbreaker.Success, retryable: false},
-		{name: "404", status: 404, outcome: circuitbreaker.Success, retryable: false},
-		{name: "429", status: 429, outcome: circuitbreaker.Ignored, retryable: true},
-		{name: "500", status: 500, outcome: circuitbreaker.Failure, retryable: true},
-		{name: "501", status: 501, outcome: circuitbreaker.Success, retryable: false},
-		{name: "502", status: 502, outcome: circuitbreaker.Failure, retryable: true},
-		{name: "503", status: 503, outcome: circuitbreaker.Failure, retryable: true},
-		{name: "504", status: 504, outcome: circuitbreaker.Failure, retryable: true},
-		{name: "505", status: 505, outcome: circuitbreaker.Success, retryable: false},
+		{name: "transport error", status: 0, outcome: rampart.Failure, retryable: true},
+		{name: "200", status: 200, outcome: rampart.Success, retryable: false},
+		{name: "404", status: 404, outcome: rampart.Success, retryable: false},
+		{name: "429", status: 429, outcome: rampart.Ignored, retryable: true},
+		{name: "500", status: 500, outcome: rampart.Failure, retryable: true},
+		{name: "501", status: 501, outcome: rampart.Success, retryable: false},
+		{name: "502", status: 502, outcome: rampart.Failure, retryable: true},
+		{name: "503", status: 503, outcome: rampart.Failure, retryable: true},
+		{name: "504", status: 504, outcome: rampart.Failure, retryable: true},
+		{name: "505", status: 505, outcome: rampart.Success, retryable: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var resp *http.Response
@@ -75,7 +75,7 @@ func TestClassifyAndRetryable_HT5_Defaults(t *testing.T) {
 			assert.Equal(t, tc.retryable, ramparthttp.Retryable(resp, err))
 		})
 	}
-	assert.Equal(t, circuitbreaker.Success, ramparthttp.Classify(nil, nil))
+	assert.Equal(t, rampart.Success, ramparthttp.Classify(nil, nil))
 	assert.False(t, ramparthttp.Retryable(nil, nil))
 }
 
@@ -83,25 +83,25 @@ func TestClassifyAndRetryable_HT5_Defaults(t *testing.T) {
 // alike, and can call either neutral.
 func TestClient_HT5_ClassifyDecidesTheBreakersJudgement(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 1},
+		CoolDown: time.Minute,
 	})
 	require.NoError(t, err)
 	var asked []string
-	classify := func(resp *http.Response, err error) circuitbreaker.Outcome {
+	classify := func(resp *http.Response, err error) rampart.Outcome {
 		switch {
 		case err != nil:
 			asked = append(asked, "error")
-			return circuitbreaker.Ignored
+			return rampart.Ignored
 		case resp.StatusCode == http.StatusServiceUnavailable:
 			asked = append(asked, "503")
-			return circuitbreaker.Success
+			return rampart.Success
 		case resp.StatusCode == http.StatusNotFound:
 			asked = append(asked, "404")
-			return circuitbreaker.Failure
+			return rampart.Failure
 		}
 		asked = append(asked, "other")
-		return circuitbreaker.Success
+		return rampart.Success
 	}
 	ft := &fakeTransport{statuses: []int{503, 0, 404, 200}}
 	c := newClient(t, ramparthttp.ClientConfig{Base: ft, Breaker: br, Classify: classify, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
@@ -153,9 +153,9 @@ func TestBreakerLayer_HT5_CallerCancellationNotClassified(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	require.NoError(t, err)
 	asked := 0
-	l := breakerLayer(t, ramparthttp.BreakerConfig{Breaker: br, Classify: func(*http.Response, error) circuitbreaker.Outcome {
+	l := breakerLayer(t, ramparthttp.BreakerConfig{Breaker: br, Classify: func(*http.Response, error) rampart.Outcome {
 		asked++
-		return circuitbreaker.Failure
+		return rampart.Failure
 	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	svc := l.Wrap(rampart.ServiceFunc[*http.Request, *http.Response](func(ctx context.Context, _ *http.Request) (*http.Response, error) {

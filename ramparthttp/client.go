@@ -66,7 +66,7 @@ func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http
 // returns a response or an error, never both (a response that arrives
 // alongside an error has its body closed), and it closes the
 // request body when the stack fails without sending it (a breaker
-// rejection, say). Errors from the stack reach the caller unchanged; an
+// refusal, say). Errors from the stack reach the caller unchanged; an
 // [http.Client] wraps them in a *url.Error, which [errors.Is] and
 // [errors.As] see through. It is safe for concurrent use when svc is. A
 // nil svc gives a RoundTripper whose every request fails with an error

@@ -344,8 +344,8 @@ func TestClient_RT7_RetryAfterPastDeadlineStops(t *testing.T) {
 
 func TestClient_CB8_FailingStatusesTripBreaker(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
 	})
 	require.NoError(t, err)
 	ft := &fakeTransport{statuses: []int{503, 502, 200}}
@@ -371,8 +371,8 @@ func TestClient_CB8_FailingStatusesTripBreaker(t *testing.T) {
 
 func TestClient_RT3_OpenBreakerEndsRetries(t *testing.T) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 2},
-		ResetTimeout: time.Minute,
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
 	})
 	require.NoError(t, err)
 	ft := &fakeTransport{statuses: []int{0}}
@@ -401,8 +401,8 @@ func (s slowTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestClient_TO1_AttemptTimeoutIsBreakerFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: time.Minute,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: time.Minute,
 		})
 		require.NoError(t, err)
 		c := newClient(t, ramparthttp.ClientConfig{

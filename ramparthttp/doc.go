@@ -101,7 +101,7 @@
 // Requests for a rate limit ([ratelimit.ErrLimited]); 503 Service Unavailable
 // for a full concurrency limit, load shedding, an open breaker or a timeout;
 // with a Retry-After header in whole seconds, rounded up, from the error's
-// RetryDelay method.
+// RetryAfter method.
 // [ServerConfig.OnError] can answer other errors, and [ServerConfig.Skip]
 // lets health checks past the layers. The request type of a server stack
 // is [Exchange], which carries the ResponseWriter with the request, so any

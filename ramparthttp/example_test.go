@@ -30,8 +30,8 @@ func ExampleNewTransport() {
 	defer down.Close()
 
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Policy:       circuitbreaker.Consecutive{Failures: 3},
-		ResetTimeout: 30 * time.Second,
+		Policy:   circuitbreaker.Consecutive{Failures: 3},
+		CoolDown: 30 * time.Second,
 	})
 	if err != nil {
 		panic(err)
@@ -130,8 +130,8 @@ func ExampleConfig_hostBreakers() {
 
 	hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
 		Breaker: circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: 30 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: 30 * time.Second,
 		},
 	})
 	if err != nil {
@@ -176,7 +176,7 @@ func ExampleNewHandler() {
 	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "hello")
 	})
-	rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](rate.NewLimiter(rate.Every(2*time.Second), 1), ratelimit.Reject)
+	rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(2*time.Second), 1), Mode: ratelimit.Refuse})
 	if err != nil {
 		panic(err)
 	}
@@ -205,11 +205,11 @@ func ExampleNewHandler_shedding() {
 	if err != nil {
 		panic(err)
 	}
-	shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](lim)
+	shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](loadshed.Config{Readiness: lim})
 	if err != nil {
 		panic(err)
 	}
-	slot, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Wait)
+	slot, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 	if err != nil {
 		panic(err)
 	}

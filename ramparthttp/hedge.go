@@ -25,19 +25,19 @@ type HedgeConfig struct {
 	// [hedge.DefaultMaxAttempts].
 	MaxAttempts int
 	// Delay is how long to wait for an answer before sending the next
-	// copy, and the fallback until a learned Percentile has MinSamples
+	// copy, and the fallback until a learned Quantile has MinSamples
 	// latencies. Zero means [hedge.DefaultDelay]; negative is an error.
 	Delay time.Duration
-	// Percentile, when not zero, learns the delay as this quantile of
+	// Quantile, when not zero, learns the delay as this quantile of
 	// recent latencies (a fraction in (0, 1]: 0.95 for p95), measured per
 	// wrapped service from sending a request to receiving its response
-	// headers. Zero means a fixed Delay. See [hedge.Config.Percentile].
-	Percentile float64
+	// headers. Zero means a fixed Delay. See [hedge.Config.Quantile].
+	Quantile float64
 	// Window is how many recent latencies the percentile is taken over;
-	// only with a Percentile. Zero means [hedge.DefaultWindow].
+	// only with a Quantile. Zero means [hedge.DefaultWindow].
 	Window int
 	// MinSamples is how many latencies must be seen before the learned
-	// delay replaces Delay; only with a Percentile. Zero means
+	// delay replaces Delay; only with a Quantile. Zero means
 	// [hedge.DefaultMinSamples], or Window if that is smaller.
 	MinSamples int
 }
@@ -81,14 +81,14 @@ type HedgeConfig struct {
 //
 // A bad cfg is the error [hedge.NewLayer] returns, naming the field. The
 // layer and the services it wraps are safe for concurrent use; each wrapped
-// service learns its own Percentile.
+// service learns its own Quantile.
 func HedgeLayer(cfg HedgeConfig) (Layer, error) {
 	l, err := hedge.NewLayer(hedge.Config[*http.Request, *http.Response]{
 		Hedgeable:   func(*http.Request) bool { return true }, // decided by resendService
 		Budget:      cfg.Budget,
 		MaxAttempts: cfg.MaxAttempts,
 		Delay:       cfg.Delay,
-		Percentile:  cfg.Percentile,
+		Quantile:    cfg.Quantile,
 		Window:      cfg.Window,
 		MinSamples:  cfg.MinSamples,
 		Accept:      answered,

@@ -368,9 +368,9 @@ func TestHedgeLayer_BadConfigNamesTheField(t *testing.T) {
 			want: "hedge: Budget must not be a nil pointer, got *budget.Budget(nil)",
 		},
 		{
-			name: "Percentile in percent",
-			cfg:  ramparthttp.HedgeConfig{Budget: budget.Always, Percentile: 95},
-			want: "hedge: Percentile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95",
+			name: "Quantile in percent",
+			cfg:  ramparthttp.HedgeConfig{Budget: budget.Always, Quantile: 95},
+			want: "hedge: Quantile must be 0 (a fixed Delay) or a fraction in (0, 1] (0.95 for p95), got 95",
 		},
 		{
 			name: "negative Delay",

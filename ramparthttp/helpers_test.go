@@ -130,14 +130,14 @@ func breakerLayer(t testing.TB, cfg ramparthttp.BreakerConfig) ramparthttp.Layer
 	return l
 }
 
-// openFor returns the rejection of a breaker whose cool-down has
+// openFor returns the refusal of a breaker whose cool-down has
 // retryAfter left, for ever: the breaker runs on a clock that stands
 // still, so its OpenError.RetryAfter() is exactly retryAfter.
 func openFor(retryAfter time.Duration) error {
 	b, err := circuitbreaker.New(circuitbreaker.Config{
-		Clock:        stoppedClock{},
-		Policy:       circuitbreaker.Consecutive{Failures: 1},
-		ResetTimeout: retryAfter,
+		Clock:    stoppedClock{},
+		Policy:   circuitbreaker.Consecutive{Failures: 1},
+		CoolDown: retryAfter,
 	})
 	if err != nil {
 		panic(err)

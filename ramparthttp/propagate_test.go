@@ -355,7 +355,7 @@ func TestPropagate_PG5_NoRetryObeyed(t *testing.T) {
 		lim, err := concurrency.New(1)
 		require.NoError(t, err)
 		require.True(t, lim.TryAcquire()) // the only slot is taken
-		cl, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
+		cl, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 		require.NoError(t, err)
 		pl, err := ramparthttp.PropagatedLayer(ramparthttp.PropagateConfig{NoRetry: noRetry})
 		require.NoError(t, err)

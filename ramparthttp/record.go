@@ -22,5 +22,5 @@ func RecordLayer(r *record.Recorder, classify circuitbreaker.Classifier[*http.Re
 	if classify == nil {
 		classify = Classify
 	}
-	return record.NewConfigLayer(record.LayerConfig[*http.Request, *http.Response]{Recorder: r, Key: Host, Classify: classify})
+	return record.NewLayer(record.LayerConfig[*http.Request, *http.Response]{Recorder: r, Key: Host, Classify: classify})
 }

@@ -41,7 +41,7 @@ func TestRecordLayer_SM8_JudgesAsTheBreaker(t *testing.T) {
 	var out bytes.Buffer
 	rec, err := record.New(&out, record.Config{})
 	require.NoError(t, err)
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour})
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour})
 	require.NoError(t, err)
 	rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
 		Breaker:  br,

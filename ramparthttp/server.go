@@ -47,9 +47,9 @@ type ServerService = rampart.Service[Exchange, struct{}]
 // ServerLayer is a layer of a server-side HTTP stack: any rampart layer
 // built with the type arguments [Exchange] and struct{}, such as
 //
-//	lim, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](l, concurrency.Reject)
-//	rl, err := ratelimit.NewKeyedLayer[ramparthttp.Exchange, struct{}](k, ramparthttp.KeyPeer, ratelimit.Reject)
-//	to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](2 * time.Second)
+//	lim, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
+//	rl, err := ratelimit.NewKeyedLayer[ramparthttp.Exchange, struct{}](k, ramparthttp.KeyPeer, ratelimit.Refuse)
+//	to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 2 * time.Second})
 //
 // Layers must call the inner service at most once per request and wait
 // for it to return: the writer is valid only until ServeHTTP returns. So
@@ -82,7 +82,7 @@ type ServerConfig struct {
 	// RetryAfter is the wait advertised in the Retry-After header of a 429
 	// or 503 answer whose error carries no delay of its own: a
 	// concurrency limit or load-shedding refusal, a timeout, a breaker
-	// rejected for want of probe slots. It is rounded up to whole seconds.
+	// refused for want of probe slots. It is rounded up to whole seconds.
 	// Zero means such answers have no Retry-After header. It must not be
 	// negative.
 	RetryAfter time.Duration
@@ -118,21 +118,21 @@ type ServerConfig struct {
 //     refusal ([concurrency.ErrLimited], [loadshed.ErrOverloaded]), an open
 //     breaker ([circuitbreaker.ErrOpen]), a timeout ([timeout.ErrTimeout],
 //     or any [context.DeadlineExceeded]), and any other error that asks
-//     the caller to wait (has a RetryDelay() time.Duration method). A
+//     the caller to wait (has a RetryAfter() time.Duration method). A
 //     timeout is 503, as [http.TimeoutHandler] answers, rather than 504:
 //     504 says an upstream server did not answer a gateway, and here the
 //     server itself ran out of time;
-//   - 403 Forbidden for a filter's refusal ([filter.ErrRejected]);
+//   - 403 Forbidden for a filter's refusal ([filter.ErrRefused]);
 //   - 500 Internal Server Error for any other error. Map your own
 //     layers' errors, and log the unknown ones, with OnError.
 //
 // A 429 or 503 carries a Retry-After header (RFC 9110, section 10.2.3) in
 // whole seconds, rounded up so that a client never comes back early: the
-// error's RetryDelay() when it is positive (a rate limiter's time to the
+// error's RetryAfter() when it is positive (a rate limiter's time to the
 // next token, a breaker's remaining cool-down), ServerConfig.RetryAfter
 // otherwise, and no header when both are zero or the delay is
 // [rate.InfDuration] (a limiter that will never grant a token) or
-// [circuitbreaker.Forever] (a breaker held open until reset).
+// [rampart.Forever] (a breaker held open until reset).
 //
 // When the request's own context is done (the client went away, or a
 // server's base context was cancelled), nobody reads the answer: the

@@ -44,7 +44,7 @@ func TestHandler_LM9_AdaptiveLimitRefusesWithItsDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 1, MaxLimit: 1, Window: time.Second})
 		require.NoError(t, err)
-		layer, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
+		layer, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 		require.NoError(t, err)
 		release := make(chan struct{})
 		h, err := ramparthttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +83,7 @@ func TestHandler_LM9_AdaptiveLimitRefusesWithItsDelay(t *testing.T) {
 // must carry none of them, only what was set outside the Handler.
 func TestHandler_TO1_RefusalDropsHeadersOfUnwrittenAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			assert.Equal(t, "req-7", w.Header().Get("X-Request-Id"), "the handler sees outer headers")
@@ -160,7 +160,7 @@ func TestHandler_TrailersThroughAKeptHeaderMap(t *testing.T) {
 // CORS) stay on a refusal; only the handler's own are dropped.
 func TestHandler_LayerHeadersStayOnRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		cors := ramparthttp.ServerLayer(rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(inner ramparthttp.ServerService) ramparthttp.ServerService {
 			return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(ctx context.Context, x ramparthttp.Exchange) (struct{}, error) {
@@ -188,7 +188,7 @@ func TestHandler_LayerHeadersStayOnRefusal(t *testing.T) {
 // its body (a leaked Content-Encoding: gzip would fail it with "gzip:
 // invalid header").
 func TestHandler_HT3_RefusalAfterInformationalDropsHandlerHeaders(t *testing.T) {
-	to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](time.Millisecond)
+	to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Millisecond})
 	require.NoError(t, err)
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
@@ -327,7 +327,7 @@ func (w *countingWriter) finals() int {
 func TestHandler_RateLimitAnswers429WithExactRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// One token every 2.5s, bucket of one.
-		rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](rate.NewLimiter(rate.Every(2500*time.Millisecond), 1), ratelimit.Reject)
+		rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Every(2500*time.Millisecond), 1), Mode: ratelimit.Refuse})
 		require.NoError(t, err)
 		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rl}})
 
@@ -356,7 +356,7 @@ func TestHandler_KeyedRateLimitPerClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1, Burst: 1})
 		require.NoError(t, err)
-		rl, err := ratelimit.NewKeyedLayer[ramparthttp.Exchange, struct{}](k, ramparthttp.KeyHeader("X-Client"), ratelimit.Reject)
+		rl, err := ratelimit.NewKeyedLayer[ramparthttp.Exchange, struct{}](k, ramparthttp.KeyHeader("X-Client"), ratelimit.Refuse)
 		require.NoError(t, err)
 		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rl}})
 		from := func(client string) *http.Request {
@@ -379,7 +379,7 @@ func TestHandler_KeyedRateLimitPerClient(t *testing.T) {
 type delayError struct{ d time.Duration }
 
 func (e delayError) Error() string             { return fmt.Sprintf("wait %v", e.d) }
-func (e delayError) RetryDelay() time.Duration { return e.d }
+func (e delayError) RetryAfter() time.Duration { return e.d }
 
 func TestHandler_RetryAfterWholeSecondsRoundedUp(t *testing.T) {
 	tests := []struct {
@@ -393,9 +393,9 @@ func TestHandler_RetryAfterWholeSecondsRoundedUp(t *testing.T) {
 		{name: "999ms", err: delayError{999 * time.Millisecond}, code: 503, want: "1"},
 		{name: "1s", err: delayError{time.Second}, code: 503, want: "1"},
 		{name: "1.001s", err: delayError{1001 * time.Millisecond}, code: 503, want: "2"},
-		{name: "ratelimit 2.5s", err: &ratelimit.LimitedError{RetryAfter: 2500 * time.Millisecond}, code: 429, want: "3"},
-		{name: "error's delay beats fallback", err: &ratelimit.LimitedError{RetryAfter: 2500 * time.Millisecond}, fallback: 10 * time.Second, code: 429, want: "3"},
-		{name: "ratelimit never", err: &ratelimit.LimitedError{RetryAfter: rate.InfDuration}, fallback: time.Second, code: 429, want: ""},
+		{name: "ratelimit 2.5s", err: &ratelimit.LimitedError{Wait: 2500 * time.Millisecond}, code: 429, want: "3"},
+		{name: "error's delay beats fallback", err: &ratelimit.LimitedError{Wait: 2500 * time.Millisecond}, fallback: 10 * time.Second, code: 429, want: "3"},
+		{name: "ratelimit never", err: &ratelimit.LimitedError{Wait: rate.InfDuration}, fallback: time.Second, code: 429, want: ""},
 		{name: "ratelimit zero, no fallback", err: &ratelimit.LimitedError{}, code: 429, want: ""},
 		{name: "ratelimit zero, fallback", err: &ratelimit.LimitedError{}, fallback: 1500 * time.Millisecond, code: 429, want: "2"},
 		{name: "breaker cool-down", err: openFor(4 * time.Second), fallback: time.Second, code: 503, want: "4"},
@@ -428,13 +428,13 @@ func TestHandler_StatusForEachError(t *testing.T) {
 		code       int
 		retryAfter string // with ServerConfig.RetryAfter = 1s
 	}{
-		{name: "rate limited", err: fmt.Errorf("wrapped: %w", &ratelimit.LimitedError{RetryAfter: 3 * time.Second}), code: 429, retryAfter: "3"},
+		{name: "rate limited", err: fmt.Errorf("wrapped: %w", &ratelimit.LimitedError{Wait: 3 * time.Second}), code: 429, retryAfter: "3"},
 		{name: "concurrency limit", err: &concurrency.LimitedError{}, code: 503, retryAfter: "1"},
 		{name: "shed", err: loadshed.ErrOverloaded, code: 503, retryAfter: "1"},
 		{name: "breaker open", err: openFor(5 * time.Second), code: 503, retryAfter: "5"},
 		{name: "timeout", err: &timeout.Error{After: time.Second}, code: 503, retryAfter: "1"},
 		{name: "deadline", err: fmt.Errorf("db: %w", context.DeadlineExceeded), code: 503, retryAfter: "1"},
-		{name: "filter", err: filter.ErrRejected, code: 403, retryAfter: ""},
+		{name: "filter", err: filter.ErrRefused, code: 403, retryAfter: ""},
 		{name: "unknown", err: errors.New("boom"), code: 500, retryAfter: ""},
 		{name: "unknown caller cancellation seen by a layer", err: context.Canceled, code: 500, retryAfter: ""},
 	}
@@ -539,7 +539,7 @@ func TestHandler_InformationalStatusDoesNotStartTheResponse(t *testing.T) {
 
 func TestHandler_TO1_TimeoutWithoutAnswerIs503(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		var waited time.Duration
 		h := newServerHandler(t, http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
@@ -558,7 +558,7 @@ func TestHandler_TO1_TimeoutWithoutAnswerIs503(t *testing.T) {
 
 func TestHandler_TO1_TimeoutErrorReachesOnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		var seen error
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -578,7 +578,7 @@ func TestHandler_TO1_TimeoutErrorReachesOnError(t *testing.T) {
 
 func TestHandler_TO1_LateAnswerIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
 		require.NoError(t, err)
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			time.Sleep(2 * time.Second) // ignores its context, then answers
@@ -593,7 +593,7 @@ func TestHandler_TO1_LateAnswerIsKept(t *testing.T) {
 
 func TestHandler_TimeoutContextReachesHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](3 * time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 3 * time.Second})
 		require.NoError(t, err)
 		var left time.Duration
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -612,11 +612,11 @@ func TestHandler_TimeoutContextReachesHandler(t *testing.T) {
 // answered 503.
 func TestHandler_TO1_WaitForSlotBoundedByTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](2 * time.Second)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 2 * time.Second})
 		require.NoError(t, err)
 		lim, err := concurrency.New(1)
 		require.NoError(t, err)
-		ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Wait)
+		ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		release := make(chan struct{})
 		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -646,7 +646,7 @@ func TestHandler_ClientGoneGetsBareStatus(t *testing.T) {
 	t.Run("refused by a layer", func(t *testing.T) {
 		lim, err := concurrency.New(1)
 		require.NoError(t, err)
-		ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Wait)
+		ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 		require.NoError(t, err)
 		var seen error
 		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
@@ -788,7 +788,7 @@ func TestHandler_EndToEndOverLoopback(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	lim, err := concurrency.New(1)
 	require.NoError(t, err)
-	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	entered, release := make(chan struct{}), make(chan struct{})
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -833,7 +833,7 @@ func TestHandler_ConcurrencyLimitExact(t *testing.T) {
 	const n, k = 40, 4
 	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	var inFlight, most atomic.Int32
 	entered, gate := make(chan struct{}, n), make(chan struct{})
@@ -932,7 +932,7 @@ func TestHandler_HammerOverLoopback(t *testing.T) {
 	const clients, perClient, k = 16, 25, 2
 	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	require.NoError(t, err)
 	var inFlight, most atomic.Int32
 	h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -1025,7 +1025,7 @@ func FuzzRetryAfter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, n int64) {
 		d := time.Duration(n)
 		h := newServerHandler(t, okHandler, ramparthttp.ServerConfig{
-			Layers: []ramparthttp.ServerLayer{failLayer(&ratelimit.LimitedError{RetryAfter: d})},
+			Layers: []ramparthttp.ServerLayer{failLayer(&ratelimit.LimitedError{Wait: d})},
 		})
 		rec := serve(h, get())
 		require.Equal(t, http.StatusTooManyRequests, rec.Code)
@@ -1061,9 +1061,9 @@ func shedAndLimit(t testing.TB, k int) (*concurrency.Limiter, []ramparthttp.Serv
 	t.Helper()
 	lim, err := concurrency.New(k)
 	require.NoError(t, err)
-	shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](lim)
+	shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](loadshed.Config{Readiness: lim})
 	require.NoError(t, err)
-	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Wait)
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 	require.NoError(t, err)
 	return lim, []ramparthttp.ServerLayer{shed, ll}
 }

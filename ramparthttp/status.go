@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"golang.org/x/time/rate"
-
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/filter"
@@ -29,31 +28,22 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 			delay = h.retryAfter
 		}
 		// rate.InfDuration (a limiter that never grants) and
-		// circuitbreaker.Forever (held open until reset) say "not by
+		// rampart.Forever (held open until reset) say "not by
 		// waiting": no Retry-After.
-		if delay > 0 && delay != rate.InfDuration && delay != circuitbreaker.Forever {
+		if delay > 0 && delay != rampart.Forever {
 			w.Header().Set("Retry-After", seconds(delay))
 		}
 	}
 	http.Error(w, http.StatusText(code), code)
 }
 
-// retryDelayer is implemented by every rampart error that asks the caller
-// to wait: *ratelimit.LimitedError, *circuitbreaker.OpenError.
-type retryDelayer interface {
-	error
-	RetryDelay() time.Duration
-}
-
 // status returns the status code that answers err and the delay err asks
 // the caller to wait (zero when none).
 func status(err error) (code int, delay time.Duration) {
-	if d, ok := errors.AsType[retryDelayer](err); ok {
-		delay = max(d.RetryDelay(), 0)
-	}
+	delay, _ = rampart.RetryAfter(err)
 	switch {
 	case errors.Is(err, circuitbreaker.ErrOpen):
-		// First: a rejection also matches the failures that tripped the
+		// First: a refusal also matches the failures that tripped the
 		// breaker (429s from a rate limit, say), yet it is a 503.
 		return http.StatusServiceUnavailable, delay
 	case errors.Is(err, ratelimit.ErrLimited):
@@ -64,7 +54,7 @@ func status(err error) (code int, delay time.Duration) {
 		errors.Is(err, context.DeadlineExceeded),
 		delay > 0:
 		return http.StatusServiceUnavailable, delay
-	case errors.Is(err, filter.ErrRejected):
+	case errors.Is(err, filter.ErrRefused):
 		return http.StatusForbidden, 0
 	default:
 		return http.StatusInternalServerError, 0

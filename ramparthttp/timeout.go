@@ -21,7 +21,7 @@ import (
 // deadline or cancellation is reported as the caller's. d must be > 0,
 // otherwise TimeoutLayer returns an error naming it.
 func TimeoutLayer(d time.Duration) (Layer, error) {
-	return timeout.NewConfigLayer(timeout.Config[*http.Request, *http.Response]{Timeout: d, Detach: cancelOnClose})
+	return timeout.NewLayer(timeout.Config[*http.Request, *http.Response]{Timeout: d, Detach: cancelOnClose})
 }
 
 // cancelOnClose hands a response's context to its body: cancel runs when

@@ -45,7 +45,7 @@ type ClientConfig struct {
 	// the bound from latency (after Netflix's concurrency-limits). An
 	// attempt that finds every slot taken is not sent and fails at once
 	// with a [*concurrency.LimitedError] (matching [concurrency.ErrLimited],
-	// its RetryDelay the limiter's estimate of when a slot frees, zero if
+	// its RetryAfter the limiter's estimate of when a slot frees, zero if
 	// it has none); it is not retried, and the breaker does not count it.
 	// An attempt holds its slot until its response headers arrive (or it
 	// fails), not while its body is read.
@@ -68,7 +68,7 @@ type ClientConfig struct {
 	// for concurrent use and must not panic.
 	BreakerKey func(req *http.Request) string
 	// Classify judges each attempt for Breaker or Breakers: a failure, a
-	// success, or neither ([circuitbreaker.Ignored]); see [BreakerLayer].
+	// success, or neither ([rampart.Ignored]); see [BreakerLayer].
 	// Nil means [Classify]: transport errors and 5xx except 501 and 505
 	// are failures, 429 is neither, anything else a success. It is used
 	// only with a breaker; what is retried is Retry.Retryable's to say. It
@@ -182,7 +182,7 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		b = b.Layer(shadow.NewLayer[*http.Request, *http.Response](cfg.Shadow, classify))
 	}
 	if cfg.Limit != nil {
-		l, err := concurrency.NewLayer[*http.Request, *http.Response](cfg.Limit, concurrency.Reject)
+		l, err := concurrency.NewLayer[*http.Request, *http.Response](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Refuse})
 		if err != nil {
 			return nil, fmt.Errorf("ramparthttp: ClientConfig.Limit: %w", err)
 		}

@@ -191,7 +191,7 @@ func BenchmarkOverheadServer(b *testing.B) {
 			return newBenchHandler(b, ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{rateLayer(b), concurrencyLayer(b)}})
 		}},
 		{name: "full", h: func(b *testing.B) http.Handler {
-			to, err := timeout.NewLayer[ramparthttp.Exchange, struct{}](10 * time.Second)
+			to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: 10 * time.Second})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -266,7 +266,7 @@ func newBenchHandler(b *testing.B, cfg ramparthttp.ServerConfig) http.Handler {
 }
 
 func rateLayer(b *testing.B) ramparthttp.ServerLayer {
-	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](rate.NewLimiter(rate.Inf, 1), concurrency.Reject)
+	l, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 1), Mode: ratelimit.Refuse})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func concurrencyLayer(b *testing.B) ramparthttp.ServerLayer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
+	l, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestTransport_RT11_TimeoutStaysATimeoutThroughRetries(t *testing.T) {
 // trippedBreaker returns a breaker that is Open for an hour.
 func trippedBreaker(t *testing.T) *circuitbreaker.Breaker {
 	t.Helper()
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: time.Hour})
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
 	require.NoError(t, err)
 	p, err := br.TryAcquire()
 	require.NoError(t, err)
@@ -405,7 +405,7 @@ func TestNewTransport_HT10_LimitRefusesUnsentAndUnretried(t *testing.T) {
 	assert.ErrorIs(t, err, concurrency.ErrLimited)
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, time.Duration(0), le.RetryDelay(), "a Limiter cannot know when a slot frees")
+	assert.Equal(t, time.Duration(0), le.RetryAfter(), "a Limiter cannot know when a slot frees")
 
 	close(release)
 	require.NoError(t, <-first)

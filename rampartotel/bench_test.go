@@ -46,7 +46,7 @@ func closedStack(tb testing.TB, obs observe.Observer) rampart.Service[int, int] 
 	retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs})
 	require.NoError(tb, err)
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil })
-	return rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br)).Service(ok)
+	return rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(ok)
 }
 
 // BenchmarkClosedSuccess is a successful call through a retry layer and a
@@ -146,7 +146,7 @@ func BenchmarkBreakerClosedSuccess(b *testing.B) {
 		b.Run(o.name, func(b *testing.B) {
 			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: o.obs})
 			require.NoError(b, err)
-			svc := circuitbreaker.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }), br)
+			svc := circuitbreaker.NewLayer[int, int](br, nil).Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }))
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -170,7 +170,7 @@ func openBreaker(tb testing.TB, obs observe.Observer) *circuitbreaker.Breaker {
 func BenchmarkBreakerOpenRejection(b *testing.B) {
 	for _, o := range breakerObservers(b)[:2] {
 		b.Run(o.name, func(b *testing.B) {
-			svc := circuitbreaker.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }), openBreaker(b, o.obs))
+			svc := circuitbreaker.NewLayer[int, int](openBreaker(b, o.obs), nil).Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }))
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -188,8 +188,8 @@ func TestObserver_EV1_ObservedBreakerCallsAllocateNothing(t *testing.T) {
 			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: o.obs})
 			require.NoError(t, err)
 			ok := rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil })
-			closed := circuitbreaker.Wrap(ok, br)
-			open := circuitbreaker.Wrap(ok, openBreaker(t, o.obs))
+			closed := circuitbreaker.NewLayer[int, int](br, nil).Wrap(ok)
+			open := circuitbreaker.NewLayer[int, int](openBreaker(t, o.obs), nil).Wrap(ok)
 			ctx := context.Background()
 			require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = closed.Call(ctx, 1) }), "closed success")
 			require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = open.Call(ctx, 1) }), "open rejection")

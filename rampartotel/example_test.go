@@ -29,7 +29,7 @@ func Example() {
 	down := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 		return "", errors.New("connection refused")
 	})
-	svc := circuitbreaker.Wrap(down, br)
+	svc := circuitbreaker.NewLayer[string, string](br, nil).Wrap(down)
 	for range 3 {
 		_, _ = svc.Call(context.Background(), "select 1")
 	}

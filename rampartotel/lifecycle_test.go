@@ -31,7 +31,7 @@ func point(metric, name string, kv ...string) string {
 func TestObserver_EV11_StateTimeAndZeroSeriesFromBind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs, reader := newObserver(t)
-		b, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1}, ResetTimeout: 10 * time.Second, Observer: obs})
+		b, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 10 * time.Second, Observer: obs})
 		require.NoError(t, err)
 		points, _ := collect(t, reader)
 		require.Equal(t, 1.0, points[point("rampart.breaker.state", "db", "rampart.breaker.state=closed")])
@@ -136,7 +136,7 @@ func TestObserver_EV14_FiveThousandTenantsExact(t *testing.T) {
 			require.NoError(t, err)
 			g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "tenants", Observer: obs}})
 			require.NoError(t, err)
-			layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key })
+			layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key }, nil)
 			require.NoError(t, err)
 			errDown := errors.New("down")
 			svc := layer.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errDown }))
@@ -168,7 +168,7 @@ func TestObserver_EV14_MemoryBackToBaselineAfterEviction(t *testing.T) {
 		require.NoError(t, err)
 		g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "tenants", Observer: obs}, IdleTimeout: time.Minute})
 		require.NoError(t, err)
-		layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key })
+		layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key }, nil)
 		require.NoError(t, err)
 		svc := layer.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil }))
 		collect(t, reader)

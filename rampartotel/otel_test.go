@@ -219,7 +219,7 @@ func TestObserver_EV11_SpanEventsAndMetricsFromAStack(t *testing.T) {
 		require.NoError(t, err)
 		retried, err := retry.NewLayer(retry.Config[string, string]{Backoff: backoff, Name: "db", Observer: obs})
 		require.NoError(t, err)
-		svc := rampart.NewBuilder[string, string]().Layer(retried).Layer(circuitbreaker.NewLayer[string, string](br)).Service(down)
+		svc := rampart.NewBuilder[string, string]().Layer(retried).Layer(circuitbreaker.NewLayer[string, string](br, nil)).Service(down)
 
 		ctx, span := tracer.Start(context.Background(), "call")
 		_, err = svc.Call(ctx, "q")

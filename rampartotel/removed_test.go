@@ -26,7 +26,7 @@ func TestObserver_EV14_GroupAggregatedByDefault(t *testing.T) {
 			Breaker: circuitbreaker.Config{Name: "g", Observer: obs}, IdleTimeout: time.Minute,
 		})
 		require.NoError(t, err)
-		layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key })
+		layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key }, nil)
 		require.NoError(t, err)
 		svc := layer.Wrap(rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) { return req, nil }))
 		_, _ = svc.Call(context.Background(), "a")
@@ -73,7 +73,7 @@ func TestObserver_EV14_KeySeriesBounded(t *testing.T) {
 			Breaker: circuitbreaker.Config{Name: "g", Observer: obs}, IdleTimeout: time.Minute,
 		})
 		require.NoError(t, err)
-		layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key })
+		layer, err := circuitbreaker.NewGroupLayer[string, string](g, func(key string) string { return key }, nil)
 		require.NoError(t, err)
 		svc := layer.Wrap(rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) { return req, nil }))
 		for _, key := range []string{"a", "b", "c", "a", "c"} {

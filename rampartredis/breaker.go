@@ -27,7 +27,7 @@ const (
 	DefaultFailureWindow = 10 * time.Second
 )
 
-// ErrFleetOpen is the cause of a rejection by a breaker that another
+// ErrFleetOpen is the cause of a refusal by a breaker that another
 // replica opened, when the shared record gives no failure text: the
 // [*circuitbreaker.OpenError]'s Cause is a [*FleetOpenError], which matches
 // it.
@@ -142,7 +142,7 @@ type Config struct {
 
 	// Cooldown is the cool-down of an Open that shared failure evidence
 	// opens (a trip keeps its breaker's own); set it to the breakers'
-	// ResetTimeout. Zero means [circuitbreaker.DefaultResetTimeout]
+	// CoolDown. Zero means [circuitbreaker.DefaultCoolDown]
 	// (30s); negative is an error.
 	Cooldown time.Duration
 }
@@ -317,7 +317,7 @@ func fillDurations(c *Config) error {
 		{"RecordTTL", &c.RecordTTL, DefaultRecordTTL},
 		{"MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff},
 		{"FailureWindow", &c.FailureWindow, DefaultFailureWindow},
-		{"Cooldown", &c.Cooldown, circuitbreaker.DefaultResetTimeout},
+		{"Cooldown", &c.Cooldown, circuitbreaker.DefaultCoolDown},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("rampartredis: Config.%s must be >= 0 (0 means %v), got %v", d.name, d.def, *d.v)

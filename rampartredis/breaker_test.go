@@ -25,9 +25,9 @@ import (
 
 func breakerConfig() circuitbreaker.Config {
 	return circuitbreaker.Config{
-		Name:         "payments",
-		Policy:       circuitbreaker.Consecutive{Failures: 3},
-		ResetTimeout: 5 * time.Second,
+		Name:     "payments",
+		Policy:   circuitbreaker.Consecutive{Failures: 3},
+		CoolDown: 5 * time.Second,
 	}
 }
 
@@ -106,7 +106,7 @@ func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 		t.Run("MaxProbes="+string(rune('0'+maxProbes)), func(t *testing.T) {
 			srv := server(t)
 			cfg := breakerConfig()
-			cfg.ResetTimeout, cfg.MaxProbes = 300*time.Millisecond, maxProbes
+			cfg.CoolDown, cfg.MaxProbes = 300*time.Millisecond, maxProbes
 			// Redis may take seconds to answer on a loaded machine: past
 			// Timeout a replica fails safe and probes alone, which is not
 			// what this test tests.
@@ -144,7 +144,7 @@ func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 			// HalfOpen with its probes in flight, each other one lost its
 			// claim, which holds it open for up to ProbeClaim plus Timeout
 			// (12s), where before its claim it was open for at most
-			// ResetTimeout plus Timeout (2.3s). From then on no replica can
+			// CoolDown plus Timeout (2.3s). From then on no replica can
 			// admit a call, so an extra admission, if any, has been counted.
 			waitFor(t, "every replica's claim decided", func() bool {
 				for _, r := range rs {
@@ -171,7 +171,7 @@ func TestShare_FL2_OneProbeRoundFleetWide(t *testing.T) {
 func TestShare_FL2_FailedProbeReopensTheFleet(t *testing.T) {
 	srv := server(t)
 	cfg := breakerConfig()
-	cfg.ResetTimeout = 200 * time.Millisecond
+	cfg.CoolDown = 200 * time.Millisecond
 	rs := fleet(t, srv.Options(), 3, cfg, rampartredis.Config{})
 	rs[0].trip(t)
 	for _, r := range rs {
@@ -354,7 +354,7 @@ func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
 func TestShare_FL5_RemoteOpenEndsByItselfWhileRedisIsPaused(t *testing.T) {
 	srv := server(t)
 	cfg := breakerConfig()
-	cfg.ResetTimeout = 300 * time.Millisecond
+	cfg.CoolDown = 300 * time.Millisecond
 	rs := fleet(t, srv.Options(), 2, cfg, rampartredis.Config{Timeout: 100 * time.Millisecond})
 	rs[0].trip(t)
 	waitFor(t, "the other replica to open", stateIs(rs[1].br, circuitbreaker.Open))

@@ -48,7 +48,7 @@ func clusterRecord(t *testing.T, cl *redistest.Cluster) map[string]string {
 func TestCluster_FL20_TripOpensEveryReplicaAndOneProbeCloses(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	cfg := breakerConfig()
-	cfg.ResetTimeout = 300 * time.Millisecond
+	cfg.CoolDown = 300 * time.Millisecond
 	rs := clusterFleet(t, cl, 3, cfg, clusterConfig(rampartredis.Config{}))
 	synced(t, rs...)
 	rs[0].trip(t)
@@ -89,7 +89,7 @@ func TestCluster_FL20_RestartedFleetProbesAnEndedRecord(t *testing.T) {
 func TestCluster_FL20_LockstepEvidence(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	cfg := breakerConfig()
-	cfg.Policy, cfg.ResetTimeout = circuitbreaker.Consecutive{Failures: 5}, time.Minute
+	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 5}, time.Minute
 	rs := clusterFleet(t, cl, 8, cfg, clusterConfig(rampartredis.Config{Failures: 5, Cooldown: time.Minute}))
 	synced(t, rs...)
 	failed := 0
@@ -131,7 +131,7 @@ func TestCluster_FL20_LockstepEvidence(t *testing.T) {
 func TestCluster_FL20_MasterKilledMidRun(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	cfg := breakerConfig()
-	cfg.ResetTimeout = time.Minute
+	cfg.CoolDown = time.Minute
 	// An hourly read: once the slot is served again, the trip reaches the
 	// other replica by pub/sub, so its subscription must have moved back
 	// to the slot's master (a subscriber left on a dead node is a known

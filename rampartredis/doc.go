@@ -14,7 +14,7 @@
 //	q, err := rampartredis.NewQuota(client, rampartredis.QuotaConfig{Key: "partner-api", Limit: 100})
 //	if err != nil { ... }
 //	defer q.Close()
-//	svc, err := ratelimit.Wrap(backend, q.Limiter(), ratelimit.Wait)
+//	svc, err := ratelimit.NewLayer[Req, Resp](ratelimit.Config{Limiter: q.Limiter(), Mode: ratelimit.Wait})
 //
 // # A shared breaker
 //

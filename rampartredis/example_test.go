@@ -19,7 +19,7 @@ import (
 // an outcome by polling, never for a duration.
 
 // Two replicas share one breaker: the first one's trip opens the second
-// one's breaker, which rejects calls without having seen a failure.
+// one's breaker, which refuses calls without having seen a failure.
 func ExampleShare() {
 	addr, stop, err := redistest.Run() // a redis-server of its own
 	if err != nil {

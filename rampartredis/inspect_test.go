@@ -54,7 +54,7 @@ func TestRecord_OP5_FleetView(t *testing.T) {
 	assert.Equal(t, "backend down", rec.Cause)
 	assert.Equal(t, int64(1), rec.Generation)
 	assert.Greater(t, rec.RetryAfterSeconds, 0.0)
-	assert.LessOrEqual(t, rec.RetryAfterSeconds, breakerConfig().ResetTimeout.Seconds())
+	assert.LessOrEqual(t, rec.RetryAfterSeconds, breakerConfig().CoolDown.Seconds())
 	assert.Equal(t, "open", fleets[0].Local.State)
 	assert.True(t, fleets[0].Local.Remote)
 	assert.True(t, fleets[0].Agree, "b follows the fleet")

@@ -206,7 +206,7 @@ func orDefault[T comparable](v, def T) T {
 }
 
 // Limiter returns the replica's local limiter, whose limit and burst the
-// Quota sets every Slice. Pass it to ratelimit.NewLayer or ratelimit.Wrap;
+// Quota sets every Slice. Pass it to ratelimit.NewLayer as Config.Limiter;
 // do not change its limit or burst yourself.
 func (q *Quota) Limiter() *rate.Limiter { return q.lim }
 

@@ -97,9 +97,9 @@ func TestQuota_FL13_UnreachableRedis(t *testing.T) {
 				waitFor(t, "the unreachable share", shareIs(q, tc.share))
 			}
 			if tc.mode == rampartredis.Refuse {
-				svc, err := ratelimit.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }),
-					qs[0].Limiter(), ratelimit.Reject)
+				l, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: qs[0].Limiter(), Mode: ratelimit.Refuse})
 				require.NoError(t, err)
+				svc := l.Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }))
 				_, err = svc.Call(context.Background(), 1)
 				assert.ErrorIs(t, err, ratelimit.ErrLimited)
 			}

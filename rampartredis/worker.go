@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -128,7 +129,7 @@ func (s *Shared) write(to string, cooldown int64, cause, token string, claim *ti
 // durMS converts a cool-down to the script's milliseconds, rounded up;
 // Forever is -1.
 func durMS(d time.Duration) int64 {
-	if d == circuitbreaker.Forever {
+	if d == rampart.Forever {
 		return -1
 	}
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
@@ -189,7 +190,7 @@ func (s *Shared) adopt(rec record, claim *time.Timer) {
 		s.apply(circuitbreaker.Closed, 0, nil)
 	case rec.rem < 0:
 		claim.Stop()
-		s.apply(circuitbreaker.Open, circuitbreaker.Forever, rec.err())
+		s.apply(circuitbreaker.Open, rampart.Forever, rec.err())
 	case rec.rem > 0:
 		s.apply(circuitbreaker.Open, rec.rem+s.cfg.Timeout, rec.err())
 		claim.Reset(rec.rem)

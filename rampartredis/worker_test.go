@@ -95,7 +95,7 @@ func TestShare_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
 	srv := server(t)
 	proxy := redistest.NewProxy(t, srv.Addr)
 	cfg := breakerConfig()
-	cfg.ResetTimeout = time.Minute
+	cfg.CoolDown = time.Minute
 	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	scfg.ID = "r0"
 	r0 := join(t, srv.Options(), cfg, scfg)
@@ -125,7 +125,7 @@ func TestShare_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
 func TestShare_FL16_KilledRedisRestartsWithOneRecord(t *testing.T) {
 	srv := server(t)
 	cfg := breakerConfig()
-	cfg.ResetTimeout = time.Minute
+	cfg.CoolDown = time.Minute
 	rs := fleet(t, srv.Options(), 4, cfg, rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	synced(t, rs...)
 	srv.Kill()
@@ -150,7 +150,7 @@ func TestShare_FL16_KilledRedisRestartsWithOneRecord(t *testing.T) {
 func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
 	srv := server(t)
 	cfg := breakerConfig()
-	cfg.ResetTimeout = 200 * time.Millisecond
+	cfg.CoolDown = 200 * time.Millisecond
 	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, ProbeClaim: 500 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	// Each replica reaches Redis through its own proxy, so that whichever
 	// wins the round can be cut off.
@@ -256,7 +256,7 @@ func lockstep(t *testing.T, srv *redistest.Server, rs []*replica) int {
 func TestShare_FL19_LockstepFailuresOpenTheFleetLikeOneBreaker(t *testing.T) {
 	srv := server(t)
 	cfg := breakerConfig()
-	cfg.Policy, cfg.ResetTimeout = circuitbreaker.Consecutive{Failures: 5}, time.Minute
+	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 5}, time.Minute
 	opts, scfg := patient(srv.Options(), rampartredis.Config{Failures: 5, Cooldown: time.Minute})
 	rs := fleet(t, opts, 8, cfg, scfg)
 	synced(t, rs...)

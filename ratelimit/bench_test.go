@@ -15,7 +15,7 @@ import (
 func BenchmarkLayer(b *testing.B) {
 	var calls atomic.Int64
 	b.Run("free", func(b *testing.B) {
-		svc := build(b, rate.NewLimiter(rate.Inf, 0), ratelimit.Reject, echo(&calls))
+		svc := build(b, rate.NewLimiter(rate.Inf, 0), ratelimit.Refuse, echo(&calls))
 		ctx := context.Background()
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -25,7 +25,7 @@ func BenchmarkLayer(b *testing.B) {
 		})
 	})
 	b.Run("refused", func(b *testing.B) {
-		svc := build(b, rate.NewLimiter(1e-9, 0), ratelimit.Reject, echo(&calls))
+		svc := build(b, rate.NewLimiter(1e-9, 0), ratelimit.Refuse, echo(&calls))
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -39,7 +39,7 @@ func BenchmarkKeyedLayer(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	layer, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Reject)
+	layer, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Refuse)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -22,7 +22,7 @@ var okService = rampart.ServiceFunc[string, string](func(context.Context, string
 func TestLayer_CK5_WaitOnTheSuppliedClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newFake()
-		l, err := ratelimit.NewConfigLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Clock: clk})
+		l, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Clock: clk})
 		require.NoError(t, err)
 		svc := l.Wrap(okService)
 		_, err = svc.Call(context.Background(), "")
@@ -46,14 +46,14 @@ func TestLayer_CK5_WaitOnTheSuppliedClock(t *testing.T) {
 	})
 }
 
-// In Reject mode with a Clock the refusal's RetryAfter is exact on it, and
+// In Refuse mode with a Clock the refusal's RetryAfter is exact on it, and
 // a keyed limiter runs on it too.
 func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newFake()
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 2, Clock: clk})
 		require.NoError(t, err)
-		l, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Reject)
+		l, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Refuse)
 		require.NoError(t, err)
 		svc := l.Wrap(okService)
 		_, err = svc.Call(context.Background(), "a")
@@ -62,7 +62,7 @@ func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
 		_, err = svc.Call(context.Background(), "a")
 		var le *ratelimit.LimitedError
 		require.True(t, errors.As(err, &le))
-		assert.Equal(t, 500*time.Millisecond, le.RetryAfter)
+		assert.Equal(t, 500*time.Millisecond, le.Wait)
 		clk.Advance(500 * time.Millisecond)
 		_, err = svc.Call(context.Background(), "a")
 		require.NoError(t, err)
@@ -76,7 +76,7 @@ func TestLayer_CK5_ClockWaitEndsWithTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := newFake()
 		lim := rate.NewLimiter(1, 1)
-		l, err := ratelimit.NewConfigLayer[string, string](ratelimit.Config{Limiter: lim, Clock: clk})
+		l, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: lim, Clock: clk})
 		require.NoError(t, err)
 		svc := l.Wrap(okService)
 		_, err = svc.Call(context.Background(), "")

@@ -6,14 +6,14 @@
 // # Quick start
 //
 //	lim := rate.NewLimiter(100, 10) // 100 calls a second, bursts of 10
-//	svc, err := ratelimit.Wrap(backend, lim, ratelimit.Wait)
+//	l, err := ratelimit.NewLayer[Req, Resp](ratelimit.Config{Limiter: lim, Mode: ratelimit.Wait})
 //	if err != nil {
 //		return err
 //	}
+//	svc := l.Wrap(backend) // or pass l to a rampart.Builder
 //
-// [NewLayer] returns the same limit as a layer for a [rampart.Builder];
-// [NewKeyed], [NewKeyedLayer] and [WrapKeyed] keep one bucket per key (per
-// user, per tenant).
+// [NewKeyed] and [NewKeyedLayer] keep one bucket per key (per user, per
+// tenant).
 //
 // # Why
 //
@@ -27,7 +27,7 @@
 //
 // A limited call either waits for its token, bounded by its context, or is
 // refused at once ([Mode], shared with package concurrency). A refusal is a
-// [*LimitedError] that matches [ErrLimited] and implements RetryDelay, so a
+// [*LimitedError] that matches [ErrLimited] and implements RetryAfter, so a
 // retry layer can wait exactly as long as needed and an HTTP server can
 // answer 429 with a Retry-After header. In Wait mode the layer never waits
 // for a token that would arrive at or after the context's deadline: it

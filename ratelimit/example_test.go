@@ -16,7 +16,7 @@ import (
 // long until a token is free.
 func ExampleNewLayer() {
 	lim := rate.NewLimiter(rate.Every(time.Second), 1)
-	layer, err := ratelimit.NewLayer[string, string](lim, ratelimit.Reject)
+	layer, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: lim, Mode: ratelimit.Refuse})
 	if err != nil {
 		panic(err)
 	}
@@ -28,7 +28,7 @@ func ExampleNewLayer() {
 	_, err = svc.Call(context.Background(), "second")
 	var le *ratelimit.LimitedError
 	if errors.As(err, &le) {
-		fmt.Println(errors.Is(err, ratelimit.ErrLimited), "retry after", le.RetryDelay().Round(time.Second))
+		fmt.Println(errors.Is(err, ratelimit.ErrLimited), "retry after", le.RetryAfter().Round(time.Second))
 	}
 	// Output:
 	// hello first <nil>
@@ -41,7 +41,7 @@ func ExampleNewKeyedLayer() {
 	if err != nil {
 		panic(err)
 	}
-	layer, err := ratelimit.NewKeyedLayer[string, string](users, func(user string) string { return user }, ratelimit.Reject)
+	layer, err := ratelimit.NewKeyedLayer[string, string](users, func(user string) string { return user }, ratelimit.Refuse)
 	if err != nil {
 		panic(err)
 	}

@@ -41,7 +41,7 @@ func admissions(start time.Time) (rampart.Service[string, string], func() map[st
 func TestLayer_LM1_CancelledWaiterHandsTokenToNext(t *testing.T) {
 	for name, layer := range map[string]func(t *testing.T) rampart.Layer[string, string]{
 		"NewLayer": func(t *testing.T) rampart.Layer[string, string] {
-			l, err := ratelimit.NewLayer[string, string](rate.NewLimiter(1, 1), ratelimit.Wait)
+			l, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Mode: ratelimit.Wait})
 			require.NoError(t, err)
 			return l
 		},
@@ -100,7 +100,7 @@ func TestLayer_LM2_QueuedCallPastDeadlineRefusedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		inner, admitted := admissions(start)
-		layer, err := ratelimit.NewLayer[string, string](rate.NewLimiter(10, 1), ratelimit.Wait)
+		layer, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(10, 1), Mode: ratelimit.Wait})
 		require.NoError(t, err)
 		svc := layer.Wrap(inner)
 		_, err = svc.Call(t.Context(), "A")
@@ -129,7 +129,7 @@ func TestLayer_LM2_QueuedCallPastDeadlineRefusedAtOnce(t *testing.T) {
 	})
 }
 
-// A Reject call through a Keyed shared with Wait calls counts the calls
+// A Refuse call through a Keyed shared with Wait calls counts the calls
 // waiting for the key, reserved or not: it is refused with the time at
 // which a call joining the line would get its token.
 func TestKeyedLayer_LM3_RejectCountsTheWaitingLine(t *testing.T) {
@@ -141,7 +141,7 @@ func TestKeyedLayer_LM3_RejectCountsTheWaitingLine(t *testing.T) {
 		key := func(string) string { return "one key" }
 		waitLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Wait)
 		require.NoError(t, err)
-		rejectLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Reject)
+		rejectLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Refuse)
 		require.NoError(t, err)
 		waiting, rejecting := waitLayer.Wrap(inner), rejectLayer.Wrap(inner)
 
@@ -182,7 +182,7 @@ func TestLayer_LM1_HammerWithCancellations(t *testing.T) {
 			at = append(at, time.Since(start))
 			return req, nil
 		})
-		layer, err := ratelimit.NewLayer[int, int](rate.NewLimiter(10, 1), ratelimit.Wait)
+		layer, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: rate.NewLimiter(10, 1), Mode: ratelimit.Wait})
 		require.NoError(t, err)
 		limited := layer.Wrap(svc)
 

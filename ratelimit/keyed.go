@@ -11,7 +11,6 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -43,7 +42,7 @@ type KeyedConfig struct {
 
 	// Observer, if not nil, is told about each call a layer built with the
 	// Keyed refuses or makes wait, as [Config.Observer] is for
-	// [NewConfigLayer]. See package observe.
+	// [NewLayer]. See package observe.
 	Observer observe.Observer
 }
 
@@ -73,7 +72,7 @@ type KeyedConfig struct {
 //
 // The zero Keyed holds no keys and grants no tokens: its Limiter returns a
 // new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]
-// rejects it. Make a Keyed with [NewKeyed].
+// refuses it. Make a Keyed with [NewKeyed].
 type Keyed struct {
 	limit   rate.Limit
 	burst   int
@@ -198,7 +197,7 @@ func (k *Keyed) drop(e *entry) {
 // call with an error matching [rampart.ErrNilService].
 //
 // NewKeyedLayer returns an error when k or key is nil, k is a zero Keyed
-// (not made by [NewKeyed]), or mode is not Wait or Reject.
+// (not made by [NewKeyed]), or mode is not Wait or Refuse.
 func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (rampart.Layer[Req, Resp], error) {
 	if k == nil {
 		return nil, errors.New("ratelimit: keyed limiter must not be nil")
@@ -218,14 +217,6 @@ func NewKeyedLayer[Req, Resp any](k *Keyed, key func(Req) string, mode Mode) (ra
 		}
 		return &keyedService[Req, Resp]{inner: inner, keyed: k, key: key, mode: mode}
 	}), nil
-}
-
-// WrapKeyed wraps svc in the layer [NewKeyedLayer] returns, inferring the
-// type parameters from svc. It returns the errors [NewKeyedLayer] returns,
-// and an error matching [rampart.ErrNilService] when svc is nil.
-func WrapKeyed[Req, Resp any](svc rampart.Service[Req, Resp], k *Keyed, key func(Req) string, mode Mode) (rampart.Service[Req, Resp], error) {
-	l, err := NewKeyedLayer[Req, Resp](k, key, mode)
-	return wrap.Service("ratelimit", svc, l, err)
 }
 
 type keyedService[Req, Resp any] struct {

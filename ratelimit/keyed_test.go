@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -27,7 +28,7 @@ func newKeyed(t *testing.T, cfg ratelimit.KeyedConfig) *ratelimit.Keyed {
 
 func buildKeyed(t *testing.T, k *ratelimit.Keyed, calls *atomic.Int64) rampart.Service[string, string] {
 	t.Helper()
-	layer, err := ratelimit.NewKeyedLayer[string, string](k, func(req string) string { return req }, ratelimit.Reject)
+	layer, err := ratelimit.NewKeyedLayer[string, string](k, func(req string) string { return req }, ratelimit.Refuse)
 	require.NoError(t, err)
 	return layer.Wrap(rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
 		calls.Add(1)
@@ -63,7 +64,7 @@ func TestNewKeyedLayer_RejectsBadArguments(t *testing.T) {
 	_, err = ratelimit.NewKeyedLayer[string, string](k, nil, ratelimit.Wait)
 	assert.EqualError(t, err, "ratelimit: key must not be nil")
 	_, err = ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Mode(2))
-	assert.EqualError(t, err, "ratelimit: mode must be Wait or Reject, got 2")
+	assert.EqualError(t, err, "ratelimit: mode must be Wait or Refuse, got 2")
 }
 
 func TestKeyed_Defaults(t *testing.T) {
@@ -218,9 +219,9 @@ func TestKeyedLayer_KnownKeyAllocatesNothing(t *testing.T) {
 func TestWrapKeyed(t *testing.T) {
 	k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1, Burst: 1})
 	require.NoError(t, err)
-	svc, err := ratelimit.WrapKeyed(rampart.ServiceFunc[string, string](func(_ context.Context, user string) (string, error) {
+	svc, err := wrap.Service3(rampart.ServiceFunc[string, string](func(_ context.Context, user string) (string, error) {
 		return "ok " + user, nil
-	}), k, func(user string) string { return user }, ratelimit.Reject)
+	}), ratelimit.NewKeyedLayer, k, func(user string) string { return user }, ratelimit.Refuse)
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		user    string

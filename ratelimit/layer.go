@@ -9,42 +9,42 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
-	"github.com/rampart-go/rampart/concurrency"
-	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/internal/mode"
 	"github.com/rampart-go/rampart/observe"
 )
 
-// Mode says what a call does when the limiter has no token for it now. It
-// is [concurrency.Mode]: the two packages share one Mode, so one value
-// configures both kinds of limit.
-type Mode = concurrency.Mode
+// Mode says what a call does when the limiter has no token for it now:
+// [Wait] or [Refuse]. Package concurrency's Mode is the same type, so one
+// value configures both kinds of limit. Its String method returns "Wait",
+// "Refuse", or "Mode(n)" for any other value.
+type Mode = mode.Mode
 
 const (
 	// Wait blocks the call until its token is due, unless the token would
 	// arrive at or after the context's deadline: then the call is refused
 	// at once with a [*LimitedError] whose PastDeadline is true. Waiting
 	// calls are served in the order they arrived. Wait is the zero Mode.
-	Wait = concurrency.Wait
-	// Reject refuses the call at once with a [*LimitedError] and takes no
+	Wait = mode.Wait
+	// Refuse refuses the call at once with a [*LimitedError] and takes no
 	// token.
-	Reject = concurrency.Reject
+	Refuse = mode.Refuse
 )
 
 func checkMode(m Mode) error {
-	if m != Wait && m != Reject {
-		return fmt.Errorf("ratelimit: mode must be Wait or Reject, got %d", m)
+	if m != Wait && m != Refuse {
+		return fmt.Errorf("ratelimit: mode must be Wait or Refuse, got %d", m)
 	}
 	return nil
 }
 
-// NewLayer returns a layer that takes one token from lim before each call.
-// lim is used as it is and may be shared with other layers and code: they
-// all draw from the same bucket, and changes made with lim.SetLimit or
-// lim.SetBurst apply at once.
+// NewLayer returns a layer that takes one token from cfg.Limiter (lim
+// below) before each call. lim is used as it is and may be shared with
+// other layers and code: they all draw from the same bucket, and changes
+// made with lim.SetLimit or lim.SetBurst apply at once.
 //
-// When lim has no token for a call now, mode decides: [Wait] waits for the
+// When lim has no token for a call now, cfg.Mode decides: [Wait] waits for the
 // token (refusing at once if it would arrive at or after ctx's deadline),
-// [Reject] refuses at once. In either mode a call is refused at once when
+// [Refuse] refuses at once. In either mode a call is refused at once when
 // lim can never grant a token (a burst of 0, or a limit of 0 with the burst
 // spent). A refusal is a [*LimitedError] matching
 // [ErrLimited], and the inner service is not called. A ctx already done
@@ -68,7 +68,7 @@ func checkMode(m Mode) error {
 // layers, lim.Wait) are not in it, and a token given back while they hold
 // later reservations returns only in part.
 //
-// In [Reject] mode a call is refused while the line is not empty, with the
+// In [Refuse] mode a call is refused while the line is not empty, with the
 // RetryAfter a call joining the line would wait for.
 //
 // The layer's Wrap given a nil service returns a service that fails every
@@ -78,22 +78,35 @@ func checkMode(m Mode) error {
 // call that waits or is refused allocates its place in line, reservation
 // and error.
 //
-// NewLayer returns an error when lim is nil or mode is not Wait or Reject.
+// NewLayer returns an error when cfg.Limiter is nil or cfg.Mode is not
+// Wait or Refuse.
 // A zero [rate.Limiter] is valid and refuses every call, as x/time/rate
 // documents.
-func NewLayer[Req, Resp any](lim *rate.Limiter, mode Mode) (rampart.Layer[Req, Resp], error) {
-	return NewConfigLayer[Req, Resp](Config{Limiter: lim, Mode: mode})
+func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
+	if cfg.Limiter == nil {
+		return nil, errors.New("ratelimit: limiter must not be nil")
+	}
+	if err := checkMode(cfg.Mode); err != nil {
+		return nil, err
+	}
+	q := &queue{lim: cfg.Limiter, clk: cfg.Clock}
+	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
+		if inner == nil {
+			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
+		}
+		return &service[Req, Resp]{inner: inner, q: q, mode: cfg.Mode, name: cfg.Name, obs: cfg.Observer}
+	}), nil
 }
 
-// Config configures a layer built by [NewConfigLayer] or [WrapConfig]:
-// the arguments of [NewLayer], and a Name and an Observer for its events.
+// Config configures a layer built by [NewLayer]; its Name and Observer
+// are for the layer's events.
 type Config struct {
 	// Limiter is the token bucket the layer's calls draw from, used as
 	// [NewLayer] says. It must not be nil.
 	Limiter *rate.Limiter
 
 	// Mode says what a call does when no token is free now: [Wait] (the
-	// zero Mode) or [Reject].
+	// zero Mode) or [Refuse].
 	Mode Mode
 
 	// Name names the layer in its events. Empty means unnamed.
@@ -117,41 +130,6 @@ type Config struct {
 	// PastDeadline, it waits until its token or its context ends. Nil
 	// means the system's clock, read directly.
 	Clock clock.Clock
-}
-
-// NewConfigLayer returns the layer [NewLayer] returns for cfg.Limiter and
-// cfg.Mode, reporting its events to cfg.Observer, on cfg.Clock. It returns the errors
-// NewLayer returns.
-func NewConfigLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
-	if cfg.Limiter == nil {
-		return nil, errors.New("ratelimit: limiter must not be nil")
-	}
-	if err := checkMode(cfg.Mode); err != nil {
-		return nil, err
-	}
-	q := &queue{lim: cfg.Limiter, clk: cfg.Clock}
-	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
-			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
-		}
-		return &service[Req, Resp]{inner: inner, q: q, mode: cfg.Mode, name: cfg.Name, obs: cfg.Observer}
-	}), nil
-}
-
-// WrapConfig wraps svc in the layer [NewConfigLayer] returns, inferring
-// the type parameters from svc. It returns the errors NewConfigLayer
-// returns, and an error matching [rampart.ErrNilService] when svc is nil.
-func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config) (rampart.Service[Req, Resp], error) {
-	l, err := NewConfigLayer[Req, Resp](cfg)
-	return wrap.Service("ratelimit", svc, l, err)
-}
-
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], lim *rate.Limiter, mode Mode) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer[Req, Resp](lim, mode)
-	return wrap.Service("ratelimit", svc, l, err)
 }
 
 type service[Req, Resp any] struct {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -39,7 +40,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesAtOnceInWaitMode(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
 						ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
 						{
-							svc, err := ratelimit.Wrap(ok, rate.NewLimiter(tc.limit, tc.burst), m)
+							svc, err := wrap.Service(ok, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(tc.limit, tc.burst), Mode: m})
 							require.NoError(t, err)
 							for i := range tc.spend {
 								_, err := svc.Call(t.Context(), i)
@@ -56,7 +57,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesAtOnceInWaitMode(t *testing.T) {
 							assert.Equal(t, time.Duration(0), time.Since(start), "refused at once")
 							var le *ratelimit.LimitedError
 							require.True(t, errors.As(err, &le), "got %v", err)
-							assert.Equal(t, rate.InfDuration, le.RetryAfter)
+							assert.Equal(t, rate.InfDuration, le.Wait)
 							assert.False(t, le.PastDeadline)
 							assert.EqualError(t, err, "ratelimit: limited: the limiter can never grant a token")
 						}
@@ -74,7 +75,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesAtOnceInWaitMode(t *testing.T) {
 func TestLayer_LM10_NeverGrantingLimiterRefusesOnTheRealClock(t *testing.T) {
 	ok := rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) { return i, nil })
 	for _, deadline := range []bool{false, true} {
-		svc, err := ratelimit.Wrap(ok, rate.NewLimiter(0, 1), ratelimit.Wait)
+		svc, err := wrap.Service(ok, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(0, 1), Mode: ratelimit.Wait})
 		require.NoError(t, err)
 		_, err = svc.Call(t.Context(), 1)
 		require.NoError(t, err)
@@ -94,7 +95,7 @@ func TestLayer_LM10_NeverGrantingLimiterRefusesOnTheRealClock(t *testing.T) {
 		cancel()
 		var le *ratelimit.LimitedError
 		require.True(t, errors.As(err, &le), "deadline %v: got %v", deadline, err)
-		assert.Equal(t, rate.InfDuration, le.RetryAfter, "deadline %v", deadline)
+		assert.Equal(t, rate.InfDuration, le.Wait, "deadline %v", deadline)
 		assert.False(t, le.PastDeadline, "deadline %v", deadline)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -25,29 +26,23 @@ func TestNilAndZeroValues(t *testing.T) {
 	key := func(int) string { return "k" }
 	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
 		{
-			Name:  "nil limiter",
-			Build: func() (rampart.Service[int, int], error) { return ratelimit.Wrap(echo(&calls.n), nil, ratelimit.Wait) },
-			Want:  "ratelimit: limiter must not be nil",
+			Name: "nil limiter",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(echo(&calls.n), ratelimit.NewLayer, ratelimit.Config{Limiter: nil, Mode: ratelimit.Wait})
+			},
+			Want: "ratelimit: limiter must not be nil",
 		},
 		{
 			Name: "zero limiter refuses",
 			Build: func() (rampart.Service[int, int], error) {
-				return ratelimit.Wrap(echo(&calls.n), &rate.Limiter{}, ratelimit.Wait)
+				return wrap.Service(echo(&calls.n), ratelimit.NewLayer, ratelimit.Config{Limiter: &rate.Limiter{}, Mode: ratelimit.Wait})
 			},
 			Want: "ratelimit: limited: the limiter can never grant a token",
 		},
 		{
-			Name: "Wrap of nil service",
-			Build: func() (rampart.Service[int, int], error) {
-				return ratelimit.Wrap[int, int](nil, rate.NewLimiter(1, 1), ratelimit.Wait)
-			},
-			Want:       "ratelimit: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
-		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[int, int], error) {
-				l, err := ratelimit.NewLayer[int, int](rate.NewLimiter(1, 1), ratelimit.Wait)
+				l, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Mode: ratelimit.Wait})
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},
@@ -55,17 +50,9 @@ func TestNilAndZeroValues(t *testing.T) {
 			NilService: true,
 		},
 		{
-			Name: "WrapKeyed of nil service",
-			Build: func() (rampart.Service[int, int], error) {
-				return ratelimit.WrapKeyed[int, int](nil, keyed(), key, ratelimit.Wait)
-			},
-			Want:       "ratelimit: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
-		{
 			Name: "WrapKeyed with nil key",
 			Build: func() (rampart.Service[int, int], error) {
-				return ratelimit.WrapKeyed(echo(&calls.n), keyed(), nil, ratelimit.Wait)
+				return wrap.Service3(echo(&calls.n), ratelimit.NewKeyedLayer, keyed(), nil, ratelimit.Wait)
 			},
 			Want: "ratelimit: key must not be nil",
 		},

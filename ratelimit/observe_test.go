@@ -11,6 +11,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ratelimit"
 )
@@ -21,7 +22,7 @@ func TestRateLimit_EV6_RefusedAndQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec observetest.Recorder
 		lim := rate.NewLimiter(10, 1) // a token every 100ms
-		svc, err := ratelimit.WrapConfig(echoReq, ratelimit.Config{Limiter: lim, Name: "api", Observer: &rec})
+		svc, err := wrap.Service(echoReq, ratelimit.NewLayer, ratelimit.Config{Limiter: lim, Name: "api", Observer: &rec})
 		require.NoError(t, err)
 
 		_, err = svc.Call(t.Context(), "free token")
@@ -45,7 +46,7 @@ func TestRateLimit_EV6_KeyedRejectRefused(t *testing.T) {
 		var rec observetest.Recorder
 		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 10, Name: "per-user", Observer: &rec})
 		require.NoError(t, err)
-		svc, err := ratelimit.WrapKeyed(echoReq, k, func(req string) string { return req }, ratelimit.Reject)
+		svc, err := wrap.Service3(echoReq, ratelimit.NewKeyedLayer, k, func(req string) string { return req }, ratelimit.Refuse)
 		require.NoError(t, err)
 
 		_, err = svc.Call(t.Context(), "alice")

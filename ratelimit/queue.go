@@ -59,7 +59,7 @@ func take(ctx context.Context, q *queue, mode Mode, name string, obs observe.Obs
 	if q.n.Load() == 0 && q.allow() {
 		return nil
 	}
-	if mode == Reject {
+	if mode == Refuse {
 		err := q.reject()
 		if err != nil && obs != nil {
 			obs.Observe(ctx, observe.Event{Source: observe.RateLimit, Name: name, Kind: observe.Refused, Err: err})
@@ -116,14 +116,14 @@ func (q *queue) pastDeadline(ctx context.Context, now time.Time, delay time.Dura
 	return ok && q.clk == nil && delay >= deadline.Sub(now)
 }
 
-// reject takes a token if one is free and nobody waits for it, and
+// refuse takes a token if one is free and nobody waits for it, and
 // otherwise returns the refusal.
 func (q *queue) reject() error {
 	now := q.now()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.waiters) > 0 {
-		return &LimitedError{RetryAfter: q.behind(now)}
+		return &LimitedError{Wait: q.behind(now)}
 	}
 	r := q.lim.ReserveN(now, 1)
 	delay := r.DelayFrom(now) // rate.InfDuration if r is not OK
@@ -132,9 +132,9 @@ func (q *queue) reject() error {
 	}
 	r.CancelAt(now)
 	if q.never(delay) {
-		return &LimitedError{RetryAfter: rate.InfDuration}
+		return &LimitedError{Wait: rate.InfDuration}
 	}
-	return &LimitedError{RetryAfter: delay}
+	return &LimitedError{Wait: delay}
 }
 
 // wait joins the line and returns once the call's token is due, or with
@@ -158,11 +158,11 @@ func (q *queue) wait(ctx context.Context) error {
 	delay := q.behind(now)
 	if delay == rate.InfDuration {
 		q.mu.Unlock()
-		return &LimitedError{RetryAfter: rate.InfDuration}
+		return &LimitedError{Wait: rate.InfDuration}
 	}
 	if q.pastDeadline(ctx, now, delay) {
 		q.mu.Unlock()
-		return &LimitedError{RetryAfter: delay, PastDeadline: true}
+		return &LimitedError{Wait: delay, PastDeadline: true}
 	}
 	w.turn = make(chan struct{})
 	q.push(w)
@@ -197,14 +197,14 @@ func (q *queue) serve(ctx context.Context, w *waiter) error {
 		// No token will ever come (a burst of 0, or a limit of 0 with the
 		// burst spent): refuse rather than wait forever.
 		q.leave(w, true)
-		return &LimitedError{RetryAfter: rate.InfDuration}
+		return &LimitedError{Wait: rate.InfDuration}
 	case ctx.Err() != nil:
 		q.leave(w, true)
 		return waitErr(ctx)
 	}
 	if q.pastDeadline(ctx, now, delay) {
 		q.leave(w, true)
-		return &LimitedError{RetryAfter: delay, PastDeadline: true}
+		return &LimitedError{Wait: delay, PastDeadline: true}
 	}
 	if q.clk != nil {
 		if clock.Sleep(ctx, q.clk, delay) != nil {

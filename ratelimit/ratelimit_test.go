@@ -16,10 +16,11 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
-var modes = map[string]ratelimit.Mode{"Wait": ratelimit.Wait, "Reject": ratelimit.Reject}
+var modes = map[string]ratelimit.Mode{"Wait": ratelimit.Wait, "Refuse": ratelimit.Refuse}
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -33,38 +34,35 @@ func echo(calls *atomic.Int64) rampart.Service[int, int] {
 
 func build(t testing.TB, lim *rate.Limiter, mode ratelimit.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
 	t.Helper()
-	layer, err := ratelimit.NewLayer[int, int](lim, mode)
+	layer, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: lim, Mode: mode})
 	require.NoError(t, err)
 	return layer.Wrap(inner)
 }
-
-// retryDelayer is what retry and ramparthttp look for.
-type retryDelayer interface{ RetryDelay() time.Duration }
 
 func requireLimited(t *testing.T, err error, retryAfter time.Duration, pastDeadline bool) {
 	t.Helper()
 	require.ErrorIs(t, err, ratelimit.ErrLimited)
 	var le *ratelimit.LimitedError
 	require.ErrorAs(t, err, &le)
-	assert.Equal(t, retryAfter, le.RetryAfter)
+	assert.Equal(t, retryAfter, le.Wait)
 	assert.Equal(t, pastDeadline, le.PastDeadline)
-	var rd retryDelayer
+	var rd rampart.Hint
 	require.ErrorAs(t, err, &rd)
-	assert.Equal(t, retryAfter, rd.RetryDelay())
+	assert.Equal(t, retryAfter, rd.RetryAfter())
 }
 
 func TestNewLayer_RejectsBadArguments(t *testing.T) {
-	_, err := ratelimit.NewLayer[int, int](nil, ratelimit.Wait)
+	_, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: nil, Mode: ratelimit.Wait})
 	assert.EqualError(t, err, "ratelimit: limiter must not be nil")
-	_, err = ratelimit.NewLayer[int, int](rate.NewLimiter(1, 1), ratelimit.Mode(-1))
-	assert.EqualError(t, err, "ratelimit: mode must be Wait or Reject, got -1")
+	_, err = ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Mode: ratelimit.Mode(-1)})
+	assert.EqualError(t, err, "ratelimit: mode must be Wait or Refuse, got -1")
 }
 
 func TestLayer_Reject_RetryAfterIsTimeToNextToken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := rate.NewLimiter(10, 2) // a token every 100ms, burst 2
 		var calls atomic.Int64
-		svc := build(t, lim, ratelimit.Reject, echo(&calls))
+		svc := build(t, lim, ratelimit.Refuse, echo(&calls))
 
 		for i := range 2 {
 			resp, err := svc.Call(t.Context(), i)
@@ -215,7 +213,7 @@ func TestLayer_RefusesAtOnceWhenNoTokenWillEverCome(t *testing.T) {
 
 func TestLayer_InnerErrorUnchanged(t *testing.T) {
 	boom := errors.New("boom")
-	svc := build(t, rate.NewLimiter(rate.Inf, 0), ratelimit.Reject, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
+	svc := build(t, rate.NewLimiter(rate.Inf, 0), ratelimit.Refuse, rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
 		return 9, boom
 	}))
 	resp, err := svc.Call(t.Context(), 1)
@@ -227,8 +225,8 @@ func TestLayer_SharedLimiterBoundsAllServices(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lim := rate.NewLimiter(10, 1)
 		var calls atomic.Int64
-		a := build(t, lim, ratelimit.Reject, echo(&calls))
-		b := build(t, lim, ratelimit.Reject, echo(&calls))
+		a := build(t, lim, ratelimit.Refuse, echo(&calls))
+		b := build(t, lim, ratelimit.Refuse, echo(&calls))
 		_, err := a.Call(t.Context(), 1)
 		require.NoError(t, err)
 		_, err = b.Call(t.Context(), 2)
@@ -281,31 +279,27 @@ func TestLayer_FreeTokenAllocatesNothing(t *testing.T) {
 
 func TestWrap(t *testing.T) {
 	var calls atomic.Int64
-	svc, err := ratelimit.Wrap(echo(&calls), rate.NewLimiter(rate.Inf, 0), ratelimit.Reject)
+	svc, err := wrap.Service(echo(&calls), ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(rate.Inf, 0), Mode: ratelimit.Refuse})
 	require.NoError(t, err)
 	resp, err := svc.Call(t.Context(), 3)
 	assert.NoError(t, err)
 	assert.Equal(t, 3, resp)
-	_, err = ratelimit.Wrap(echo(&calls), nil, ratelimit.Wait)
+	_, err = wrap.Service(echo(&calls), ratelimit.NewLayer, ratelimit.Config{Limiter: nil, Mode: ratelimit.Wait})
 	assert.EqualError(t, err, "ratelimit: limiter must not be nil")
 }
 
-// ratelimit and concurrency share one Mode: a value of either configures
-// both.
-func TestMode_LM5_SharedWithConcurrency(t *testing.T) {
-	var m ratelimit.Mode = concurrency.Reject
-	assert.Equal(t, ratelimit.Reject, m)
-	assert.Equal(t, "Reject", m.String())
-	l, err := concurrency.New(1)
-	require.NoError(t, err)
-	_, err = concurrency.NewLayer[int, int](l, ratelimit.Wait)
-	assert.NoError(t, err)
+// Mode prints its name, and a value that is neither Wait nor Refuse by
+// number.
+func TestMode_String(t *testing.T) {
+	assert.Equal(t, "Wait", ratelimit.Wait.String())
+	assert.Equal(t, "Refuse", ratelimit.Refuse.String())
+	assert.Equal(t, "Mode(7)", ratelimit.Mode(7).String())
 }
 
 // A refusal has the shape of concurrency's: RetryAfter, PastDeadline and
-// RetryDelay.
+// RetryAfter.
 func TestLimitedError_LM5_SameShapeAsConcurrency(t *testing.T) {
-	r := ratelimit.LimitedError{RetryAfter: time.Second, PastDeadline: true}
+	r := ratelimit.LimitedError{Wait: time.Second, PastDeadline: true}
 	c := concurrency.LimitedError(r)
-	assert.Equal(t, r.RetryDelay(), c.RetryDelay())
+	assert.Equal(t, r.RetryAfter(), c.RetryAfter())
 }

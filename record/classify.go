@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart"
 )
 
 // judge returns the outcome and class of a call that returned (resp, err)
@@ -14,19 +13,24 @@ import (
 func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (Outcome, string) {
 	switch {
 	case err == nil:
-	case errors.Is(err, circuitbreaker.ErrOpen):
+	case errors.Is(err, rampart.ErrOpen):
 		return Refused, "open"
-	case errors.Is(err, concurrency.ErrLimited):
+	case errors.Is(err, rampart.ErrRefused):
 		return Refused, "limited"
 	}
-	o := circuitbreaker.ClassifyContext(ctx, err)
-	if o != circuitbreaker.Ignored && s.classify != nil {
+	o := rampart.Success
+	switch {
+	case err != nil && errors.Is(ctx.Err(), context.Canceled):
+		o = rampart.Ignored // the caller gave up, as a breaker judges it
+	case s.classify != nil:
 		o = s.classify(resp, err)
+	case err != nil:
+		o = rampart.Failure
 	}
 	switch {
-	case o == circuitbreaker.Ignored:
+	case o == rampart.Ignored:
 		return Ignored, s.class(err)
-	case o == circuitbreaker.Success:
+	case o == rampart.Success:
 		return Success, ""
 	case err == nil:
 		return Failure, "response" // a response judged a failure

@@ -24,14 +24,14 @@ type status int
 
 // byStatus judges a response as an HTTP breaker does: 5xx fails, 429 is
 // neither.
-func byStatus(resp status, err error) circuitbreaker.Outcome {
+func byStatus(resp status, err error) rampart.Outcome {
 	switch {
 	case err != nil || resp >= 500:
-		return circuitbreaker.Failure
+		return rampart.Failure
 	case resp == 429:
-		return circuitbreaker.Ignored
+		return rampart.Ignored
 	}
-	return circuitbreaker.Success
+	return rampart.Success
 }
 
 // The classifier judges responses: a 503 with a nil error is a failure,
@@ -43,9 +43,9 @@ func TestLayer_SM8_Classify(t *testing.T) {
 		require.NoError(t, err)
 		start := time.Now()
 		asked := 0
-		svc := record.NewConfigLayer(record.LayerConfig[status, status]{
+		svc := record.NewLayer(record.LayerConfig[status, status]{
 			Recorder: rec,
-			Classify: func(resp status, err error) circuitbreaker.Outcome { asked++; return byStatus(resp, err) },
+			Classify: func(resp status, err error) rampart.Outcome { asked++; return byStatus(resp, err) },
 		}).Wrap(rampart.ServiceFunc[status, status](func(ctx context.Context, s status) (status, error) {
 			time.Sleep(time.Millisecond)
 			if s == 0 {
@@ -78,14 +78,14 @@ func TestLayer_SM8_AttemptsAndRefusals(t *testing.T) {
 		var out bytes.Buffer
 		rec, err := record.New(&out, record.Config{})
 		require.NoError(t, err)
-		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Minute})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Minute})
 		require.NoError(t, err)
 		rt, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Backoff: retry.BackoffFunc(func(int, time.Duration) time.Duration { return time.Second }), Budget: budget.Always})
 		require.NoError(t, err)
 		svc := rampart.NewBuilder[string, string]().
 			Layer(rt).
-			Layer(record.NewLayer[string, string](rec)).
-			Layer(circuitbreaker.NewLayer[string, string](br)).
+			Layer(record.NewLayer(record.LayerConfig[string, string]{Recorder: rec})).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 			Service(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 				time.Sleep(10 * time.Millisecond)
 				return "", errors.New("down")
@@ -107,7 +107,7 @@ func TestLayer_SM8_AttemptsAndRefusals(t *testing.T) {
 func TestLayer_SM8_ZeroRecorderRefused(t *testing.T) {
 	var zero record.Recorder
 	calls := 0
-	svc := record.NewLayer[string, string](&zero).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+	svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: &zero}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 		calls++
 		return "", nil
 	}))
@@ -124,7 +124,7 @@ func TestLayer_SM8_LimitRefusal(t *testing.T) {
 	var out bytes.Buffer
 	rec, err := record.New(&out, record.Config{})
 	require.NoError(t, err)
-	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+	svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 		return "", &concurrency.LimitedError{}
 	}))
 	_, _ = svc.Call(context.Background(), "")

@@ -9,11 +9,11 @@
 //	defer rec.Close()
 //	svc := rampart.NewBuilder[Req, Resp]().
 //		Layer(retryLayer).
-//		Layer(record.NewConfigLayer(record.LayerConfig[Req, Resp]{
+//		Layer(record.NewLayer(record.LayerConfig[Req, Resp]{
 //			Recorder: rec,
 //			Classify: classify, // the breaker's classifier
 //		})).
-//		Layer(circuitbreaker.NewClassifiedLayer[Req, Resp](br, classify)).
+//		Layer(circuitbreaker.NewLayer[Req, Resp](br, classify)).
 //		Service(backend)
 //
 // Over HTTP and gRPC, set the Recorder field of ramparthttp.Config or

@@ -23,8 +23,8 @@ const (
 	// Refused is a call a breaker or concurrency limit below the recorder
 	// refused: it never reached the dependency, so what the dependency
 	// would have done is unknown. Its Class is the live decision: "open"
-	// (an error matching circuitbreaker.ErrOpen) or "limited"
-	// (concurrency.ErrLimited).
+	// (an error matching rampart.ErrOpen) or "limited" (any other refusal,
+	// matching rampart.ErrRefused: a concurrency or rate limit, shedding).
 	Refused Outcome = "refused"
 )
 
@@ -52,7 +52,7 @@ type Entry struct {
 	Class string
 	// Key is the request's key, or empty.
 	Key string
-	// Attempt is the attempt's number, from 1, as [retry.Attempt] reads
+	// Attempt is the attempt's number, from 1, as retry.Attempt reads
 	// it: above 1 the entry is a retry of an earlier entry's request.
 	// Zero means 1 (package sim's reader reads an absent attempt as 1).
 	Attempt int

@@ -6,11 +6,9 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/retry"
 )
 
-// LayerConfig configures the layer of [NewConfigLayer]. Only Recorder is
+// LayerConfig configures the layer of [NewLayer]. Only Recorder is
 // required.
 type LayerConfig[Req, Resp any] struct {
 	// Recorder writes the entries; it must be made by [New].
@@ -25,23 +23,17 @@ type LayerConfig[Req, Resp any] struct {
 	// nil error), or the trace records what the breaker counted as
 	// failures as successes. It is not asked about a refusal (recorded as
 	// [Refused]) nor about a call the caller cancelled (recorded as
-	// [Ignored]), as a breaker does not ask; a [circuitbreaker.Ignored] it
+	// [Ignored]), as a breaker does not ask; a [rampart.Ignored] it
 	// returns is recorded as Ignored. Nil judges by the error alone, as a
-	// breaker without a classifier does
-	// ([circuitbreaker.ClassifyContext]). It must be safe for concurrent
-	// use.
-	Classify circuitbreaker.Classifier[Resp]
+	// breaker without a classifier does (circuitbreaker.ClassifyContext).
+	// A circuitbreaker.Classifier is such a function. It must be safe for
+	// concurrent use.
+	Classify func(resp Resp, err error) rampart.Outcome
 }
 
-// NewLayer returns a layer that records each call through it with r; it
-// is [NewConfigLayer] with only the Recorder set.
-func NewLayer[Req, Resp any](r *Recorder) rampart.Layer[Req, Resp] {
-	return NewConfigLayer(LayerConfig[Req, Resp]{Recorder: r})
-}
-
-// NewConfigLayer returns a layer that records each call through it with
+// NewLayer returns a layer that records each call through it with
 // cfg.Recorder: its start, duration, outcome (judged by cfg.Classify),
-// error class, key, and attempt number ([retry.Attempt]).
+// error class, key, and attempt number ([rampart.AttemptOf], from 1).
 //
 // Put it just outside the breaker, inside any retry layer: then it sees
 // every attempt, each retry marked as one, and the calls the live breaker
@@ -55,7 +47,7 @@ func NewLayer[Req, Resp any](r *Recorder) rampart.Layer[Req, Resp] {
 // A nil service or a nil or zero Recorder gives a service whose every
 // call fails, matching [rampart.ErrNilService] or naming the zero
 // Recorder.
-func NewConfigLayer[Req, Resp any](cfg LayerConfig[Req, Resp]) rampart.Layer[Req, Resp] {
+func NewLayer[Req, Resp any](cfg LayerConfig[Req, Resp]) rampart.Layer[Req, Resp] {
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		switch {
 		case inner == nil:
@@ -75,16 +67,10 @@ func NewConfigLayer[Req, Resp any](cfg LayerConfig[Req, Resp]) rampart.Layer[Req
 // Recorder not made by New.
 var errZeroRecorder = errors.New("record: Recorder must be made by New, got a zero Recorder")
 
-// Wrap records each call to svc with r: it is NewLayer[Req, Resp](r).Wrap(svc),
-// with the type arguments inferred from svc.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], r *Recorder) rampart.Service[Req, Resp] {
-	return NewLayer[Req, Resp](r).Wrap(svc)
-}
-
 type service[Req, Resp any] struct {
 	r        *Recorder
 	key      func(Req) string
-	classify circuitbreaker.Classifier[Resp]
+	classify func(Resp, error) rampart.Outcome
 	inner    rampart.Service[Req, Resp]
 }
 
@@ -94,17 +80,11 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}
 	start := time.Now()
 	resp, err := s.inner.Call(ctx, req)
-	e := Entry{Start: start, Duration: time.Since(start), Attempt: retry.Attempt(ctx)}
+	e := Entry{Start: start, Duration: time.Since(start), Attempt: max(1, rampart.AttemptOf(ctx))}
 	e.Outcome, e.Class = s.judge(ctx, resp, err)
 	if s.key != nil {
 		e.Key = s.key(req)
 	}
 	s.r.add(&e)
 	return resp, err
-}
-
-// WrapConfig records each call to svc as cfg says: it is
-// NewConfigLayer(cfg).Wrap(svc), with the type arguments inferred.
-func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg LayerConfig[Req, Resp]) rampart.Service[Req, Resp] {
-	return NewConfigLayer(cfg).Wrap(svc)
 }

@@ -58,7 +58,7 @@ func DefaultClass(err error) string {
 }
 
 // Recorder writes entries to an [io.Writer] as JSON Lines, off the
-// callers' path: a call through its layer ([NewConfigLayer]) stores its entry
+// callers' path: a call through its layer ([NewLayer]) stores its entry
 // in a bounded buffer, and a goroutine of the Recorder writes the buffer
 // every FlushInterval, or sooner when it is half full, each batch in order
 // of start. Entries of different batches can be out of order by up to the

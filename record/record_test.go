@@ -40,7 +40,7 @@ func TestRecorder_SM8_WritesEntriesSimReads(t *testing.T) {
 		rec, err := record.New(&out, record.Config{})
 		require.NoError(t, err)
 		start := time.Now()
-		svc := record.NewConfigLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(script(
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(script(
 			[]time.Duration{10 * time.Millisecond, 1500 * time.Microsecond, 7, time.Second},
 			[]error{nil, errors.New("boom"), context.Canceled, &timeout.Error{After: time.Second, Err: context.DeadlineExceeded}}))
 		for _, key := range []string{"a", `b"\`, "", "d"} {
@@ -78,7 +78,7 @@ func TestRecorder_SM8_Sample(t *testing.T) {
 		var out bytes.Buffer
 		rec, err := record.New(&out, record.Config{Sample: 3})
 		require.NoError(t, err)
-		svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 		for range 10 {
 			_, _ = svc.Call(context.Background(), "")
 		}
@@ -110,7 +110,7 @@ func TestRecorder_SM8_BoundedDropsWhenFull(t *testing.T) {
 		w := &blocked{release: make(chan struct{})}
 		rec, err := record.New(w, record.Config{Buffer: 4})
 		require.NoError(t, err)
-		svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 		for range 3 { // wakes the writer at 3 of 4, which then blocks
 			_, _ = svc.Call(context.Background(), "")
 		}
@@ -135,7 +135,7 @@ func TestRecorder_SM8_CloseReturnsWriteError(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	rec, err := record.New(failing{}, record.Config{})
 	require.NoError(t, err)
-	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
+	svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 	_, _ = svc.Call(context.Background(), "")
 	assert.EqualError(t, rec.Close(), "disk full")
 }
@@ -160,11 +160,11 @@ func TestRecorder_NilServiceAndRecorder(t *testing.T) {
 	rec, err := record.New(io.Discard, record.Config{})
 	require.NoError(t, err)
 	defer rec.Close()
-	_, err = record.NewLayer[string, string](rec).Wrap(nil).Call(context.Background(), "")
+	_, err = record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(nil).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "record: Wrap: rampart: nil service")
 	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil })
-	_, err = record.NewLayer[string, string](nil).Wrap(ok).Call(context.Background(), "")
+	_, err = record.NewLayer(record.LayerConfig[string, string]{Recorder: nil}).Wrap(ok).Call(context.Background(), "")
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "record: NewLayer's Recorder: rampart: nil service")
 }
@@ -174,7 +174,7 @@ func TestRecorder_SM8_NoAllocation(t *testing.T) {
 	rec, err := record.New(io.Discard, record.Config{})
 	require.NoError(t, err)
 	defer rec.Close()
-	svc := record.NewLayer[string, string](rec).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.ErrUnsupported }))
+	svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.ErrUnsupported }))
 	ctx := context.Background()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, "") }))
 }
@@ -184,7 +184,7 @@ func BenchmarkRecorder(b *testing.B) {
 	for _, sample := range []int{1, 100} {
 		rec, err := record.New(io.Discard, record.Config{Sample: sample, Buffer: record.MaxBuffer})
 		require.NoError(b, err)
-		svc := record.NewLayer[string, string](rec).Wrap(ok)
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(ok)
 		ctx := context.Background()
 		name := "every call"
 		if sample > 1 {
@@ -218,8 +218,7 @@ func TestWrap_SameAsTheLayers(t *testing.T) {
 		svc  rampart.Service[int, int]
 		want string
 	}{
-		{"Wrap nil service", record.Wrap[int, int](nil, nil), "record: Wrap: rampart: nil service"},
-		{"Wrap nil Recorder", record.Wrap(ok, nil), "record: NewLayer's Recorder: rampart: nil service"},
+		{"nil Recorder", record.NewLayer(record.LayerConfig[int, int]{}).Wrap(ok), "record: NewLayer's Recorder: rampart: nil service"},
 	} {
 		_, err := tc.svc.Call(t.Context(), 1)
 		assert.ErrorIs(t, err, rampart.ErrNilService, tc.name)
@@ -237,7 +236,7 @@ func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
 		rec, err := record.New(&out, record.Config{FlushInterval: time.Second})
 		require.NoError(t, err)
 		// A request is the call's duration; "1ms" fails.
-		svc := record.NewConfigLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(
+		svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec, Key: func(r string) string { return r }}).Wrap(
 			rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
 				d, _ := time.ParseDuration(req)
 				time.Sleep(d)
@@ -272,7 +271,7 @@ func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
 {"start":"`+at(500*time.Millisecond)+`","duration":"2000ms","outcome":"success","key":"2s"}
 `, out.String())
 
-		res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(out.String()), "rec.jsonl"), []sim.Candidate{{Name: "none"}}, sim.Options{})
+		res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(out.String()), "rec.jsonl"), []sim.Candidate{{Name: "none"}}, sim.Config{})
 		require.NoError(t, err)
 		assert.Equal(t, 4, res[0].Calls)
 		assert.Equal(t, 3, res[0].Succeeded)

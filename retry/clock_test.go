@@ -29,7 +29,7 @@ func TestRetry_CK3_WaitsRunOnTheSuppliedClock(t *testing.T) {
 			}
 			return "ok", nil
 		})
-		s := wrap(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Second), Clock: clk, Budget: budget.Always})
+		s := wrapT(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Second), Clock: clk, Budget: budget.Always})
 		var resp string
 		var err error
 		done := make(chan struct{})
@@ -59,7 +59,7 @@ func TestRetry_CK3_ClockWaitEndsWithTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), time.Hour)
 		svc := newScript(fail("a"))
-		s := wrap(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Minute), Clock: clk})
+		s := wrapT(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Minute), Clock: clk})
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(time.Second, cancel)
 		start := time.Now()

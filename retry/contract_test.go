@@ -50,7 +50,7 @@ func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := budgettest.New(10)
 			s := newScript(fail("boom"))
-			svc := wrap(t, s, retry.Config[string, string]{Backoff: constant(t, 0), Budget: b})
+			svc := wrapT(t, s, retry.Config[string, string]{Backoff: constant(t, 0), Budget: b})
 
 			_, err := svc.Call(tt.ctx(t.Context()), "req")
 
@@ -71,7 +71,7 @@ func TestRetry_RT8_NoAttemptForDoneContextWithOneAttempt(t *testing.T) {
 	cancel()
 	b := budgettest.New(0)
 	s := newScript(outcome{resp: "ok"})
-	svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 1, Budget: b})
+	svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 1, Budget: b})
 
 	_, err := svc.Call(ctx, "req")
 
@@ -86,7 +86,7 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 		delay time.Duration
 	}{
 		{name: "rate.InfDuration", delay: rate.InfDuration},
-		{name: "circuitbreaker.Forever", delay: circuitbreaker.Forever},
+		{name: "rampart.Forever", delay: rampart.Forever},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" in the error", func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 				b := budgettest.New(10)
 				last := fmt.Errorf("limited: %w", &hintError{delay: tt.delay})
 				s := newScript(outcome{err: last})
-				svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+				svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
 				start := time.Now()
 
 				_, err := svc.Call(t.Context(), "req")
@@ -112,7 +112,7 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 		t.Run(tt.name+" from Config.Hint on a response", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newScript(outcome{resp: "429"})
-				svc := wrap(t, s, retry.Config[string, string]{
+				svc := wrapT(t, s, retry.Config[string, string]{
 					MaxAttempts: 3,
 					Backoff:     constant(t, ms(10)),
 					Retryable:   func(resp string, err error) bool { return resp == "429" },
@@ -133,8 +133,8 @@ func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
 
 func TestRetry_RT9_FiniteHintAboveMaxHintStillClamps(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newScript(outcome{err: &hintError{delay: circuitbreaker.Forever - 1}}, outcome{resp: "ok"})
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, 0), MaxHint: time.Minute})
+		s := newScript(outcome{err: &hintError{delay: rampart.Forever - 1}}, outcome{resp: "ok"})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, 0), MaxHint: time.Minute})
 
 		resp, err := svc.Call(t.Context(), "req")
 
@@ -158,7 +158,7 @@ func TestRetry_RT10_RetryRefusedByTheBreakerIsRefunded(t *testing.T) {
 		b := newRatioBudget(t)
 		open := &circuitbreaker.OpenError{}
 		s := newScript(fail("boom"), outcome{err: open})
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
 
 		_, err := svc.Call(t.Context(), "req")
 
@@ -174,7 +174,7 @@ func TestRetry_RT10_RetryCancelledDuringTheBackoffIsRefunded(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, time.Second), Budget: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, time.Second), Budget: b})
 		time.AfterFunc(ms(300), cancel)
 
 		_, err := svc.Call(ctx, "req")
@@ -189,7 +189,7 @@ func TestRetry_RT10_SentRetriesAreNotRefunded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := budgettest.New(10)
 		s := newScript(fail("one"), fail("two"), fail("three"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
 
 		_, err := svc.Call(t.Context(), "req")
 
@@ -202,7 +202,7 @@ func TestRetry_RT10_RefundCountsExactly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := budgettest.New(10)
 		s := newScript(fail("boom"), outcome{err: &circuitbreaker.OpenError{}})
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
 
 		_, err := svc.Call(t.Context(), "req")
 
@@ -243,16 +243,6 @@ func TestRetry_ErrorsThatWrapATimeoutAreTimeouts(t *testing.T) {
 func TestRetry_NilService(t *testing.T) {
 	cfg := retry.Config[string, string]{}
 	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
-		{
-			Name: "Wrap of nil service",
-			Build: func() (rampart.Service[string, string], error) {
-				svc, err := retry.Wrap[string, string](nil, cfg)
-				assert.Nil(t, svc)
-				return svc, err
-			},
-			Want:       "retry: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
 		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[string, string], error) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -38,7 +39,7 @@ func TestRetry_RT13_DefaultBudgetBoundsRetries(t *testing.T) {
 				})
 				noWait, err := retry.NewConstant(0)
 				require.NoError(t, err)
-				svc, err := retry.Wrap(down, retry.Config[int, int]{MaxAttempts: 3, Backoff: noWait, Budget: tc.budget})
+				svc, err := wrap.Service(down, retry.NewLayer, retry.Config[int, int]{MaxAttempts: 3, Backoff: noWait, Budget: tc.budget})
 				require.NoError(t, err)
 				// 1000 calls, one after another, all at one instant.
 				for i := range 1000 {

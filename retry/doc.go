@@ -6,16 +6,16 @@
 // # Quick start
 //
 //	rb := new(budget.Budget) // one budget for every caller of the dependency
-//	svc, err := retry.Wrap(backend, retry.Config[Req, Resp]{Budget: rb})
+//	l, err := retry.NewLayer(retry.Config[Req, Resp]{Budget: rb})
 //	if err != nil {
 //		return err // names the bad field
 //	}
-//	resp, err := svc.Call(ctx, req)
+//	resp, err := l.Wrap(backend).Call(ctx, req)
 //
 // With the zero Config, every error is retried, up to 3 attempts in all,
-// after exponential backoff with full jitter from 100ms; [NewLayer] builds
-// the same as a layer for a [github.com/rampart-go/rampart.Builder], whose
-// package documentation shows where retries go in a full stack.
+// after exponential backoff with full jitter from 100ms. Pass the layer to
+// a [github.com/rampart-go/rampart.Builder], whose package documentation
+// shows where retries go in a full stack.
 //
 // # Why budgets beat max-retries
 //
@@ -31,14 +31,15 @@
 //
 // # What is never retried
 //
-// An error matching circuitbreaker.ErrOpen ends the loop at once and is
+// An error matching [rampart.ErrOpen] (an open circuit breaker's refusal)
+// ends the loop at once and is
 // returned unwrapped: the breaker has already decided the dependency is
 // down. So does an error marked with [Permanent], and any outcome once the
 // caller's context is done; a call whose context is done before it starts
 // makes no attempt at all. The loop never sleeps past the context's
 // deadline: when the next wait would end at or after it, the loop returns
 // the last error at once. A server's retry-after hint lengthens the next
-// wait; a hint that the wait never ends ([Forever]) ends the loop at once.
+// wait; a hint that the wait never ends ([rampart.Forever]) ends the loop at once.
 //
 // A retry budget pays only for retries that were sent: a retry withdrawn
 // from it but not sent, because the caller's context ended during the wait

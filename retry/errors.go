@@ -26,8 +26,8 @@ var (
 	// does not match [context.DeadlineExceeded].
 	ErrDeadline = errors.New("retry: next attempt would start after the deadline")
 	// ErrHintForever: the last attempt carried a server's hint that the
-	// wait never ends, [Forever] (as rate.InfDuration from a rate limiter
-	// that can never grant, or circuitbreaker.Forever), so no later
+	// wait never ends, [rampart.Forever] (as rate.InfDuration from a rate limiter
+	// that can never grant, or rampart.Forever), so no later
 	// attempt could succeed.
 	ErrHintForever = errors.New("retry: the server's hint says the wait never ends")
 	// ErrUpstreamRetry: the call's context says its request is already a

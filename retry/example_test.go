@@ -26,10 +26,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	svc, err := retry.Wrap(flaky, retry.Config[string, string]{MaxAttempts: 3, Backoff: backoff})
+	l, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Backoff: backoff})
 	if err != nil {
 		panic(err)
 	}
+	svc := l.Wrap(flaky)
 
 	resp, err := svc.Call(context.Background(), "world")
 	fmt.Println(resp, err, calls)
@@ -44,7 +45,8 @@ func ExampleExhaustedError() {
 		return "", errDown
 	})
 	backoff, _ := retry.NewConstant(time.Millisecond)
-	svc, _ := retry.Wrap(down, retry.Config[string, string]{MaxAttempts: 2, Backoff: backoff})
+	l, _ := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 2, Backoff: backoff})
+	svc := l.Wrap(down)
 
 	_, err := svc.Call(context.Background(), "ping")
 	var ex *retry.ExhaustedError

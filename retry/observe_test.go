@@ -13,6 +13,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -70,7 +71,7 @@ func TestRetry_EV2_Events(t *testing.T) {
 				var rec observetest.Recorder
 				backoff, err := retry.NewConstant(10 * time.Millisecond)
 				require.NoError(t, err)
-				svc, err := retry.Wrap(tt.inner, retry.Config[string, string]{
+				svc, err := wrap.Service(tt.inner, retry.NewLayer, retry.Config[string, string]{
 					Backoff: backoff, Budget: tt.budget, Name: "payments", Observer: &rec,
 				})
 				require.NoError(t, err)
@@ -87,7 +88,7 @@ func TestRetry_EV2_EndAtCallerCancel(t *testing.T) {
 		errDown := errors.New("down")
 		backoff, err := retry.NewConstant(time.Second)
 		require.NoError(t, err)
-		svc, err := retry.Wrap(scripted(errDown), retry.Config[string, string]{Backoff: backoff, Observer: &rec})
+		svc, err := wrap.Service(scripted(errDown), retry.NewLayer, retry.Config[string, string]{Backoff: backoff, Observer: &rec})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(500*time.Millisecond, cancel)
@@ -100,7 +101,7 @@ func TestRetry_EV2_EndAtCallerCancel(t *testing.T) {
 }
 
 func TestRetry_EV1_NoObserverNoAllocation(t *testing.T) {
-	svc, err := retry.Wrap(scripted(), retry.Config[string, string]{Name: "payments"})
+	svc, err := wrap.Service(scripted(), retry.NewLayer, retry.Config[string, string]{Name: "payments"})
 	require.NoError(t, err)
 	ctx := context.Background()
 	allocs := testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, "req") })

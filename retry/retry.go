@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
-	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/ctxerr"
 	"github.com/rampart-go/rampart/internal/nilvalue"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -34,8 +31,8 @@ type Budget interface {
 // The budget pays only for retries that were sent: when a Budget is also a
 // Refunder, the layer calls Refund once for each successful Withdraw whose
 // retry it did not send, because the caller's context ended during the
-// wait before it, or because a circuit breaker below refused it (the
-// attempt failed with an error matching [circuitbreaker.ErrOpen]). A
+// wait before it, or because a layer below refused it (the attempt failed
+// with an error matching [rampart.ErrRefused]: an open breaker, a limit). A
 // Budget that is not a Refunder keeps such withdrawals. Refund must be
 // safe for concurrent use and must not block.
 type Refunder interface {
@@ -63,20 +60,11 @@ const (
 // the context and the Budget stop the loop.
 const MaxAttemptsLimit = 100
 
-// Forever, as a server's hint, says the wait never ends: no later attempt
-// can succeed, so the loop stops at once with the last outcome (an error
-// stops with [ErrHintForever]) rather than waiting MaxHint and trying
-// again. It is the largest [time.Duration], the value of rate.InfDuration
-// (a rate limiter that can never grant) and of circuitbreaker.Forever (a
-// breaker held open until it is reset). Every shorter hint is a finite
-// wait and is capped by Config.MaxHint.
-const Forever time.Duration = math.MaxInt64
-
 // defaultBackoff is the schedule used when Config.Backoff is nil.
 var defaultBackoff, _ = NewExponential(Exponential{})
 
 // Config configures the retry layer. Every zero field takes its documented
-// default. A Config is read once by [NewLayer] or [Wrap]; changing it later
+// default. A Config is read once by [NewLayer]; changing it later
 // has no effect.
 type Config[Req, Resp any] struct {
 	// MaxAttempts bounds the number of calls per request, including the
@@ -100,7 +88,7 @@ type Config[Req, Resp any] struct {
 	// It sees every outcome, successes included, so a response can
 	// ask for a retry (an HTTP 503, say) with a nil error. Nil means "retry
 	// every non-nil error". Whatever it returns, the layer never retries an
-	// error matching [circuitbreaker.ErrOpen], an error marked with
+	// error matching [rampart.ErrOpen], an error marked with
 	// [Permanent], or any outcome once the caller's context is done. It
 	// must be safe for concurrent use.
 	Retryable func(resp Resp, err error) bool
@@ -108,7 +96,7 @@ type Config[Req, Resp any] struct {
 	// Budget bounds retries across all requests that share it: see
 	// [Budget] and [Refunder]. Nil means a budget of the layer's own with
 	// package budget's defaults (20% of recent requests plus 10 retries a
-	// second, on Clock), made by [NewLayer] or [Wrap] and shared by every
+	// second, on Clock), made by [NewLayer] and shared by every
 	// service that layer wraps, so a retrying client never multiplies its
 	// load by MaxAttempts during an outage. Share one *budget.Budget among
 	// the layers that call one dependency; set [budget.Always] to retry
@@ -118,17 +106,17 @@ type Config[Req, Resp any] struct {
 
 	// Hint, if not nil, extracts a server's retry-after hint from an
 	// outcome, such as an HTTP Retry-After header on a 429 or 503 response;
-	// ok reports whether there is one. Independently, any error in the
-	// outcome's chain with a method RetryDelay() time.Duration (such as a
-	// rate limiter's *ratelimit.LimitedError from a layer below) is a hint
-	// too; an [*circuitbreaker.OpenError] has one as well, but an open
-	// breaker is never retried, so its hint ends nothing. The longest hint
-	// replaces the backoff delay when it is longer. A hint of [Forever]
+	// ok reports whether there is one. Independently, a [rampart.Hint] in
+	// the outcome's error chain (such as a rate limiter's
+	// *ratelimit.LimitedError from a layer below) is a hint too; an open
+	// breaker's refusal has one as well, but it is never retried, so its
+	// hint ends nothing. The longest hint
+	// replaces the backoff delay when it is longer. A hint of [rampart.Forever]
 	// ends the loop at once. It must be safe for concurrent use.
 	Hint func(resp Resp, err error) (delay time.Duration, ok bool)
 
 	// MaxHint caps hints: a longer hint is shortened to MaxHint, except
-	// [Forever], which is never waited out; a negative hint counts as zero.
+	// [rampart.Forever], which is never waited out; a negative hint counts as zero.
 	// Zero means [DefaultMaxHint]; negative is an error. It does not cap the
 	// Backoff schedule, which has its own.
 	MaxHint time.Duration
@@ -161,13 +149,6 @@ type Config[Req, Resp any] struct {
 	// context is done. Nil means the system's clock, with a timer per
 	// call as described on [NewLayer].
 	Clock clock.Clock
-}
-
-// retryDelayer is implemented by errors that carry a producer's hint, such
-// as *ratelimit.LimitedError.
-type retryDelayer interface {
-	error
-	RetryDelay() time.Duration
 }
 
 // policy is a validated Config with its defaults filled in, shared by every
@@ -250,8 +231,8 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 //   - the first outcome that is not retried, as the inner service returned
 //     it: a success, a response or error for which Retryable returns
 //     false, a [Permanent] error, or an error matching
-//     [circuitbreaker.ErrOpen], which is never wrapped, even after earlier
-//     failures: its [circuitbreaker.OpenError.Cause] carries the
+//     [rampart.ErrOpen], which is never wrapped, even after earlier
+//     failures: its circuitbreaker.OpenError.Cause carries the
 //     failure that tripped the breaker;
 //   - when the loop stops on a response Retryable wanted retried (nil
 //     error), that last response and a nil error: the caller sees the real
@@ -261,7 +242,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 //     an [*ExhaustedError] wrapping the last error with the reason: attempts
 //     used up ([ErrMaxAttempts]), budget empty ([ErrBudgetExhausted]), the
 //     next attempt could not start before the deadline ([ErrDeadline]), a
-//     hint of [Forever] ([ErrHintForever]), the request is already a
+//     hint of [rampart.Forever] ([ErrHintForever]), the request is already a
 //     retry upstream ([ErrUpstreamRetry], below), or the context ended
 //     during the wait (its error and cause);
 //   - when the caller's context ends during an attempt and the attempt
@@ -310,14 +291,6 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 	return layer[Req, Resp]{p: p}, nil
 }
 
-// Wrap wraps svc in the layer [NewLayer] returns, inferring the type
-// parameters from svc. It returns the errors [NewLayer] returns, and an
-// error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
-	l, err := NewLayer(cfg)
-	return wrap.Service("retry", svc, l, err)
-}
-
 type layer[Req, Resp any] struct {
 	p *policy[Req, Resp]
 }
@@ -350,7 +323,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		return resp, nil // the common case, without a call of wantsRetry
 	}
 	if s.p.maxAttempts == 1 || !s.p.wantsRetry(resp, err) {
-		if s.p.obs != nil && err != nil && errors.Is(err, circuitbreaker.ErrOpen) {
+		if s.p.obs != nil && err != nil && errors.Is(err, rampart.ErrOpen) {
 			s.p.end(ctx, 1, err)
 		}
 		return resp, err
@@ -369,7 +342,7 @@ func (p *policy[Req, Resp]) wantsRetry(resp Resp, err error) bool {
 		return false
 	}
 	if err != nil {
-		if errors.Is(err, circuitbreaker.ErrOpen) {
+		if errors.Is(err, rampart.ErrOpen) {
 			return false
 		}
 		if _, ok := errors.AsType[*PermanentError](err); ok {
@@ -416,7 +389,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		d := max(p.backoff.Delay(attempt, prev), 0)
 		prev = d
 		if h, ok := p.serverHint(resp, err); ok {
-			if h == Forever {
+			if h == rampart.Forever {
 				return p.stop(ctx, resp, err, attempt, ErrHintForever)
 			}
 			d = max(d, min(max(h, 0), p.maxHint))
@@ -454,13 +427,13 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			lastErr = err
 		}
 		resp, err = s.inner.Call(rampart.WithAttempt(ctx, attempt+1), req)
-		open := err != nil && errors.Is(err, circuitbreaker.ErrOpen)
-		if open {
-			p.refund() // the breaker refused the retry: it was not sent
+		open := err != nil && errors.Is(err, rampart.ErrOpen)
+		if err != nil && errors.Is(err, rampart.ErrRefused) {
+			p.refund() // a layer below refused the retry: it was not sent
 		}
-		// A breaker's rejection matches its cause (a timeout, say), which
+		// A breaker's refusal matches its cause (a timeout, say), which
 		// may match the caller's context error too: it is still a
-		// rejection, returned as it is below.
+		// refusal, returned as it is below.
 		if !open && err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			continue // the caller gave up during the attempt; reported above
 		}
@@ -496,8 +469,8 @@ func (p *policy[Req, Resp]) refund() {
 func (p *policy[Req, Resp]) serverHint(resp Resp, err error) (time.Duration, bool) {
 	var h time.Duration
 	found := false
-	if rd, ok := errors.AsType[retryDelayer](err); ok {
-		h, found = rd.RetryDelay(), true
+	if d, ok := rampart.RetryAfter(err); ok {
+		h, found = d, true
 	}
 	if p.hint != nil {
 		if x, ok := p.hint(resp, err); ok && (!found || x > h) {

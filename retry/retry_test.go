@@ -16,6 +16,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -53,9 +54,9 @@ func constant(t testing.TB, d time.Duration) retry.Backoff {
 	return b
 }
 
-func wrap(t testing.TB, svc rampart.Service[string, string], cfg retry.Config[string, string]) rampart.Service[string, string] {
+func wrapT(t testing.TB, svc rampart.Service[string, string], cfg retry.Config[string, string]) rampart.Service[string, string] {
 	t.Helper()
-	s, err := retry.Wrap(svc, cfg)
+	s, err := wrap.Service(svc, retry.NewLayer, cfg)
 	require.NoError(t, err)
 	return s
 }
@@ -66,7 +67,7 @@ func TestRetry_RT1_MaxAttemptsCountsTheFirstCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		last := errors.New("third")
 		s := newScript(fail("first"), fail("second"), outcome{err: last})
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(100))})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(100))})
 
 		_, err := svc.Call(t.Context(), "req")
 
@@ -86,7 +87,7 @@ func TestRetry_RT1_MaxAttemptsCountsTheFirstCall(t *testing.T) {
 func TestRetry_RT1_ConstantBackoffTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(100))})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(100))})
 		start := time.Now()
 
 		_, err := svc.Call(t.Context(), "req")
@@ -101,7 +102,7 @@ func TestRetry_RT1_ExponentialBackoffTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustExponential(t, retry.Exponential{Base: ms(10), Max: ms(35), Jitter: retry.NoJitter})
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 5, Backoff: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 5, Backoff: b})
 
 		_, err := svc.Call(t.Context(), "req")
 
@@ -113,7 +114,7 @@ func TestRetry_RT1_ExponentialBackoffTiming(t *testing.T) {
 func TestRetry_RT1_DefaultsToThreeAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{})
+		svc := wrapT(t, s, retry.Config[string, string]{})
 		_, err := svc.Call(t.Context(), "req")
 		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
 		assert.Equal(t, 3, s.calls())
@@ -127,7 +128,7 @@ func TestRetry_RT1_DefaultsToThreeAttempts(t *testing.T) {
 func TestRetry_SuccessIsReturnedAtOnce(t *testing.T) {
 	s := newScript(outcome{resp: "ok"})
 	b := budgettest.New(0)
-	svc := wrap(t, s, retry.Config[string, string]{Budget: b})
+	svc := wrapT(t, s, retry.Config[string, string]{Budget: b})
 	resp, err := svc.Call(t.Context(), "req")
 	require.NoError(t, err)
 	assert.Equal(t, "ok", resp)
@@ -139,7 +140,7 @@ func TestRetry_SuccessIsReturnedAtOnce(t *testing.T) {
 func TestRetry_RecoversAfterFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(fail("a"), fail("b"), outcome{resp: "ok"})
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(5))})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(5))})
 		resp, err := svc.Call(t.Context(), "req")
 		require.NoError(t, err)
 		assert.Equal(t, "ok", resp)
@@ -177,7 +178,7 @@ func TestRetry_RT2_ResponseCanAskForRetry(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newScript(tt.outcomes...)
 				var discarded []string
-				svc := wrap(t, s, retry.Config[string, string]{
+				svc := wrapT(t, s, retry.Config[string, string]{
 					Backoff:   constant(t, ms(10)),
 					Retryable: is503,
 					Discard:   func(resp string) { discarded = append(discarded, resp) },
@@ -195,7 +196,7 @@ func TestRetry_RT2_LastResponseReturnedWithError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		boom := errors.New("boom")
 		s := newScript(outcome{resp: "partial#1", err: boom}, outcome{resp: "partial#2", err: boom})
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, ms(10))})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, ms(10))})
 		resp, err := svc.Call(t.Context(), "req")
 		assert.ErrorIs(t, err, boom)
 		assert.Equal(t, "partial#2", resp)
@@ -205,7 +206,7 @@ func TestRetry_RT2_LastResponseReturnedWithError(t *testing.T) {
 func TestRetry_RT2_PredicateRejects(t *testing.T) {
 	boom := errors.New("boom")
 	s := newScript(outcome{err: boom})
-	svc := wrap(t, s, retry.Config[string, string]{Retryable: func(string, error) bool { return false }})
+	svc := wrapT(t, s, retry.Config[string, string]{Retryable: func(string, error) bool { return false }})
 	_, err := svc.Call(t.Context(), "req")
 	assert.Same(t, boom, err, "returned as the service returned it")
 	assert.Equal(t, 1, s.calls())
@@ -215,7 +216,7 @@ func TestRetry_RT2_PermanentIsNotRetried(t *testing.T) {
 	boom := errors.New("boom")
 	marked := fmt.Errorf("wrapped: %w", retry.Permanent(boom))
 	s := newScript(outcome{err: marked})
-	svc := wrap(t, s, retry.Config[string, string]{Retryable: func(string, error) bool { return true }})
+	svc := wrapT(t, s, retry.Config[string, string]{Retryable: func(string, error) bool { return true }})
 	_, err := svc.Call(t.Context(), "req")
 	assert.Same(t, marked, err)
 	assert.ErrorIs(t, err, boom)
@@ -227,7 +228,7 @@ func TestRetry_RT2_PermanentIsNotRetried(t *testing.T) {
 func TestRetry_RT2_CallerCancellationIsNotRetried(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	calls := 0
-	svc := wrap(t, rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+	svc := wrapT(t, rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
 		calls++
 		cancel()
 		return "", ctx.Err()
@@ -242,7 +243,7 @@ func TestRetry_RT2_CallerCancellationIsNotRetried(t *testing.T) {
 func TestRetry_RT2_OtherErrorAfterCancellationKeepsTheRealError(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	boom := errors.New("boom")
-	svc := wrap(t, rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+	svc := wrapT(t, rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 		cancel()
 		return "", boom
 	}), retry.Config[string, string]{})
@@ -261,7 +262,7 @@ func TestRetry_RT2_CancelDuringBackoffStopsAtOnce(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 5, Backoff: constant(t, time.Second)})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 5, Backoff: constant(t, time.Second)})
 		time.AfterFunc(ms(300), cancel)
 		start := time.Now()
 
@@ -302,7 +303,7 @@ func TestRetry_RT2_CancelDuringALaterAttemptKeepsTheLastFailure(t *testing.T) {
 				}
 				boom := errors.New("boom")
 				calls := 0
-				svc := wrap(t, rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+				svc := wrapT(t, rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
 					calls++
 					if calls == 1 {
 						return "", boom
@@ -331,7 +332,7 @@ func TestRetry_RT2_CancelCauseIsKept(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(t.Context())
 		errShutdown := errors.New("shutting down")
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{Backoff: constant(t, time.Second)})
+		svc := wrapT(t, s, retry.Config[string, string]{Backoff: constant(t, time.Second)})
 		time.AfterFunc(ms(10), func() { cancel(errShutdown) })
 
 		_, err := svc.Call(ctx, "req")
@@ -346,7 +347,7 @@ func TestRetry_RT3_OpenErrorIsReturnedAsIs(t *testing.T) {
 	open := &circuitbreaker.OpenError{}
 	for _, first := range []outcome{{err: open}, fail("boom")} {
 		s := newScript(first, outcome{err: open})
-		svc := wrap(t, s, retry.Config[string, string]{
+		svc := wrapT(t, s, retry.Config[string, string]{
 			Backoff:   constant(t, 0),
 			Retryable: func(string, error) bool { return true },
 		})
@@ -359,7 +360,7 @@ func TestRetry_RT3_OpenErrorIsReturnedAsIs(t *testing.T) {
 func TestRetry_RT3_WrappedOpenErrorIsNotRetried(t *testing.T) {
 	open := fmt.Errorf("dial: %w", &circuitbreaker.OpenError{})
 	s := newScript(outcome{err: open})
-	svc := wrap(t, s, retry.Config[string, string]{})
+	svc := wrapT(t, s, retry.Config[string, string]{})
 	_, err := svc.Call(t.Context(), "req")
 	assert.Same(t, open, err)
 	assert.Equal(t, 1, s.calls())
@@ -370,7 +371,7 @@ func TestRetry_RT4_StopsWhenNextWaitWouldPassTheDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), ms(250))
 		defer cancel()
 		s := newScript(fail("one"), fail("two"), fail("three"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 10, Backoff: constant(t, ms(100))})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 10, Backoff: constant(t, ms(100))})
 		start := time.Now()
 
 		_, err := svc.Call(ctx, "req")
@@ -391,7 +392,7 @@ func TestRetry_RT4_WaitEndingExactlyAtTheDeadlineIsNotStarted(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), ms(200))
 		defer cancel()
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 10, Backoff: constant(t, ms(100))})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 10, Backoff: constant(t, ms(100))})
 
 		_, err := svc.Call(ctx, "req")
 
@@ -403,7 +404,7 @@ func TestRetry_RT4_WaitEndingExactlyAtTheDeadlineIsNotStarted(t *testing.T) {
 func TestRetry_RT5_ErrorsAsFindsTypedLastError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(outcome{err: &hintError{delay: 0}})
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, ms(1))})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, ms(1))})
 		_, err := svc.Call(t.Context(), "req")
 		var he *hintError
 		assert.ErrorAs(t, err, &he)
@@ -414,7 +415,7 @@ func TestRetry_RT6_DepositsOncePerRequestWithdrawsPerRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := budgettest.New(100)
 		s := newScript(fail("boom"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(1)), Budget: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(1)), Budget: b})
 		_, err := svc.Call(t.Context(), "req")
 		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
 		assert.Equal(t, int64(1), b.Counts().Deposits)
@@ -426,7 +427,7 @@ func TestRetry_RT6_EmptyBudgetStopsWithLastError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := budgettest.New(1)
 		s := newScript(fail("one"), fail("two"), fail("three"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 5, Backoff: constant(t, ms(100)), Budget: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 5, Backoff: constant(t, ms(100)), Budget: b})
 		start := time.Now()
 
 		_, err := svc.Call(t.Context(), "req")
@@ -445,7 +446,7 @@ func TestRetry_RT6_EmptyBudgetStopsWithLastError(t *testing.T) {
 type hintError struct{ delay time.Duration }
 
 func (e *hintError) Error() string             { return fmt.Sprintf("slow down for %v", e.delay) }
-func (e *hintError) RetryDelay() time.Duration { return e.delay }
+func (e *hintError) RetryAfter() time.Duration { return e.delay }
 
 func TestRetry_RT7_Hints(t *testing.T) {
 	tests := []struct {
@@ -481,7 +482,7 @@ func TestRetry_RT7_Hints(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newScript(outcome{err: tt.err})
-				svc := wrap(t, s, retry.Config[string, string]{
+				svc := wrapT(t, s, retry.Config[string, string]{
 					MaxAttempts: 2, Backoff: constant(t, ms(100)), Hint: tt.hint, MaxHint: tt.maxHint,
 				})
 				_, err := svc.Call(t.Context(), "req")
@@ -495,7 +496,7 @@ func TestRetry_RT7_Hints(t *testing.T) {
 func TestRetry_RT7_HintFromResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newScript(outcome{resp: "503"}, outcome{resp: "200"})
-		svc := wrap(t, s, retry.Config[string, string]{
+		svc := wrapT(t, s, retry.Config[string, string]{
 			Backoff:   constant(t, ms(100)),
 			Retryable: is503,
 			Hint: func(resp string, _ error) (time.Duration, bool) {
@@ -514,7 +515,7 @@ func TestRetry_RT7_HintPastDeadlineStops(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		s := newScript(outcome{err: &hintError{delay: 2 * time.Second}})
-		svc := wrap(t, s, retry.Config[string, string]{Backoff: constant(t, ms(100))})
+		svc := wrapT(t, s, retry.Config[string, string]{Backoff: constant(t, ms(100))})
 		start := time.Now()
 
 		_, err := svc.Call(ctx, "req")
@@ -540,7 +541,7 @@ func TestRetry_ConfigErrorsNameTheField(t *testing.T) {
 			l, err := retry.NewLayer(tt.cfg)
 			assert.Nil(t, l)
 			assert.EqualError(t, err, tt.want)
-			s, err := retry.Wrap(newScript(outcome{}), tt.cfg)
+			s, err := wrap.Service(newScript(outcome{}), retry.NewLayer, tt.cfg)
 			assert.Nil(t, s)
 			assert.EqualError(t, err, tt.want)
 		})
@@ -562,7 +563,7 @@ func TestRetry_LayerWrapsManyServices(t *testing.T) {
 
 func TestRetry_SuccessPathDoesNotAllocate(t *testing.T) {
 	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
-	svc := wrap(t, ok, retry.Config[string, string]{Budget: budgettest.New(budgettest.Unlimited)})
+	svc := wrapT(t, ok, retry.Config[string, string]{Budget: budgettest.New(budgettest.Unlimited)})
 	ctx := t.Context()
 	allocs := testing.AllocsPerRun(1000, func() {
 		_, _ = svc.Call(ctx, "req")
@@ -573,9 +574,9 @@ func TestRetry_SuccessPathDoesNotAllocate(t *testing.T) {
 func TestRetry_RT1_OneAttemptNeverRetriesNorWraps(t *testing.T) {
 	boom := errors.New("boom")
 	counting := budgettest.New(1)
-	svc, err := retry.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
 		return 7, boom
-	}), retry.Config[int, int]{MaxAttempts: 1, Budget: counting})
+	}), retry.NewLayer, retry.Config[int, int]{MaxAttempts: 1, Budget: counting})
 	require.NoError(t, err)
 
 	got, err := svc.Call(context.Background(), 0)
@@ -600,7 +601,7 @@ func TestRetry_PG4_AttemptsTravelAndUpstreamRetryStops(t *testing.T) {
 		seen = append(seen, rampart.AttemptOf(ctx))
 		return "", errors.New("down")
 	})
-	svc, err := retry.Wrap(inner, retry.Config[string, string]{MaxAttempts: 3, Backoff: retry.BackoffFunc(func(int, time.Duration) time.Duration { return 0 }), Budget: budget.Always})
+	svc, err := wrap.Service(inner, retry.NewLayer, retry.Config[string, string]{MaxAttempts: 3, Backoff: retry.BackoffFunc(func(int, time.Duration) time.Duration { return 0 }), Budget: budget.Always})
 	require.NoError(t, err)
 	_, err = svc.Call(context.Background(), "r")
 	require.ErrorIs(t, err, retry.ErrMaxAttempts)

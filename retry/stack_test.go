@@ -14,6 +14,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -31,7 +32,7 @@ func TestRetry_RT6_SharedBudgetBoundsRetriesAcrossRequests(t *testing.T) {
 		b, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
 		require.NoError(t, err)
 		s := newScript(fail("down"))
-		svc := wrap(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(1)), Budget: b})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(1)), Budget: b})
 
 		attempts := map[int]int{} // attempts per request -> requests
 		for range 100 {
@@ -60,7 +61,7 @@ func TestRetry_RT6_StaticBudgets(t *testing.T) {
 			{budget: budget.Never, calls: 1, reason: retry.ErrBudgetExhausted},
 		} {
 			s := newScript(fail("down"))
-			svc := wrap(t, s, retry.Config[string, string]{Backoff: constant(t, ms(1)), Budget: tt.budget})
+			svc := wrapT(t, s, retry.Config[string, string]{Backoff: constant(t, ms(1)), Budget: tt.budget})
 			_, err := svc.Call(t.Context(), "req")
 			assert.ErrorIs(t, err, tt.reason)
 			assert.Equal(t, tt.calls, s.calls())
@@ -79,7 +80,7 @@ func stack(t testing.TB, inner rampart.Service[string, string], attempts int) ra
 	require.NoError(t, err)
 	return rampart.NewBuilder[string, string]().
 		Layer(rl).
-		Layer(circuitbreaker.NewLayer[string, string](br)).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 		Service(inner)
 }
 
@@ -123,11 +124,11 @@ func BenchmarkRetrySuccess(b *testing.B) {
 		}
 	}
 	b.Run("bare", func(b *testing.B) { run(b, ok) })
-	b.Run("retry", func(b *testing.B) { run(b, wrap(b, ok, retry.Config[string, string]{})) })
+	b.Run("retry", func(b *testing.B) { run(b, wrapT(b, ok, retry.Config[string, string]{})) })
 	b.Run("retry+budget", func(b *testing.B) {
 		bg, err := budget.New(budget.Config{})
 		require.NoError(b, err)
-		run(b, wrap(b, ok, retry.Config[string, string]{Budget: bg}))
+		run(b, wrapT(b, ok, retry.Config[string, string]{Budget: bg}))
 	})
 	b.Run("retry+budget+breaker", func(b *testing.B) { run(b, stack(b, ok, 3)) })
 	b.Run("retry+budget+breaker/parallel", func(b *testing.B) {
@@ -147,7 +148,7 @@ func BenchmarkRetrySuccess(b *testing.B) {
 func BenchmarkRetryFailure(b *testing.B) {
 	boom := errors.New("boom")
 	fails := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", boom })
-	svc := wrap(b, fails, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(b, 0), Budget: budget.Always})
+	svc := wrapT(b, fails, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(b, 0), Budget: budget.Always})
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -169,9 +170,9 @@ func TestRetry_RT9_RateLimitThatCanNeverGrantIsNotWaitedOut(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newScript(fail("down"))
-				limited, err := ratelimit.Wrap[string, string](s, rate.NewLimiter(0, tt.burst), ratelimit.Reject)
+				limited, err := wrap.Service(s, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(0, tt.burst), Mode: ratelimit.Refuse})
 				require.NoError(t, err)
-				svc := wrap(t, limited, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10))})
+				svc := wrapT(t, limited, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10))})
 				start := time.Now()
 
 				_, err = svc.Call(t.Context(), "req")
@@ -196,7 +197,7 @@ func TestRetry_RT10_RetryRefusedByATrippedBreakerIsRefunded(t *testing.T) {
 		s := newScript(fail("down"))
 		svc := rampart.NewBuilder[string, string]().
 			Layer(rl).
-			Layer(circuitbreaker.NewLayer[string, string](br)).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
 			Service(s)
 
 		_, err = svc.Call(t.Context(), "req")

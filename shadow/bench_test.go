@@ -44,7 +44,7 @@ func TestShadow_SH3_NoAllocation(t *testing.T) {
 func BenchmarkLiveBreaker(b *testing.B) {
 	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}})
 	require.NoError(b, err)
-	svc := circuitbreaker.NewLayer[int, int](br).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }))
+	svc := circuitbreaker.NewLayer[int, int](br, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

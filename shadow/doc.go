@@ -16,7 +16,7 @@
 //	svc := rampart.NewBuilder[Req, Resp]().
 //		Layer(retryLayer).
 //		Layer(shadow.NewLayer[Req, Resp](sh, classify)). // the breaker's classifier
-//		Layer(circuitbreaker.NewClassifiedLayer[Req, Resp](live, classify)).
+//		Layer(circuitbreaker.NewLayer[Req, Resp](live, classify)).
 //		Service(backend)
 //	…
 //	sim.WriteTable(os.Stdout, sh.Results()) // the replay's table

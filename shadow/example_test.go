@@ -16,18 +16,18 @@ import (
 // which succeeded.
 func Example() {
 	sh, err := shadow.New(shadow.Config{Candidates: []shadow.Candidate{
-		{Name: "2 in a row", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: time.Hour}},
+		{Name: "2 in a row", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour}},
 	}})
 	if err != nil {
 		panic(err)
 	}
 	outcomes := []error{nil, errors.New("down"), errors.New("down"), errors.New("down"), nil}
 	i := 0
-	svc := shadow.Wrap(rampart.ServiceFunc[int, string](func(context.Context, int) (string, error) {
+	svc := shadow.NewLayer[int, string](sh, nil).Wrap(rampart.ServiceFunc[int, string](func(context.Context, int) (string, error) {
 		err := outcomes[i]
 		i++
 		return "", err
-	}), sh, nil)
+	}))
 	for range outcomes {
 		_, _ = svc.Call(context.Background(), 0)
 	}

@@ -128,14 +128,14 @@ func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (v
 		return unknown, err
 	}
 	o := circuitbreaker.ClassifyContext(ctx, err)
-	if o != circuitbreaker.Ignored && s.classify != nil {
+	if o != rampart.Ignored && s.classify != nil {
 		o = s.classify(resp, err)
 	}
 	var v verdict
 	switch o {
-	case circuitbreaker.Success:
+	case rampart.Success:
 		v = success
-	case circuitbreaker.Ignored:
+	case rampart.Ignored:
 		return ignored, err
 	default:
 		v = failure
@@ -151,10 +151,4 @@ func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (v
 		s.s.latest.Store(known)
 	}
 	return v, err
-}
-
-// Wrap runs s's candidates beside the calls to svc: it is
-// NewLayer(s, classify).Wrap(svc), with the type arguments inferred.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], s *Shadow, classify circuitbreaker.Classifier[Resp]) rampart.Service[Req, Resp] {
-	return NewLayer[Req, Resp](s, classify).Wrap(svc)
 }

@@ -22,9 +22,9 @@ import (
 // candidates are the configurations both the shadow and the replay run.
 func candidates() []shadow.Candidate {
 	return []shadow.Candidate{
-		{Name: "5 in a row, 1s", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}, ResetTimeout: time.Second}},
+		{Name: "5 in a row, 1s", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}, CoolDown: time.Second}},
 		{Name: "half of 10, 500ms", Breaker: circuitbreaker.Config{
-			Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10}, Ratio: 0.5}, ResetTimeout: 500 * time.Millisecond}},
+			Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10}, Ratio: 0.5}, CoolDown: 500 * time.Millisecond}},
 	}
 }
 
@@ -55,7 +55,7 @@ func TestShadow_SH1_MatchesReplay(t *testing.T) {
 		sh, err := shadow.New(shadow.Config{Candidates: candidates()})
 		require.NoError(t, err)
 		svc := rampart.NewBuilder[int, string]().
-			Layer(record.NewLayer[int, string](rec)).
+			Layer(record.NewLayer[int, string](record.LayerConfig[int, string]{Recorder: rec})).
 			Layer(shadow.NewLayer[int, string](sh, nil)).
 			Service(outage())
 		live := 0
@@ -75,7 +75,7 @@ func TestShadow_SH1_MatchesReplay(t *testing.T) {
 			b := c.Breaker
 			cands = append(cands, sim.Candidate{Name: c.Name, Breaker: &b})
 		}
-		want, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace.String()), "trace"), cands, sim.Options{})
+		want, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace.String()), "trace"), cands, sim.Config{})
 		require.NoError(t, err)
 		for i := range want {
 			w := want[i]

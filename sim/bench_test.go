@@ -15,7 +15,7 @@ import (
 // a budget, and a timeout.
 var fullCandidate = sim.Candidate{
 	Name:    "full",
-	Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}, ResetTimeout: 5 * time.Second},
+	Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 5}, CoolDown: 5 * time.Second},
 	Retry:   &sim.Retry{MaxAttempts: 3, Budget: &budget.Config{}},
 	Timeout: time.Second,
 }
@@ -32,7 +32,7 @@ func BenchmarkReplayMillion(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := sim.Replay(sim.NewTraceReader(tracegen.Reader(s, 1_000_000), "flapping"), []sim.Candidate{fullCandidate}, sim.Options{})
+		res, err := sim.Replay(sim.NewTraceReader(tracegen.Reader(s, 1_000_000), "flapping"), []sim.Candidate{fullCandidate}, sim.Config{})
 		if err != nil {
 			b.Fatal(err)
 		}

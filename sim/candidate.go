@@ -42,7 +42,7 @@ type Retry struct {
 	MaxAttempts int
 	// Backoff is the exponential schedule between attempts, as
 	// [retry.Exponential]. Its Rand must be nil: the replay draws the
-	// jitter from a source seeded with [Options.Seed], so a replay is
+	// jitter from a source seeded with [Config.Seed], so a replay is
 	// reproducible.
 	Backoff retry.Exponential
 	// Budget configures the retry budget, which bounds retries to a share
@@ -80,9 +80,9 @@ func (e *errIgnored) Error() string {
 
 // classify judges an attempt for a candidate's breaker as a breaker
 // without a classifier does, but for a recorded ignored call.
-func classify(_ struct{}, err error) circuitbreaker.Outcome {
+func classify(_ struct{}, err error) rampart.Outcome {
 	if _, ok := errors.AsType[*errIgnored](err); ok {
-		return circuitbreaker.Ignored
+		return rampart.Ignored
 	}
 	return circuitbreaker.Classify(err) // no caller context: the replay's callers never cancel
 }
@@ -152,14 +152,14 @@ func (c *Candidate) build(s *scheduler, seed uint64, dep rampart.Service[*call, 
 			return bad(err)
 		}
 		st.breaker = br
-		b = b.Layer(circuitbreaker.NewClassifiedLayer[*call, struct{}](br, classify))
+		b = b.Layer(circuitbreaker.NewLayer[*call, struct{}](br, classify))
 	}
 	switch {
 	case c.Timeout < 0:
 		//lint:ignore ST1005 the message names the field, after "candidate %q: "
 		return bad(fmt.Errorf("Timeout must be 0 (none) or positive, got %v", c.Timeout))
 	case c.Timeout > 0:
-		b = b.With(timeout.NewConfigLayer(timeout.Config[*call, struct{}]{Timeout: c.Timeout, Clock: s}))
+		b = b.With(timeout.NewLayer(timeout.Config[*call, struct{}]{Timeout: c.Timeout, Clock: s}))
 	}
 	svc, err := b.Build(dep)
 	if err != nil {

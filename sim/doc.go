@@ -1,6 +1,6 @@
 // Package sim replays a recorded trace of calls to a dependency through
 // candidate configurations (a circuit breaker's policy and numbers, its
-// reset timeout and probes, retries with a budget, a timeout) on virtual
+// cool-down and probes, retries with a budget, a timeout) on virtual
 // time, and reports what each would have done: calls sent, calls refused
 // that would have succeeded, failures that reached callers, time open, how
 // soon the breaker noticed a burst of failures and how soon traffic flowed
@@ -14,7 +14,7 @@
 //		{Name: "5 in a row", Breaker: &circuitbreaker.Config{}},
 //		{Name: "half of 20", Breaker: &circuitbreaker.Config{
 //			Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}}}},
-//	}, sim.Options{})
+//	}, sim.Config{})
 //
 // The command rampart-sim (cmd/rampart-sim) reads candidates from a TOML
 // file and prints a table, JSON and a chart.
@@ -28,8 +28,8 @@
 // and the clock jumps to the next event only when the one goroutine
 // running has blocked on it or returned. Calls therefore run one at a
 // time, and a replay is deterministic: the same trace, candidates and
-// Options give the same results (retry jitter comes from a source seeded
-// with [Options.Seed]).
+// Config give the same results (retry jitter comes from a source seeded
+// with [Config.Seed]).
 //
 // Supported layers are those the simulator builds: circuitbreaker,
 // retry with budget, and timeout (without Abandon). Layers that block on
@@ -41,7 +41,7 @@
 // the lines started within the reader's reorder window
 // ([TraceReader.Reorder]; a recorder writes calls as they return, so
 // lines come a little out of order) and a bounded series per candidate
-// ([Options.MaxPoints]), whatever the trace's length.
+// ([Config.MaxPoints]), whatever the trace's length.
 package sim
 
 import "github.com/rampart-go/rampart/clock"

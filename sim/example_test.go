@@ -26,10 +26,10 @@ func ExampleReplay() {
 	results, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace.String()), "trace.jsonl"), []sim.Candidate{
 		{Name: "none"},
 		{Name: "2 in a row", Breaker: &circuitbreaker.Config{
-			Policy:       circuitbreaker.Consecutive{Failures: 2},
-			ResetTimeout: 2 * time.Second,
+			Policy:   circuitbreaker.Consecutive{Failures: 2},
+			CoolDown: 2 * time.Second,
 		}},
-	}, sim.Options{BurstMin: 3})
+	}, sim.Config{BurstMin: 3})
 	if err != nil {
 		fmt.Println(err)
 		return

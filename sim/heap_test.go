@@ -59,7 +59,7 @@ func TestReplay_SM10_HeapBounded(t *testing.T) {
 	require.NoError(t, err)
 	peak := func(n int) uint64 {
 		h := &liveHeap{r: tracegen.Reader(s, n)}
-		res, err := sim.Replay(sim.NewTraceReader(h, "flapping"), []sim.Candidate{fullCandidate}, sim.Options{})
+		res, err := sim.Replay(sim.NewTraceReader(h, "flapping"), []sim.Candidate{fullCandidate}, sim.Config{})
 		require.NoError(t, err)
 		require.Equal(t, n, res[0].Calls)
 		h.sample() // with the results still live

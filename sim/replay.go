@@ -13,7 +13,7 @@ import (
 	"github.com/rampart-go/rampart/retry"
 )
 
-// Defaults for the zero fields of [Options].
+// Defaults for the zero fields of [Config].
 const (
 	// DefaultBurstMin is the number of consecutive recorded failures that
 	// make a failure burst.
@@ -25,8 +25,8 @@ const (
 	DefaultMaxPoints = 1000
 )
 
-// Options tunes a replay. Every zero field takes its documented default.
-type Options struct {
+// Config tunes a replay. Every zero field takes its documented default.
+type Config struct {
 	// BurstMin is how many consecutive recorded failures make a failure
 	// burst, whose detection and recovery delays the result reports.
 	// Zero means [DefaultBurstMin]; negative is an error.
@@ -95,7 +95,7 @@ type Result struct {
 	// TimeOpen is the total time the breaker spent Open (not HalfOpen).
 	TimeOpen time.Duration `json:"time_open_ns"`
 	// Bursts is the number of failure bursts in the trace as the
-	// candidate sees it: runs of at least Options.BurstMin consecutive
+	// candidate sees it: runs of at least Config.BurstMin consecutive
 	// calls that failed, recorded as failures or taking at least the
 	// candidate's Timeout (which turns them into failures). Detected is
 	// how many of them the breaker opened during (or was already open at
@@ -201,7 +201,7 @@ type run struct {
 //
 // It returns an error naming the candidate and field for a bad candidate,
 // the [*TraceError] of a bad trace line, and any error reading the trace.
-func Replay(tr *TraceReader, cands []Candidate, opt Options) ([]Result, error) {
+func Replay(tr *TraceReader, cands []Candidate, opt Config) ([]Result, error) {
 	if err := opt.fill(); err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func Replay(tr *TraceReader, cands []Candidate, opt Options) ([]Result, error) {
 	return out, nil
 }
 
-func (o *Options) fill() error {
+func (o *Config) fill() error {
 	switch {
 	case o.BurstMin < 0:
 		return fmt.Errorf("sim: BurstMin must be 0 (the default, %d) or positive, got %d", DefaultBurstMin, o.BurstMin)
@@ -268,7 +268,7 @@ func orDefault[T comparable](v, d T) T {
 	return v
 }
 
-func newRun(c *Candidate, origin time.Time, opt Options) (*run, error) {
+func newRun(c *Candidate, origin time.Time, opt Config) (*run, error) {
 	r := &run{s: newScheduler(origin), series: series{width: opt.Resolution, max: opt.MaxPoints}}
 	r.res.Name = c.Name
 	r.bursts.min, r.bursts.timeout = opt.BurstMin, c.Timeout

@@ -35,7 +35,7 @@ func tenCalls() string {
 	return b.String()
 }
 
-func replay(t *testing.T, trace string, opt sim.Options, cands ...sim.Candidate) []sim.Result {
+func replay(t *testing.T, trace string, opt sim.Config, cands ...sim.Candidate) []sim.Result {
 	t.Helper()
 	res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace), "trace.jsonl"), cands, opt)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			// is the probe and closes it at 5.2. The burst 1-3 starts at 1.0
 			// and ends at 4.0: detected after 1.1s, recovered 1.2s after.
 			name: "consecutive",
-			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: cool}},
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
 				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 1200 * ms, RecoverMax: 1200 * ms},
 		},
@@ -70,7 +70,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			// than the window's 4. Detected 2.1s after 1.0, recovered 2.2s
 			// after 4.0.
 			name: "failure rate",
-			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4}, Ratio: 0.5}, ResetTimeout: cool}},
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4}, Ratio: 0.5}, CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 4, Failed: 4, Refused: 2, LostGoodput: 2, Trips: 1, TimeOpen: cool,
 				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 2100 * ms, DetectMax: 2100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
 		},
@@ -80,7 +80,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			// (a failure) and call 8 (a success: lost) are refused; call 9 is
 			// a fast probe and closes it. The burst 1-3 goes unnoticed.
 			name: "slow calls",
-			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: 150 * ms, Window: circuitbreaker.Window{Size: 2}}, ResetTimeout: cool}},
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: 150 * ms, Window: circuitbreaker.Window{Size: 2}}, CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
 				Bursts: 1, Detected: 0},
 		},
@@ -90,7 +90,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			// and it closes when the second returns, at 6.2: recovered 2.2s
 			// after 4.0.
 			name: "success rate",
-			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{Failures: 2}, Probes: 2, Ratio: 1}, ResetTimeout: cool}},
+			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{Failures: 2}, Probes: 2, Ratio: 1}, CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
 				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 2200 * ms, RecoverMax: 2200 * ms},
 		},
@@ -127,7 +127,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			// at 5.2 (emptied), it holds S S F S S by the end: 1 of 5.
 			name: "failure rate, time window",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{
-				Window: circuitbreaker.Window{Period: 4 * time.Second, Buckets: 4, MinCalls: 3}, Ratio: 0.5}, ResetTimeout: cool}},
+				Window: circuitbreaker.Window{Period: 4 * time.Second, Buckets: 4, MinCalls: 3}, Ratio: 0.5}, CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
 				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 1100 * ms, DetectMax: 1100 * ms, RecoverMean: 1200 * ms, RecoverMax: 1200 * ms},
 		},
@@ -137,7 +137,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			// holds F F, fewer than MinCalls 3; it never trips.
 			name: "failure rate, short time window",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{
-				Window: circuitbreaker.Window{Period: 2 * time.Second, Buckets: 2, MinCalls: 3}, Ratio: 0.5}, ResetTimeout: cool}},
+				Window: circuitbreaker.Window{Period: 2 * time.Second, Buckets: 2, MinCalls: 3}, Ratio: 0.5}, CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 10, Succeeded: 6, Failed: 4, Bursts: 1},
 		},
 		{
@@ -148,7 +148,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			// and closes it at 9.1. The burst 1-3 goes unnoticed.
 			name: "slow calls, time window",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{Threshold: 150 * ms, Ratio: 0.5,
-				Window: circuitbreaker.Window{Period: 3 * time.Second, Buckets: 3, MinCalls: 3}}, ResetTimeout: cool}},
+				Window: circuitbreaker.Window{Period: 3 * time.Second, Buckets: 3, MinCalls: 3}}, CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 5, Failed: 3, Refused: 2, LostGoodput: 1, Trips: 1, TimeOpen: cool,
 				Bursts: 1, Detected: 0},
 		},
@@ -164,7 +164,7 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			name: "any",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Any(
 				circuitbreaker.Consecutive{Failures: 3},
-				circuitbreaker.SlowCalls{Threshold: 150 * ms, Window: circuitbreaker.Window{Size: 2}}), ResetTimeout: cool}},
+				circuitbreaker.SlowCalls{Threshold: 150 * ms, Window: circuitbreaker.Window{Size: 2}}), CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 6, Succeeded: 3, Failed: 3, Refused: 4, LostGoodput: 3, Trips: 2, TimeOpen: 2 * cool,
 				Bursts: 1, Detected: 1, Recovered: 1, DetectMean: 2100 * ms, DetectMax: 2100 * ms, RecoverMean: 5100 * ms, RecoverMax: 5100 * ms},
 		},
@@ -175,14 +175,14 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			name: "trip func",
 			cand: sim.Candidate{Breaker: &circuitbreaker.Config{Policy: circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
 				return c.Failures >= 4
-			}), ResetTimeout: cool}},
+			}), CoolDown: cool}},
 			want: sim.Result{Calls: 10, Sent: 8, Succeeded: 4, Failed: 4, Refused: 2, LostGoodput: 2, Trips: 1, TimeOpen: 1900 * ms,
 				Bursts: 1, Detected: 0, Span: 9 * time.Second},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.cand.Name = tc.name
-			res := replay(t, tenCalls(), sim.Options{BurstMin: 2}, tc.cand)
+			res := replay(t, tenCalls(), sim.Config{BurstMin: 2}, tc.cand)
 			require.Len(t, res, 1)
 			got := res[0]
 			assert.Len(t, got.Series, 10)
@@ -202,8 +202,8 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 // The series spreads the breaker's states over the points it covers:
 // "consecutive" is Open from 2.1 to 4.6 and HalfOpen from 4.6 to 5.2.
 func TestReplay_SM5_SeriesOfStates(t *testing.T) {
-	res := replay(t, tenCalls(), sim.Options{BurstMin: 2}, sim.Candidate{Name: "c",
-		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2500 * time.Millisecond}})
+	res := replay(t, tenCalls(), sim.Config{BurstMin: 2}, sim.Candidate{Name: "c",
+		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: 2500 * time.Millisecond}})
 	ms := time.Millisecond
 	want := []sim.Point{
 		{Succeeded: 1, Sent: 1},
@@ -220,8 +220,8 @@ func TestReplay_SM5_SeriesOfStates(t *testing.T) {
 	assert.Equal(t, want, res[0].Series)
 
 	// With at most 4 points, the ten seconds fold into 4s points.
-	res = replay(t, tenCalls(), sim.Options{BurstMin: 2, MaxPoints: 4}, sim.Candidate{Name: "c",
-		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2500 * time.Millisecond}})
+	res = replay(t, tenCalls(), sim.Config{BurstMin: 2, MaxPoints: 4}, sim.Candidate{Name: "c",
+		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: 2500 * time.Millisecond}})
 	assert.Equal(t, 4*time.Second, res[0].Resolution)
 	assert.Equal(t, []sim.Point{
 		{Succeeded: 1, Failed: 2, Refused: 1, Sent: 3, Open: 1900 * ms},
@@ -232,8 +232,8 @@ func TestReplay_SM5_SeriesOfStates(t *testing.T) {
 
 // Candidates are replayed independently from one reading of the trace.
 func TestReplay_SM1_CandidatesInOnePass(t *testing.T) {
-	res := replay(t, tenCalls(), sim.Options{}, sim.Candidate{Name: "none"},
-		sim.Candidate{Name: "cb", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 2500 * time.Millisecond}})
+	res := replay(t, tenCalls(), sim.Config{}, sim.Candidate{Name: "none"},
+		sim.Candidate{Name: "cb", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: 2500 * time.Millisecond}})
 	require.Len(t, res, 2)
 	assert.Equal(t, "none", res[0].Name)
 	assert.Equal(t, 10, res[0].Sent)
@@ -245,13 +245,13 @@ func TestReplay_SM1_CandidatesInOnePass(t *testing.T) {
 // included; another seed gives other retry timings.
 func TestReplay_SM3_Deterministic(t *testing.T) {
 	cand := sim.Candidate{Name: "full", Timeout: 50 * time.Millisecond,
-		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}}, ResetTimeout: 5 * time.Second},
+		Breaker: &circuitbreaker.Config{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}}, CoolDown: 5 * time.Second},
 		Retry:   &sim.Retry{MaxAttempts: 3, Budget: &budget.Config{}}}
 	once := func(seed uint64) []sim.Result {
 		f, err := os.Open("testdata/flapping.jsonl")
 		require.NoError(t, err)
 		defer f.Close()
-		res, err := sim.Replay(sim.NewTraceReader(f, "flapping.jsonl"), []sim.Candidate{cand}, sim.Options{Seed: seed})
+		res, err := sim.Replay(sim.NewTraceReader(f, "flapping.jsonl"), []sim.Candidate{cand}, sim.Config{Seed: seed})
 		require.NoError(t, err)
 		return res
 	}
@@ -273,7 +273,7 @@ func TestReplay_SM2_DefaultBudgetAndNoBudget(t *testing.T) {
 	retries := sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: time.Millisecond, Jitter: retry.NoJitter}}
 	none := retries
 	none.NoBudget = true
-	res := replay(t, b.String(), sim.Options{}, sim.Candidate{Name: "default", Retry: &retries}, sim.Candidate{Name: "none", Retry: &none})
+	res := replay(t, b.String(), sim.Config{}, sim.Candidate{Name: "default", Retry: &retries}, sim.Candidate{Name: "none", Retry: &none})
 	assert.NotZero(t, res[0].RetriesRefusedByBudget)
 	assert.Equal(t, 300, res[0].RetriesSent+res[0].RetriesRefusedByBudget)
 	assert.Equal(t, 300, res[1].RetriesSent)
@@ -285,7 +285,7 @@ func TestReplay_SM2_DefaultBudgetAndNoBudget(t *testing.T) {
 // (100ms + 300ms + 100ms; 150ms + 300ms + 150ms when timed out).
 func TestReplay_SM12_Latency(t *testing.T) {
 	ms := time.Millisecond
-	res := replay(t, tenCalls(), sim.Options{}, sim.Candidate{Name: "retries", Timeout: 150 * ms,
+	res := replay(t, tenCalls(), sim.Config{}, sim.Candidate{Name: "retries", Timeout: 150 * ms,
 		Retry: &sim.Retry{MaxAttempts: 2, Backoff: retry.Exponential{Base: 300 * ms, Jitter: retry.NoJitter}}})
 	// 100ms ×4, 500ms ×4, 600ms ×2: the 5th and the 10th smallest.
 	assert.Equal(t, 500*ms, res[0].LatencyP50)

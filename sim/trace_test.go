@@ -52,7 +52,7 @@ func TestTraceReader_SM6_BadLines(t *testing.T) {
 			assert.Equal(t, 2, te.Line)
 
 			// Replay stops at the bad line with the same error.
-			_, err = sim.Replay(sim.NewTraceReader(strings.NewReader(good+"\n"+tc.line+"\n"), "trace.jsonl"), []sim.Candidate{{Name: "x"}}, sim.Options{})
+			_, err = sim.Replay(sim.NewTraceReader(strings.NewReader(good+"\n"+tc.line+"\n"), "trace.jsonl"), []sim.Candidate{{Name: "x"}}, sim.Config{})
 			assert.EqualError(t, err, tc.want)
 		})
 	}
@@ -91,7 +91,7 @@ func TestReplay_SM7_BadCandidates(t *testing.T) {
 		{"bad policy", sim.Candidate{Name: "a", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: -1}}}, `candidate "a": circuitbreaker: Consecutive.Failures must be >= 0, got -1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := sim.Replay(sim.NewTraceReader(strings.NewReader(good), "t"), []sim.Candidate{tc.cand}, sim.Options{})
+			_, err := sim.Replay(sim.NewTraceReader(strings.NewReader(good), "t"), []sim.Candidate{tc.cand}, sim.Config{})
 			assert.EqualError(t, err, tc.want)
 		})
 	}
@@ -102,7 +102,7 @@ func TestReplay_SM7_BadCandidates(t *testing.T) {
 func TestReplay_SM6_ErrorLeavesNoGoroutine(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	trace := `{"start":"2026-12-01T15:00:00Z","duration":"1h","outcome":"success"}` + "\n{oops\n"
-	_, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace), "t"), []sim.Candidate{{Name: "x", Timeout: time.Minute}}, sim.Options{})
+	_, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace), "t"), []sim.Candidate{{Name: "x", Timeout: time.Minute}}, sim.Config{})
 	assert.EqualError(t, err, "t:2: malformed JSON: invalid character 'o' looking for beginning of object key string")
 }
 

@@ -40,9 +40,9 @@ func unknownTrace() string {
 // is counted neither way by the breaker nor as a failure.
 func TestReplay_SM11_UnknownOutcomes(t *testing.T) {
 	ms := time.Millisecond
-	res := replay(t, unknownTrace(), sim.Options{BurstMin: 2},
+	res := replay(t, unknownTrace(), sim.Config{BurstMin: 2},
 		sim.Candidate{Name: "none"},
-		sim.Candidate{Name: "2 in a row", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, ResetTimeout: 10 * time.Second}})
+		sim.Candidate{Name: "2 in a row", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: 10 * time.Second}})
 	for i := range res {
 		res[i].Series, res[i].Resolution = nil, 0
 	}
@@ -61,7 +61,7 @@ func TestReplay_SM11_UnknownOutcomes(t *testing.T) {
 // A refused call with no known outcome before it fails at once.
 func TestReplay_SM11_UnknownFirst(t *testing.T) {
 	trace := fmt.Sprintf(`{"start":%q,"duration":"0s","outcome":"refused"}`+"\n", t0.Format(time.RFC3339Nano))
-	res := replay(t, trace, sim.Options{}, sim.Candidate{Name: "none"})
+	res := replay(t, trace, sim.Config{}, sim.Candidate{Name: "none"})
 	assert.Equal(t, 1, res[0].Failed)
 	assert.Equal(t, 1, res[0].Unknown)
 	assert.Equal(t, time.Duration(0), res[0].LatencyMax)

@@ -30,7 +30,7 @@ func TestLayer_CK4_DeadlineOnTheSuppliedClock(t *testing.T) {
 			cause = context.Cause(ctx)
 			return "", ctx.Err()
 		})
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, inner)
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, inner)
 
 		var err error
 		done := make(chan struct{})
@@ -72,12 +72,12 @@ func TestLayer_CK4_DeadlineOnTheSuppliedClock(t *testing.T) {
 func TestLayer_CK4_ClockWhoseDeadline(t *testing.T) {
 	inBothModes(t, func(t *testing.T, abandon bool) {
 		clk := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), time.Hour)
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
 		_, took, err := timed(context.Background(), svc)
 		assert.Equal(t, 50*time.Millisecond, took)
 		assert.Same(t, errBoom, err)
 
-		svc = wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
+		svc = wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		_, took, err = timed(ctx, svc)

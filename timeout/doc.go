@@ -3,17 +3,17 @@
 //
 // # Quick start
 //
-//	svc, err := timeout.Wrap(backend, time.Second)
+//	l, err := timeout.NewLayer(timeout.Config[Req, Resp]{Timeout: time.Second})
 //	if err != nil {
 //		return err // names the bad value
 //	}
+//	svc := l.Wrap(backend)
 //	resp, err := svc.Call(ctx, req) // err matches ErrTimeout and context.DeadlineExceeded after 1s
 //
-// [NewLayer] returns the same timeout as a layer for a [rampart.Builder];
-// [NewConfigLayer] and [WrapConfig] take a [Config] for per-request
-// timeouts ([Config.For]), calls that ignore their context
-// ([Config.Abandon]) and responses read after the call returns
-// ([Config.Detach]).
+// The same [Config] sets per-request timeouts ([Config.For]), abandons
+// calls that ignore their context ([Config.Abandon]) and keeps a response
+// readable after the call returns ([Config.Detach]). Pass the layer to a
+// [rampart.Builder] to stack it with others.
 //
 // # Why
 //
@@ -38,7 +38,7 @@
 // (context.DeadlineExceeded or context.Canceled, as the caller's context
 // says), not as a timeout of this layer: a breaker or retry layer outside
 // may treat "the caller gave up" differently from "the dependency was too
-// slow". [NewConfigLayer] documents the exact rule, including a deadline
+// slow". [NewLayer] documents the exact rule, including a deadline
 // that fires just as the inner call returns.
 //
 // # Order

@@ -18,7 +18,7 @@ func ExampleNewLayer() {
 		<-ctx.Done() // a well-behaved service stops when its context is done
 		return "", ctx.Err()
 	})
-	layer, err := timeout.NewLayer[string, string](10 * time.Millisecond)
+	layer, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: 10 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
@@ -43,8 +43,8 @@ func ExampleNewLayer() {
 
 // Per-request timeouts: For picks each request's timeout; 0 falls back to
 // Timeout.
-func ExampleNewConfigLayer() {
-	layer, err := timeout.NewConfigLayer(timeout.Config[string, string]{
+func ExampleNewLayer_perRequest() {
+	layer, err := timeout.NewLayer(timeout.Config[string, string]{
 		Timeout: 20 * time.Millisecond,
 		For: func(req string) time.Duration {
 			if req == "quick" {

@@ -18,36 +18,15 @@ func TestNilAndZeroValues(t *testing.T) {
 		{
 			Name: "zero Config",
 			Build: func() (rampart.Service[string, string], error) {
-				_, err := timeout.NewConfigLayer(timeout.Config[string, string]{})
+				_, err := timeout.NewLayer(timeout.Config[string, string]{})
 				return nil, err
-			},
-			Want: "timeout: Timeout must be > 0, got 0s",
-		},
-		{
-			Name:       "Wrap of nil service",
-			Build:      func() (rampart.Service[string, string], error) { return timeout.Wrap[string, string](nil, time.Second) },
-			Want:       "timeout: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
-		{
-			Name: "WrapConfig of nil service",
-			Build: func() (rampart.Service[string, string], error) {
-				return timeout.WrapConfig[string, string](nil, timeout.Config[string, string]{Timeout: time.Second})
-			},
-			Want:       "timeout: svc must not be nil: rampart: nil service",
-			NilService: true,
-		},
-		{
-			Name: "WrapConfig of zero Config",
-			Build: func() (rampart.Service[string, string], error) {
-				return timeout.WrapConfig(rampart.ServiceFunc[string, string](nil), timeout.Config[string, string]{})
 			},
 			Want: "timeout: Timeout must be > 0, got 0s",
 		},
 		{
 			Name: "layer wraps nil service",
 			Build: func() (rampart.Service[string, string], error) {
-				l, err := timeout.NewLayer[string, string](time.Second)
+				l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second})
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},
@@ -57,7 +36,7 @@ func TestNilAndZeroValues(t *testing.T) {
 		{
 			Name: "abandoning layer wraps nil service",
 			Build: func() (rampart.Service[string, string], error) {
-				l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
+				l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
 				require.NoError(t, err)
 				return l.Wrap(nil), nil
 			},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/timeout"
 )
@@ -28,7 +29,7 @@ func TestTimeout_EV4_Fired(t *testing.T) {
 						return "", context.Cause(ctx)
 					}
 				})
-				svc, err := timeout.WrapConfig(slow, timeout.Config[time.Duration, string]{
+				svc, err := wrap.Service(slow, timeout.NewLayer, timeout.Config[time.Duration, string]{
 					Timeout: time.Second, Abandon: abandon, Name: "db", Observer: &rec,
 				})
 				require.NoError(t, err)

@@ -8,13 +8,11 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
-	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
 )
 
-// Config configures a timeout layer built by [NewConfigLayer] or
-// [WrapConfig]. Only Timeout (or For)
-// is required; every other zero field turns a feature off.
+// Config configures a timeout layer built by [NewLayer]. Only Timeout
+// (or For) is required; every other zero field turns a feature off.
 type Config[Req, Resp any] struct {
 	// Timeout is the deadline each call gets, measured from when the
 	// layer's Call begins. It must be > 0 unless For is set. With For set
@@ -99,32 +97,7 @@ type Config[Req, Resp any] struct {
 	Clock clock.Clock
 }
 
-// NewLayer returns a layer that gives every call a deadline d after it
-// begins. It is [NewConfigLayer] with only Config.Timeout set, which
-// documents how the layer answers. d must be > 0; otherwise NewLayer
-// returns an error naming the value. The layer is safe for concurrent use
-// and may wrap any number of services.
-func NewLayer[Req, Resp any](d time.Duration) (rampart.Layer[Req, Resp], error) {
-	return NewConfigLayer(Config[Req, Resp]{Timeout: d})
-}
-
-// Wrap wraps svc in a layer built by [NewLayer] with timeout d, so that Go
-// can infer the type arguments from svc. It returns the errors [NewLayer]
-// returns, and an error matching [rampart.ErrNilService] when svc is nil.
-func Wrap[Req, Resp any](svc rampart.Service[Req, Resp], d time.Duration) (rampart.Service[Req, Resp], error) {
-	return WrapConfig(svc, Config[Req, Resp]{Timeout: d})
-}
-
-// WrapConfig wraps svc in a layer built by [NewConfigLayer] with cfg. It
-// returns the errors [NewConfigLayer] returns, and an error matching
-// [rampart.ErrNilService] when svc is nil.
-func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, Resp]) (rampart.Service[Req, Resp], error) {
-	l, err := NewConfigLayer(cfg)
-	return wrap.Service("timeout", svc, l, err)
-}
-
-// NewConfigLayer validates cfg and returns a timeout layer. [NewLayer]
-// is the short form for a fixed timeout.
+// NewLayer validates cfg and returns a timeout layer.
 //
 // Each call through the layer runs the inner service with a context whose
 // deadline is the layer's timeout after Call began and whose cause
@@ -172,10 +145,10 @@ func WrapConfig[Req, Resp any](svc rampart.Service[Req, Resp], cfg Config[Req, R
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
 //
-// NewConfigLayer returns an error naming the field when Timeout is not > 0
+// NewLayer returns an error naming the field when Timeout is not > 0
 // without For, when Timeout is negative, or when Late is set without
 // Abandon. The zero Config is thus an error: it sets no timeout.
-func NewConfigLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
+func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	switch {
 	case cfg.For == nil && cfg.Timeout <= 0:
 		return nil, fmt.Errorf("timeout: Timeout must be > 0, got %v", cfg.Timeout)
@@ -188,12 +161,12 @@ func NewConfigLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Re
 	return &layer[Req, Resp]{cfg: cfg, cause: &Error{After: cfg.Timeout}, plain: plain}, nil
 }
 
-// layer is the [rampart.Layer] that NewConfigLayer returns.
+// layer is the [rampart.Layer] that NewLayer returns.
 type layer[Req, Resp any] struct {
 	cfg Config[Req, Resp]
 	// cause is the context cause for calls that use cfg.Timeout, shared by
 	// all of them so that such calls allocate nothing for it. It is never
-	// modified after NewConfigLayer.
+	// modified after NewLayer.
 	cause *Error
 	// plain is true when cfg sets only Timeout: every call then takes
 	// the same path, without per-call decisions.
@@ -231,7 +204,7 @@ type bounds struct {
 	first bool
 }
 
-// Call runs the inner call with the layer's deadline; [NewConfigLayer] documents the
+// Call runs the inner call with the layer's deadline; [NewLayer] documents the
 // answer it gives.
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	if s.l.plain {

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -38,9 +39,9 @@ func after(d time.Duration, resp string, err error) rampart.Service[string, stri
 	})
 }
 
-func wrap(t *testing.T, cfg timeout.Config[string, string], inner rampart.Service[string, string]) rampart.Service[string, string] {
+func wrapT(t *testing.T, cfg timeout.Config[string, string], inner rampart.Service[string, string]) rampart.Service[string, string] {
 	t.Helper()
-	l, err := timeout.NewConfigLayer(cfg)
+	l, err := timeout.NewLayer(cfg)
 	require.NoError(t, err)
 	return l.Wrap(inner)
 }
@@ -76,10 +77,10 @@ func TestNewLayer_RejectsNonPositive(t *testing.T) {
 		{name: "negative", d: -time.Millisecond, want: "timeout: Timeout must be > 0, got -1ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := timeout.NewLayer[string, string](tc.d)
+			l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: tc.d})
 			assert.Nil(t, l)
 			assert.EqualError(t, err, tc.want)
-			svc, err := timeout.Wrap(honest, tc.d)
+			svc, err := wrap.Service(honest, timeout.NewLayer, timeout.Config[string, string]{Timeout: tc.d})
 			assert.Nil(t, svc)
 			assert.EqualError(t, err, tc.want)
 		})
@@ -102,7 +103,7 @@ func TestNewConfigLayer(t *testing.T) {
 		{name: "late with abandon", cfg: timeout.Config[string, string]{Timeout: time.Second, Abandon: true, Late: func(string, error) {}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, err := timeout.NewConfigLayer(tc.cfg)
+			l, err := timeout.NewLayer(tc.cfg)
 			if tc.want != "" {
 				assert.Nil(t, l)
 				assert.EqualError(t, err, tc.want)
@@ -116,7 +117,7 @@ func TestNewConfigLayer(t *testing.T) {
 
 func TestLayer_TO1_TimesOutAtDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc, err := timeout.Wrap(honest, 100*time.Millisecond)
+		svc, err := wrap.Service(honest, timeout.NewLayer, timeout.Config[string, string]{Timeout: 100 * time.Millisecond})
 		require.NoError(t, err)
 
 		_, took, err := timed(context.Background(), svc)
@@ -144,7 +145,7 @@ func TestLayer_TO1_InnerSeesDeadlineAndCause(t *testing.T) {
 			cause = context.Cause(ctx)
 			return "", cause // a service that returns the cause itself
 		})
-		svc, err := timeout.Wrap(inner, 100*time.Millisecond)
+		svc, err := wrap.Service(inner, timeout.NewLayer, timeout.Config[string, string]{Timeout: 100 * time.Millisecond})
 		require.NoError(t, err)
 
 		_, err = svc.Call(context.Background(), "req")
@@ -178,7 +179,7 @@ func TestLayer_TO1_CallerDeadline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inBothModes(t, func(t *testing.T, abandon bool) {
-				svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon}, honest)
+				svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon}, honest)
 				// Repeat: timers due at the same instant fire in no fixed order.
 				for range 20 {
 					ctx, cancel := context.Background(), context.CancelFunc(func() {})
@@ -203,7 +204,7 @@ func TestLayer_TO1_CallerDeadline(t *testing.T) {
 
 func TestLayer_TO1_CallerCancel(t *testing.T) {
 	inBothModes(t, func(t *testing.T, abandon bool) {
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon}, honest)
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon}, honest)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(30*time.Millisecond, cancel)
 
@@ -219,7 +220,7 @@ func TestLayer_TO1_CallerCancel(t *testing.T) {
 // answer the caller's, even though the layer's deadline passed first.
 func TestLayer_TO1_CallerDoneAtReturnWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(150*time.Millisecond, "", errBoom))
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(150*time.Millisecond, "", errBoom))
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(120*time.Millisecond, cancel)
 
@@ -250,7 +251,7 @@ func TestLayer_TO1_InnerOutcome(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(tc.delay, tc.resp, tc.err))
+				svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(tc.delay, tc.resp, tc.err))
 
 				resp, took, err := timed(context.Background(), svc)
 
@@ -273,8 +274,8 @@ func TestLayer_TO1_InnerOutcome(t *testing.T) {
 // A success is always the success; an error is always a timeout.
 func TestLayer_TO1_ReturnAtDeadlineInstant(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ok := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(100*time.Millisecond, "ok", nil))
-		failing := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(100*time.Millisecond, "", errBoom))
+		ok := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(100*time.Millisecond, "ok", nil))
+		failing := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, after(100*time.Millisecond, "", errBoom))
 		for range 50 {
 			resp, took, err := timed(context.Background(), ok)
 			assert.Equal(t, 100*time.Millisecond, took)
@@ -304,7 +305,7 @@ func TestLayer_TO1_PerRequestTimeout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				svc := wrap(t, timeout.Config[string, string]{Timeout: tc.fallback, For: forFn}, honest)
+				svc := wrapT(t, timeout.Config[string, string]{Timeout: tc.fallback, For: forFn}, honest)
 				// The caller's own deadline ends calls the layer leaves unbounded.
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
@@ -338,7 +339,7 @@ func TestLayer_TO3_DefaultStartsNoGoroutine(t *testing.T) {
 			<-ctx.Done()
 			return "", ctx.Err()
 		})
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, inner)
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond}, inner)
 
 		_, err := svc.Call(context.Background(), "req")
 
@@ -373,7 +374,7 @@ func TestLayer_TO3_AbandonReturnsAtDeadline(t *testing.T) {
 			at   time.Duration
 		}
 		lates := make(chan late, 1)
-		svc := wrap(t, timeout.Config[string, string]{
+		svc := wrapT(t, timeout.Config[string, string]{
 			Timeout: 100 * time.Millisecond,
 			Abandon: true,
 			Late:    func(resp string, err error) { lates <- late{resp, err, time.Since(start)} },
@@ -404,12 +405,12 @@ func TestLayer_TO3_AbandonReturnsAtDeadline(t *testing.T) {
 
 func TestLayer_TO3_AbandonInTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc := wrap(t, timeout.Config[string, string]{
+		svc := wrapT(t, timeout.Config[string, string]{
 			Timeout: 100 * time.Millisecond,
 			Abandon: true,
 			Late:    func(string, error) { t.Error("Late called for a call that returned in time") },
 		}, after(10*time.Millisecond, "ok", nil))
-		failing := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: true},
+		failing := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: true},
 			after(10*time.Millisecond, "partial", errBoom))
 
 		resp, took, err := timed(context.Background(), svc)
@@ -426,7 +427,7 @@ func TestLayer_TO3_AbandonInTime(t *testing.T) {
 func TestLayer_TO3_AbandonCallerCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		errGone := errors.New("client went away")
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: true},
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: true},
 			after(time.Second, "late", nil))
 		ctx, cancel := context.WithCancelCause(context.Background())
 		time.AfterFunc(30*time.Millisecond, func() { cancel(errGone) })
@@ -447,7 +448,7 @@ func TestLayer_TO3_AbandonCallerCause(t *testing.T) {
 func TestLayer_TO3_AbandonResultAtDeadlineNotLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var lateCalls int
-		svc := wrap(t, timeout.Config[string, string]{
+		svc := wrapT(t, timeout.Config[string, string]{
 			Timeout: 100 * time.Millisecond,
 			Abandon: true,
 			Late: func(resp string, err error) {
@@ -484,7 +485,7 @@ func TestLayer_TO3_AbandonHammer(t *testing.T) {
 			time.Sleep(time.Duration(len(req)) * 10 * time.Millisecond)
 			return req, nil
 		})
-		svc := wrap(t, timeout.Config[string, string]{
+		svc := wrapT(t, timeout.Config[string, string]{
 			Timeout: 100 * time.Millisecond,
 			Abandon: true,
 			Late:    func(resp string, _ error) { lates <- resp },
@@ -553,7 +554,7 @@ func TestLayer_DetachHandsCancelToResponse(t *testing.T) {
 		inner := rampart.ServiceFunc[string, *fakeResponse](func(ctx context.Context, _ string) (*fakeResponse, error) {
 			return &fakeResponse{ctx: ctx}, nil
 		})
-		l, err := timeout.NewConfigLayer(timeout.Config[string, *fakeResponse]{Timeout: 100 * time.Millisecond, Abandon: abandon, Detach: detach})
+		l, err := timeout.NewLayer(timeout.Config[string, *fakeResponse]{Timeout: 100 * time.Millisecond, Abandon: abandon, Detach: detach})
 		require.NoError(t, err)
 		svc := l.Wrap(inner)
 
@@ -583,7 +584,7 @@ func TestLayer_DetachNotCalledOnError(t *testing.T) {
 			innerCtx = ctx
 			return nil, errBoom
 		})
-		l, err := timeout.NewConfigLayer(timeout.Config[string, *fakeResponse]{
+		l, err := timeout.NewLayer(timeout.Config[string, *fakeResponse]{
 			Timeout: 100 * time.Millisecond,
 			Detach: func(resp *fakeResponse, cancel context.CancelFunc) *fakeResponse {
 				t.Error("Detach called for a failed call")
@@ -606,7 +607,7 @@ func TestLayer_DetachSkippedUnderCallerDeadline(t *testing.T) {
 		inner := rampart.ServiceFunc[string, *fakeResponse](func(ctx context.Context, _ string) (*fakeResponse, error) {
 			return &fakeResponse{ctx: ctx}, nil
 		})
-		l, err := timeout.NewConfigLayer(timeout.Config[string, *fakeResponse]{
+		l, err := timeout.NewLayer(timeout.Config[string, *fakeResponse]{
 			Timeout: 100 * time.Millisecond,
 			Abandon: abandon,
 			Detach: func(resp *fakeResponse, cancel context.CancelFunc) *fakeResponse {
@@ -634,7 +635,7 @@ func TestLayer_AbandonPanicReachesCaller(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 			panic(errBoom)
 		})
-		svc := wrap(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: true}, inner)
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: true}, inner)
 
 		var recovered any
 		func() {
@@ -653,7 +654,7 @@ func TestLayer_AbandonPanicReachesCaller(t *testing.T) {
 // The layer allocates nothing beyond what context.WithTimeoutCause does.
 func TestLayer_AllocatesOnlyTheContext(t *testing.T) {
 	inner := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
-	svc, err := timeout.Wrap[string, string](inner, time.Hour)
+	svc, err := wrap.Service(inner, timeout.NewLayer, timeout.Config[string, string]{Timeout: time.Hour})
 	require.NoError(t, err)
 	cause := errors.New("cause")
 	ctx := context.Background()
@@ -669,7 +670,7 @@ func TestLayer_AllocatesOnlyTheContext(t *testing.T) {
 
 func BenchmarkTimeoutLayer(b *testing.B) {
 	inner := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
-	svc, err := timeout.Wrap[string, string](inner, time.Hour)
+	svc, err := wrap.Service(inner, timeout.NewLayer, timeout.Config[string, string]{Timeout: time.Hour})
 	require.NoError(b, err)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -692,7 +693,7 @@ func BenchmarkBareWithTimeoutCause(b *testing.B) {
 
 func BenchmarkTimeoutLayerParallel(b *testing.B) {
 	inner := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
-	svc, err := timeout.Wrap[string, string](inner, time.Hour)
+	svc, err := wrap.Service(inner, timeout.NewLayer, timeout.Config[string, string]{Timeout: time.Hour})
 	require.NoError(b, err)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -705,7 +706,7 @@ func BenchmarkTimeoutLayerParallel(b *testing.B) {
 
 func BenchmarkTimeoutLayerAbandon(b *testing.B) {
 	inner := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
-	l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: time.Hour, Abandon: true})
+	l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Hour, Abandon: true})
 	require.NoError(b, err)
 	svc := l.Wrap(inner)
 	ctx := context.Background()
@@ -727,7 +728,7 @@ func TestError_TO1_IsATimeoutTheNetWay(t *testing.T) {
 
 func TestLayer_TO3_AbandonGoexitEndsTheCallersGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l, err := timeout.NewConfigLayer(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
+		l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
 		require.NoError(t, err)
 		svc := l.Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
 			runtime.Goexit()

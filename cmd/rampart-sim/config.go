@@ -11,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/retry"
@@ -37,15 +38,15 @@ type candidate struct {
 }
 
 type breaker struct {
-	ResetTimeout           duration     `toml:"reset_timeout"`
-	MaxResetTimeout        duration     `toml:"max_reset_timeout"`
-	ResetTimeoutMultiplier float64      `toml:"reset_timeout_multiplier"`
-	MaxProbes              int          `toml:"max_probes"`
-	ProbeLease             duration     `toml:"probe_lease"`
-	Consecutive            *consecutive `toml:"consecutive"`
-	FailureRate            *failureRate `toml:"failure_rate"`
-	SlowCalls              *slowCalls   `toml:"slow_calls"`
-	Probes                 *probes      `toml:"probes"`
+	CoolDown           duration     `toml:"cool_down"`
+	MaxCoolDown        duration     `toml:"max_cool_down"`
+	CoolDownMultiplier float64      `toml:"cool_down_multiplier"`
+	MaxProbes          int          `toml:"max_probes"`
+	ProbeLease         duration     `toml:"probe_lease"`
+	Consecutive        *consecutive `toml:"consecutive"`
+	FailureRate        *failureRate `toml:"failure_rate"`
+	SlowCalls          *slowCalls   `toml:"slow_calls"`
+	Probes             *probes      `toml:"probes"`
 }
 
 type consecutive struct {
@@ -97,7 +98,7 @@ type budgetConfig struct {
 }
 
 // duration is a TOML string read by time.ParseDuration, or "immediate" or
-// "forever" (for a breaker's reset timeout).
+// "forever" (for a breaker's cool-down).
 type duration time.Duration
 
 func (d *duration) UnmarshalText(b []byte) error {
@@ -105,7 +106,7 @@ func (d *duration) UnmarshalText(b []byte) error {
 	case "immediate":
 		*d = duration(circuitbreaker.Immediate)
 	case "forever":
-		*d = duration(circuitbreaker.Forever)
+		*d = duration(rampart.Forever)
 	default:
 		v, err := time.ParseDuration(s)
 		if err != nil {
@@ -126,10 +127,10 @@ var jitters = map[string]retry.Jitter{
 
 // loadCandidates reads and checks a candidates file. Every error names the
 // file, the line and the key at fault.
-func loadCandidates(path string) ([]sim.Candidate, sim.Options, error) {
+func loadCandidates(path string) ([]sim.Candidate, sim.Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, sim.Options{}, err
+		return nil, sim.Config{}, err
 	}
 	var f file
 	md, err := toml.Decode(string(data), &f)
@@ -141,25 +142,25 @@ func loadCandidates(path string) ([]sim.Candidate, sim.Options, error) {
 			if pe.LastKey != "" {
 				key = " " + src.indexed(pe.Position.Line, pe.LastKey) + ":"
 			}
-			return nil, sim.Options{}, fmt.Errorf("%s:%d:%s %s", path, pe.Position.Line, key, pe.Message)
+			return nil, sim.Config{}, fmt.Errorf("%s:%d:%s %s", path, pe.Position.Line, key, pe.Message)
 		}
 		if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			return nil, sim.Options{}, fmt.Errorf("%s:%d: %s: %s", path, line, src.indexed(line, m[2]), m[3])
+			return nil, sim.Config{}, fmt.Errorf("%s:%d: %s: %s", path, line, src.indexed(line, m[2]), m[3])
 		}
-		return nil, sim.Options{}, fmt.Errorf("%s: %w", path, err)
+		return nil, sim.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if u := md.Undecoded(); len(u) > 0 {
 		// Undecoded keys carry no index of the array element they are in:
 		// report the first line that sets one.
 		want := dotted(u[0])
 		k, line := src.find(func(k toml.Key) bool { return dotted(unindexed(k)) == want })
-		return nil, sim.Options{}, fmt.Errorf("%s:%d: %s: unknown key %q (misspelt?)", path, line, dotted(k), u[0][len(u[0])-1])
+		return nil, sim.Config{}, fmt.Errorf("%s:%d: %s: unknown key %q (misspelt?)", path, line, dotted(k), u[0][len(u[0])-1])
 	}
 	if len(f.Candidate) == 0 {
-		return nil, sim.Options{}, fmt.Errorf("%s: no [[candidate]]", path)
+		return nil, sim.Config{}, fmt.Errorf("%s: no [[candidate]]", path)
 	}
-	opt := sim.Options{BurstMin: f.Options.BurstMin, Resolution: time.Duration(f.Options.Resolution), Seed: f.Options.Seed}
+	opt := sim.Config{BurstMin: f.Options.BurstMin, Resolution: time.Duration(f.Options.Resolution), Seed: f.Options.Seed}
 	if _, err := sim.Replay(empty(), nil, opt); err != nil {
 		return nil, opt, src.fieldError(toml.Key{"options"}, err)
 	}
@@ -215,11 +216,11 @@ func (c *candidate) build() (sim.Candidate, error) {
 	out := sim.Candidate{Name: c.Name, Timeout: time.Duration(c.Timeout)}
 	if b := c.Breaker; b != nil {
 		cfg := circuitbreaker.Config{
-			ResetTimeout:           time.Duration(b.ResetTimeout),
-			MaxResetTimeout:        time.Duration(b.MaxResetTimeout),
-			ResetTimeoutMultiplier: b.ResetTimeoutMultiplier,
-			MaxProbes:              b.MaxProbes,
-			ProbeLease:             time.Duration(b.ProbeLease),
+			CoolDown:           time.Duration(b.CoolDown),
+			MaxCoolDown:        time.Duration(b.MaxCoolDown),
+			CoolDownMultiplier: b.CoolDownMultiplier,
+			MaxProbes:          b.MaxProbes,
+			ProbeLease:         time.Duration(b.ProbeLease),
 		}
 		var trips []circuitbreaker.Policy
 		if p := b.Consecutive; p != nil {

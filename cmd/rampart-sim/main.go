@@ -23,9 +23,9 @@
 //	name = "consecutive 5"
 //	timeout = "1s"                       # per-attempt timeout
 //	[candidate.breaker]
-//	reset_timeout = "10s"                # or "immediate", "forever"
-//	max_reset_timeout = "1m"             # a growing cool-down
-//	reset_timeout_multiplier = 2
+//	cool_down = "10s"                # or "immediate", "forever"
+//	max_cool_down = "1m"             # a growing cool-down
+//	cool_down_multiplier = 2
 //	max_probes = 1
 //	probe_lease = "1m"
 //	[candidate.breaker.consecutive]      # the trip rule: one or more of

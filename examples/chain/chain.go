@@ -206,9 +206,9 @@ func (s *slowdown) get() int  { s.mu.Lock(); defer s.mu.Unlock(); return s.facto
 // an overloaded server (429, or 503 asking for no retry) is neither a
 // success nor a failure, so shedding does not trip the breaker; other
 // outcomes as ramparthttp.Classify.
-func overloadClassify(resp *http.Response, err error) circuitbreaker.Outcome {
+func overloadClassify(resp *http.Response, err error) rampart.Outcome {
 	if err == nil && resp != nil && resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(ramparthttp.NoRetryHeader) == "no" {
-		return circuitbreaker.Ignored
+		return rampart.Ignored
 	}
 	return ramparthttp.Classify(resp, err)
 }
@@ -231,7 +231,7 @@ func build(cfg config, net network, rampartRun bool, rec *recorder) (*chain, err
 		if err != nil {
 			return nil, err
 		}
-		limit, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Reject)
+		limit, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 		if err != nil {
 			return nil, err
 		}
@@ -257,7 +257,7 @@ func build(cfg config, net network, rampartRun bool, rec *recorder) (*chain, err
 			url, rt := net.serve(name, rec.countAt(name, h))
 			return url, rt, t, nil
 		}
-		br, err := circuitbreaker.New(circuitbreaker.Config{ResetTimeout: cfg.resetTimeout})
+		br, err := circuitbreaker.New(circuitbreaker.Config{CoolDown: cfg.resetTimeout})
 		if err != nil {
 			return "", nil, nil, err
 		}

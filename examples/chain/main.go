@@ -76,7 +76,7 @@ func table(w io.Writer, cfg config, runs []summary) {
 		}
 		fmt.Fprintf(w, "%-8s %17.2fx %13.1f%% %13.1f%% %12s   %.1f%% / %.1f%% / %.1f%%\n", s.Run, s.MaxAttemptsAtCPerRequest, 100*s.WastedShareAtC, 100*s.MinCriticalOK, rec, 100*s.OK[0], 100*s.OK[1], 100*s.OK[2])
 	}
-	fmt.Fprintln(w, "\ntargets for rampart: attempts at C <= 1.5x requests in every window; wasted <= 5%; critical >= 95% in every window; recovered <= reset timeout + 1s")
+	fmt.Fprintln(w, "\ntargets for rampart: attempts at C <= 1.5x requests in every window; wasted <= 5%; critical >= 95% in every window; recovered <= cool-down + 1s")
 	for _, s := range runs {
 		fmt.Fprintf(w, "\n%s, by 1s window (brownout in windows %d..%d):\n", s.Run, cfg.healthy/time.Second, (cfg.healthy+cfg.fault)/time.Second-1)
 		fmt.Fprintf(w, "%4s %6s %9s %8s %8s %8s %9s\n", "s", "reqs", "at C", "ok", "critical", "shed.", "wasted")

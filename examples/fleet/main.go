@@ -87,7 +87,7 @@ func main() {
 	flag.DurationVar(&o.interval, "interval", o.interval, "time between the calls of one caller")
 	flag.IntVar(&o.callers, "callers", o.callers, "callers per replica, each making one call at a time")
 	flag.DurationVar(&o.latency, "latency", o.latency, "the backend's time per request (lets probes overlap)")
-	flag.DurationVar(&o.cooldown, "cooldown", o.cooldown, "the breakers' reset timeout")
+	flag.DurationVar(&o.cooldown, "cooldown", o.cooldown, "the breakers' cool-down")
 	flag.IntVar(&o.failures, "failures", o.failures, "consecutive failures that trip a breaker")
 	flag.IntVar(&o.maxProbes, "max-probes", o.maxProbes, "probes a HalfOpen breaker admits")
 	flag.DurationVar(&o.redisTimeout, "redis-timeout", o.redisTimeout, "bound on each Redis command; past it a replica fails safe and decides alone")

@@ -92,10 +92,10 @@ func simulate(o options, redisAddr string) (result, error) {
 	var untilMu sync.Mutex
 	for i := range rs {
 		br, err := circuitbreaker.New(circuitbreaker.Config{
-			Name:         "backend",
-			Policy:       circuitbreaker.Consecutive{Failures: o.failures},
-			ResetTimeout: o.cooldown,
-			MaxProbes:    o.maxProbes,
+			Name:      "backend",
+			Policy:    circuitbreaker.Consecutive{Failures: o.failures},
+			CoolDown:  o.cooldown,
+			MaxProbes: o.maxProbes,
 		})
 		if err != nil {
 			return res, err

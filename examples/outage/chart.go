@@ -54,7 +54,7 @@ func writeChart(r *result, path string) error {
 		title := fmt.Sprintf("naive client: every failure retried %d times at once; outage %s", o.naiveRetries, outageText(s))
 		if i == 1 {
 			title = fmt.Sprintf("rampart client: circuit breaker (reset %v), retry budget, %v attempt timeout; outage %s",
-				o.resetTimeout, o.attemptTimeout, outageText(s))
+				o.coolDown, o.attemptTimeout, outageText(s))
 		}
 		load := plot.New()
 		load.Title.Text = title

@@ -76,11 +76,11 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		obs = observe.Join(obs, o.registry.Observer())
 	}
 	br, err := circuitbreaker.New(circuitbreaker.Config{
-		Name:         "backend",
-		Observer:     obs,
-		Policy:       circuitbreaker.Consecutive{Failures: tripAfter},
-		ResetTimeout: o.resetTimeout,
-		MaxProbes:    1,
+		Name:      "backend",
+		Observer:  obs,
+		Policy:    circuitbreaker.Consecutive{Failures: tripAfter},
+		CoolDown:  o.coolDown,
+		MaxProbes: 1,
 	})
 	if err != nil {
 		return nil, err
@@ -99,9 +99,9 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 		// Two candidates a replay might have found: a quicker trip with a
 		// shorter cool-down, and a failure-rate window.
 		sh, err = shadow.New(shadow.Config{Live: br, Candidates: []shadow.Candidate{
-			{Name: "3 in a row, 500ms", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, ResetTimeout: 500 * time.Millisecond, MaxProbes: 1}},
+			{Name: "3 in a row, 500ms", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: 500 * time.Millisecond, MaxProbes: 1}},
 			{Name: "half of 20, 5s", Breaker: circuitbreaker.Config{
-				Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}, Ratio: 0.5}, ResetTimeout: 5 * time.Second, MaxProbes: 1}},
+				Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}, Ratio: 0.5}, CoolDown: 5 * time.Second, MaxProbes: 1}},
 		}})
 		if err != nil {
 			return nil, err

@@ -11,7 +11,7 @@
 // and then recovers. The backend behind the naive client stays down long
 // after the fault has gone, because the retries keep its queue full of
 // requests whose callers have already given up; the one behind rampart
-// serves again about a reset timeout after the fault ends.
+// serves again about a cool-down after the fault ends.
 //
 // At the end it prints a side-by-side table and a one-line sparkline per
 // timeline, or with -json one JSON object, and, only when -chart names a
@@ -68,7 +68,7 @@ type options struct {
 
 	attemptTimeout time.Duration
 	naiveRetries   int
-	resetTimeout   time.Duration
+	coolDown       time.Duration
 
 	chart   string
 	jsonOut bool
@@ -90,7 +90,7 @@ func defaults() options {
 		healthy: 5 * time.Second, fault: 5 * time.Second, after: 20 * time.Second,
 		rate:    250,
 		workers: 4, queue: 256, work: 10 * time.Millisecond, stall: time.Second,
-		attemptTimeout: 250 * time.Millisecond, naiveRetries: 3, resetTimeout: time.Second,
+		attemptTimeout: 250 * time.Millisecond, naiveRetries: 3, coolDown: time.Second,
 	}
 }
 
@@ -106,7 +106,7 @@ func main() {
 	flag.DurationVar(&o.stall, "stall", o.stall, "during the fault, how long a worker waits on the stalled downstream before answering 503")
 	flag.DurationVar(&o.attemptTimeout, "attempt-timeout", o.attemptTimeout, "per-attempt timeout of both clients")
 	flag.IntVar(&o.naiveRetries, "naive-retries", o.naiveRetries, "retries the naive client makes after each failure")
-	flag.DurationVar(&o.resetTimeout, "reset-timeout", o.resetTimeout, "rampart breaker's reset timeout (cool-down)")
+	flag.DurationVar(&o.coolDown, "cool-down", o.coolDown, "rampart breaker's cool-down")
 	flag.StringVar(&o.chart, "chart", o.chart, "write the timeline chart, a PNG, to this file; empty (the default) for none")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object instead of the table")
 	flag.BoolVar(&o.shadows, "shadows", false, "run two candidate breakers (package shadow) beside the rampart client's on the same attempts, and print their table next to the live breaker's")
@@ -171,8 +171,8 @@ func (o options) validate() error {
 		return fmt.Errorf("-attempt-timeout must be > 0, got %v", o.attemptTimeout)
 	case o.naiveRetries < 0:
 		return fmt.Errorf("-naive-retries must be >= 0, got %d", o.naiveRetries)
-	case o.resetTimeout <= 0:
-		return fmt.Errorf("-reset-timeout must be > 0, got %v", o.resetTimeout)
+	case o.coolDown <= 0:
+		return fmt.Errorf("-cool-down must be > 0, got %v", o.coolDown)
 	}
 	return nil
 }

@@ -37,8 +37,8 @@ func assertTargets(t *testing.T, r *result) {
 		assert.GreaterOrEqual(t, n.OutageMs, 2*r.FaultMs, "the naive client's outage lasts at least twice the fault")
 	}
 	assert.True(t, rp.OutageOver, "rampart's outage ends")
-	assert.LessOrEqual(t, rp.OutageMs, r.FaultMs+r.ResetTimeoutMs+1000,
-		"rampart's outage ends within the fault, a reset timeout and a second")
+	assert.LessOrEqual(t, rp.OutageMs, r.FaultMs+r.CoolDownMs+1000,
+		"rampart's outage ends within the fault, a cool-down and a second")
 	assert.Greater(t, rp.SuccessRate, n.SuccessRate, "rampart's callers see more successes")
 	assert.LessOrEqual(t, float64(rp.BackendHitsOutage), 0.05*float64(n.BackendHitsOutage),
 		"rampart sends at most 5% of the naive client's load during the fault")
@@ -59,7 +59,7 @@ func TestModel_ShortSchedule_Targets(t *testing.T) {
 
 		assert.Equal(t, int64(10*250), r.Naive.CallerRequests)
 		assert.Equal(t, 3000.0, r.FaultMs)
-		assert.Equal(t, 1000.0, r.ResetTimeoutMs)
+		assert.Equal(t, 1000.0, r.CoolDownMs)
 		assertTargets(t, r)
 
 		// The naive client, exactly: every call from the start of the

@@ -79,11 +79,11 @@ func simulate(o options, nw network, progress io.Writer) (*result, error) {
 	stop()
 
 	r := &result{
-		FaultMs:        ms(o.fault),
-		ResetTimeoutMs: ms(o.resetTimeout),
-		Naive:          summarise(logs[0], backends[0], nil, o),
-		Rampart:        summarise(logs[1], backends[1], ramp.breakerTransitions(), o),
-		o:              o,
+		FaultMs:    ms(o.fault),
+		CoolDownMs: ms(o.coolDown),
+		Naive:      summarise(logs[0], backends[0], nil, o),
+		Rampart:    summarise(logs[1], backends[1], ramp.breakerTransitions(), o),
+		o:          o,
 	}
 	r.Rampart.Breaker = ramp.breakerCounts(r.Rampart)
 	if ramp.shadow != nil {

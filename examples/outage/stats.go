@@ -37,10 +37,10 @@ func (l *callLog) record(at, took time.Duration, err error) {
 
 // result is the demo's outcome; its JSON form is the -json output.
 type result struct {
-	FaultMs        float64 `json:"fault_ms"`         // how long the fault lasted
-	ResetTimeoutMs float64 `json:"reset_timeout_ms"` // the rampart breaker's cool-down
-	Naive          summary `json:"naive"`
-	Rampart        summary `json:"rampart"`
+	FaultMs    float64 `json:"fault_ms"`     // how long the fault lasted
+	CoolDownMs float64 `json:"cool_down_ms"` // the rampart breaker's cool-down
+	Naive      summary `json:"naive"`
+	Rampart    summary `json:"rampart"`
 	// Shadows is the live breaker's row and the shadows' (with -shadows).
 	Shadows []sim.Result `json:"shadows,omitempty"`
 

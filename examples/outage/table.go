@@ -20,7 +20,7 @@ func printTable(w io.Writer, r *result) {
 	fmt.Fprintf(w, "load:    %g caller requests/s to each client for %v, %v per attempt\n", o.rate, o.total(), o.attemptTimeout)
 	fmt.Fprintf(w, "naive:   %d retries at once\n", o.naiveRetries)
 	fmt.Fprintf(w, "rampart: breaker (%d consecutive failures trip it, reset %v), %d attempts within a retry budget (%.0f%% + %d/s)\n\n",
-		tripAfter, o.resetTimeout, rampartAttempts, 100*budgetRatio, budgetFloor)
+		tripAfter, o.coolDown, rampartAttempts, 100*budgetRatio, budgetFloor)
 
 	n, rp := r.Naive, r.Rampart
 	row := func(name, a, b string) { fmt.Fprintf(w, "%-28s %16s %16s\n", name, a, b) }

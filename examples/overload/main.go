@@ -178,7 +178,7 @@ func handler(be *backend, o options, st stack) (http.Handler, *concurrency.Adapt
 		// A bucket of a tenth of a second's tokens absorbs the jitter of
 		// arrivals without letting a real surge through.
 		burst := max(1, int(o.rate/10))
-		rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](rate.NewLimiter(rate.Limit(o.rate), burst), ratelimit.Reject)
+		rl, err := ratelimit.NewLayer[ramparthttp.Exchange, struct{}](ratelimit.Config{Limiter: rate.NewLimiter(rate.Limit(o.rate), burst), Mode: ratelimit.Refuse})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -195,7 +195,7 @@ func handler(be *backend, o options, st stack) (http.Handler, *concurrency.Adapt
 		if err != nil {
 			return nil, nil, err
 		}
-		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](alim, concurrency.Reject)
+		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: alim, Mode: concurrency.Refuse})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -205,11 +205,11 @@ func handler(be *backend, o options, st stack) (http.Handler, *concurrency.Adapt
 		if err != nil {
 			return nil, nil, err
 		}
-		shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](lim)
+		shed, err := loadshed.NewLayer[ramparthttp.Exchange, struct{}](loadshed.Config{Readiness: lim})
 		if err != nil {
 			return nil, nil, err
 		}
-		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](lim, concurrency.Wait)
+		slots, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -12,9 +12,9 @@
 // confirmed, is applied as it is:
 //
 //	[breaker]
-//	reset_timeout = "5s"          # or "immediate", "forever"
-//	max_reset_timeout = "1m"      # a growing cool-down
-//	reset_timeout_multiplier = 2
+//	cool_down = "5s"          # or "immediate", "forever"
+//	max_cool_down = "1m"      # a growing cool-down
+//	cool_down_multiplier = 2
 //	max_probes = 2
 //	probe_lease = "10s"
 //
@@ -44,6 +44,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -82,15 +83,15 @@ type file struct {
 
 // breaker holds the keys of rampart-sim's [candidate.breaker] table.
 type breaker struct {
-	ResetTimeout           duration       `toml:"reset_timeout"`
-	MaxResetTimeout        duration       `toml:"max_reset_timeout"`
-	ResetTimeoutMultiplier float64        `toml:"reset_timeout_multiplier"`
-	MaxProbes              int            `toml:"max_probes"`
-	ProbeLease             duration       `toml:"probe_lease"`
-	Consecutive            toml.Primitive `toml:"consecutive"`
-	FailureRate            toml.Primitive `toml:"failure_rate"`
-	SlowCalls              toml.Primitive `toml:"slow_calls"`
-	Probes                 toml.Primitive `toml:"probes"`
+	CoolDown           duration       `toml:"cool_down"`
+	MaxCoolDown        duration       `toml:"max_cool_down"`
+	CoolDownMultiplier float64        `toml:"cool_down_multiplier"`
+	MaxProbes          int            `toml:"max_probes"`
+	ProbeLease         duration       `toml:"probe_lease"`
+	Consecutive        toml.Primitive `toml:"consecutive"`
+	FailureRate        toml.Primitive `toml:"failure_rate"`
+	SlowCalls          toml.Primitive `toml:"slow_calls"`
+	Probes             toml.Primitive `toml:"probes"`
 }
 
 // duration is a TOML string read by time.ParseDuration, or "immediate" or
@@ -102,7 +103,7 @@ func (d *duration) UnmarshalText(b []byte) error {
 	case "immediate":
 		*d = duration(circuitbreaker.Immediate)
 	case "forever":
-		*d = duration(circuitbreaker.Forever)
+		*d = duration(rampart.Forever)
 	default:
 		v, err := time.ParseDuration(s)
 		if err != nil {
@@ -132,11 +133,11 @@ func load(path string) (circuitbreaker.Tuning, error) {
 		return circuitbreaker.Tuning{}, fmt.Errorf("%s: %s: unknown key (misspelt?)", name, u[0])
 	}
 	t := circuitbreaker.Tuning{
-		ResetTimeout:           time.Duration(f.Breaker.ResetTimeout),
-		MaxResetTimeout:        time.Duration(f.Breaker.MaxResetTimeout),
-		ResetTimeoutMultiplier: f.Breaker.ResetTimeoutMultiplier,
-		MaxProbes:              f.Breaker.MaxProbes,
-		ProbeLease:             time.Duration(f.Breaker.ProbeLease),
+		CoolDown:           time.Duration(f.Breaker.CoolDown),
+		MaxCoolDown:        time.Duration(f.Breaker.MaxCoolDown),
+		CoolDownMultiplier: f.Breaker.CoolDownMultiplier,
+		MaxProbes:          f.Breaker.MaxProbes,
+		ProbeLease:         time.Duration(f.Breaker.ProbeLease),
 	}
 	// Check the values as the breaker would, on a scratch breaker.
 	var scratch circuitbreaker.Breaker
@@ -157,7 +158,7 @@ func apply(br *circuitbreaker.Breaker, path string, w io.Writer) error {
 		fmt.Fprintf(w, "kept the old settings: %v\n", err)
 		return err
 	}
-	fmt.Fprintf(w, "applied %s: reset_timeout %v, max_probes %d\n", filepath.Base(path), t.ResetTimeout, max(t.MaxProbes, 1))
+	fmt.Fprintf(w, "applied %s: cool_down %v, max_probes %d\n", filepath.Base(path), t.CoolDown, max(t.MaxProbes, 1))
 	return nil
 }
 
@@ -170,7 +171,7 @@ func demo(w io.Writer) error {
 	defer os.RemoveAll(dir)
 	path := dir + "/settings.toml"
 	write := func(s string) error { return os.WriteFile(path, []byte(s), 0o600) }
-	if err := write("[breaker]\nreset_timeout = \"1h\"\n"); err != nil {
+	if err := write("[breaker]\ncool_down = \"1h\"\n"); err != nil {
 		return err
 	}
 	tuned := 0
@@ -195,8 +196,8 @@ func demo(w io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	for _, settings := range []string{
-		"[breaker]\nreset_timeout = \"2s\"\nmax_probez = 2\n", // a mistake: nothing changes
-		"[breaker]\nreset_timeout = \"2s\"\nmax_probes = 2\n",
+		"[breaker]\ncool_down = \"2s\"\nmax_probez = 2\n", // a mistake: nothing changes
+		"[breaker]\ncool_down = \"2s\"\nmax_probes = 2\n",
 	} {
 		if err := write(settings); err != nil {
 			return err

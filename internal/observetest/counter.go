@@ -25,7 +25,7 @@ func (c *Counter) Observe(_ context.Context, e observe.Event) {
 }
 
 // Outcomes returns the counts of a breaker's call events (success,
-// failure, ignored, rejected), by the kind's name, zeros included.
+// failure, ignored, refused), by the kind's name, zeros included.
 func (c *Counter) Outcomes() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
