@@ -48,7 +48,7 @@ type BreakerStatus struct {
 	// open, as its Error method says it.
 	Cause string `json:"cause,omitempty"`
 	// ConsecutiveFailures, Calls, Failures and SlowCalls are the policy's
-	// counters of the current Closed period (circuitbreaker.Counters):
+	// counters of the current Closed period (circuitbreaker.Counts):
 	// a policy fills the ones it keeps.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	Calls               int `json:"calls"`

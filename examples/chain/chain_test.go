@@ -46,7 +46,7 @@ func TestChain_Targets(t *testing.T) {
 	assert.GreaterOrEqual(t, rp.MinCriticalOK, 0.95, "rampart: critical success in every window")
 	assert.Less(t, rp.OK[0], rp.OK[1], "rampart: sheddable shed before default")
 	assert.GreaterOrEqual(t, rp.Recovered, time.Duration(0), "rampart: recovered")
-	assert.LessOrEqual(t, rp.Recovered, defaults.resetTimeout+time.Second, "rampart: recovered in time")
+	assert.LessOrEqual(t, rp.Recovered, defaults.coolDown+time.Second, "rampart: recovered in time")
 	assert.Greater(t, naive.MaxAttemptsAtCPerRequest, 4.0, "naive: retries multiply")
 	assert.Greater(t, naive.WastedShareAtC, 0.5, "naive: most of C's work is wasted")
 	assert.Equal(t, time.Duration(-1), naive.Recovered, "naive: metastable, never recovers")
