@@ -87,19 +87,14 @@ func TestAPIShape_RootImportsOnlyTheStandardLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
 	checked := 0
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
 		checked++
-		for _, imp := range f.Imports {
-			if p := strings.Trim(imp.Path.Value, `"`); strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+		for _, p := range imports(t, path) {
+			if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
 				t.Errorf("%s imports %s: the root package must import only the standard library", path, p)
 			}
 		}
@@ -118,7 +113,6 @@ func TestAPIShape_LayersDoNotImportSiblingLayers(t *testing.T) {
 	for _, l := range layers {
 		isLayer["github.com/rampart-go/rampart/"+l] = true
 	}
-	fset := token.NewFileSet()
 	for _, l := range layers {
 		files, err := filepath.Glob(filepath.Join(l, "*.go"))
 		if err != nil || len(files) == 0 {
@@ -128,15 +122,25 @@ func TestAPIShape_LayersDoNotImportSiblingLayers(t *testing.T) {
 			if strings.HasSuffix(path, "_test.go") {
 				continue
 			}
-			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, imp := range f.Imports {
-				if p := strings.Trim(imp.Path.Value, `"`); isLayer[p] && p != "github.com/rampart-go/rampart/"+l {
+			for _, p := range imports(t, path) {
+				if isLayer[p] && p != "github.com/rampart-go/rampart/"+l {
 					t.Errorf("%s imports %s: a layer does not import a sibling layer", path, p)
 				}
 			}
 		}
 	}
+}
+
+// imports returns the import paths of the Go file at path.
+func imports(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []string
+	for _, imp := range f.Imports {
+		list = append(list, strings.Trim(imp.Path.Value, `"`))
+	}
+	return list
 }

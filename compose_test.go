@@ -227,7 +227,7 @@ func (s stack) call(ctx context.Context) (string, time.Duration, error) {
 }
 
 func (s stack) consecutiveFailures() int {
-	return s.breaker.State().Counters.ConsecutiveFailures
+	return s.breaker.State().Counts.ConsecutiveFailures
 }
 
 // trip opens s's breaker at once by recording failures directly, so that a

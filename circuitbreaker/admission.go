@@ -89,7 +89,7 @@ func (b *Breaker) acquireSlow(ctx context.Context) (_ Permit, err error) {
 	}
 	b.ticket++
 	p := probe{ticket: b.ticket, expiry: addSat(now, b.set.lease)}
-	if b.timing == TimingLatency {
+	if b.timing == timingLatency {
 		p.start = now
 	}
 	b.probes = append(b.probes, p)
@@ -100,7 +100,7 @@ func (b *Breaker) acquireSlow(ctx context.Context) (_ Permit, err error) {
 // word w, reading the clock only if the policy measures latency.
 func (b *Breaker) permit(w uint64) Permit {
 	var start int64
-	if b.timing == TimingLatency {
+	if b.timing == timingLatency {
 		start = b.mono()
 	}
 	return Permit{b: b, word: w, aux: start}

@@ -28,24 +28,24 @@ func (a anyPolicy) NewTracker() (Tracker, error) {
 			return nil, fmt.Errorf("%w (Any policy %d)", err, i)
 		}
 		t.ts[i] = pt
-		t.timing = max(t.timing, pt.Timing())
+		t.timing = max(t.timing, timingOf(pt))
 	}
 	return t, nil
 }
 
 type anyTracker struct {
 	ts     []Tracker
-	timing Timing
+	timing timing
 	// decider is the first tracker whose judgement made the last trip or
 	// re-open, asked for its reason by TripCause.
 	decider Tracker
 }
 
-func (a *anyTracker) Timing() Timing { return a.timing }
+func (a *anyTracker) timingNeeded() timing { return a.timing }
 
-func (a *anyTracker) WantsSuccess() bool {
+func (a *anyTracker) wantsSuccess() bool {
 	for _, t := range a.ts {
-		if t.WantsSuccess() {
+		if wanterOf(t).wantsSuccess() {
 			return true
 		}
 	}
@@ -94,14 +94,14 @@ func (a *anyTracker) Reset(s State) {
 // UseClock gives the breaker's clock to every policy that reads it.
 func (a *anyTracker) UseClock(c clock.Clock) {
 	for _, t := range a.ts {
-		useClock(t, c)
+		giveClock(t, c)
 	}
 }
 
-func (a *anyTracker) Counters() Counters {
-	var c Counters
+func (a *anyTracker) Counts() Counts {
+	var c Counts
 	for _, t := range a.ts {
-		tc := t.Counters()
+		tc := countsOf(t)
 		c.ConsecutiveFailures = max(c.ConsecutiveFailures, tc.ConsecutiveFailures)
 		c.Calls = max(c.Calls, tc.Calls)
 		c.Failures = max(c.Failures, tc.Failures)

@@ -44,8 +44,9 @@ type Breaker struct {
 	period atomic.Pointer[period]
 
 	tracker Tracker
-	counter SuccessCounter // tracker, if it is one
-	timing  Timing
+	wanter  successWanter  // tracker's, or wantsAll: never nil
+	counter successCounter // tracker, if it is one
+	timing  timing
 	set     settings
 	// base and origin are the origin of the monotonic clock readings
 	// (mono): the cool-down deadline is a number of nanoseconds since
@@ -73,7 +74,7 @@ type Breaker struct {
 	succeeded, failed int
 	lastFailure       error
 	// tripCounts are the counts of the trip being entered. Guarded by mu.
-	tripCounts Counters
+	tripCounts Counts
 
 	// events delivers transitions to the listeners (see notify.go).
 	events dispatcher[Transition]
@@ -152,9 +153,6 @@ func New(cfg Config) (*Breaker, error) {
 	if tracker == nil {
 		return nil, fmt.Errorf("circuitbreaker: Policy %T returned a nil Tracker", policy)
 	}
-	if timing := tracker.Timing(); timing > TimingLatency {
-		return nil, fmt.Errorf("circuitbreaker: Policy %T: Tracker.Timing must be TimingNone, TimingNow or TimingLatency, got %d", policy, timing)
-	}
 	b := &Breaker{}
 	b.init(set, tracker)
 	if set.observer != nil {
@@ -190,7 +188,8 @@ func reportRemoved(r removal) {
 // nobody else sees yet, or by setUp with mu held.
 func (b *Breaker) init(set settings, tracker Tracker) {
 	b.tracker = tracker
-	b.timing = tracker.Timing()
+	b.timing = timingOf(tracker)
+	b.wanter = wanterOf(tracker)
 	b.set = set
 	b.events.async, b.events.onPanic, b.events.name = set.async, set.onPanic, set.name
 	if c := set.clock; c != nil {
@@ -198,14 +197,14 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 	} else {
 		b.base = time.Now()
 	}
-	useClock(tracker, (*breakerClock)(b))
+	giveClock(tracker, (*breakerClock)(b))
 	b.cooldown = set.cooldown
 	b.probes = make([]probe, 0, set.maxProbes)
 	w := uint64(flagMade)
-	if b.timing == TimingLatency {
+	if b.timing == timingLatency {
 		w |= flagTimed
 	}
-	b.counter, _ = tracker.(SuccessCounter)
+	b.counter, _ = tracker.(successCounter)
 	b.period.Store(&period{word: w})
 	b.word.Store(w)
 }

@@ -27,7 +27,7 @@ func TestClock_CB20_WallJumpMovesNoCooldownNorWindow(t *testing.T) {
 	succeed(t, b, 1)
 	for _, jump := range []time.Duration{time.Hour, -time.Hour, -time.Hour} {
 		clk.Jump(jump)
-		assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, b.State().Counters, "after a wall step of %v", jump)
+		assert.Equal(t, circuitbreaker.Counts{Calls: 2, Failures: 1}, b.State().Counts, "after a wall step of %v", jump)
 	}
 	clk.Advance(9 * time.Second)
 	fail(t, b, 1, errBoom) // 2 of 3 failed: trips
@@ -63,7 +63,7 @@ func TestClock_CB20_DrivesTheCycle(t *testing.T) {
 	start := clk.Now()
 	call(time.Second)
 	call(time.Second - time.Nanosecond)
-	assert.Equal(t, circuitbreaker.Counters{Calls: 2, SlowCalls: 1}, b.State().Counters, "latency measured on the clock")
+	assert.Equal(t, circuitbreaker.Counts{Calls: 2, SlowCalls: 1}, b.State().Counts, "latency measured on the clock")
 	call(time.Second)
 	call(time.Second) // the window holds two slow calls: trips
 	tripped := start.Add(4*time.Second - time.Nanosecond)
@@ -89,7 +89,7 @@ func TestClock_CB20_DrivesTheCycle(t *testing.T) {
 
 	want := []circuitbreaker.Transition{
 		{From: circuitbreaker.Closed, To: circuitbreaker.Open, Time: tripped, Cause: circuitbreaker.ErrSlowCalls, RetryAfter: 30 * time.Second,
-			Counters: circuitbreaker.Counters{Calls: 2, SlowCalls: 2}}, // the counts it tripped on
+			Counts: circuitbreaker.Counts{Calls: 2, SlowCalls: 2}}, // the counts it tripped on
 		{From: circuitbreaker.Open, To: circuitbreaker.HalfOpen, Time: halfOpen},
 		{From: circuitbreaker.HalfOpen, To: circuitbreaker.Closed, Time: closed},
 	}
@@ -224,16 +224,16 @@ func TestClock_CB22_TimeWindowSuccessReadsNoClock(t *testing.T) {
 	allocs := testing.AllocsPerRun(99, func() { succeed(t, b, 1) })
 	assert.Zero(t, allocs)
 	assert.Equal(t, before, reads(clk), "no clock read per success")
-	assert.Equal(t, circuitbreaker.Counters{Calls: 101}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 101}, b.State().Counts)
 
 	clk.Advance(900*time.Millisecond - time.Nanosecond) // 1ns before the boundary
 	succeed(t, b, 1)
 	clk.Advance(time.Nanosecond) // at the boundary: bucket 1
 	succeed(t, b, 2)
 	clk.Advance(9 * time.Second) // 10s: bucket 0 leaves
-	assert.Equal(t, circuitbreaker.Counters{Calls: 2}, b.State().Counters, "bucket 0 left with its 102 successes")
+	assert.Equal(t, circuitbreaker.Counts{Calls: 2}, b.State().Counts, "bucket 0 left with its 102 successes")
 	clk.Advance(time.Second) // 11s: bucket 1 leaves, and the window is empty
-	assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{}, b.State().Counts)
 	clk.Advance(10 * time.Millisecond)
 	assert.Zero(t, clk.Pending(), "an empty window stops its timer at its next tick")
 }
@@ -260,7 +260,7 @@ func TestClock_CB22_TimeWindowResetForgetsEverything(t *testing.T) {
 	succeed(t, b, 10)
 	b.Reset()
 	assert.Zero(t, clk.Pending())
-	assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{}, b.State().Counts)
 	succeed(t, b, 3)
-	assert.Equal(t, circuitbreaker.Counters{Calls: 3}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 3}, b.State().Counts)
 }

@@ -22,8 +22,6 @@ type clockTracker struct {
 }
 
 func (p *clockTracker) NewTracker() (circuitbreaker.Tracker, error) { return p, nil }
-func (*clockTracker) Timing() circuitbreaker.Timing                 { return circuitbreaker.TimingNow }
-func (*clockTracker) WantsSuccess() bool                            { return true }
 func (p *clockTracker) Record(c circuitbreaker.Call) bool {
 	p.last = c.Monotonic
 	return false
@@ -31,8 +29,8 @@ func (p *clockTracker) Record(c circuitbreaker.Call) bool {
 func (*clockTracker) Probe(circuitbreaker.Call, circuitbreaker.Probes) circuitbreaker.Verdict {
 	return circuitbreaker.VerdictPending
 }
-func (*clockTracker) Reset(circuitbreaker.State)        {}
-func (*clockTracker) Counters() circuitbreaker.Counters { return circuitbreaker.Counters{} }
+func (*clockTracker) Reset(circuitbreaker.State)    {}
+func (*clockTracker) Counts() circuitbreaker.Counts { return circuitbreaker.Counts{} }
 func (p *clockTracker) UseClock(c clock.Clock) {
 	p.clock = c
 	p.uses++

@@ -50,12 +50,12 @@ type consecutive struct {
 	failures, successes int
 }
 
-func (c *consecutive) Timing() Timing { return TimingNone }
+func (c *consecutive) timingNeeded() timing { return timingNone }
 
 // WantsSuccess is false while the run is zero: a success then changes
 // nothing. A failure racing with this load is ordered after the success,
 // which is a valid linearization.
-func (c *consecutive) WantsSuccess() bool { return c.run.Load() != 0 }
+func (c *consecutive) wantsSuccess() bool { return c.run.Load() != 0 }
 
 func (c *consecutive) Record(call Call) bool {
 	if call.Outcome == rampart.Success {
@@ -86,6 +86,6 @@ func consecutiveProbes(call Call, p Probes, successes int) Verdict {
 
 func (c *consecutive) Reset(State) { c.run.Store(0) }
 
-func (c *consecutive) Counters() Counters {
-	return Counters{ConsecutiveFailures: int(c.run.Load())}
+func (c *consecutive) Counts() Counts {
+	return Counts{ConsecutiveFailures: int(c.run.Load())}
 }

@@ -152,11 +152,11 @@ func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
 			want: `open (until reset): tripped by: boom`},
 		{name: "open", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1500 * time.Millisecond, Cause: errBoom},
 			want: `open (retry after 1.5s): tripped by: boom`},
-		{name: "closed", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2, Calls: 10, Failures: 3, SlowCalls: 1}},
+		{name: "closed", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 2, Calls: 10, Failures: 3, SlowCalls: 1}},
 			want: `closed: 2 consecutive failures; 10 calls, 3 failures, 1 slow calls counted`},
-		{name: "closed, no window", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 2}},
+		{name: "closed, no window", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 2}},
 			want: `closed: 2 consecutive failures`},
-		{name: "closed, window only", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{Calls: 10}},
+		{name: "closed, window only", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{Calls: 10}},
 			want: `closed: 10 calls, 0 failures, 0 slow calls counted`},
 		{name: "closed, nothing counted", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed},
 			want: `closed`},
@@ -198,8 +198,6 @@ type successTripper struct{ successes int }
 var errQuota = errors.New("quota spent")
 
 func (p *successTripper) NewTracker() (circuitbreaker.Tracker, error) { return p, nil }
-func (*successTripper) Timing() circuitbreaker.Timing                 { return circuitbreaker.TimingNone }
-func (*successTripper) WantsSuccess() bool                            { return true }
 func (p *successTripper) Record(c circuitbreaker.Call) bool {
 	if c.Outcome == rampart.Success {
 		p.successes++
@@ -209,9 +207,9 @@ func (p *successTripper) Record(c circuitbreaker.Call) bool {
 func (*successTripper) Probe(circuitbreaker.Call, circuitbreaker.Probes) circuitbreaker.Verdict {
 	return circuitbreaker.VerdictPending
 }
-func (p *successTripper) Reset(circuitbreaker.State)      { p.successes = 0 }
-func (*successTripper) Counters() circuitbreaker.Counters { return circuitbreaker.Counters{} }
-func (*successTripper) TripCause() error                  { return errQuota }
+func (p *successTripper) Reset(circuitbreaker.State)  { p.successes = 0 }
+func (*successTripper) Counts() circuitbreaker.Counts { return circuitbreaker.Counts{} }
+func (*successTripper) TripCause() error              { return errQuota }
 
 func TestPolicy_CB12_UserTrackerNamesTheCauseOfATripOnSuccess(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Policy: &successTripper{}, CoolDown: time.Hour})

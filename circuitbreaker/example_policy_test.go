@@ -22,14 +22,9 @@ type QuotaPolicy struct{}
 
 func (QuotaPolicy) NewTracker() (circuitbreaker.Tracker, error) { return quotaTracker{}, nil }
 
-// quotaTracker keeps no state: each outcome is judged on its own.
+// quotaTracker keeps no state: each outcome is judged on its own. A
+// Tracker has three methods: Record, Probe and Reset.
 type quotaTracker struct{}
-
-func (quotaTracker) Timing() circuitbreaker.Timing { return circuitbreaker.TimingNone }
-
-// WantsSuccess is false: a success never changes anything, so successes
-// cost the breaker one atomic load.
-func (quotaTracker) WantsSuccess() bool { return false }
 
 func (quotaTracker) Record(c circuitbreaker.Call) bool {
 	var q *QuotaError
@@ -43,8 +38,7 @@ func (quotaTracker) Probe(c circuitbreaker.Call, _ circuitbreaker.Probes) circui
 	return circuitbreaker.VerdictClose
 }
 
-func (quotaTracker) Reset(circuitbreaker.State)        {}
-func (quotaTracker) Counters() circuitbreaker.Counters { return circuitbreaker.Counters{} }
+func (quotaTracker) Reset(circuitbreaker.State) {}
 
 // A user-defined policy plugs in through Config.Policy (CB12): this one
 // trips on a specific error type, at once, and ignores all other failures.

@@ -241,7 +241,7 @@ func (f *fastWindow) stop() {
 // and does not trip without them does not trip with them (folding writes
 // every stripe, which other cores then miss). Called with the breaker's
 // lock held.
-func (f *fastWindow) record(flags uint8, trip func(Counters) bool) bool {
+func (f *fastWindow) record(flags uint8, trip func(Counts) bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var idx int64
@@ -275,7 +275,7 @@ func (f *fastWindow) cached() (int64, bool) {
 }
 
 // counters returns the window's totals now.
-func (f *fastWindow) counters() Counters {
+func (f *fastWindow) counters() Counts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fold()

@@ -6,13 +6,19 @@ import (
 	"github.com/rampart-go/rampart"
 )
 
-// Counts are the counted outcomes of the current Closed period, as a
-// [TripFunc] sees them (gobreaker's Counts, with the last error).
+// Counts is the one tally of the current Closed period: what a [TripFunc]
+// is given after each counted outcome (gobreaker's Counts, with the last
+// error and the slow calls) and what [Breaker.State] reports. A policy
+// fills the fields it keeps and leaves the others zero: [Consecutive] the
+// runs, a [Window] policy the counts of its window.
 type Counts struct {
-	// Requests is Successes + Failures.
-	Requests int
-	// Successes and Failures count the outcomes of the period.
+	// Calls is Successes + Failures: in a [Window], the calls in it.
+	Calls int
+	// Successes and Failures count the outcomes of the period or window.
 	Successes, Failures int
+	// SlowCalls counts the calls in the window that [SlowCalls] judged
+	// slow.
+	SlowCalls int
 	// ConsecutiveSuccesses and ConsecutiveFailures are the current runs.
 	ConsecutiveSuccesses, ConsecutiveFailures int
 	// LastError is the error of the period's last failure, if any.
@@ -50,14 +56,14 @@ type tripFunc struct {
 	c    Counts // guarded by the breaker's lock
 }
 
-func (t *tripFunc) Timing() Timing { return TimingNone }
+func (t *tripFunc) timingNeeded() timing { return timingNone }
 
 // WantsSuccess is always true: every success changes the counts.
-func (t *tripFunc) WantsSuccess() bool { return true }
+func (t *tripFunc) wantsSuccess() bool { return true }
 
 func (t *tripFunc) Record(call Call) bool {
 	c := &t.c
-	c.Requests++
+	c.Calls++
 	if call.Outcome == rampart.Success {
 		c.Successes++
 		c.ConsecutiveSuccesses++
@@ -78,6 +84,4 @@ func (t *tripFunc) Probe(call Call, p Probes) Verdict {
 
 func (t *tripFunc) Reset(State) { t.c = Counts{} }
 
-func (t *tripFunc) Counters() Counters {
-	return Counters{ConsecutiveFailures: t.c.ConsecutiveFailures, Calls: t.c.Requests, Failures: t.c.Failures}
-}
+func (t *tripFunc) Counts() Counts { return t.c }

@@ -50,14 +50,14 @@ func TestTripFunc_CB17_CountsAfterEachOutcome(t *testing.T) {
 	finish(func(p *circuitbreaker.Permit) { p.Success() })
 
 	assert.Equal(t, []circuitbreaker.Counts{
-		{Requests: 1, Successes: 1, ConsecutiveSuccesses: 1},
-		{Requests: 2, Successes: 1, Failures: 1, ConsecutiveFailures: 1, LastError: errBoom},
-		{Requests: 3, Successes: 2, Failures: 1, ConsecutiveSuccesses: 1, LastError: errBoom},
-		{Requests: 4, Successes: 2, Failures: 2, ConsecutiveFailures: 1},
-		{Requests: 5, Successes: 2, Failures: 3, ConsecutiveFailures: 2, LastError: context.DeadlineExceeded},
-		{Requests: 6, Successes: 3, Failures: 3, ConsecutiveSuccesses: 1, LastError: context.DeadlineExceeded},
+		{Calls: 1, Successes: 1, ConsecutiveSuccesses: 1},
+		{Calls: 2, Successes: 1, Failures: 1, ConsecutiveFailures: 1, LastError: errBoom},
+		{Calls: 3, Successes: 2, Failures: 1, ConsecutiveSuccesses: 1, LastError: errBoom},
+		{Calls: 4, Successes: 2, Failures: 2, ConsecutiveFailures: 1},
+		{Calls: 5, Successes: 2, Failures: 3, ConsecutiveFailures: 2, LastError: context.DeadlineExceeded},
+		{Calls: 6, Successes: 3, Failures: 3, ConsecutiveSuccesses: 1, LastError: context.DeadlineExceeded},
 	}, s.got)
-	assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 6, Failures: 3}}, b.State())
+	assert.Equal(t, circuitbreaker.Snapshot{Counts: s.got[5]}, b.State(), "the snapshot has the counts TripFunc saw last")
 }
 
 func TestTripFunc_CB17_TripsWhenTheFuncSays(t *testing.T) {
@@ -83,7 +83,7 @@ func TestTripFunc_CB17_TripsWhenTheFuncSays(t *testing.T) {
 func TestTripFunc_CB17_TripOnSuccessHasLastErrorAsCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		policy := circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
-			return c.Requests >= 4 && 2*c.Failures >= c.Requests
+			return c.Calls >= 4 && 2*c.Failures >= c.Calls
 		})
 		b := newBreaker(t, circuitbreaker.Config{Policy: policy, CoolDown: time.Minute})
 		fail(t, b, 1, errBoom)
@@ -106,10 +106,10 @@ func TestTripFunc_CB17_CountsStartAtZeroInEachClosedPeriod(t *testing.T) {
 		b.Reset()
 		succeed(t, b, 1)
 		assert.Equal(t, []circuitbreaker.Counts{
-			{Requests: 1, Failures: 1, ConsecutiveFailures: 1, LastError: errBoom},
-			{Requests: 2, Failures: 2, ConsecutiveFailures: 2, LastError: errBoom},
-			{Requests: 1, Failures: 1, ConsecutiveFailures: 1, LastError: errNotFound}, // after the probe closed
-			{Requests: 1, Successes: 1, ConsecutiveSuccesses: 1},                       // after Reset
+			{Calls: 1, Failures: 1, ConsecutiveFailures: 1, LastError: errBoom},
+			{Calls: 2, Failures: 2, ConsecutiveFailures: 2, LastError: errBoom},
+			{Calls: 1, Failures: 1, ConsecutiveFailures: 1, LastError: errNotFound}, // after the probe closed
+			{Calls: 1, Successes: 1, ConsecutiveSuccesses: 1},                       // after Reset
 		}, s.got)
 	})
 }
@@ -175,7 +175,7 @@ func TestTripFunc_CB17_Hammer(t *testing.T) {
 			t.Error("the func was called concurrently for one breaker")
 		}
 		defer inside.Add(-1)
-		if c.Requests != c.Successes+c.Failures || c.ConsecutiveSuccesses > c.Successes ||
+		if c.Calls != c.Successes+c.Failures || c.ConsecutiveSuccesses > c.Successes ||
 			c.ConsecutiveFailures > c.Failures || (c.ConsecutiveSuccesses != 0 && c.ConsecutiveFailures != 0) {
 			t.Errorf("inconsistent counts %+v", c)
 		}
@@ -207,7 +207,7 @@ func TestTripFunc_CB17_Hammer(t *testing.T) {
 				if i%16 == 0 {
 					s := b.State()
 					assert.LessOrEqual(t, s.ProbesInFlight, maxProbes)
-					assert.LessOrEqual(t, s.Counters.Failures, s.Counters.Calls)
+					assert.LessOrEqual(t, s.Counts.Failures, s.Counts.Calls)
 				}
 			}
 		})
@@ -218,7 +218,7 @@ func TestTripFunc_CB17_Hammer(t *testing.T) {
 	b.Reset()
 	fail(t, b, 2, errBoom)
 	succeed(t, b, 1)
-	assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 3, Failures: 2}}, b.State())
+	assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 3, Successes: 1, Failures: 2, ConsecutiveSuccesses: 1, LastError: errBoom}}, b.State())
 }
 
 func TestAllocs_TripFunc_CB17(t *testing.T) {

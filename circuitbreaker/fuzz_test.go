@@ -130,7 +130,7 @@ func (m *model) snapshot() circuitbreaker.Snapshot {
 	s := circuitbreaker.Snapshot{State: m.state}
 	switch m.state {
 	case circuitbreaker.Closed: // ForcedClosed has no counters (CB11)
-		s.Counters.ConsecutiveFailures = m.run
+		s.Counts.ConsecutiveFailures = m.run
 	case circuitbreaker.Open:
 		s.Cause = m.cause
 		if m.now < m.until {

@@ -89,7 +89,7 @@ func TestLayer_CB8_DoneContextNotCalledNotCounted(t *testing.T) {
 	assert.Equal(t, context.DeadlineExceeded, err)
 
 	assert.Equal(t, int64(0), be.calls.Load(), "not made")
-	assert.Equal(t, 1, b.State().Counters.ConsecutiveFailures, "not counted")
+	assert.Equal(t, 1, b.State().Counts.ConsecutiveFailures, "not counted")
 }
 
 func TestLayer_CB8_CancelIgnoredDeadlineFails(t *testing.T) {
@@ -107,7 +107,7 @@ func TestLayer_CB8_CancelIgnoredDeadlineFails(t *testing.T) {
 		time.AfterFunc(time.Second, cancel)
 		_, err := svc.Call(ctx, "x")
 		require.ErrorIs(t, err, context.Canceled)
-		assert.Equal(t, 1, b.State().Counters.ConsecutiveFailures, "the caller gave up: ignored")
+		assert.Equal(t, 1, b.State().Counts.ConsecutiveFailures, "the caller gave up: ignored")
 
 		dctx, dcancel := context.WithTimeout(t.Context(), time.Second)
 		defer dcancel()
@@ -239,7 +239,7 @@ func TestLayer_CB8_DependencyCancellationIsAFailure(t *testing.T) {
 
 		_, err := svc.Call(t.Context(), "x")
 		assert.Same(t, reset, err, "the error reaches the caller unchanged")
-		assert.Equal(t, 1, b.State().Counters.ConsecutiveFailures, "the caller's context is live: the dependency failed")
+		assert.Equal(t, 1, b.State().Counts.ConsecutiveFailures, "the caller's context is live: the dependency failed")
 		_, err = svc.Call(t.Context(), "x")
 		assert.Same(t, reset, err)
 		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: time.Minute, Cause: reset}, b.State())
@@ -274,7 +274,7 @@ func TestLayer_CB8_CallerCancellationIsIgnoredWhateverTheError(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			_, err := guard(b, returning(cancel, tt.err)).Call(ctx, "x")
 			assert.Same(t, tt.err, err)
-			assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{ConsecutiveFailures: 1}}, b.State(),
+			assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{ConsecutiveFailures: 1}}, b.State(),
 				"the caller gave up: not counted")
 		})
 	}
@@ -299,7 +299,7 @@ func TestLayer_CB8_SuccessAfterCallerCancellationCounts(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	_, err := guard(b, returning(cancel, nil)).Call(ctx, "x")
 	require.NoError(t, err)
-	assert.Equal(t, 0, b.State().Counters.ConsecutiveFailures, "the dependency answered: a success resets the run")
+	assert.Equal(t, 0, b.State().Counts.ConsecutiveFailures, "the dependency answered: a success resets the run")
 }
 
 func TestLayer_CB8_ExpiredDeadlineIsAFailureWhateverTheError(t *testing.T) {
@@ -369,11 +369,11 @@ func TestPermit_CB8_DoneContext(t *testing.T) {
 	}
 	assert.True(t, done(t.Context(), context.Canceled), "the dependency's cancellation counts")
 	assert.True(t, done(t.Context(), errBoom))
-	assert.Equal(t, 2, b.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 2, b.State().Counts.ConsecutiveFailures)
 	assert.False(t, done(cancelled, errBoom), "the caller's cancellation is ignored")
-	assert.Equal(t, 2, b.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 2, b.State().Counts.ConsecutiveFailures)
 	assert.True(t, done(t.Context(), errNotFound), "IsFailure turns it into a success")
-	assert.Equal(t, 0, b.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 0, b.State().Counts.ConsecutiveFailures)
 
 	var zero circuitbreaker.Permit
 	assert.False(t, zero.DoneContext(t.Context(), errBoom), "the zero Permit is finished already")

@@ -61,7 +61,7 @@ func TestTimeWindowSuccessTakesNoMutex(t *testing.T) {
 		succeedOnce(t, b)
 	}
 	b.mu.Unlock()
-	if got := b.State().Counters.Calls; got != 1001 {
+	if got := b.State().Counts.Calls; got != 1001 {
 		t.Errorf("%d calls in the window, want 1001", got)
 	}
 }

@@ -41,7 +41,7 @@ func TestPolicy_CB12_FailureRateCountWindow(t *testing.T) {
 			Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10, MinCalls: 5}, Ratio: 0.3},
 		})
 		outcomes(t, b, "SSSSFSSSF")
-		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 9, Failures: 2}}, b.State())
+		assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 9, Failures: 2}}, b.State())
 		outcomes(t, b, "F") // 3 of 10: exactly the ratio
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
 	})
@@ -55,45 +55,45 @@ func TestPolicy_CB12_FailureRateCleanCountWindow(t *testing.T) {
 	require.NoError(t, err)
 	for range 3 {
 		tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
-		assert.True(t, tr.WantsSuccess(), "the window is not full")
+		assert.True(t, circuitbreaker.WantsSuccess(tr), "the window is not full")
 	}
 	tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
-	assert.False(t, tr.WantsSuccess(), "full of successes")
+	assert.False(t, circuitbreaker.WantsSuccess(tr), "full of successes")
 	tr.Record(circuitbreaker.Call{Outcome: rampart.Failure})
-	assert.True(t, tr.WantsSuccess(), "a failure is in the window")
+	assert.True(t, circuitbreaker.WantsSuccess(tr), "a failure is in the window")
 	for range 3 {
 		tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
-		assert.True(t, tr.WantsSuccess(), "the failure is still in the window")
+		assert.True(t, circuitbreaker.WantsSuccess(tr), "the failure is still in the window")
 	}
 	tr.Record(circuitbreaker.Call{Outcome: rampart.Success})
-	assert.False(t, tr.WantsSuccess(), "the failure left the window")
+	assert.False(t, circuitbreaker.WantsSuccess(tr), "the failure left the window")
 	tr.Reset(circuitbreaker.Closed)
-	assert.True(t, tr.WantsSuccess(), "an empty window is not full")
+	assert.True(t, circuitbreaker.WantsSuccess(tr), "an empty window is not full")
 
 	timed, err := circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: time.Second}}.NewTracker()
 	require.NoError(t, err)
-	assert.True(t, timed.WantsSuccess(), "a time window counts every success")
+	assert.True(t, circuitbreaker.WantsSuccess(timed), "a time window counts every success")
 
 	b := newBreaker(t, circuitbreaker.Config{
 		Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 4, MinCalls: 1}, Ratio: 0.5},
 	})
 	outcomes(t, b, "SSSSSSS") // the last three are counted without the lock
-	assert.Equal(t, circuitbreaker.Counters{Calls: 4}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 4}, b.State().Counts)
 	outcomes(t, b, "F")
-	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 1}, b.State().Counts)
 	outcomes(t, b, "SSS")
-	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters, "window: F S S S")
+	assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 1}, b.State().Counts, "window: F S S S")
 	outcomes(t, b, "S")
-	assert.Equal(t, circuitbreaker.Counters{Calls: 4}, b.State().Counters, "the failure left after exactly four calls")
+	assert.Equal(t, circuitbreaker.Counts{Calls: 4}, b.State().Counts, "the failure left after exactly four calls")
 	outcomes(t, b, "SF")
-	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 1}, b.State().Counts)
 	outcomes(t, b, "F")
 	assert.Equal(t, circuitbreaker.Open, b.State().State, "2 of 4 failed")
 	// Any asks every policy: a clean count window and a zero run skip the lock.
 	anyT, err := circuitbreaker.Any(circuitbreaker.Consecutive{}, circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 1}}).NewTracker()
 	require.NoError(t, err)
 	anyT.Record(circuitbreaker.Call{Outcome: rampart.Success})
-	assert.False(t, anyT.WantsSuccess())
+	assert.False(t, circuitbreaker.WantsSuccess(anyT))
 }
 
 func TestPolicy_CB12_FailureRateMinCallsAndSliding(t *testing.T) {
@@ -105,7 +105,7 @@ func TestPolicy_CB12_FailureRateMinCallsAndSliding(t *testing.T) {
 	b.Reset()
 	outcomes(t, b, "FSSS")
 	outcomes(t, b, "F") // the first F slid out: S S S F
-	assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 1}, b.State().Counts)
 	outcomes(t, b, "F") // S S F F
 	assert.Equal(t, circuitbreaker.Open, b.State().State)
 }
@@ -147,13 +147,13 @@ func TestPolicy_CB12_FailureRateTimeWindow(t *testing.T) {
 		})
 		outcomes(t, b, "SF")
 		time.Sleep(9999 * time.Millisecond)
-		assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, b.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{Calls: 2, Failures: 1}, b.State().Counts)
 		time.Sleep(time.Millisecond)
-		assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters, "the first bucket left the window")
+		assert.Equal(t, circuitbreaker.Counts{}, b.State().Counts, "the first bucket left the window")
 
 		outcomes(t, b, "F")
 		time.Sleep(25 * time.Second) // an idle gap longer than the window
-		assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{}, b.State().Counts)
 		outcomes(t, b, "SF") // without stale buckets: 1 of 2, below MinCalls
 		assert.Equal(t, circuitbreaker.Closed, b.State().State)
 		time.Sleep(5 * time.Second)
@@ -175,9 +175,9 @@ func TestPolicy_CB12_SlowCalls(t *testing.T) {
 		timed(t, b, 100*time.Millisecond)
 		timed(t, b, 999*time.Millisecond)
 		timed(t, b, time.Second) // at the threshold is slow
-		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 3, SlowCalls: 1}}, b.State())
+		assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 3, SlowCalls: 1}}, b.State())
 		fail(t, b, 1, errBoom) // a fast failure is not slow
-		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1, SlowCalls: 1}, b.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 1, SlowCalls: 1}, b.State().Counts)
 		timed(t, b, 2*time.Second) // window: 999ms, 1s, fail, 2s: 2 of 4 slow
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
 
@@ -336,7 +336,7 @@ func TestPolicy_CB12_AnyTripsWhenAnyTrips(t *testing.T) {
 			CoolDown: time.Second,
 		})
 		outcomes(t, b, "FF")
-		assert.Equal(t, circuitbreaker.Counters{ConsecutiveFailures: 2, Calls: 2, Failures: 2}, b.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{ConsecutiveFailures: 2, Calls: 2, Failures: 2}, b.State().Counts)
 		timed(t, b, time.Second)
 		assert.Equal(t, circuitbreaker.Closed, b.State().State)
 		timed(t, b, time.Second) // both calls in the slow window are slow

@@ -18,16 +18,15 @@ type Policy interface {
 	NewTracker() (Tracker, error)
 }
 
-// Tracker is the state a [Policy] keeps for one [Breaker]. The breaker
-// calls Record, Probe, Reset, Counters and [TripCauser.TripCause] with its
-// lock held, one at a time (they must not call the Breaker);
-// WantsSuccess concurrently, without the lock; Timing once, in [New].
+// Tracker is the state a [Policy] keeps for one [Breaker]: three methods,
+// which the breaker calls with its lock held, one at a time (they must not
+// call the Breaker). A Tracker may also have a method Counts() [Counts],
+// which [Breaker.State] reports (zero counts without it), and may be a
+// [TripCauser] or a [ClockUser]. A user's Tracker is given every success and every time
+// reading of [Call]; the built-in policies' trackers skip the lock for
+// successes that change nothing and read only the clock they need,
+// through methods of their own that the breaker looks for.
 type Tracker interface {
-	// Timing reports which clock readings the tracker needs in [Call].
-	Timing() Timing
-	// WantsSuccess reports whether a success in Closed must be recorded
-	// with Record; false lets the breaker skip its lock.
-	WantsSuccess() bool
 	// Record records one outcome of the current Closed period and reports
 	// whether the breaker must trip.
 	Record(c Call) (trip bool)
@@ -37,16 +36,6 @@ type Tracker interface {
 	// Reset clears the history when the breaker enters Closed or HalfOpen
 	// (the state being entered), and on [Breaker.Reset].
 	Reset(entering State)
-	// Counters returns the counters for [Breaker.State].
-	Counters() Counters
-}
-
-// SuccessCounter is an optional [Tracker] interface: when WantsSuccess is
-// true, CountSuccess is called without the lock, concurrently with every
-// method, and false sends the success to Record. It must return false for
-// a success that could trip, and not count one across a Reset.
-type SuccessCounter interface {
-	CountSuccess() bool
 }
 
 // TripCauser is an optional [Tracker] interface naming the cause of a trip
@@ -63,36 +52,88 @@ func tripCauseOf(t Tracker) error {
 	return nil
 }
 
+// The fast paths of the built-in trackers, which the breaker finds by type
+// assertion, as x/time/rate keeps reserveN to itself. A Tracker without
+// them gets what is always correct: every clock reading and every success
+// recorded under the lock.
+type (
+	// timer reports which clock readings the tracker needs in [Call],
+	// once, in [New].
+	timer interface{ timingNeeded() timing }
+	// successWanter reports, without the lock and concurrently with every
+	// method, whether a success in Closed must be recorded with Record;
+	// false lets the breaker skip its lock.
+	successWanter interface{ wantsSuccess() bool }
+	// successCounter counts a success without the lock when wantsSuccess
+	// is true, concurrently with every method; false sends the success to
+	// Record. It must return false for a success that could trip, and not
+	// count one across a Reset.
+	successCounter interface{ countSuccess() bool }
+	// counter is a tracker with counts for [Breaker.State].
+	counter interface{ Counts() Counts }
+)
+
+// timingOf returns the clock readings t needs: all of them for a tracker
+// that does not say.
+func timingOf(t Tracker) timing {
+	if tm, ok := t.(timer); ok {
+		return tm.timingNeeded()
+	}
+	return timingLatency
+}
+
+// wanterOf returns t's successWanter, or one that wants every success.
+func wanterOf(t Tracker) successWanter {
+	if w, ok := t.(successWanter); ok {
+		return w
+	}
+	return wantsAll{}
+}
+
+// wantsAll is the successWanter of a Tracker without one.
+type wantsAll struct{}
+
+func (wantsAll) wantsSuccess() bool { return true }
+
+// countsOf returns t's Counts, or zero counts.
+func countsOf(t Tracker) Counts {
+	if c, ok := t.(counter); ok {
+		return c.Counts()
+	}
+	return Counts{}
+}
+
 // ClockUser is an optional interface of a [Tracker] that reads the time
-// outside Record and Probe (as the time window of [FailureRate] does). [New]
-// calls UseClock once, before the breaker is used, with the breaker's
-// clock: never nil ([Config.Clock] or the system's), its Monotonic readings
-// on the origin of [Call.Monotonic]. A timer's function runs without the
-// breaker's lock.
+// outside Record and Probe (as the time window of [FailureRate] does).
+// [New] calls UseClock once, before the breaker is used, with the
+// breaker's clock: never nil ([Config.Clock] or the system's), its
+// Monotonic readings on the origin of [Call.Monotonic]. A timer's function
+// runs without the breaker's lock.
 type ClockUser interface {
 	UseClock(c clock.Clock)
 }
 
-// useClock gives c to t if t is a [ClockUser].
-func useClock(t Tracker, c clock.Clock) {
+// giveClock gives c to t if t is a [ClockUser].
+func giveClock(t Tracker, c clock.Clock) {
 	if u, ok := t.(ClockUser); ok {
 		u.UseClock(c)
 	}
 }
 
-// Timing is the set of clock readings a [Tracker] asks for.
-type Timing uint8
+// timing is the set of clock readings a tracker asks for.
+type timing uint8
 
 const (
-	// TimingNone asks for no clock reading.
-	TimingNone Timing = 0
-	// TimingNow asks for [Call.Now]: one clock read per outcome.
-	TimingNow Timing = 1
-	// TimingLatency adds [Call.Latency]: one more read per permit.
-	TimingLatency Timing = 2
+	// timingNone asks for no clock reading.
+	timingNone timing = 0
+	// timingNow asks for [Call.Now]: one clock read per outcome.
+	timingNow timing = 1
+	// timingLatency adds [Call.Latency]: one more read per permit.
+	timingLatency timing = 2
 )
 
-// Call is one counted outcome; its times are set as [Timing] asks.
+// Call is one counted outcome. A user's [Tracker] gets every field; a
+// built-in one only the times it needs.
 type Call struct {
 	// Outcome is Success or Failure.
 	Outcome rampart.Outcome
@@ -139,15 +180,6 @@ func (v Verdict) String() string {
 		return "reopen"
 	}
 	return fmt.Sprintf("Verdict(%d)", uint8(v))
-}
-
-// Counters are a policy's Closed-state counters; a policy fills the
-// fields it keeps.
-type Counters struct {
-	// ConsecutiveFailures is the current run of failures.
-	ConsecutiveFailures int
-	// Calls, Failures and SlowCalls count the outcomes in a [Window].
-	Calls, Failures, SlowCalls int
 }
 
 // maxCount bounds every count in a configuration. Larger values are

@@ -16,12 +16,12 @@ import (
 func TestPolicies_CB13_FailureRateDefaults(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.FailureRate{}})
 	outcomes(t, b, strings.Repeat("F", 99))
-	assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 99, Failures: 99}}, b.State(),
+	assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 99, Failures: 99}}, b.State(),
 		"MinCalls defaults to the Size, 100")
 
 	b = newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.FailureRate{}})
 	outcomes(t, b, strings.Repeat("S", 50)+strings.Repeat("F", 49)+"S")
-	assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 100, Failures: 49}}, b.State())
+	assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 100, Failures: 49}}, b.State())
 	outcomes(t, b, "F") // the first S leaves the 100-call window: 50 of 100
 	assert.Equal(t, circuitbreaker.Open, b.State().State, "the default Ratio is one half")
 }
@@ -34,12 +34,12 @@ func TestPolicies_CB13_TimeWindowDefaults(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		outcomes(t, b, "S") // in the first of 10 one-second buckets
 		time.Sleep(9499 * time.Millisecond)
-		assert.Equal(t, circuitbreaker.Counters{Calls: 1}, b.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{Calls: 1}, b.State().Counts)
 		time.Sleep(time.Millisecond) // 10s: the first bucket leaves the window
-		assert.Equal(t, circuitbreaker.Counters{}, b.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{}, b.State().Counts)
 
 		outcomes(t, b, strings.Repeat("F", 19))
-		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 19, Failures: 19}}, b.State(),
+		assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 19, Failures: 19}}, b.State(),
 			"MinCalls defaults to 20 for a time window")
 		outcomes(t, b, "F")
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
@@ -58,7 +58,7 @@ func TestPolicies_CB12_TimeWindowGapOfWholeWindows(t *testing.T) {
 		outcomes(t, b, "F") // bucket 0
 		time.Sleep(20 * time.Second)
 		outcomes(t, b, "S") // bucket 20, the same slot as bucket 0
-		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 1}}, b.State(),
+		assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 1}}, b.State(),
 			"a stale F would make 1 of 2 and trip")
 		outcomes(t, b, "F")
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
@@ -72,7 +72,7 @@ func TestPolicies_CB13_SlowCallsDefaults(t *testing.T) {
 		for range 99 {
 			timed(t, b, time.Minute)
 		}
-		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 100, SlowCalls: 99}}, b.State(),
+		assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 100, SlowCalls: 99}}, b.State(),
 			"the default Ratio is 1: every call in the window must be slow")
 		timed(t, b, time.Minute) // the fast call leaves the 100-call window
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
@@ -199,7 +199,7 @@ func TestPolicies_CB12_Timing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, err := tt.policy.NewTracker()
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, tr.Timing())
+			assert.Equal(t, tt.want, circuitbreaker.TimingOf(tr))
 		})
 	}
 }
@@ -235,7 +235,7 @@ func TestPolicies_CB11_AnyCounters(t *testing.T) {
 		timed(t, b, time.Second)
 		outcomes(t, b, "F")
 		// Consecutive: a run of 1. FailureRate: F F S F. SlowCalls: S(slow) F.
-		assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{
+		assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{
 			ConsecutiveFailures: 1, Calls: 4, Failures: 3, SlowCalls: 1,
 		}}, b.State())
 	})
@@ -253,26 +253,26 @@ func TestPolicies_CB12_TimeWindowOutOfOrderOutcomes(t *testing.T) {
 		}.NewTracker()
 		require.NoError(t, err)
 		base := time.Now()
-		record := func(o rampart.Outcome, at time.Duration) circuitbreaker.Counters {
+		record := func(o rampart.Outcome, at time.Duration) circuitbreaker.Counts {
 			t.Helper()
 			require.False(t, tr.Record(circuitbreaker.Call{Outcome: o, Now: base.Add(at), Monotonic: at}), "never trips below MinCalls")
-			return tr.Counters()
+			return circuitbreaker.CountsOf(tr)
 		}
 		s, f := rampart.Success, rampart.Failure
-		assert.Equal(t, circuitbreaker.Counters{Calls: 1, Failures: 1}, record(f, 0))
-		assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, record(s, 5*time.Second))
-		assert.Equal(t, circuitbreaker.Counters{Calls: 3, Failures: 1}, record(s, 2*time.Second), "late, in the window")
-		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 2}, record(f, 9999*time.Millisecond))
-		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, record(s, 10500*time.Millisecond),
+		assert.Equal(t, circuitbreaker.Counts{Calls: 1, Failures: 1}, record(f, 0))
+		assert.Equal(t, circuitbreaker.Counts{Calls: 2, Failures: 1}, record(s, 5*time.Second))
+		assert.Equal(t, circuitbreaker.Counts{Calls: 3, Failures: 1}, record(s, 2*time.Second), "late, in the window")
+		assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 2}, record(f, 9999*time.Millisecond))
+		assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 1}, record(s, 10500*time.Millisecond),
 			"bucket 0 left: its failure with it")
-		assert.Equal(t, circuitbreaker.Counters{Calls: 4, Failures: 1}, record(f, 500*time.Millisecond),
+		assert.Equal(t, circuitbreaker.Counts{Calls: 4, Failures: 1}, record(f, 500*time.Millisecond),
 			"late, and its bucket has left: not counted")
-		assert.Equal(t, circuitbreaker.Counters{Calls: 3, Failures: 1}, record(s, 15500*time.Millisecond),
+		assert.Equal(t, circuitbreaker.Counts{Calls: 3, Failures: 1}, record(s, 15500*time.Millisecond),
 			"buckets 2 and 5 left")
-		assert.Equal(t, circuitbreaker.Counters{Calls: 1}, record(s, 100*time.Second), "a gap: every bucket left")
+		assert.Equal(t, circuitbreaker.Counts{Calls: 1}, record(s, 100*time.Second), "a gap: every bucket left")
 		time.Sleep(111 * time.Second)
-		assert.Equal(t, circuitbreaker.Counters{}, tr.Counters(), "reading the counters moves the window on")
+		assert.Equal(t, circuitbreaker.Counts{}, circuitbreaker.CountsOf(tr), "reading the counters moves the window on")
 		tr.Reset(circuitbreaker.Closed)
-		assert.Equal(t, circuitbreaker.Counters{Calls: 1, Failures: 1}, record(f, 112*time.Second))
+		assert.Equal(t, circuitbreaker.Counts{Calls: 1, Failures: 1}, record(f, 112*time.Second))
 	})
 }

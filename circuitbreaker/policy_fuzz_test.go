@@ -77,7 +77,7 @@ func FuzzPolicies_CB12_FailureRateCountWindow(f *testing.F) {
 				window = nil
 				continue
 			}
-			require.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: len(window), Failures: failures}}, s,
+			require.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: len(window), Failures: failures}}, s,
 				"outcome %d", i)
 		}
 	})
@@ -136,7 +136,7 @@ func FuzzPolicies_CB12_FailureRateTimeWindow(f *testing.F) {
 				// The high bits wait 0 to 63 half buckets.
 				time.Sleep(time.Duration(s>>2) * width / 2)
 				calls, failures := live()
-				require.Equal(t, circuitbreaker.Counters{Calls: calls, Failures: failures}, b.State().Counters, "step %d, before", i)
+				require.Equal(t, circuitbreaker.Counts{Calls: calls, Failures: failures}, b.State().Counts, "step %d, before", i)
 				switch s & 3 {
 				case 2:
 					continue
@@ -160,7 +160,7 @@ func FuzzPolicies_CB12_FailureRateTimeWindow(f *testing.F) {
 					events = nil
 					continue
 				}
-				require.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: calls, Failures: failures}}, b.State(),
+				require.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: calls, Failures: failures}}, b.State(),
 					"step %d", i)
 			}
 		})

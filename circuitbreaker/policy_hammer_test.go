@@ -28,7 +28,7 @@ func TestPolicies_CB12_Hammer(t *testing.T) {
 	tests := []struct {
 		name     string
 		policy   circuitbreaker.Policy
-		maxCalls int // bound on Counters.Calls; 0 for none
+		maxCalls int // bound on Counts.Calls; 0 for none
 	}{
 		{name: "FailureRateCount", maxCalls: size, policy: circuitbreaker.FailureRate{
 			Window: circuitbreaker.Window{Size: size, MinCalls: 5}, Ratio: 0.4,
@@ -77,7 +77,7 @@ func TestPolicies_CB12_Hammer(t *testing.T) {
 								continue
 							}
 							s := b.State()
-							c := s.Counters
+							c := s.Counts
 							if tt.maxCalls > 0 {
 								assert.LessOrEqual(t, c.Calls, tt.maxCalls)
 							}
@@ -93,7 +93,7 @@ func TestPolicies_CB12_Hammer(t *testing.T) {
 				b.Reset()
 				require.Equal(t, circuitbreaker.Snapshot{}, b.State())
 				outcomes(t, b, "FSSSS") // below every ratio and run above
-				assert.Equal(t, circuitbreaker.Snapshot{Counters: circuitbreaker.Counters{Calls: 5, Failures: 1}}, b.State())
+				assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 5, Failures: 1}}, b.State())
 			})
 		})
 	}

@@ -60,20 +60,20 @@ type failureRate struct {
 	_    [cacheLine - 8]byte
 }
 
-// Timing is TimingNone for a time window too: it reads the breaker's clock
+// timing is timingNone for a time window too: it reads the breaker's clock
 // itself, only when its timer does not tell it the bucket (fastWindow).
-func (f *failureRate) Timing() Timing {
+func (f *failureRate) timingNeeded() timing {
 	if f.fast != nil {
-		return TimingNone
+		return timingNone
 	}
-	return timingOf(f.w)
+	return windowTiming(f.w)
 }
 
 // WantsSuccess is false while the count window is full and holds no
 // failure: a success would evict a success and change nothing, not even
 // the order of the window, whose calls are all alike. A failure racing with
 // this load is ordered after the success, which is a valid linearization.
-func (f *failureRate) WantsSuccess() bool { return f.busy.Load() != 0 }
+func (f *failureRate) wantsSuccess() bool { return f.busy.Load() != 0 }
 
 // setBusy updates busy after a change to w.
 func (f *failureRate) setBusy() {
@@ -87,7 +87,7 @@ func (f *failureRate) setBusy() {
 // CountSuccess counts a success of a time window without the breaker's
 // lock when no success can trip the breaker and no bucket boundary is
 // near; see fastWindow.
-func (f *failureRate) CountSuccess() bool { return f.fast != nil && f.fast.count() }
+func (f *failureRate) countSuccess() bool { return f.fast != nil && f.fast.count() }
 
 func (f *failureRate) Record(c Call) bool {
 	var flags uint8
@@ -103,7 +103,7 @@ func (f *failureRate) Record(c Call) bool {
 }
 
 // trips reports whether totals t trip the breaker.
-func (f *failureRate) trips(t Counters) bool {
+func (f *failureRate) trips(t Counts) bool {
 	return t.Calls >= f.w.minCalls && reached(t.Failures, t.Calls, f.ratio)
 }
 
@@ -120,7 +120,7 @@ func (f *failureRate) Reset(State) {
 	f.setBusy()
 }
 
-func (f *failureRate) Counters() Counters {
+func (f *failureRate) Counts() Counts {
 	if f.fast != nil {
 		return f.fast.counters()
 	}
@@ -147,12 +147,12 @@ func ratioVerdict(bad, good, n int, ratio float64) Verdict {
 	return VerdictPending
 }
 
-// timingOf is the Timing a window needs.
-func timingOf(w *window) Timing {
+// windowTiming is the timing a window needs.
+func windowTiming(w *window) timing {
 	if w.timed() {
-		return TimingNow
+		return timingNow
 	}
-	return TimingNone
+	return timingNone
 }
 
 // nowIf reads the clock only for a time window.
@@ -207,8 +207,8 @@ type slowCalls struct {
 	bad, good int // probes of the current HalfOpen period
 }
 
-func (s *slowCalls) Timing() Timing     { return TimingLatency }
-func (s *slowCalls) WantsSuccess() bool { return true }
+func (s *slowCalls) timingNeeded() timing { return timingLatency }
+func (s *slowCalls) wantsSuccess() bool   { return true }
 
 func (s *slowCalls) Record(c Call) bool {
 	flags := uint8(0)
@@ -243,7 +243,7 @@ func (s *slowCalls) Reset(State) {
 	s.bad, s.good = 0, 0
 }
 
-func (s *slowCalls) Counters() Counters { return s.w.totals(nowIf(s.w)) }
+func (s *slowCalls) Counts() Counts { return s.w.totals(nowIf(s.w)) }
 
 func (s *slowCalls) UseClock(c clock.Clock) {
 	s.w.useClock(c)

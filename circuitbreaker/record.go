@@ -23,7 +23,7 @@ func (b *Breaker) record(w uint64, aux int64, o rampart.Outcome, err error) (cou
 // policy admitted at mono time start, for the Observer: zero unless the
 // policy measures latency and the breaker has an Observer.
 func (b *Breaker) latency(start int64) time.Duration {
-	if b.timing != TimingLatency || b.set.observer == nil {
+	if b.timing != timingLatency || b.set.observer == nil {
 		return 0
 	}
 	return time.Duration(b.mono() - start)
@@ -41,7 +41,7 @@ func (b *Breaker) quiet(w uint64) bool {
 	if w&fastMask != fastWord || b.word.Load() != w {
 		return false
 	}
-	return !b.tracker.WantsSuccess() || b.counter != nil && b.counter.CountSuccess()
+	return !b.wanter.wantsSuccess() || b.counter != nil && b.counter.countSuccess()
 }
 
 // recordSlow is record for everything but the fast path.
@@ -51,7 +51,7 @@ func (b *Breaker) recordSlow(w uint64, aux int64, o rampart.Outcome, err error) 
 		switch {
 		case o == rampart.Ignored:
 			return false, 0
-		case o == rampart.Success && b.word.Load() == w && !b.tracker.WantsSuccess():
+		case o == rampart.Success && b.word.Load() == w && !b.wanter.wantsSuccess():
 			return true, b.latency(aux) // quiet, but the policy measures latency
 		}
 		call := b.call(aux, o, err)
@@ -133,7 +133,7 @@ func (b *Breaker) tripCause(o rampart.Outcome) error {
 // start, reading the clock only if asked to.
 func (b *Breaker) call(start int64, o rampart.Outcome, err error) Call {
 	c := Call{Outcome: o, Err: err}
-	if b.timing == TimingNone {
+	if b.timing == timingNone {
 		return c
 	}
 	if clk := b.set.clock; clk != nil {
@@ -143,7 +143,7 @@ func (b *Breaker) call(start int64, o rampart.Outcome, err error) Call {
 		c.Now = time.Now()
 		c.Monotonic = c.Now.Sub(b.base)
 	}
-	if b.timing == TimingLatency {
+	if b.timing == timingLatency {
 		c.Latency = c.Monotonic - time.Duration(start)
 	}
 	return c

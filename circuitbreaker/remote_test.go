@@ -236,7 +236,7 @@ func TestRemote_CB23_OwnOpenTransitionCarriesItsCooldown(t *testing.T) {
 		fail(t, b, 1, errBoom)
 		assert.Equal(t, []circuitbreaker.Transition{{
 			From: circuitbreaker.Closed, To: circuitbreaker.Open, Time: time.Now(), Cause: errBoom, RetryAfter: 7 * time.Second,
-			Counters: circuitbreaker.Counters{ConsecutiveFailures: 1, Calls: 1, Failures: 1},
+			Counts: circuitbreaker.Counts{ConsecutiveFailures: 1, Calls: 1, Failures: 1},
 		}}, rec.all())
 	})
 }

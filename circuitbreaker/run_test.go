@@ -23,7 +23,7 @@ func TestRun_CB16_ResultAndErrorPassThrough(t *testing.T) {
 	got, err = circuitbreaker.Run(t.Context(), b, func(context.Context) (string, error) { return "partial", errBoom })
 	assert.Same(t, errBoom, err, "the error comes back unchanged")
 	assert.Equal(t, "partial", got)
-	assert.Equal(t, circuitbreaker.Counters{ConsecutiveFailures: 1}, b.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{ConsecutiveFailures: 1}, b.State().Counts)
 }
 
 func TestRun_CB16_OpenRejectsWithoutCalling(t *testing.T) {
@@ -62,15 +62,15 @@ func TestRun_CB16_ClassifiesAsLayer(t *testing.T) {
 		doneBefore, cancelDuring bool
 		err                      error
 		wantCalled               bool
-		want                     circuitbreaker.Counters
+		want                     circuitbreaker.Counts
 	}{
-		{name: "success", before: 1, wantCalled: true, want: circuitbreaker.Counters{}},
-		{name: "failure", err: errBoom, wantCalled: true, want: circuitbreaker.Counters{ConsecutiveFailures: 1}},
-		{name: "not a failure by IsFailure", before: 1, err: errNotFound, wantCalled: true, want: circuitbreaker.Counters{}},
-		{name: "deadline is a failure", err: context.DeadlineExceeded, wantCalled: true, want: circuitbreaker.Counters{ConsecutiveFailures: 1}},
-		{name: "dependency's cancellation is a failure", err: context.Canceled, wantCalled: true, want: circuitbreaker.Counters{ConsecutiveFailures: 1}},
-		{name: "caller's cancellation is ignored", before: 1, cancelDuring: true, err: errBoom, wantCalled: true, want: circuitbreaker.Counters{ConsecutiveFailures: 1}},
-		{name: "done before: not called, not counted", before: 1, doneBefore: true, want: circuitbreaker.Counters{ConsecutiveFailures: 1}},
+		{name: "success", before: 1, wantCalled: true, want: circuitbreaker.Counts{}},
+		{name: "failure", err: errBoom, wantCalled: true, want: circuitbreaker.Counts{ConsecutiveFailures: 1}},
+		{name: "not a failure by IsFailure", before: 1, err: errNotFound, wantCalled: true, want: circuitbreaker.Counts{}},
+		{name: "deadline is a failure", err: context.DeadlineExceeded, wantCalled: true, want: circuitbreaker.Counts{ConsecutiveFailures: 1}},
+		{name: "dependency's cancellation is a failure", err: context.Canceled, wantCalled: true, want: circuitbreaker.Counts{ConsecutiveFailures: 1}},
+		{name: "caller's cancellation is ignored", before: 1, cancelDuring: true, err: errBoom, wantCalled: true, want: circuitbreaker.Counts{ConsecutiveFailures: 1}},
+		{name: "done before: not called, not counted", before: 1, doneBefore: true, want: circuitbreaker.Counts{ConsecutiveFailures: 1}},
 	}
 	cfg := circuitbreaker.Config{IsFailure: func(err error) bool { return !errors.Is(err, errNotFound) }}
 	for _, tt := range tests {
@@ -88,7 +88,7 @@ func TestRun_CB16_ClassifiesAsLayer(t *testing.T) {
 			}
 			// via runs one call through b with do and returns whether the
 			// function was called, b's counters and the call's error.
-			via := func(do func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error) (bool, circuitbreaker.Counters, error) {
+			via := func(do func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error) (bool, circuitbreaker.Counts, error) {
 				b := newBreaker(t, cfg)
 				fail(t, b, tt.before, errBoom)
 				ctx, cancel := context.WithCancel(context.Background())
@@ -98,7 +98,7 @@ func TestRun_CB16_ClassifiesAsLayer(t *testing.T) {
 				}
 				called := false
 				err := do(ctx, b, call(&called, cancel))
-				return called, b.State().Counters, err
+				return called, b.State().Counts, err
 			}
 			runCalled, runCounters, runErr := via(func(ctx context.Context, b *circuitbreaker.Breaker, fn func(context.Context) (string, error)) error {
 				_, err := circuitbreaker.Run(ctx, b, fn)

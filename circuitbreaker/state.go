@@ -51,8 +51,8 @@ type Snapshot struct {
 	Name string
 	// State is the state: HalfOpen once a cool-down has passed.
 	State State
-	// Counters are the policy's counters of the current Closed period.
-	Counters Counters
+	// Counts are the policy's counters of the current Closed period.
+	Counts Counts
 	// RetryAfter is the rest of the cool-down ([rampart.Forever] if forced open).
 	RetryAfter time.Duration
 	// Cause is the trip's failure, or the reason given to [Switch.ForceOpen].
@@ -80,13 +80,13 @@ type Transition struct {
 	Cause error
 	// RetryAfter is the cool-down of a transition to Open, else zero.
 	RetryAfter time.Duration
-	// Counters, for a trip (a transition to Open made by the breaker
+	// Counts, for a trip (a transition to Open made by the breaker
 	// itself), are the counts it was decided on, so that a log says why
 	// the breaker opened: from Closed, the policy's (a run of N
 	// consecutive failures is N calls, N failures; a window's calls,
 	// failures and slow calls); from HalfOpen, the probes judged (Calls)
 	// and failed (Failures). Zero otherwise.
-	Counters Counters
+	Counts Counts
 	// Remote is true for a transition applied with [Breaker.ApplyRemote],
 	// false for one this breaker made itself (the ones to share).
 	Remote bool
@@ -103,7 +103,7 @@ func (b *Breaker) State() Snapshot {
 	s := Snapshot{Name: b.set.name, State: stateOf(b.word.Load())}
 	switch s.State {
 	case Closed:
-		s.Counters = b.tracker.Counters()
+		s.Counts = countsOf(b.tracker)
 	case Open:
 		s.Cause, s.Remote = per.cause, per.remote
 		switch {
@@ -146,7 +146,7 @@ func (s Snapshot) String() string {
 		// Only the counters that hold something: a policy that keeps no
 		// counts of calls (Consecutive) leaves those at zero, and "0
 		// calls" would describe counts it lacks.
-		c := s.Counters
+		c := s.Counts
 		sep := ": "
 		if c.ConsecutiveFailures != 0 {
 			fmt.Fprintf(&b, ": %d consecutive failures", c.ConsecutiveFailures)

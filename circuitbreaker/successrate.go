@@ -62,16 +62,23 @@ func (s *successRate) Probe(_ Call, p Probes) Verdict {
 }
 
 // TripCause forwards the Trip tracker's reason for a trip on a success
-// (WantsSuccess and the rest are forwarded by embedding). The probe rule
-// of SuccessRate re-opens only on a failure.
+// (Record and Reset are forwarded by embedding, the fast paths below). The
+// probe rule of SuccessRate re-opens only on a failure.
 func (s *successRate) TripCause() error { return tripCauseOf(s.Tracker) }
 
-// CountSuccess forwards to the Trip tracker, if it counts successes
+func (s *successRate) timingNeeded() timing { return timingOf(s.Tracker) }
+
+func (s *successRate) wantsSuccess() bool { return wanterOf(s.Tracker).wantsSuccess() }
+
+// countSuccess forwards to the Trip tracker, if it counts successes
 // without the breaker's lock.
-func (s *successRate) CountSuccess() bool {
-	c, ok := s.Tracker.(SuccessCounter)
-	return ok && c.CountSuccess()
+func (s *successRate) countSuccess() bool {
+	c, ok := s.Tracker.(successCounter)
+	return ok && c.countSuccess()
 }
 
 // UseClock gives the breaker's clock to the Trip tracker if it reads it.
-func (s *successRate) UseClock(c clock.Clock) { useClock(s.Tracker, c) }
+func (s *successRate) UseClock(c clock.Clock) { giveClock(s.Tracker, c) }
+
+// Counts returns the Trip tracker's counts.
+func (s *successRate) Counts() Counts { return countsOf(s.Tracker) }

@@ -12,7 +12,7 @@ import (
 func (b *Breaker) trip(from State, cause error) {
 	if from == Closed {
 		b.cooldown = b.set.cooldown
-		c := b.tracker.Counters()
+		c := countsOf(b.tracker)
 		if c.Calls == 0 && c.ConsecutiveFailures > 0 {
 			// A run of failures: that many calls, all failed.
 			c.Calls, c.Failures = c.ConsecutiveFailures, c.ConsecutiveFailures
@@ -20,10 +20,10 @@ func (b *Breaker) trip(from State, cause error) {
 		b.tripCounts = c
 	} else {
 		b.cooldown = b.set.next(b.cooldown)
-		b.tripCounts = Counters{Calls: b.succeeded + b.failed, Failures: b.failed}
+		b.tripCounts = Counts{Calls: b.succeeded + b.failed, Failures: b.failed}
 	}
 	b.enter(Open, cause, b.wall())
-	b.tripCounts = Counters{}
+	b.tripCounts = Counts{}
 }
 
 // enter moves the breaker to state to, bumps the epoch, publishes the new
@@ -81,7 +81,7 @@ func (b *Breaker) enterWith(to State, cause error, at time.Time, remote bool, op
 	tr := Transition{Name: name, From: stateOf(old), To: to, Time: at, Remote: remote}
 	switch to {
 	case Open:
-		tr.Cause, tr.RetryAfter, tr.Counters = cause, open, b.tripCounts
+		tr.Cause, tr.RetryAfter, tr.Counts = cause, open, b.tripCounts
 	case ForcedOpen:
 		tr.Cause = cause
 	}

@@ -63,7 +63,7 @@ type window struct {
 	width   int64
 	head    int64
 	// now reads the monotonic clock the calls' Call.Monotonic come from,
-	// for Counters: the breaker's (useClock), or, for a tracker used on
+	// for Counts: the breaker's (useClock), or, for a tracker used on
 	// its own, the time since base.
 	now  func() time.Duration
 	base time.Time
@@ -211,7 +211,7 @@ func (w *window) index(now time.Duration) int64 {
 
 // totals returns the counts in the window at now, first moving a time
 // window on to now.
-func (w *window) totals(now time.Duration) Counters {
+func (w *window) totals(now time.Duration) Counts {
 	if w.timed() {
 		w.advance(w.index(now))
 	}
@@ -219,8 +219,8 @@ func (w *window) totals(now time.Duration) Counters {
 }
 
 // counters returns the totals as of the window's head, without moving it.
-func (w *window) counters() Counters {
-	return Counters{Calls: w.calls, Failures: w.failures, SlowCalls: w.slow}
+func (w *window) counters() Counts {
+	return Counts{Calls: w.calls, Failures: w.failures, SlowCalls: w.slow}
 }
 
 // reset forgets every call. A time window keeps its head: every slot is

@@ -39,7 +39,7 @@ func TestBreaker_CB15_ZeroValueIsDefaultBreaker(t *testing.T) {
 			require.NoError(t, err)
 			assert.True(t, p.Failure(errBoom))
 			assert.Equal(t, circuitbreaker.Snapshot{
-				State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: 1},
+				State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 1},
 			}, b.State())
 			b.Reset()
 		},
@@ -117,7 +117,7 @@ func TestBreaker_CB15_ZeroValueConcurrentFirstUse(t *testing.T) {
 		<-done
 	}
 	assert.Equal(t, circuitbreaker.Snapshot{
-		State: circuitbreaker.Closed, Counters: circuitbreaker.Counters{ConsecutiveFailures: circuitbreaker.DefaultFailures - 1},
+		State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: circuitbreaker.DefaultFailures - 1},
 	}, b.State())
 }
 

@@ -19,6 +19,7 @@ type recordKey struct {
 type record struct {
 	refused atomic.Int64
 	since   time.Time // guarded by the Registry's mu
+	state   string    // guarded by the Registry's mu; the state entered at since
 }
 
 // Observer returns the observer that tells the page what the layers'
@@ -89,7 +90,7 @@ func (r *Registry) record(k recordKey, create bool) *record {
 		if r.records == nil {
 			r.records = map[recordKey]*record{}
 		}
-		rec = &record{since: time.Now()}
+		rec = &record{since: time.Now(), state: "closed"}
 		r.records[k] = rec
 	}
 	return rec
@@ -121,7 +122,7 @@ func (r *Registry) handle(rec *record, e observe.Event) {
 			}
 			r.records[recordKey{e.Source, e.Name}] = rec // a record dropped by a Removed of a breaker of the same name
 		}
-		rec.since = t.Time
+		rec.since, rec.state = t.Time, t.To
 		r.push(t)
 	}
 }

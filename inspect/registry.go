@@ -140,7 +140,7 @@ func AddGroup[K comparable](r *Registry, name string, g *circuitbreaker.Group[K]
 		for _, ks := range states {
 			gs.Breakers = append(gs.Breakers, r.breakerStatus(ks.Snapshot, fmt.Sprint(ks.Key)))
 		}
-		if o := g.Overflow().State(); o.State != circuitbreaker.Closed || o.Counters != (circuitbreaker.Counters{}) {
+		if o := g.Overflow().State(); o.State != circuitbreaker.Closed || o.Counts != (circuitbreaker.Counts{}) {
 			gs.Breakers = append(gs.Breakers, r.breakerStatus(o, "(overflow)"))
 		}
 		s.Groups = append(s.Groups, gs)
@@ -190,10 +190,10 @@ func (r *Registry) breakerStatus(snap circuitbreaker.Snapshot, key string) Break
 		Name:                snap.Name,
 		Key:                 key,
 		State:               snap.State.String(),
-		ConsecutiveFailures: snap.Counters.ConsecutiveFailures,
-		Calls:               snap.Counters.Calls,
-		Failures:            snap.Counters.Failures,
-		SlowCalls:           snap.Counters.SlowCalls,
+		ConsecutiveFailures: snap.Counts.ConsecutiveFailures,
+		Calls:               snap.Counts.Calls,
+		Failures:            snap.Counts.Failures,
+		SlowCalls:           snap.Counts.SlowCalls,
 		ProbesInFlight:      snap.ProbesInFlight,
 		ProbesSucceeded:     snap.ProbesSucceeded,
 		ProbesFailed:        snap.ProbesFailed,
@@ -210,7 +210,9 @@ func (r *Registry) breakerStatus(snap circuitbreaker.Snapshot, key string) Break
 	}
 	r.mu.Lock()
 	if rec := r.records[recordKey{observe.Breaker, snap.Name}]; rec != nil {
-		bs.Since = rec.since.UTC()
+		if rec.state == bs.State { // not a HalfOpen that no call has seen yet
+			bs.Since = rec.since.UTC()
+		}
 		bs.Rejected = rec.refused.Load()
 	}
 	r.mu.Unlock()

@@ -204,10 +204,16 @@ func TestRegistry_OP2_TransitionRing(t *testing.T) {
 		reg, err := inspect.New(inspect.Config{Transitions: 2})
 		require.NoError(t, err)
 		br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: reg.Observer(), Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
+		reg.AddBreaker(br)
 		require.ErrorIs(t, call(br, errBoom), errBoom) // closed → open at 0s
 		time.Sleep(time.Second)
+		s := reg.Status(t.Context()).Breakers[0]
+		assert.Equal(t, "half-open", s.State, "the cool-down has ended")
+		assert.True(t, s.Since.IsZero(), "no call has reported the move to half-open: since when is unknown")
 		require.NoError(t, call(br, nil)) // open → half-open, half-open → closed at 1s
-		got := reg.Status(t.Context()).Transitions
+		st := reg.Status(t.Context())
+		assert.Equal(t, time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), st.Breakers[0].Since)
+		got := st.Transitions
 		assert.Equal(t, []inspect.Transition{
 			{Time: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Name: "db", From: "half-open", To: "closed"},
 			{Time: time.Date(2000, 1, 1, 0, 0, 1, 0, time.UTC), Name: "db", From: "open", To: "half-open"},

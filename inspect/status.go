@@ -36,7 +36,9 @@ type BreakerStatus struct {
 	State string `json:"state"`
 	// Since is when the breaker entered State (its creation, or its
 	// latest transition), as the Registry's Observer saw it; zero, and
-	// left out of the JSON, when the breaker does not report to it.
+	// left out of the JSON, when the breaker does not report to it, or
+	// when its cool-down has ended and no call has found it half-open yet
+	// (the move is reported by that call).
 	Since time.Time `json:"since,omitzero"`
 	// RetryAfterSeconds is the rest of the cool-down, in seconds; -1 when
 	// no probe will be admitted by itself (forced open, or a cool-down of
@@ -46,7 +48,7 @@ type BreakerStatus struct {
 	// open, as its Error method says it.
 	Cause string `json:"cause,omitempty"`
 	// ConsecutiveFailures, Calls, Failures and SlowCalls are the policy's
-	// counters of the current Closed period (circuitbreaker.Counters):
+	// counters of the current Closed period (circuitbreaker.Counts):
 	// a policy fills the ones it keeps.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 	Calls               int `json:"calls"`

@@ -242,7 +242,7 @@ func TestUnary_GR6_AttemptTimeoutIsDeadlineExceededAndFailure(t *testing.T) {
 		assert.Equal(t, 300*time.Millisecond, time.Since(begin))
 		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
 		assert.ErrorIs(t, err, timeout.ErrTimeout)
-		assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+		assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 	})
 }
 
@@ -536,7 +536,7 @@ func attemptsWith(t *testing.T, cfg rampartgrpc.ClientConfig, dialOpts ...grpc.D
 		_, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
 		assert.Equal(t, codes.Unavailable, status.Code(err))
 		calls = e.srv.calls.Load()
-		failures = br.State().Counters.ConsecutiveFailures
+		failures = br.State().Counts.ConsecutiveFailures
 	})
 	return calls, failures
 }

@@ -86,7 +86,7 @@ func judged(t *testing.T, n network, code codes.Code) int {
 	if s.State != circuitbreaker.Closed {
 		return -1
 	}
-	return s.Counters.ConsecutiveFailures
+	return s.Counts.ConsecutiveFailures
 }
 
 // healthMethod is grpc-go's health check, which every server of the tests

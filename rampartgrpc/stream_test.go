@@ -66,10 +66,10 @@ func TestStream_GR8_EndOfStreamIsSuccess(t *testing.T) {
 		require.NoError(t, err)
 		_, err = st.Recv()
 		require.NoError(t, err)
-		assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+		assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 		_, err = st.Recv()
 		assert.Equal(t, io.EOF, err)
-		assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures)
+		assert.Equal(t, 0, br.State().Counts.ConsecutiveFailures)
 	})
 }
 
@@ -85,7 +85,7 @@ func TestStream_GR8_OneResponseJudgedOnIt(t *testing.T) {
 		require.NoError(t, st.Send(&testgrpc.StreamingInputCallRequest{}))
 		_, err = st.CloseAndRecv()
 		require.NoError(t, err)
-		assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures)
+		assert.Equal(t, 0, br.State().Counts.ConsecutiveFailures)
 	})
 }
 

@@ -74,23 +74,23 @@ func TestBreakerLayer_CB8_BodyEndOrEarlyCloseIsASuccess(t *testing.T) {
 
 	next = []int{503, 200, 503, 200, 503}
 	get().Body.Close()
-	assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 
 	resp := get() // read to its end
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(body))
-	assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures, "a body read to its end is a success")
+	assert.Equal(t, 0, br.State().Counts.ConsecutiveFailures, "a body read to its end is a success")
 	resp.Body.Close()
 
 	get().Body.Close()
-	assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 	get().Body.Close() // closed unread
-	assert.Equal(t, 0, br.State().Counters.ConsecutiveFailures, "a body closed early is a success")
+	assert.Equal(t, 0, br.State().Counts.ConsecutiveFailures, "a body closed early is a success")
 
 	get().Body.Close()
 	assert.Equal(t, circuitbreaker.Closed, br.State().State)
-	assert.Equal(t, 1, br.State().Counters.ConsecutiveFailures)
+	assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
 }
 
 func TestBreakerLayer_CB8_BodyResetIsAFailure(t *testing.T) {
@@ -242,12 +242,12 @@ func TestHostBreakers_HT7_SameJudgementAsOneBreaker(t *testing.T) {
 	require.NoError(t, err)
 	run(t, ramparthttp.ClientConfig{Breakers: hosts})
 
-	want := circuitbreaker.Counters{Calls: 6, Failures: 4} // 409, 500, transport error, failed body; 429 not counted
-	assert.Equal(t, want, one.State().Counters)
+	want := circuitbreaker.Counts{Calls: 6, Failures: 4} // 409, 500, transport error, failed body; 429 not counted
+	assert.Equal(t, want, one.State().Counts)
 	states := hosts.States()
 	require.Len(t, states, 1)
 	assert.Equal(t, "backend", states[0].Key)
-	assert.Equal(t, want, states[0].Counters)
+	assert.Equal(t, want, states[0].Counts)
 }
 
 type failingReader struct{}

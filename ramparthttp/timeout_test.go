@@ -74,7 +74,7 @@ func TestHeaderTimeout_HT8_SlowBodyIsNotAFailure(t *testing.T) {
 				} else {
 					assert.NoError(t, err)
 				}
-				assert.Equal(t, circuitbreaker.Counters{Calls: 1, Failures: tc.wantFailed}, br.State().Counters)
+				assert.Equal(t, circuitbreaker.Counts{Calls: 1, Failures: tc.wantFailed}, br.State().Counts)
 			})
 		})
 	}
@@ -114,7 +114,7 @@ func TestHeaderTimeout_HT8_LateHeadersTimeOutAndRetry(t *testing.T) {
 		assert.Equal(t, "ok", string(body))
 		assert.Equal(t, time.Second, time.Since(start))
 		assert.Equal(t, int32(2), calls.Load())
-		assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, br.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{Calls: 2, Failures: 1}, br.State().Counts)
 
 		calls.Store(0)
 		start = time.Now()
@@ -129,7 +129,7 @@ func TestHeaderTimeout_HT8_LateHeadersTimeOutAndRetry(t *testing.T) {
 		var ue *url.Error
 		require.ErrorAs(t, err, &ue)
 		assert.True(t, ue.Timeout())
-		assert.Equal(t, circuitbreaker.Counters{Calls: 3, Failures: 2}, br.State().Counters)
+		assert.Equal(t, circuitbreaker.Counts{Calls: 3, Failures: 2}, br.State().Counts)
 	})
 }
 
@@ -161,7 +161,7 @@ func TestHeaderTimeout_HT8_Loopback_LateHeadersRetried(t *testing.T) {
 	assert.Equal(t, "ok", string(body))
 	<-gaveUp
 	assert.Equal(t, int32(2), calls.Load())
-	assert.Equal(t, circuitbreaker.Counters{Calls: 2, Failures: 1}, br.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 2, Failures: 1}, br.State().Counts)
 }
 
 // Over a real loopback socket: headers at once, then a body held until
@@ -203,7 +203,7 @@ func TestHeaderTimeout_HT8_Loopback_SlowBodyNotAFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	assert.Equal(t, "done", string(body))
-	assert.Equal(t, circuitbreaker.Counters{Calls: 1, Failures: 0}, br.State().Counters)
+	assert.Equal(t, circuitbreaker.Counts{Calls: 1, Failures: 0}, br.State().Counts)
 	<-ctx.Done() // closing the body ends the attempt's context
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -491,4 +492,36 @@ func TestLayers_WrapNilFailsEachCall(t *testing.T) {
 func TestNewTransport_AttemptTimeoutMessageStatesAcceptedValues(t *testing.T) {
 	_, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{AttemptTimeout: -time.Second})
 	assert.EqualError(t, err, "ramparthttp: ClientConfig.AttemptTimeout must be >= 0 (0 means no per-attempt timeout), got -1s")
+}
+
+// A request Skip reports true for takes no probe slot: while the breaker is
+// HalfOpen, skipped requests go through and the next other request is
+// still admitted as the probe (a skipped request that took the slot
+// without ever reporting would wedge the breaker).
+func TestNewTransport_HT9_SkipTakesNoProbeSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Second})
+		require.NoError(t, err)
+		p, err := br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errors.New("tripped"))
+		ft := &fakeTransport{statuses: []int{http.StatusOK}}
+		c := newClient(t, ramparthttp.ClientConfig{
+			Base:    ft,
+			Skip:    func(r *http.Request) bool { return r.URL.Path == "/healthz" },
+			Breaker: br,
+		})
+		time.Sleep(time.Second)
+		for range 3 {
+			resp, err := c.Get("http://backend/healthz")
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+		}
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: br.State().Cause}, br.State(), "skipped requests take no probe slot")
+		resp, err := c.Get("http://backend/work")
+		require.NoError(t, err, "the probe is admitted")
+		require.NoError(t, resp.Body.Close())
+		assert.Equal(t, circuitbreaker.Closed, br.State().State)
+		assert.Equal(t, 4, ft.calls)
+	})
 }

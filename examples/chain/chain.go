@@ -29,7 +29,7 @@ type config struct {
 	work          time.Duration // C's work per request
 	hopWorkers    int           // A's and B's workers (each holds one while it calls the next hop)
 	callerTimeout time.Duration // how long a caller waits before it gives up
-	resetTimeout  time.Duration // rampart breakers' cool-down
+	coolDown      time.Duration // rampart breakers' cool-down
 	critical      float64       // share of critical requests
 	sheddable     float64       // share of sheddable requests
 	naiveRetries  int           // retries at every naive hop
@@ -38,7 +38,7 @@ type config struct {
 var defaults = config{
 	rate: 200, healthy: 3 * time.Second, fault: 3 * time.Second, after: 6 * time.Second,
 	slowdown: 10, workers: 8, queue: 1000, work: 10 * time.Millisecond,
-	hopWorkers: 2000, callerTimeout: time.Second, resetTimeout: time.Second,
+	hopWorkers: 2000, callerTimeout: time.Second, coolDown: time.Second,
 	critical: 0.2, sheddable: 0.3, naiveRetries: 3,
 }
 
@@ -257,7 +257,7 @@ func build(cfg config, net network, rampartRun bool, rec *recorder) (*chain, err
 			url, rt := net.serve(name, rec.countAt(name, h))
 			return url, rt, t, nil
 		}
-		br, err := circuitbreaker.New(circuitbreaker.Config{CoolDown: cfg.resetTimeout})
+		br, err := circuitbreaker.New(circuitbreaker.Config{CoolDown: cfg.coolDown})
 		if err != nil {
 			return "", nil, nil, err
 		}

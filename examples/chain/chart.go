@@ -68,10 +68,22 @@ func panel(title, ylabel string, cfg config, s summary, ss []series) (*plot.Plot
 	p.Legend.Top = true
 	peak := 1.0
 	for _, se := range ss {
+		for _, w := range s.Windows {
+			peak = max(peak, se.value(w))
+		}
+	}
+	from, to := cfg.healthy.Seconds(), (cfg.healthy + cfg.fault).Seconds()
+	shade, err := plotter.NewPolygon(plotter.XYs{{X: from, Y: 0}, {X: to, Y: 0}, {X: to, Y: 1.2 * peak}, {X: from, Y: 1.2 * peak}})
+	if err != nil {
+		return nil, err
+	}
+	shade.Color = color.RGBA{R: 0xe4, G: 0xe4, B: 0xe4, A: 0xff}
+	shade.LineStyle.Width = 0
+	p.Add(shade)
+	for _, se := range ss {
 		pts := make(plotter.XYs, len(s.Windows))
 		for i, w := range s.Windows {
 			pts[i] = plotter.XY{X: float64(i) + 0.5, Y: se.value(w)}
-			peak = max(peak, pts[i].Y)
 		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
@@ -82,14 +94,6 @@ func panel(title, ylabel string, cfg config, s summary, ss []series) (*plot.Plot
 		p.Add(line)
 		p.Legend.Add(se.name, line)
 	}
-	from, to := cfg.healthy.Seconds(), (cfg.healthy + cfg.fault).Seconds()
-	shade, err := plotter.NewPolygon(plotter.XYs{{X: from, Y: 0}, {X: to, Y: 0}, {X: to, Y: 1.2 * peak}, {X: from, Y: 1.2 * peak}})
-	if err != nil {
-		return nil, err
-	}
-	shade.Color = color.RGBA{R: 0xe4, G: 0xe4, B: 0xe4, A: 0xff}
-	shade.LineStyle.Width = 0
-	p.Add(shade)
 	p.Y.Min, p.Y.Max = 0, 1.2*peak
 	return p, nil
 }

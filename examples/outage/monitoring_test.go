@@ -179,8 +179,10 @@ var notFromTheDemo = []string{
 // seconds), and checks that every query of the dashboard returns data for
 // the metrics the demo produced, and that the breaker alert fired during
 // the fault and resolved after it. It keeps the data it read as a picture
-// of the dashboard's panels (the test's artifact; with
-// RAMPART_DASHBOARD_PNG, also there: the README's picture).
+// of the dashboard's panels, the alerts' states last, and one of the
+// breaker's state and the alerts alone (the test's artifacts; with
+// RAMPART_DASHBOARD_PNG, the first is also written there: the README's
+// picture).
 func TestMonitoring_OP6_Prometheus(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	require.NoError(t, err, "the dashboard test needs Debian's prometheus (./test.sh installs it)")
@@ -296,9 +298,9 @@ scrape_configs:
 	alerts, err := rangeQuery(api, `ALERTS`, start, stopAt)
 	require.NoError(t, err)
 
-	png := filepath.Join(t.ArtifactDir(), "dashboard.png")
-	require.NoError(t, renderDashboard(png, panels, alerts, start, stopAt, faultStart, faultEnd))
-	t.Logf("dashboard picture: %s", png)
+	png, alertsPNG := filepath.Join(t.ArtifactDir(), "dashboard.png"), filepath.Join(t.ArtifactDir(), "alerts.png")
+	require.NoError(t, renderDashboard(png, alertsPNG, panels, alerts, start, stopAt, faultStart, faultEnd))
+	t.Logf("pictures: %s, %s", png, alertsPNG)
 	if p := os.Getenv("RAMPART_DASHBOARD_PNG"); p != "" {
 		b, err := os.ReadFile(png)
 		require.NoError(t, err)

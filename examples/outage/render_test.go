@@ -31,7 +31,10 @@ var palette = []color.Color{
 // returned (seconds since start on x; the fault shaded), the queries of
 // one panel together, then the alerts' states, in a PNG at path: a
 // stand-in for Grafana's rendering, from the same queries.
-func renderDashboard(path string, queries []panelData, alerts []seriesData, start, end, faultStart, faultEnd time.Time) error {
+//
+// The picture of the alerts, at alertsPath, is the breaker's state and the
+// alerts' panels alone, side by side.
+func renderDashboard(path, alertsPath string, queries []panelData, alerts []seriesData, start, end, faultStart, faultEnd time.Time) error {
 	var titles []string
 	byTitle := map[string][]panelData{}
 	for _, q := range queries {
@@ -138,7 +141,14 @@ func renderDashboard(path string, queries []panelData, alerts []seriesData, star
 	}
 	plots = append(plots, p)
 
-	const cols = 3
+	if err := writeGrid(path, plots, 3); err != nil {
+		return err
+	}
+	return writeGrid(alertsPath, []*plot.Plot{plots[0], plots[len(plots)-1]}, 2)
+}
+
+// writeGrid draws plots in a grid of cols columns, in a PNG at path.
+func writeGrid(path string, plots []*plot.Plot, cols int) error {
 	rows := (len(plots) + cols - 1) / cols
 	w, h := vg.Length(cols)*5*vg.Inch, vg.Length(rows)*2.6*vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(80))
