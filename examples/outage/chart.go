@@ -53,7 +53,7 @@ func writeChart(r *result, path string) error {
 	for i, s := range []summary{r.Naive, r.Rampart} {
 		title := fmt.Sprintf("naive client: every failure retried %d times at once; outage %s", o.naiveRetries, outageText(s))
 		if i == 1 {
-			title = fmt.Sprintf("rampart client: circuit breaker (reset %v), retry budget, %v attempt timeout; outage %s",
+			title = fmt.Sprintf("rampart client: circuit breaker (cool-down %v), retry budget, %v attempt timeout; outage %s",
 				o.coolDown, o.attemptTimeout, outageText(s))
 		}
 		load := plot.New()

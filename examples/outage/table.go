@@ -19,7 +19,7 @@ func printTable(w io.Writer, r *result) {
 		m.faultStart, m.faultEnd, o.stall)
 	fmt.Fprintf(w, "load:    %g caller requests/s to each client for %v, %v per attempt\n", o.rate, o.total(), o.attemptTimeout)
 	fmt.Fprintf(w, "naive:   %d retries at once\n", o.naiveRetries)
-	fmt.Fprintf(w, "rampart: breaker (%d consecutive failures trip it, reset %v), %d attempts within a retry budget (%.0f%% + %d/s)\n\n",
+	fmt.Fprintf(w, "rampart: breaker (%d consecutive failures trip it, cool-down %v), %d attempts within a retry budget (%.0f%% + %d/s)\n\n",
 		tripAfter, o.coolDown, rampartAttempts, 100*budgetRatio, budgetFloor)
 
 	n, rp := r.Naive, r.Rampart
