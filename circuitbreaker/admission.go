@@ -43,7 +43,9 @@ func (b *Breaker) tryAcquire(ctx context.Context) (Permit, error) {
 			// Before the timer has marked the end of the cool-down as
 			// near, the refusal is the period's, without a clock read.
 			if w&flagReady == 0 || per.until-b.mono() > 0 {
-				b.observe(ctx, observe.Rejected, per.reject, 0)
+				if b.set.observer != nil { // checked here: observe is not inlined
+					b.observe(ctx, observe.Rejected, per.reject, 0)
+				}
 				return Permit{}, per.reject
 			}
 			return b.acquireSlow(ctx)
