@@ -3,6 +3,7 @@ package loadshed_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +23,7 @@ func TestShed_PG6_ByCriticality(t *testing.T) {
 	ok := rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 1, nil })
 	sheddable := rampart.WithCriticality(context.Background(), rampart.Sheddable)
 	critical := rampart.WithCriticality(context.Background(), rampart.Critical)
-	lim, err := concurrency.New(4) // share 3, reserve 1
+	lim, err := concurrency.New(4) // share 3, reserve 4
 	require.NoError(t, err)
 	svc, err := wrap.Service[int, int](ok, loadshed.NewLayer, loadshed.Config{Readiness: lim})
 	require.NoError(t, err)
@@ -41,6 +42,28 @@ func TestShed_PG6_ByCriticality(t *testing.T) {
 	assert.Equal(t, []bool{false, true, true}, calls(), "3 of 4 held")
 	require.True(t, lim.TryAcquire())
 	assert.Equal(t, []bool{false, false, true}, calls(), "4 of 4 held")
+	// Critical calls of the limiter's own layer take the reserve of 4:
+	// now critical calls are shed too.
+	release := make(chan struct{})
+	held, err := wrap.Service[int, int](rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+		<-release
+		return 1, nil
+	}), concurrency.NewLayer, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
+	require.NoError(t, err)
+	done := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := held.Call(critical, 1)
+			done <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return !lim.ReadyFor(critical) }, time.Minute, time.Millisecond)
+	assert.Equal(t, []bool{false, false, false}, calls(), "4 of 4 and the reserve held")
+	close(release)
+	for range 4 {
+		require.NoError(t, <-done)
+	}
+	assert.Equal(t, []bool{false, false, true}, calls(), "the reserve freed")
 
 	plain, err := wrap.Service[int, int](ok, loadshed.NewLayer, loadshed.Config{Readiness: loadshed.ReadyFunc(func() bool { return false })})
 	require.NoError(t, err)
