@@ -52,7 +52,7 @@ type consecutive struct {
 
 func (c *consecutive) timingNeeded() timing { return timingNone }
 
-// WantsSuccess is false while the run is zero: a success then changes
+// wantsSuccess is false while the run is zero: a success then changes
 // nothing. A failure racing with this load is ordered after the success,
 // which is a valid linearization.
 func (c *consecutive) wantsSuccess() bool { return c.run.Load() != 0 }

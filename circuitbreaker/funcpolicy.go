@@ -58,7 +58,7 @@ type tripFunc struct {
 
 func (t *tripFunc) timingNeeded() timing { return timingNone }
 
-// WantsSuccess is always true: every success changes the counts.
+// wantsSuccess is always true: every success changes the counts.
 func (t *tripFunc) wantsSuccess() bool { return true }
 
 func (t *tripFunc) Record(call Call) bool {

@@ -69,7 +69,7 @@ func (f *failureRate) timingNeeded() timing {
 	return windowTiming(f.w)
 }
 
-// WantsSuccess is false while the count window is full and holds no
+// wantsSuccess is false while the count window is full and holds no
 // failure: a success would evict a success and change nothing, not even
 // the order of the window, whose calls are all alike. A failure racing with
 // this load is ordered after the success, which is a valid linearization.
@@ -84,7 +84,7 @@ func (f *failureRate) setBusy() {
 	f.busy.Store(busy)
 }
 
-// CountSuccess counts a success of a time window without the breaker's
+// countSuccess counts a success of a time window without the breaker's
 // lock when no success can trip the breaker and no bucket boundary is
 // near; see fastWindow.
 func (f *failureRate) countSuccess() bool { return f.fast != nil && f.fast.count() }
