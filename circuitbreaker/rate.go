@@ -84,7 +84,7 @@ func (f *failureRate) setBusy() {
 	f.busy.Store(busy)
 }
 
-// CountSuccess counts a success of a time window without the breaker's
+// countSuccess counts a success of a time window without the breaker's
 // lock when no success can trip the breaker and no bucket boundary is
 // near; see fastWindow.
 func (f *failureRate) countSuccess() bool { return f.fast != nil && f.fast.count() }
