@@ -111,7 +111,7 @@ func watch(b *testing.B, reg *inspect.Registry) (stop func()) {
 	return func() { close(done); wg.Wait(); srv.Close() }
 }
 
-// TestObserver_NoAllocs checks that a breaker's calls, successes and
+// TestObserver_OP2_NoAllocs checks that a breaker's calls, successes and
 // refusals, cost no allocation in the Registry's Observer.
 func TestObserver_OP2_NoAllocs(t *testing.T) {
 	var reg inspect.Registry

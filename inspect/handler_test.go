@@ -16,7 +16,7 @@ import (
 	"github.com/rampart-go/rampart/inspect"
 )
 
-// TestServeHTTP_Page checks the HTML page: a row per breaker with its
+// TestServeHTTP_OP4_Page checks the HTML page: a row per breaker with its
 // state, the transition listed with its cause, the script that refreshes
 // it, and nothing loaded from elsewhere.
 func TestServeHTTP_OP4_Page(t *testing.T) {
@@ -43,7 +43,7 @@ func TestServeHTTP_OP4_Page(t *testing.T) {
 	})
 }
 
-// TestServeHTTP_Errors checks the answers to a bad method and a bad
+// TestServeHTTP_OP4_Errors checks the answers to a bad method and a bad
 // format, and that nothing is cached.
 func TestServeHTTP_OP4_Errors(t *testing.T) {
 	var reg inspect.Registry

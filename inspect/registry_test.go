@@ -16,7 +16,7 @@ import (
 	"github.com/rampart-go/rampart/inspect"
 )
 
-// TestRegistry_JSON checks the JSON of a registry holding one value of
+// TestRegistry_OP4_JSON checks the JSON of a registry holding one value of
 // each kind, byte for byte, on synctest's clock: a breaker tripped 2s ago
 // (8s of its 10s cool-down left, one call refused), a budget that refused
 // a withdrawal, a fixed limit with one call in flight, a group of two keys.
@@ -146,7 +146,7 @@ func TestRegistry_OP4_JSON(t *testing.T) {
 	})
 }
 
-// TestRegistry_Empty checks the JSON of a zero Registry: every list
+// TestRegistry_OP4_Empty checks the JSON of a zero Registry: every list
 // present and empty.
 func TestRegistry_OP4_Empty(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -165,7 +165,7 @@ func TestRegistry_OP4_Empty(t *testing.T) {
 	})
 }
 
-// TestRegistry_EvictedLeavesThePage checks that a breaker a group drops
+// TestRegistry_OP3_EvictedLeavesThePage checks that a breaker a group drops
 // for idleness leaves the page and its record goes with it, while the key
 // still used stays.
 func TestRegistry_OP3_EvictedLeavesThePage(t *testing.T) {
@@ -197,7 +197,7 @@ func keys(g inspect.GroupStatus) []string {
 	return column(g.Breakers, func(b inspect.BreakerStatus) string { return b.Key })
 }
 
-// TestRegistry_TransitionRing checks that the ring keeps the latest
+// TestRegistry_OP2_TransitionRing checks that the ring keeps the latest
 // Config.Transitions transitions, newest first, with their causes.
 func TestRegistry_OP2_TransitionRing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestRegistry_OP2_TransitionRing(t *testing.T) {
 	})
 }
 
-// TestRegistry_Remove checks that remove takes a value off the page, that
+// TestRegistry_OP1_Remove checks that remove takes a value off the page, that
 // adding a value again keeps its place, and that nil values are ignored.
 func TestRegistry_OP1_Remove(t *testing.T) {
 	var reg inspect.Registry

@@ -39,11 +39,11 @@ type ReadyFunc func() bool
 func (f ReadyFunc) Ready() bool { return f() }
 
 // NewLayer returns a layer that refuses a call with [ErrOverloaded] when
-// cfg.Readiness.Ready() is false, and otherwise calls the inner service and returns its
-// result unchanged; a call that carries a criticality is judged as
-// [CriticalReadiness] says. It is Tower's load_shed with readiness made explicit:
-// put it outside the layer that would queue (a concurrency layer in Wait mode)
-// and pass it the same resource.
+// cfg.Readiness.Ready() is false, and otherwise calls the inner service
+// and returns its result unchanged; a call that carries a criticality is
+// judged as [CriticalReadiness] says. It is Tower's load_shed with
+// readiness made explicit: put it outside the layer that would queue (a
+// concurrency layer in Wait mode) and pass it the same resource.
 //
 // The check and the queueing layer's own admission are not one atomic
 // step: a call that finds r ready may still wait briefly if another call

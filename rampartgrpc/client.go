@@ -203,9 +203,8 @@ type HedgeConfig struct {
 }
 
 // Methods returns a [RetryConfig.Methods] or a [ClientConfig.Skip] that
-// reports true for exactly
-// the full method names given ("/pkg.Service/Method"). The result is safe
-// for concurrent use.
+// reports true for exactly the full method names given
+// ("/pkg.Service/Method"). The result is safe for concurrent use.
 func Methods(names ...string) func(method string) bool {
 	set := make(map[string]struct{}, len(names))
 	for _, n := range names {

@@ -87,7 +87,8 @@ func PropagatedLayer(cfg PropagateConfig) (ServerLayer, error) {
 			return rampart.Failing[ServerCall, any]("rampartgrpc: PropagatedLayer: Wrap")
 		}
 		return rampart.ServiceFunc[ServerCall, any](func(ctx context.Context, c ServerCall) (any, error) {
-			if _, ok := ctx.Deadline(); ok && cfg.MaxTimeout > 0 {
+			// Only a deadline beyond the cap gets a context of its own.
+			if dl, ok := ctx.Deadline(); ok && cfg.MaxTimeout > 0 && time.Until(dl) > cfg.MaxTimeout {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, cfg.MaxTimeout)
 				defer cancel()

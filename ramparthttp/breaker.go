@@ -86,12 +86,12 @@ const DefaultBodyLease = 5 * time.Second
 // closed, and until then every other request is refused; a probe's body
 // that is neither holds the slot for cfg.BodyLease (by default
 // [DefaultBodyLease], 5s), after which the probe counts as a success.
-// Close every body, as net/http requires anyway. A request whose context is already done
-// fails with the context's error without asking the breaker or looking up
-// its key. Layers from the same breaker share its state. A panic in the
-// call, in the classifier or in the breaker's IsFailure is recorded as the
-// failure [circuitbreaker.ErrPanicked] and is not recovered: it goes on up
-// the caller's stack.
+// Close every body, as net/http requires anyway. A request whose context
+// is already done fails with the context's error without asking the
+// breaker or looking up its key. Layers from the same breaker share its
+// state. A panic in the call, in the classifier or in the breaker's
+// IsFailure is recorded as the failure [circuitbreaker.ErrPanicked] and is
+// not recovered: it goes on up the caller's stack.
 //
 // BreakerLayer returns an error when both or neither of cfg.Breaker and
 // cfg.Breakers are set, or cfg.BodyLease is negative.

@@ -113,15 +113,15 @@ type ClientConfig struct {
 // NewTransport returns an [http.RoundTripper] with the recommended client
 // stack around cfg.Base, outermost first: [RetryLayer] with cfg.Retry;
 // [HedgeLayer] if cfg.Hedge is set; [RecordLayer] if cfg.Recorder is set;
-// the shadow layer if cfg.Shadow is set;
-// the concurrency limit if cfg.Limit is set; [BreakerLayer] if cfg.Breaker or cfg.Breakers is set, with
-// cfg.BreakerKey and cfg.Classify; [TimeoutLayer] if cfg.AttemptTimeout is
-// set; [HeaderTimeoutLayer] if cfg.HeaderTimeout is set. So each attempt
-// (and each hedged copy) consults the breaker, an open breaker ends the
-// retries at once, and a timed-out attempt counts as a breaker failure.
-// Requests cfg.Skip reports true for bypass the stack. A bad field is an
-// error naming it and the accepted values. The RoundTripper is safe for
-// concurrent use.
+// the shadow layer if cfg.Shadow is set; the concurrency limit if
+// cfg.Limit is set; [BreakerLayer] if cfg.Breaker or cfg.Breakers is set,
+// with cfg.BreakerKey and cfg.Classify; [TimeoutLayer] if
+// cfg.AttemptTimeout is set; [HeaderTimeoutLayer] if cfg.HeaderTimeout is
+// set. So each attempt (and each hedged copy) consults the breaker, an
+// open breaker ends the retries at once, and a timed-out attempt counts as
+// a breaker failure. Requests cfg.Skip reports true for bypass the stack.
+// A bad field is an error naming it and the accepted values. The
+// RoundTripper is safe for concurrent use.
 //
 // A response's body holds its attempt's breaker permit until it is read to
 // its end or closed: in HalfOpen, a probe whose body is never closed keeps

@@ -17,20 +17,33 @@ import (
 	"github.com/rampart-go/rampart/retry"
 )
 
-// observers are the ways a stack can be observed: not at all, by a log, by
-// OpenTelemetry, and by both.
-func observers(tb testing.TB) []struct {
+// namedObserver is an observer and the name of its sub-benchmark or
+// subtest.
+type namedObserver struct {
 	name string
 	obs  observe.Observer
-} {
+}
+
+// echo is a service whose every call succeeds with its request.
+var echo = rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil })
+
+// loopCalls is the benchmark loop of a call to svc.
+func loopCalls(b *testing.B, svc rampart.Service[int, int]) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = svc.Call(ctx, 1)
+	}
+}
+
+// observers are the ways a stack can be observed: not at all, by a log, by
+// OpenTelemetry, and by both.
+func observers(tb testing.TB) []namedObserver {
 	log, err := observe.NewLog(observe.LogConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(tb, err)
 	otelObs, err := rampartotel.New(rampartotel.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))})
 	require.NoError(tb, err)
-	return []struct {
-		name string
-		obs  observe.Observer
-	}{
+	return []namedObserver{
 		{name: "none", obs: nil},
 		{name: "slog", obs: log},
 		{name: "otel", obs: otelObs},
@@ -45,8 +58,7 @@ func closedStack(tb testing.TB, obs observe.Observer) rampart.Service[int, int] 
 	require.NoError(tb, err)
 	retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs})
 	require.NoError(tb, err)
-	ok := rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil })
-	return rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(ok)
+	return rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(echo)
 }
 
 // BenchmarkClosedSuccess is a successful call through a retry layer and a
@@ -57,11 +69,7 @@ func BenchmarkClosedSuccess(b *testing.B) {
 	for _, o := range observers(b) {
 		b.Run(o.name, func(b *testing.B) {
 			svc := closedStack(b, o.obs)
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				_, _ = svc.Call(ctx, 1)
-			}
+			loopCalls(b, svc)
 		})
 	}
 }
@@ -117,20 +125,14 @@ func BenchmarkClosedSuccessParallel(b *testing.B) {
 // breakerObservers are the observers of the breaker-alone benchmarks: none,
 // the OpenTelemetry Observer on the SDK, and on the no-op MeterProvider
 // (with and without span events).
-func breakerObservers(tb testing.TB) []struct {
-	name string
-	obs  observe.Observer
-} {
+func breakerObservers(tb testing.TB) []namedObserver {
 	sdk, err := rampartotel.New(rampartotel.Config{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))})
 	require.NoError(tb, err)
 	nop, err := rampartotel.New(rampartotel.Config{MeterProvider: noop.NewMeterProvider()})
 	require.NoError(tb, err)
 	nopQuiet, err := rampartotel.New(rampartotel.Config{MeterProvider: noop.NewMeterProvider(), NoSpanEvents: true})
 	require.NoError(tb, err)
-	return []struct {
-		name string
-		obs  observe.Observer
-	}{
+	return []namedObserver{
 		{name: "none", obs: nil},
 		{name: "otel-sdk", obs: sdk},
 		{name: "otel-noop", obs: nop},
@@ -146,12 +148,8 @@ func BenchmarkBreakerClosedSuccess(b *testing.B) {
 		b.Run(o.name, func(b *testing.B) {
 			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: o.obs})
 			require.NoError(b, err)
-			svc := circuitbreaker.NewLayer[int, int](br, nil).Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }))
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				_, _ = svc.Call(ctx, 1)
-			}
+			svc := circuitbreaker.NewLayer[int, int](br, nil).Wrap(echo)
+			loopCalls(b, svc)
 		})
 	}
 }
@@ -170,12 +168,8 @@ func openBreaker(tb testing.TB, obs observe.Observer) *circuitbreaker.Breaker {
 func BenchmarkBreakerOpenRejection(b *testing.B) {
 	for _, o := range breakerObservers(b)[:2] {
 		b.Run(o.name, func(b *testing.B) {
-			svc := circuitbreaker.NewLayer[int, int](openBreaker(b, o.obs), nil).Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil }))
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				_, _ = svc.Call(ctx, 1)
-			}
+			svc := circuitbreaker.NewLayer[int, int](openBreaker(b, o.obs), nil).Wrap(echo)
+			loopCalls(b, svc)
 		})
 	}
 }
@@ -187,9 +181,8 @@ func TestObserver_EV1_ObservedBreakerCallsAllocateNothing(t *testing.T) {
 		t.Run(o.name, func(t *testing.T) {
 			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: o.obs})
 			require.NoError(t, err)
-			ok := rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) { return n, nil })
-			closed := circuitbreaker.NewLayer[int, int](br, nil).Wrap(ok)
-			open := circuitbreaker.NewLayer[int, int](openBreaker(t, o.obs), nil).Wrap(ok)
+			closed := circuitbreaker.NewLayer[int, int](br, nil).Wrap(echo)
+			open := circuitbreaker.NewLayer[int, int](openBreaker(t, o.obs), nil).Wrap(echo)
 			ctx := context.Background()
 			require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = closed.Call(ctx, 1) }), "closed success")
 			require.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = open.Call(ctx, 1) }), "open rejection")

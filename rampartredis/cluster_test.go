@@ -90,7 +90,7 @@ func TestCluster_FL20_LockstepEvidence(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	cfg := breakerConfig()
 	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 5}, time.Minute
-	rs := clusterFleet(t, cl, 8, cfg, clusterConfig(rampartredis.Config{Failures: 5, Cooldown: time.Minute}))
+	rs := clusterFleet(t, cl, 8, cfg, clusterConfig(rampartredis.Config{Failures: 5, CoolDown: time.Minute}))
 	synced(t, rs...)
 	failed := 0
 	for {

@@ -42,8 +42,8 @@ func checkMode(m Mode) error {
 // other layers and code: they all draw from the same bucket, and changes
 // made with lim.SetLimit or lim.SetBurst apply at once.
 //
-// When lim has no token for a call now, cfg.Mode decides: [Wait] waits for the
-// token (refusing at once if it would arrive at or after ctx's deadline),
+// When lim has no token for a call now, cfg.Mode decides: [Wait] waits for
+// the token (refusing at once if it would arrive at or after ctx's deadline),
 // [Refuse] refuses at once. In either mode a call is refused at once when
 // lim can never grant a token (a burst of 0, or a limit of 0 with the burst
 // spent). A refusal is a [*LimitedError] matching
@@ -79,9 +79,8 @@ func checkMode(m Mode) error {
 // and error.
 //
 // NewLayer returns an error when cfg.Limiter is nil or cfg.Mode is not
-// Wait or Refuse.
-// A zero [rate.Limiter] is valid and refuses every call, as x/time/rate
-// documents.
+// Wait or Refuse. A zero [rate.Limiter] is valid and refuses every call,
+// as x/time/rate documents.
 func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if cfg.Limiter == nil {
 		return nil, errors.New("ratelimit: limiter must not be nil")
