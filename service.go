@@ -48,7 +48,7 @@
 //		With(retry.NewLayer(retryConfig)).                   // 3
 //		With(hedge.NewLayer(hedgeConfig)).                   // 4
 //		With(ratelimit.NewLayer[Req, Resp](rateConfig)).     // 5
-//		With(loadshed.NewLayer[Req, Resp](loadshed.Config{Readiness: shedConfig})).      // 6
+//		With(loadshed.NewLayer[Req, Resp](shedConfig)).      // 6
 //		With(concurrency.NewLayer[Req, Resp](slotsConfig)).  // 7
 //		Layer(circuitbreaker.NewLayer[Req, Resp](br, nil)).  // 8
 //		With(timeout.NewLayer(attemptTimeout)).              // 9

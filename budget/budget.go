@@ -215,12 +215,25 @@ type stripe struct {
 // credit. It returns an error naming the field and stating its accepted
 // values if a field is out of range.
 func New(cfg Config) (*Budget, error) {
-	window, perSecond, ratio := cfg.Window, cfg.MinPerSecond, cfg.Ratio
+	window, perSecond, ratio, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Budget{clk: cfg.Clock, name: cfg.Name, obs: observe.Bind(cfg.Observer, observe.Budget, cfg.Name)}
+	b.setup(window, perSecond, ratio)
+	return b, nil
+}
+
+// resolve validates the Window, MinPerSecond and Ratio of cfg and returns
+// them with their defaults filled in (perSecond 0 for NoFloor), or the
+// error New returns.
+func resolve(cfg Config) (window time.Duration, perSecond int, ratio float64, err error) {
+	window, perSecond, ratio = cfg.Window, cfg.MinPerSecond, cfg.Ratio
 	switch {
 	case window == 0:
 		window = DefaultWindow
 	case window < MinWindow || window > MaxWindow:
-		return nil, fmt.Errorf("budget: Window must be 0 (the default, %v) or between %v and %v, got %v", DefaultWindow, MinWindow, MaxWindow, window)
+		return 0, 0, 0, fmt.Errorf("budget: Window must be 0 (the default, %v) or between %v and %v, got %v", DefaultWindow, MinWindow, MaxWindow, window)
 	}
 	switch {
 	case perSecond == 0:
@@ -228,17 +241,15 @@ func New(cfg Config) (*Budget, error) {
 	case perSecond == NoFloor:
 		perSecond = 0
 	case perSecond < 0 || perSecond > MaxMinPerSecond:
-		return nil, fmt.Errorf("budget: MinPerSecond must be 0 (the default, %d per second), NoFloor (%d, no floor) or between 1 and %d, got %d", DefaultMinPerSecond, NoFloor, MaxMinPerSecond, perSecond)
+		return 0, 0, 0, fmt.Errorf("budget: MinPerSecond must be 0 (the default, %d per second), NoFloor (%d, no floor) or between 1 and %d, got %d", DefaultMinPerSecond, NoFloor, MaxMinPerSecond, perSecond)
 	}
 	switch {
 	case ratio == 0:
 		ratio = DefaultRatio
 	case !(ratio >= MinRatio && ratio <= MaxRatio): // also catches NaN
-		return nil, fmt.Errorf("budget: Ratio must be 0 (the default, %v) or between %v and %v, got %v", DefaultRatio, MinRatio, MaxRatio, ratio)
+		return 0, 0, 0, fmt.Errorf("budget: Ratio must be 0 (the default, %v) or between %v and %v, got %v", DefaultRatio, MinRatio, MaxRatio, ratio)
 	}
-	b := &Budget{clk: cfg.Clock, name: cfg.Name, obs: observe.Bind(cfg.Observer, observe.Budget, cfg.Name)}
-	b.setup(window, perSecond, ratio)
-	return b, nil
+	return window, perSecond, ratio, nil
 }
 
 // setup sets b's parameters from validated settings, fills its window with
@@ -250,7 +261,7 @@ func (b *Budget) setup(window time.Duration, perSecond int, ratio float64) {
 		n *= 2
 	}
 	b.earn.Store(earnings(ratio))
-	b.reserve = int64(perSecond) * int64(window) / (int64(time.Second) / unit)
+	b.reserve = reserveOf(perSecond, window)
 	b.slotLen = window / slots
 	b.window = window
 	if b.clk != nil {
@@ -274,6 +285,12 @@ func (b *Budget) setupZero() {
 	if !b.ready.Load() {
 		b.setup(DefaultWindow, DefaultMinPerSecond, DefaultRatio)
 	}
+}
+
+// reserveOf returns the floor credit of a window, in units: perSecond
+// retries a second for window.
+func reserveOf(perSecond int, window time.Duration) int64 {
+	return int64(perSecond) * int64(window) / (int64(time.Second) / unit)
 }
 
 // earnings returns the units a deposit earns at ratio: ratio*unit rounded

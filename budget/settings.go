@@ -2,7 +2,6 @@ package budget
 
 import (
 	"context"
-	"time"
 
 	"github.com/rampart-go/rampart/observe"
 )
@@ -32,24 +31,15 @@ type Tuning struct {
 // change. The change is reported to the budget's Observer as an event of
 // kind [observe.Tuned].
 func (b *Budget) Tune(t Tuning) error {
-	if _, err := New(Config{MinPerSecond: t.MinPerSecond, Ratio: t.Ratio}); err != nil {
+	_, perSecond, ratio, err := resolve(Config{MinPerSecond: t.MinPerSecond, Ratio: t.Ratio})
+	if err != nil {
 		return err
-	}
-	perSecond, ratio := t.MinPerSecond, t.Ratio
-	switch perSecond {
-	case 0:
-		perSecond = DefaultMinPerSecond
-	case NoFloor:
-		perSecond = 0
-	}
-	if ratio == 0 {
-		ratio = DefaultRatio
 	}
 	b.mu.Lock()
 	b.setupZero()
 	b.fold() // what was deposited before the change earns the old ratio
 	b.earn.Store(earnings(ratio))
-	b.reserve = int64(perSecond) * int64(b.window) / (int64(time.Second) / unit)
+	b.reserve = reserveOf(perSecond, b.window)
 	b.mu.Unlock()
 	if b.obs != nil {
 		b.obs.Observe(context.Background(), observe.Event{Source: observe.Budget, Name: b.name, Kind: observe.Tuned})

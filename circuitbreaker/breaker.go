@@ -123,7 +123,7 @@ type period struct {
 	// remote is true for an Open imposed by ApplyRemote and the HalfOpen
 	// that follows it: a remote Close ends only such a period.
 	remote bool
-	// refuse is the refusal for the whole period (nil in Closed and
+	// reject is the refusal for the whole period (nil in Closed and
 	// ForcedClosed), built when the period starts.
 	reject *OpenError
 }

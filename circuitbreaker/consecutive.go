@@ -38,7 +38,7 @@ func (c Consecutive) NewTracker() (Tracker, error) {
 
 type consecutive struct {
 	// run is the current run of failures. It is written only under the
-	// breaker's lock (Record, Reset) and read without it by WantsSuccess;
+	// breaker's lock (Record, Reset) and read without it by wantsSuccess;
 	// an atomic makes that read race-free. Every Closed success reads it,
 	// so the padding gives it a cache line of its own: a neighbouring
 	// object written per call would otherwise make parallel successes
@@ -52,7 +52,7 @@ type consecutive struct {
 
 func (c *consecutive) timingNeeded() timing { return timingNone }
 
-// WantsSuccess is false while the run is zero: a success then changes
+// wantsSuccess is false while the run is zero: a success then changes
 // nothing. A failure racing with this load is ordered after the success,
 // which is a valid linearization.
 func (c *consecutive) wantsSuccess() bool { return c.run.Load() != 0 }

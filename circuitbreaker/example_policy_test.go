@@ -7,6 +7,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 )
 
 // QuotaError is what a dependency returns when the caller's quota is spent:
@@ -43,7 +44,12 @@ func (quotaTracker) Reset(circuitbreaker.State) {}
 // A user-defined policy plugs in through Config.Policy (CB12): this one
 // trips on a specific error type, at once, and ignores all other failures.
 func Example_customPolicy() {
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: QuotaPolicy{}})
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy: QuotaPolicy{},
+		// A clock that stands still, so that the rest of the cool-down
+		// printed below is exact however long the example takes.
+		Clock: clock.NewFake(time.Unix(0, 0), 0),
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 )
 
 // A breaker in a stack: after three failures the dependency is not called
@@ -16,6 +17,9 @@ func ExampleNewLayer() {
 	br, err := circuitbreaker.New(circuitbreaker.Config{
 		Policy:   circuitbreaker.Consecutive{Failures: 3},
 		CoolDown: 10 * time.Second,
+		// A clock that stands still, so that the rest of the cool-down
+		// printed below is exact however long the example takes.
+		Clock: clock.NewFake(time.Unix(0, 0), 0),
 	})
 	if err != nil {
 		panic(err)

@@ -48,9 +48,9 @@ func (f TripFunc) NewTracker() (Tracker, error) {
 	return &tripFunc{trip: f}, nil
 }
 
-// tripFunc keeps the Counts of one breaker. Every method but WantsSuccess
+// tripFunc keeps the Counts of one breaker. Every method but wantsSuccess
 // is called with the breaker's lock held, so the counts need no lock of
-// their own; WantsSuccess reads nothing.
+// their own; wantsSuccess reads nothing.
 type tripFunc struct {
 	trip TripFunc
 	c    Counts // guarded by the breaker's lock
@@ -58,7 +58,7 @@ type tripFunc struct {
 
 func (t *tripFunc) timingNeeded() timing { return timingNone }
 
-// WantsSuccess is always true: every success changes the counts.
+// wantsSuccess is always true: every success changes the counts.
 func (t *tripFunc) wantsSuccess() bool { return true }
 
 func (t *tripFunc) Record(call Call) bool {

@@ -39,7 +39,8 @@ type Permit struct {
 // breaker's Observer, if any, is told with [context.Background]; prefer
 // [Permit.DoneContext] to report with the call's context.
 func (p *Permit) Success() bool {
-	// The fast path, inlined into the caller: a quiet Closed success.
+	// The fast path: a quiet Closed success, counted without the lock.
+	// (Success is not inlined: quiet alone is over the inlining budget.)
 	if b := p.b; b != nil && b.quiet(p.word) {
 		p.b = nil
 		if obs := b.set.observer; obs != nil {

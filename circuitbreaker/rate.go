@@ -50,7 +50,7 @@ type failureRate struct {
 	// fast, for a time window, owns w and counts successes without the
 	// breaker's lock (CountSuccess); nil for a count window.
 	fast *fastWindow
-	// busy is 0 while w.clean() and 1 otherwise, kept for WantsSuccess and
+	// busy is 0 while w.clean() and 1 otherwise, kept for wantsSuccess and
 	// the breaker's fast path, which read it without the breaker's lock. It
 	// is written only under the lock, after every change to w. Every
 	// Closed success reads it: the padding keeps it off the cache lines of
@@ -69,7 +69,7 @@ func (f *failureRate) timingNeeded() timing {
 	return windowTiming(f.w)
 }
 
-// WantsSuccess is false while the count window is full and holds no
+// wantsSuccess is false while the count window is full and holds no
 // failure: a success would evict a success and change nothing, not even
 // the order of the window, whose calls are all alike. A failure racing with
 // this load is ordered after the success, which is a valid linearization.
@@ -84,7 +84,7 @@ func (f *failureRate) setBusy() {
 	f.busy.Store(busy)
 }
 
-// CountSuccess counts a success of a time window without the breaker's
+// countSuccess counts a success of a time window without the breaker's
 // lock when no success can trip the breaker and no bucket boundary is
 // near; see fastWindow.
 func (f *failureRate) countSuccess() bool { return f.fast != nil && f.fast.count() }

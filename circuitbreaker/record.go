@@ -31,12 +31,12 @@ func (b *Breaker) latency(start int64) time.Duration {
 
 // quiet reports whether a success on a permit issued under state word w
 // can be counted without the lock: the permit is from the current Closed
-// epoch and the tracker does not need the success ([Tracker.WantsSuccess]
-// is false; with Consecutive: no failures pending). It writes nothing.
+// epoch and the tracker does not need the success (its wantsSuccess is
+// false; with Consecutive: no failures pending). It writes nothing.
 // Were the epoch to change right after the load, the success is ordered
-// before that change, which it preceded. Built-in and user policies take
-// this path alike: WantsSuccess is the one way a tracker declines a
-// success.
+// before that change, which it preceded. Only the built-in policies can
+// decline a success here: a user's Tracker has no wantsSuccess and so
+// wants every success (wanterOf).
 func (b *Breaker) quiet(w uint64) bool {
 	if w&fastMask != fastWord || b.word.Load() != w {
 		return false

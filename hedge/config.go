@@ -210,7 +210,7 @@ type settings[Req, Resp any] struct {
 	detach      func(Resp, context.CancelFunc) Resp
 	maxAttempts int
 	delay       time.Duration
-	percentile  float64
+	quantile    float64
 	window      int
 	minSamples  int
 	name        string
@@ -227,7 +227,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		detach:      c.Detach,
 		maxAttempts: c.MaxAttempts,
 		delay:       c.Delay,
-		percentile:  c.Quantile,
+		quantile:    c.Quantile,
 		window:      c.Window,
 		minSamples:  c.MinSamples,
 		name:        c.Name,
@@ -260,7 +260,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 	if s.delay == 0 {
 		s.delay = DefaultDelay
 	}
-	if s.percentile == 0 {
+	if s.quantile == 0 {
 		return s, nil
 	}
 	if s.window == 0 {

@@ -71,8 +71,8 @@ func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service
 		return rampart.Failing[Req, Resp]("hedge: Wrap")
 	}
 	svc := &service[Req, Resp]{settings: l.s, inner: inner}
-	if l.s.percentile > 0 {
-		svc.lat = newLatencies(l.s.percentile, l.s.window, l.s.minSamples, l.s.delay)
+	if l.s.quantile > 0 {
+		svc.lat = newLatencies(l.s.quantile, l.s.window, l.s.minSamples, l.s.delay)
 	}
 	return svc
 }

@@ -140,11 +140,11 @@ type Config struct {
 	// an error.
 	FailureWindow time.Duration
 
-	// Cooldown is the cool-down of an Open that shared failure evidence
+	// CoolDown is the cool-down of an Open that shared failure evidence
 	// opens (a trip keeps its breaker's own); set it to the breakers'
 	// CoolDown. Zero means [circuitbreaker.DefaultCoolDown]
 	// (30s); negative is an error.
-	Cooldown time.Duration
+	CoolDown time.Duration
 }
 
 // Every duration of a Config is sent to Redis in milliseconds: each must
@@ -317,7 +317,7 @@ func fillDurations(c *Config) error {
 		{"RecordTTL", &c.RecordTTL, DefaultRecordTTL},
 		{"MaxBackoff", &c.MaxBackoff, DefaultMaxBackoff},
 		{"FailureWindow", &c.FailureWindow, DefaultFailureWindow},
-		{"Cooldown", &c.Cooldown, circuitbreaker.DefaultCoolDown},
+		{"CoolDown", &c.CoolDown, circuitbreaker.DefaultCoolDown},
 	} {
 		if *d.v < 0 {
 			return fmt.Errorf("rampartredis: Config.%s must be >= 0 (0 means %v), got %v", d.name, d.def, *d.v)

@@ -531,7 +531,7 @@ func TestShare_FL11_BadInput(t *testing.T) {
 		{name: "default claim with a long timeout", br: named, client: good, cfg: rampartredis.Config{Timeout: 3 * time.Second}, want: "rampartredis: Config.ProbeClaim (5s) must be more than twice Config.Timeout (3s): the claim is renewed halfway through, and a renewal may take Timeout"},
 		{name: "failures", br: named, client: good, cfg: rampartredis.Config{Failures: -1}, want: "rampartredis: Config.Failures must be >= 0 (0: share verdicts only), got -1"},
 		{name: "failure window", br: named, client: good, cfg: rampartredis.Config{FailureWindow: -1}, want: "rampartredis: Config.FailureWindow must be >= 0 (0 means 10s), got -1ns"},
-		{name: "cooldown", br: named, client: good, cfg: rampartredis.Config{Cooldown: time.Microsecond}, want: "rampartredis: Config.Cooldown must be 0 (30s) or at least 1ms (Redis counts milliseconds), got 1µs"},
+		{name: "cooldown", br: named, client: good, cfg: rampartredis.Config{CoolDown: time.Microsecond}, want: "rampartredis: Config.CoolDown must be 0 (30s) or at least 1ms (Redis counts milliseconds), got 1µs"},
 		{name: "record outlived by the claim", br: named, client: good, cfg: rampartredis.Config{RecordTTL: 5 * time.Second}, want: "rampartredis: Config.RecordTTL (5s) must be more than Config.ProbeClaim (5s): a record that expires during a round closes the fleet without a verdict"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,7 +90,7 @@ func TestCluster_FL20_LockstepEvidence(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	cfg := breakerConfig()
 	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 5}, time.Minute
-	rs := clusterFleet(t, cl, 8, cfg, clusterConfig(rampartredis.Config{Failures: 5, Cooldown: time.Minute}))
+	rs := clusterFleet(t, cl, 8, cfg, clusterConfig(rampartredis.Config{Failures: 5, CoolDown: time.Minute}))
 	synced(t, rs...)
 	failed := 0
 	for {
@@ -156,7 +156,10 @@ func TestCluster_FL20_MasterKilledMidRun(t *testing.T) {
 
 func TestCluster_FL20_QuotaOnACluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	q, err := rampartredis.NewQuota(cl.Client(), rampartredis.QuotaConfig{Key: "partner", Limit: 100})
+	// The first lease also finds the slots and loads the script: a
+	// Timeout longer than the default keeps a loaded machine from failing
+	// it, and the assertions below still need the master's answer.
+	q, err := rampartredis.NewQuota(cl.Client(), rampartredis.QuotaConfig{Key: "partner", Limit: 100, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer q.Close()
 	st := q.Stats()

@@ -283,7 +283,7 @@ func (s *Shared) report(claim *time.Timer) {
 		cause = err.Error()
 	}
 	rec, won, _, rerr := s.run(evidenceScript, n, s.cfg.FailureWindow.Milliseconds(), s.cfg.Failures,
-		max(s.cfg.Quorum, 1), s.cfg.ID, durMS(s.cfg.Cooldown), cause, s.cfg.RecordTTL.Milliseconds(), s.ch)
+		max(s.cfg.Quorum, 1), s.cfg.ID, durMS(s.cfg.CoolDown), cause, s.cfg.RecordTTL.Milliseconds(), s.ch)
 	if rerr != nil {
 		s.failed()
 		return

@@ -257,7 +257,7 @@ func TestShare_FL19_LockstepFailuresOpenTheFleetLikeOneBreaker(t *testing.T) {
 	srv := server(t)
 	cfg := breakerConfig()
 	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 5}, time.Minute
-	opts, scfg := patient(srv.Options(), rampartredis.Config{Failures: 5, Cooldown: time.Minute})
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Failures: 5, CoolDown: time.Minute})
 	rs := fleet(t, opts, 8, cfg, scfg)
 	synced(t, rs...)
 	failed := lockstep(t, srv, rs)
@@ -273,7 +273,7 @@ func TestShare_FL19_LockstepFailuresOpenTheFleetLikeOneBreaker(t *testing.T) {
 	for _, r := range rs {
 		snap := r.br.State()
 		assert.Equal(t, circuitbreaker.Open, snap.State)
-		assert.LessOrEqual(t, snap.RetryAfter, time.Minute+scfg.Timeout, "the evidence's Open lasts Cooldown")
+		assert.LessOrEqual(t, snap.RetryAfter, time.Minute+scfg.Timeout, "the evidence's Open lasts CoolDown")
 		assert.Greater(t, snap.RetryAfter, 30*time.Second)
 	}
 

@@ -26,9 +26,10 @@ var (
 	// does not match [context.DeadlineExceeded].
 	ErrDeadline = errors.New("retry: next attempt would start after the deadline")
 	// ErrHintForever: the last attempt carried a server's hint that the
-	// wait never ends, [rampart.Forever] (as rate.InfDuration from a rate limiter
-	// that can never grant, or rampart.Forever), so no later
-	// attempt could succeed.
+	// wait never ends, [rampart.Forever] (the value of rate.InfDuration
+	// from a rate limiter that can never grant, and of a breaker's hint
+	// while it is held open until reset), so no later attempt could
+	// succeed.
 	ErrHintForever = errors.New("retry: the server's hint says the wait never ends")
 	// ErrUpstreamRetry: the call's context says its request is already a
 	// retry at the hop that sent it ([rampart.AttemptOf] above 1), so that

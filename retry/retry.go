@@ -364,6 +364,8 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 	}()
 	var prev time.Duration
 	var lastErr error // the last failure that was not the caller's own cancellation
+	// upstream: the request is already a retry at the hop that sent it.
+	upstream := rampart.AttemptOf(ctx) > 1
 	for attempt := 1; ; attempt++ {
 		// Here attempt calls have been made and (resp, err), the last
 		// outcome, wants a retry.
@@ -383,7 +385,7 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 		if attempt >= p.maxAttempts {
 			return p.stop(ctx, resp, err, attempt, ErrMaxAttempts)
 		}
-		if rampart.AttemptOf(ctx) > 1 {
+		if upstream {
 			return p.stop(ctx, resp, err, attempt, ErrUpstreamRetry)
 		}
 		d := max(p.backoff.Delay(attempt, prev), 0)

@@ -127,7 +127,7 @@ func simulate(o options, redisAddr string) (result, error) {
 			r.sh, err = rampartredis.Share(br, r.rc, rampartredis.Config{
 				Key: key, ID: fmt.Sprint("replica-", i), Timeout: o.redisTimeout,
 				ProbeClaim: max(rampartredis.DefaultProbeClaim, 3*o.redisTimeout),
-				Failures:   o.failures, Cooldown: o.cooldown,
+				Failures:   o.failures, CoolDown: o.cooldown,
 			})
 			if err != nil {
 				return res, err
