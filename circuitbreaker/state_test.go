@@ -1,6 +1,8 @@
 package circuitbreaker_test
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -131,6 +133,65 @@ func TestBreaker_CB11_CountersOfCurrentPeriod(t *testing.T) {
 					assert.Equal(t, tt.want, b.State(), "forced closed records nothing")
 				}
 			})
+		})
+	}
+}
+
+func TestStrings_CB19_ForeverAndImmediateAreWords(t *testing.T) {
+	errMaint := errors.New("maintenance")
+	for _, tc := range []struct {
+		name string
+		v    fmt.Stringer
+		want string
+	}{
+		{name: "forced open", v: circuitbreaker.Snapshot{Name: "db", State: circuitbreaker.ForcedOpen, RetryAfter: rampart.Forever, Cause: errMaint},
+			want: `"db": forced-open (until released): maintenance`},
+		{name: "open forever", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: rampart.Forever, Cause: errBoom},
+			want: `open (until reset): tripped by: boom`},
+		{name: "open", v: circuitbreaker.Snapshot{State: circuitbreaker.Open, RetryAfter: 1500 * time.Millisecond, Cause: errBoom},
+			want: `open (retry after 1.5s): tripped by: boom`},
+		{name: "closed", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 2, Calls: 10, Failures: 3, SlowCalls: 1}},
+			want: `closed: 2 consecutive failures; 10 calls, 3 failures, 1 slow calls counted`},
+		{name: "closed, no window", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 2}},
+			want: `closed: 2 consecutive failures`},
+		{name: "closed, window only", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{Calls: 10}},
+			want: `closed: 10 calls, 0 failures, 0 slow calls counted`},
+		{name: "closed, nothing counted", v: circuitbreaker.Snapshot{State: circuitbreaker.Closed},
+			want: `closed`},
+		{name: "half-open", v: circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, ProbesInFlight: 1, ProbesSucceeded: 2, Cause: errBoom},
+			want: `half-open: probes 1 in flight, 2 succeeded, 0 failed: tripped by: boom`},
+		{name: "forced closed", v: circuitbreaker.Snapshot{State: circuitbreaker.ForcedClosed},
+			want: `forced-closed`},
+		{name: "transition", v: circuitbreaker.Transition{Name: "db", From: circuitbreaker.Closed, To: circuitbreaker.Open, Cause: errBoom},
+			want: `"db": closed > open: tripped by: boom`},
+		{name: "transition without cause", v: circuitbreaker.Transition{From: circuitbreaker.HalfOpen, To: circuitbreaker.Closed},
+			want: `half-open > closed`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.v.String())
+			assert.Equal(t, tc.want, fmt.Sprint(tc.v))
+		})
+	}
+}
+
+// A Consecutive breaker describes only the run it keeps, and a TripFunc
+// breaker the counts it keeps since the Closed period began.
+func TestStrings_CB19_SnapshotOfPoliciesWithoutAWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy circuitbreaker.Policy
+		want   string
+	}{
+		{name: "consecutive", policy: circuitbreaker.Consecutive{Failures: 5}, want: `"db": closed: 1 consecutive failures`},
+		{name: "custom", policy: circuitbreaker.TripFunc(func(circuitbreaker.Counts) bool { return false }), want: `"db": closed: 1 consecutive failures; 1 calls, 1 failures, 0 slow calls counted`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: tc.policy})
+			require.NoError(t, err)
+			p, err := br.TryAcquire()
+			require.NoError(t, err)
+			p.Failure(errBoom)
+			assert.Equal(t, tc.want, br.State().String())
 		})
 	}
 }

@@ -1,5 +1,30 @@
 package rampart_test
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/fallback"
+	"github.com/rampart-go/rampart/ramparthttp"
+	"github.com/rampart-go/rampart/ratelimit"
+	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/timeout"
+)
+
 // Cross-layer tests: the circuit breaker, retry (with its budget) and timeout
 // layers composed with rampart.NewBuilder, in the two orders a program can
 // choose, checked against DESIGN.md (CB, RT, TO) and seed 000:
@@ -9,271 +34,6 @@ package rampart_test
 //
 // Every test runs in a synctest bubble, so durations are exact, and every
 // stack is built from ServiceFunc doubles and counters.
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
-	"testing"
-	"testing/synctest"
-	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
-
-	"github.com/rampart-go/rampart"
-	"github.com/rampart-go/rampart/budget"
-	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/internal/budgettest"
-	"github.com/rampart-go/rampart/retry"
-	"github.com/rampart-go/rampart/timeout"
-)
-
-// TestMain checks that no test of the package, these stacks included,
-// leaves a goroutine behind (TO3).
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
-
-var errBoom = errors.New("boom")
-
-const ms = time.Millisecond
-
-// step is what the backend does on one call.
-type step func(ctx context.Context) (string, error)
-
-// fail returns err at once.
-func fail(err error) step {
-	return func(context.Context) (string, error) { return "", err }
-}
-
-// succeed returns resp at once.
-func succeed(resp string) step {
-	return func(context.Context) (string, error) { return resp, nil }
-}
-
-// hang blocks until ctx is done and returns its error, like a dependency
-// that does not answer.
-func hang(ctx context.Context) (string, error) {
-	<-ctx.Done()
-	return "", ctx.Err()
-}
-
-// failAfter returns err after d, or ctx's error if ctx ends first.
-func failAfter(d time.Duration, err error) step {
-	return func(ctx context.Context) (string, error) {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return "", err
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
-}
-
-// tap records when calls pass through it, relative to its creation. As a
-// layer it counts the calls that reach the next layer; as a backend it
-// plays a script, one step per call, repeating the last step.
-type tap struct {
-	start  time.Time
-	script []step
-
-	mu sync.Mutex
-	at []time.Duration // guarded by mu
-}
-
-func newTap(script ...step) *tap {
-	return &tap{start: time.Now(), script: script}
-}
-
-// note records a call and returns its index.
-func (p *tap) note() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.at = append(p.at, time.Since(p.start))
-	return len(p.at) - 1
-}
-
-// times returns when each call came, since the tap was made.
-func (p *tap) times() []time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]time.Duration(nil), p.at...)
-}
-
-func (p *tap) calls() int { return len(p.times()) }
-
-// Call plays the script.
-func (p *tap) Call(ctx context.Context, _ string) (string, error) {
-	i := min(p.note(), len(p.script)-1)
-	return p.script[i](ctx)
-}
-
-// Wrap makes the tap a layer that notes every call passing through it.
-func (p *tap) Wrap(inner rampart.Service[string, string]) rampart.Service[string, string] {
-	return rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
-		p.note()
-		return inner.Call(ctx, req)
-	})
-}
-
-// stack is a composed service with its parts exposed for assertions.
-type stack struct {
-	svc     rampart.Service[string, string]
-	breaker *circuitbreaker.Breaker
-	// attempts sees every call the retry loop makes into the breaker
-	// layer (stack A), or every call into the breaker (stack B).
-	attempts *tap
-	backend  *tap
-	budget   *budgettest.Budget
-}
-
-// stackConfig describes a stack. Zero durations leave a timeout layer out.
-type stackConfig struct {
-	total, perAttempt time.Duration
-	maxAttempts       int
-	backoff           time.Duration
-	failures          int           // breaker's Consecutive.Failures
-	reset             time.Duration // breaker's CoolDown
-	budget            retry.Budget  // nil means budget.Always
-	// abandon, when set, makes the per-attempt timeout abandon attempts
-	// that ignore their context, handing their late results to it.
-	abandon func(resp string, err error)
-	// breaker, when set, is used instead of a new breaker (failures and
-	// reset are then ignored).
-	breaker *circuitbreaker.Breaker
-}
-
-func (c stackConfig) parts(t *testing.T) (*circuitbreaker.Breaker, rampart.Layer[string, string], *budgettest.Budget) {
-	t.Helper()
-	br := c.breaker
-	if br == nil {
-		var err error
-		br, err = circuitbreaker.New(circuitbreaker.Config{
-			Policy:   circuitbreaker.Consecutive{Failures: c.failures},
-			CoolDown: c.reset,
-		})
-		require.NoError(t, err)
-	}
-	inner := c.budget
-	if inner == nil {
-		inner = budget.Always
-	}
-	bud := budgettest.Over(inner)
-	backoff, err := retry.NewConstant(c.backoff)
-	require.NoError(t, err)
-	rl, err := retry.NewLayer(retry.Config[string, string]{
-		MaxAttempts: c.maxAttempts,
-		Backoff:     backoff,
-		Budget:      bud,
-	})
-	require.NoError(t, err)
-	return br, rl, bud
-}
-
-// timeoutLayer returns a timeout layer of d, or nil (skipped by the
-// builder) when d is zero. A non-nil late makes it abandon calls.
-func timeoutLayer(t *testing.T, d time.Duration, late func(string, error)) rampart.Layer[string, string] {
-	t.Helper()
-	if d == 0 {
-		return nil
-	}
-	l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: d, Abandon: late != nil, Late: late})
-	require.NoError(t, err)
-	return l
-}
-
-// stackA builds the recommended order:
-// timeout(total) -> retry -> [attempts] -> breaker -> timeout(per attempt) -> backend.
-func stackA(t *testing.T, c stackConfig, backend *tap) stack {
-	t.Helper()
-	br, rl, bud := c.parts(t)
-	attempts := newTap()
-	svc := rampart.NewBuilder[string, string]().
-		Layer(timeoutLayer(t, c.total, nil)).
-		Layer(rl).
-		Layer(attempts).
-		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
-		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
-		Service(backend)
-	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
-}
-
-// stackB builds the breaker outside the retry loop:
-// [attempts] -> breaker -> retry -> timeout(per attempt) -> backend.
-func stackB(t *testing.T, c stackConfig, backend *tap) stack {
-	t.Helper()
-	br, rl, bud := c.parts(t)
-	attempts := newTap()
-	svc := rampart.NewBuilder[string, string]().
-		Layer(attempts).
-		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
-		Layer(rl).
-		Layer(timeoutLayer(t, c.perAttempt, c.abandon)).
-		Service(backend)
-	return stack{svc: svc, breaker: br, attempts: attempts, backend: backend, budget: bud}
-}
-
-// call calls s and returns its result and how long it took.
-func (s stack) call(ctx context.Context) (string, time.Duration, error) {
-	start := time.Now()
-	resp, err := s.svc.Call(ctx, "req")
-	return resp, time.Since(start), err
-}
-
-func (s stack) consecutiveFailures() int {
-	return s.breaker.State().Counts.ConsecutiveFailures
-}
-
-// trip opens s's breaker at once by recording failures directly, so that a
-// test starts from a known Open state without spending backend calls.
-func (s stack) trip(t *testing.T, failures int) {
-	t.Helper()
-	for range failures {
-		p, err := s.breaker.TryAcquire()
-		require.NoError(t, err)
-		p.Failure(errBoom)
-	}
-	require.Equal(t, circuitbreaker.Open, s.breaker.State().State)
-}
-
-// result is what a call made on another goroutine returned.
-type result struct {
-	resp string
-	err  error
-	took time.Duration
-}
-
-// callAsync calls s on a new goroutine and returns where its result will
-// arrive.
-func (s stack) callAsync(ctx context.Context) <-chan result {
-	done := make(chan result, 1)
-	go func() {
-		resp, took, err := s.call(ctx)
-		done <- result{resp, err, took}
-	}()
-	return done
-}
-
-// requireOpenError asserts that err is a breaker refusal returned as it
-// is: not wrapped in a retry exhaustion (RT3, seed 000).
-func requireOpenError(t *testing.T, err error) *circuitbreaker.OpenError {
-	t.Helper()
-	var open *circuitbreaker.OpenError
-	require.ErrorAs(t, err, &open)
-	assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
-	// Not wrapped: err is the *OpenError itself. Its chain holds the
-	// failure that tripped the breaker (CB2), which may be an exhaustion.
-	_, isOpen := err.(*circuitbreaker.OpenError)
-	assert.True(t, isOpen, "an open breaker must not be wrapped in *retry.ExhaustedError or anything: %v", err)
-	assert.Same(t, open, err, "the rejection must reach the caller unwrapped")
-	return open
-}
 
 // The retry loop goes through the breaker before every attempt: the breaker
 // trips on the second failure, the third attempt is refused without
@@ -1116,4 +876,253 @@ func TestCompose_CB4_BreakerSharedByTwoStacks(t *testing.T) {
 		requireOpenError(t, err)
 		assert.Equal(t, 4, failing.backend.calls(), "closed again for the first stack too, until it trips it again")
 	})
+}
+
+// End-to-end tests of a breaker refusal that carries its cause in the
+// error chain (CB2): what the caller sees through a whole stack, and how
+// the layers that classify errors with errors.Is / errors.As treat a
+// refusal whose cause would, on its own, mean something else to them.
+
+// statusError is a backend's own error type.
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("backend: status %d", e.code) }
+
+// causeStack is retry (3 attempts, 10ms apart) -> mid -> breaker (trips
+// after 2 consecutive failures, cools down for a minute) -> backend, where
+// mid (nil for none) sits between the retry loop and the breaker.
+func causeStack(t *testing.T, mid rampart.Layer[string, string], backend rampart.Service[string, string]) (rampart.Service[string, string], *circuitbreaker.Breaker) {
+	t.Helper()
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:   circuitbreaker.Consecutive{Failures: 2},
+		CoolDown: time.Minute,
+	})
+	require.NoError(t, err)
+	backoff, err := retry.NewConstant(10 * time.Millisecond)
+	require.NoError(t, err)
+	retrying, err := retry.NewLayer[string, string](retry.Config[string, string]{MaxAttempts: 3, Backoff: backoff})
+	require.NoError(t, err)
+	b := rampart.NewBuilder[string, string]().Layer(retrying)
+	if mid != nil {
+		b = b.Layer(mid)
+	}
+	return b.Layer(circuitbreaker.NewLayer[string, string](br, nil)).Service(backend), br
+}
+
+// TestCompose_CB2_RT3_RetryEndsAtOpenBreakerWithItsCause: a client whose
+// retries end at an open breaker gets the *OpenError itself, and through
+// it the backend's real failure.
+func TestCompose_CB2_RT3_RetryEndsAtOpenBreakerWithItsCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		backend := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+			calls++
+			return "", &statusError{code: 500}
+		})
+		svc, _ := causeStack(t, nil, backend)
+
+		start := time.Now()
+		_, err := svc.Call(t.Context(), "req")
+		assert.Equal(t, 20*time.Millisecond, time.Since(start))
+		assert.Equal(t, 2, calls, "the third attempt is rejected")
+
+		oe, isOpen := err.(*circuitbreaker.OpenError)
+		require.True(t, isOpen, "the rejection itself, not an exhaustion: %v", err)
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		var ex *retry.ExhaustedError
+		assert.NotErrorAs(t, err, &ex)
+		var se *statusError
+		require.ErrorAs(t, err, &se, "the backend's failure is in the chain")
+		assert.Equal(t, 500, se.code)
+		assert.ErrorIs(t, err, oe.Cause)
+		assert.Same(t, se, oe.Cause)
+		assert.Equal(t, time.Minute-10*time.Millisecond, oe.RetryAfter())
+		assert.Equal(t, "circuitbreaker: open (retry after 59.99s): tripped by: backend: status 500", err.Error())
+	})
+}
+
+// TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline: a breaker
+// tripped by timeouts refuses an attempt just as the caller's deadline
+// passes. The refusal's chain now matches context.DeadlineExceeded, the
+// caller's ctx.Err(); the retry loop must still return the *OpenError
+// itself (RT3), not mistake the refusal for the caller's own expiry and
+// report the attempt before it inside an *ExhaustedError.
+//
+// Fails until retry's loop asks errors.Is(err, circuitbreaker.ErrOpen)
+// before its "the attempt only reports the caller's cancellation" check.
+func TestCompose_RT3_RejectionWithDeadlineCauseAtCallersDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		attemptTimedOut := &timeout.Error{After: time.Second, Err: context.DeadlineExceeded}
+		backend := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+			return "", attemptTimedOut
+		})
+		// slow stands for any layer between the loop and the breaker that
+		// returns the refusal at the instant the caller's deadline
+		// passes: it holds a refusal until then.
+		slow := rampart.LayerFunc[string, string](func(inner rampart.Service[string, string]) rampart.Service[string, string] {
+			return rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+				resp, err := inner.Call(ctx, req)
+				if _, isOpen := err.(*circuitbreaker.OpenError); isOpen {
+					<-ctx.Done()
+				}
+				return resp, err
+			})
+		})
+		svc, br := causeStack(t, slow, backend)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+
+		_, err := svc.Call(ctx, "req")
+		require.Equal(t, circuitbreaker.Open, br.State().State)
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		_, isOpen := err.(*circuitbreaker.OpenError)
+		assert.True(t, isOpen, "an open breaker ends the loop as it is, not wrapped: %v", err)
+	})
+}
+
+// TestCompose_CB2_HandlerAnswersOpenBreakerWith503: a server stack with a
+// breaker outside a rate limiter in Refuse mode, whose refusals trip the
+// breaker. The breaker's refusal then carries a *ratelimit.LimitedError;
+// the Handler must still answer it as an open breaker (503 with the
+// breaker's Retry-After), not as a rate-limit refusal (429).
+//
+// Fails until ramparthttp's status mapping asks
+// errors.Is(err, circuitbreaker.ErrOpen) before ratelimit.ErrLimited.
+func TestCompose_CB2_HandlerAnswersOpenBreakerWith503(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy:   circuitbreaker.Consecutive{Failures: 1},
+		CoolDown: rampart.Forever,
+	})
+	require.NoError(t, err)
+	limited := rampart.LayerFunc[ramparthttp.Exchange, struct{}](func(rampart.Service[ramparthttp.Exchange, struct{}]) rampart.Service[ramparthttp.Exchange, struct{}] {
+		return rampart.ServiceFunc[ramparthttp.Exchange, struct{}](func(context.Context, ramparthttp.Exchange) (struct{}, error) {
+			return struct{}{}, &ratelimit.LimitedError{Wait: 2 * time.Second}
+		})
+	})
+	h, err := ramparthttp.NewHandler(http.NotFoundHandler(), ramparthttp.ServerConfig{
+		Layers:     []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br, nil), limited},
+		RetryAfter: 7 * time.Second,
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	get := func() (int, string) {
+		t.Helper()
+		resp, err := srv.Client().Get(srv.URL)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	code, after := get()
+	assert.Equal(t, http.StatusTooManyRequests, code, "the limiter's own refusal")
+	assert.Equal(t, "2", after)
+	require.Equal(t, circuitbreaker.Open, br.State().State)
+
+	code, after = get()
+	assert.Equal(t, http.StatusServiceUnavailable, code, "an open breaker, whatever tripped it")
+	assert.Empty(t, after, "a breaker open until reset advertises no Retry-After")
+}
+
+// TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn: a timeout layer
+// outside a breaker tripped by timeouts judges the refusal by the clock,
+// not by its chain (which matches context.DeadlineExceeded and
+// timeout.ErrTimeout): a refusal before the deadline is returned as it
+// is, not turned into the outer layer's timeout.
+func TestCompose_CB2_TimeoutOutsideBreakerPassesRejectionOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+		require.NoError(t, err)
+		perAttempt, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second})
+		require.NoError(t, err)
+		total, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: 5 * time.Second})
+		require.NoError(t, err)
+		hang := rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+			<-ctx.Done()
+			return "", ctx.Err()
+		})
+		svc := rampart.NewBuilder[string, string]().
+			Layer(total).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
+			Layer(perAttempt).
+			Service(hang)
+
+		_, err = svc.Call(t.Context(), "a")
+		var te *timeout.Error
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, time.Second, te.After, "the per-attempt timeout tripped the breaker")
+
+		_, err = svc.Call(t.Context(), "b")
+		oe, isOpen := err.(*circuitbreaker.OpenError)
+		require.True(t, isOpen, "the rejection as it is: %v", err)
+		assert.Same(t, te, oe.Cause)
+		assert.ErrorIs(t, err, timeout.ErrTimeout, "a rejection matches what its cause matches")
+	})
+}
+
+// TestCompose_CB2_FallbackOnOpenBreakerOnly: a fallback that answers only
+// open-breaker refusals (When: errors.Is(err, ErrOpen)) still sees the
+// backend's failure itself, the first time, and the refusal after; and
+// its When can tell the two apart although the refusal's chain holds the
+// failure.
+func TestCompose_CB2_FallbackOnOpenBreakerOnly(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+	require.NoError(t, err)
+	fb, err := fallback.NewLayer(fallback.Config[string, string]{
+		Fallback: func(_ context.Context, _ string, err error) (string, error) {
+			var se *statusError
+			if !assert.ErrorAs(t, err, &se) {
+				return "", err
+			}
+			return fmt.Sprintf("cached (backend said %d)", se.code), nil
+		},
+		When: func(err error) bool {
+			_, isOpen := err.(*circuitbreaker.OpenError)
+			return isOpen
+		},
+	})
+	require.NoError(t, err)
+	svc := rampart.NewBuilder[string, string]().
+		Layer(fb).
+		Layer(circuitbreaker.NewLayer[string, string](br, nil)).
+		Service(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+			return "", &statusError{code: 502}
+		}))
+
+	_, err = svc.Call(t.Context(), "a")
+	var se *statusError
+	require.ErrorAs(t, err, &se, "the failure itself is not answered by the fallback")
+	resp, err := svc.Call(t.Context(), "b")
+	require.NoError(t, err)
+	assert.Equal(t, "cached (backend said 502)", resp)
+}
+
+// The full stack, timeout -> retry + budget -> breaker, allocates on a
+// succeeding call exactly what a bare context.WithTimeoutCause does: the
+// deadline context is the only cost that is not zero, and it is inherent.
+func TestStack_SuccessAllocatesOnlyTheDeadlineContext(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	rb, err := budget.New(budget.Config{})
+	require.NoError(t, err)
+	rt, err := retry.NewLayer(retry.Config[int, int]{Budget: rb})
+	require.NoError(t, err)
+	to, err := timeout.NewLayer(timeout.Config[int, int]{Timeout: time.Second})
+	require.NoError(t, err)
+	backend := rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) { return req, nil })
+	svc := rampart.NewBuilder[int, int]().Layer(to).Layer(rt).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(backend)
+
+	ctx := context.Background()
+	stack := testing.AllocsPerRun(1000, func() { _, _ = svc.Call(ctx, 1) })
+
+	cause := errors.New("deadline")
+	bare := testing.AllocsPerRun(1000, func() {
+		c, cancel := context.WithTimeoutCause(ctx, time.Second, cause)
+		_, _ = backend.Call(c, 1)
+		cancel()
+	})
+	assert.Equal(t, bare, stack)
+
+	noTimeout := rampart.NewBuilder[int, int]().Layer(rt).Layer(circuitbreaker.NewLayer[int, int](br, nil)).Service(backend)
+	assert.Equal(t, 0.0, testing.AllocsPerRun(1000, func() { _, _ = noTimeout.Call(ctx, 1) }))
 }

@@ -2,7 +2,7 @@ package circuitbreaker_test
 
 import (
 	"errors"
-	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,27 +13,6 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
-
-// outcomes records a sequence: 'S' success, 'F' failure.
-func outcomes(t *testing.T, b *circuitbreaker.Breaker, seq string) {
-	t.Helper()
-	for _, c := range seq {
-		if c == 'S' {
-			succeed(t, b, 1)
-		} else {
-			fail(t, b, 1, errBoom)
-		}
-	}
-}
-
-// timed records one success that took d.
-func timed(t *testing.T, b *circuitbreaker.Breaker, d time.Duration) {
-	t.Helper()
-	p, err := b.TryAcquire()
-	require.NoError(t, err)
-	time.Sleep(d)
-	p.Success()
-}
 
 func TestPolicy_CB12_FailureRateCountWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -299,107 +278,186 @@ func TestPolicy_CB2_SlowCallsCauseThroughCombinators(t *testing.T) {
 	})
 }
 
-func TestPolicy_CB12_SuccessRateProbes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{
-			Policy: circuitbreaker.SuccessRate{
-				Trip:   circuitbreaker.Consecutive{Failures: 1},
-				Probes: 5, Ratio: 0.6,
-			},
-			CoolDown: time.Second,
-		})
-		fail(t, b, 1, errBoom)
-		time.Sleep(time.Second)
-		outcomes(t, b, "SFSF")
-		assert.Equal(t, circuitbreaker.Snapshot{
-			State: circuitbreaker.HalfOpen, Cause: errBoom, ProbesSucceeded: 2, ProbesFailed: 2,
-		}, b.State(), "a failed probe does not re-open while 3 of 5 can still succeed")
-		outcomes(t, b, "S")
-		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+func TestPolicies_CB13_FailureRateDefaults(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.FailureRate{}})
+	outcomes(t, b, strings.Repeat("F", 99))
+	assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 99, Failures: 99}}, b.State(),
+		"MinCalls defaults to the Size, 100")
 
-		fail(t, b, 1, errBoom)
-		time.Sleep(time.Second)
-		outcomes(t, b, "FSF")
-		assert.Equal(t, circuitbreaker.HalfOpen, b.State().State)
-		outcomes(t, b, "F")
-		assert.Equal(t, circuitbreaker.Open, b.State().State, "3 of 5 can no longer succeed")
-	})
+	b = newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.FailureRate{}})
+	outcomes(t, b, strings.Repeat("S", 50)+strings.Repeat("F", 49)+"S")
+	assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 100, Failures: 49}}, b.State())
+	outcomes(t, b, "F") // the first S leaves the 100-call window: 50 of 100
+	assert.Equal(t, circuitbreaker.Open, b.State().State, "the default Ratio is one half")
 }
 
-func TestPolicy_CB12_AnyTripsWhenAnyTrips(t *testing.T) {
+func TestPolicies_CB13_SlowCallsDefaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBreaker(t, circuitbreaker.Config{
-			Policy: circuitbreaker.Any(
-				circuitbreaker.Consecutive{Failures: 3},
-				circuitbreaker.SlowCalls{Threshold: time.Second, Window: circuitbreaker.Window{Size: 2}},
-			),
-			CoolDown: time.Second,
-		})
-		outcomes(t, b, "FF")
-		assert.Equal(t, circuitbreaker.Counts{ConsecutiveFailures: 2, Calls: 2, Failures: 2}, b.State().Counts)
-		timed(t, b, time.Second)
-		assert.Equal(t, circuitbreaker.Closed, b.State().State)
-		timed(t, b, time.Second) // both calls in the slow window are slow
-		assert.Equal(t, circuitbreaker.Open, b.State().State)
-
-		time.Sleep(time.Second)
-		timed(t, b, 10*time.Millisecond) // every policy says close
-		assert.Equal(t, circuitbreaker.Closed, b.State().State)
-
-		outcomes(t, b, "FFF")
-		assert.Equal(t, circuitbreaker.Open, b.State().State, "the consecutive policy trips too")
-		time.Sleep(time.Second)
-		timed(t, b, 2*time.Second) // a slow success: the slow-call policy re-opens
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.SlowCalls{}})
+		timed(t, b, time.Minute-time.Millisecond) // below the default Threshold of a minute
+		for range 99 {
+			timed(t, b, time.Minute)
+		}
+		assert.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: 100, SlowCalls: 99}}, b.State(),
+			"the default Ratio is 1: every call in the window must be slow")
+		timed(t, b, time.Minute) // the fast call leaves the 100-call window
 		assert.Equal(t, circuitbreaker.Open, b.State().State)
 	})
 }
 
-func TestPolicy_CB13_Validation(t *testing.T) {
-	tests := []struct {
-		name   string
-		policy circuitbreaker.Policy
-		want   string
-	}{
-		{name: "ratio above one", policy: circuitbreaker.FailureRate{Ratio: 1.5},
-			want: "circuitbreaker: FailureRate.Ratio must be in (0, 1], got 1.5"},
-		{name: "negative ratio", policy: circuitbreaker.FailureRate{Ratio: -0.1},
-			want: "circuitbreaker: FailureRate.Ratio must be in (0, 1], got -0.1"},
-		{name: "NaN ratio", policy: circuitbreaker.SlowCalls{Ratio: math.NaN()},
-			want: "circuitbreaker: SlowCalls.Ratio must be in (0, 1], got NaN"},
-		{name: "size and period", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 5, Period: time.Second}},
-			want: "circuitbreaker: FailureRate.Window.Size must be 0 with a Period, got 5"},
-		{name: "buckets without period", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Buckets: 5}},
-			want: "circuitbreaker: FailureRate.Window.Buckets needs a Period, got 5 buckets without one"},
-		{name: "too many buckets", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: time.Second, Buckets: 5000}},
-			want: "circuitbreaker: FailureRate.Window.Buckets must be in [0, 1000], got 5000"},
-		{name: "period too short", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 5, Buckets: 10}},
-			want: "circuitbreaker: FailureRate.Window.Period must be at least Buckets (10) nanoseconds, got 5ns"},
-		{name: "negative period", policy: circuitbreaker.SlowCalls{Window: circuitbreaker.Window{Period: -time.Second}},
-			want: "circuitbreaker: SlowCalls.Window.Period must be >= 0, got -1s"},
-		{name: "absurd size", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 1 << 30}},
-			want: "circuitbreaker: FailureRate.Window.Size must be <= 1000000, got 1073741824"},
-		{name: "min calls above size", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10, MinCalls: 11}},
-			want: "circuitbreaker: FailureRate.Window.MinCalls must be <= Size (10), got 11"},
-		{name: "negative threshold", policy: circuitbreaker.SlowCalls{Threshold: -time.Second},
-			want: "circuitbreaker: SlowCalls.Threshold must be >= 0, got -1s"},
-		{name: "negative probes", policy: circuitbreaker.SuccessRate{Probes: -1},
-			want: "circuitbreaker: SuccessRate.Probes must be >= 0, got -1"},
-		{name: "probe ratio zero point", policy: circuitbreaker.SuccessRate{Ratio: 2},
-			want: "circuitbreaker: SuccessRate.Ratio must be in (0, 1], got 2"},
-		{name: "bad trip policy", policy: circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{Failures: -3}},
-			want: "circuitbreaker: Consecutive.Failures must be >= 0, got -3 (SuccessRate.Trip)"},
-		{name: "empty any", policy: circuitbreaker.Any(),
-			want: "circuitbreaker: Any needs at least one policy"},
-		{name: "nil in any", policy: circuitbreaker.Any(circuitbreaker.Consecutive{}, nil),
-			want: "circuitbreaker: Any policy 1 is nil"},
-		{name: "bad policy in any", policy: circuitbreaker.Any(circuitbreaker.FailureRate{Ratio: 3}),
-			want: "circuitbreaker: FailureRate.Ratio must be in (0, 1], got 3 (Any policy 0)"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b, err := circuitbreaker.New(circuitbreaker.Config{Policy: tt.policy})
-			require.EqualError(t, err, tt.want)
-			assert.Nil(t, b)
+// tripsAt is the reference rule of the failure-rate policies, in exact
+// integer arithmetic: with at least min calls, failures/calls reaches
+// ppm/1,000,000.
+func tripsAt(calls, failures, min int, ppm uint32) bool {
+	return calls >= min && int64(failures)*1_000_000 >= int64(ppm)*int64(calls)
+}
+
+// fuzzRatio maps any fuzz input to a ratio in parts per million, 1..1e6.
+func fuzzRatio(ppm uint32) uint32 { return ppm%1_000_000 + 1 }
+
+// FuzzPolicies_CB12_FailureRateCountWindow checks a count-window
+// FailureRate against a model that keeps the last Size outcomes in a slice
+// and judges them exactly: the breaker must trip at the same outcome, and
+// report the same counters in between, for any size, minimum and ratio,
+// with resets at any point (CB9). Each outcome byte is a success (o&3 is 0
+// or 2), a failure (1) or a Reset (3).
+func FuzzPolicies_CB12_FailureRateCountWindow(f *testing.F) {
+	f.Add(uint16(10), uint16(5), uint32(299_999), []byte{0, 0, 0, 0, 1, 0, 0, 0, 1, 1})
+	f.Add(uint16(4), uint16(0), uint32(499_999), []byte{1, 0, 0, 0, 0, 1, 1})
+	f.Add(uint16(3), uint16(1), uint32(333_332), []byte{0, 0, 1, 0, 0, 1})
+	f.Add(uint16(3), uint16(3), uint32(499_999), []byte{1, 1, 0, 1, 1, 1, 0, 3, 1})
+	// A window of one call; resets on an empty window and between outcomes.
+	f.Add(uint16(0), uint16(1), uint32(249_999), []byte{1, 0, 0, 1, 0, 1, 1, 0})
+	f.Add(uint16(0), uint16(1), uint32(249_999), []byte{3, 3, 0, 3, 1, 0, 0, 1, 1, 0, 3, 1, 0, 3, 0, 3, 0, 0})
+	f.Fuzz(func(t *testing.T, size, min uint16, ppm uint32, outcomes []byte) {
+		n := int(size%300) + 1
+		m := int(min) % (n + 1)
+		ppm = fuzzRatio(ppm)
+		b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.FailureRate{
+			Window: circuitbreaker.Window{Size: n, MinCalls: m},
+			Ratio:  float64(ppm) / 1_000_000,
+		}})
+		minCalls := m
+		if minCalls == 0 {
+			minCalls = n // the documented default
+		}
+		var window []bool
+		for i, o := range outcomes {
+			if o&3 == 3 {
+				b.Reset()
+				window = nil
+				require.Equal(t, circuitbreaker.Snapshot{}, b.State(), "outcome %d: reset", i)
+				continue
+			}
+			failed := o&3 == 1
+			if failed {
+				fail(t, b, 1, errBoom)
+			} else {
+				succeed(t, b, 1)
+			}
+			window = append(window, failed)
+			if len(window) > n {
+				window = window[1:]
+			}
+			failures := 0
+			for _, w := range window {
+				if w {
+					failures++
+				}
+			}
+			s := b.State()
+			if tripsAt(len(window), failures, minCalls, ppm) {
+				require.Equal(t, circuitbreaker.Open, s.State, "outcome %d: %d of %d failed", i, failures, len(window))
+				b.Reset()
+				window = nil
+				continue
+			}
+			require.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: len(window), Failures: failures}}, s,
+				"outcome %d", i)
+		}
+	})
+}
+
+// FuzzPolicies_CB12_FailureRateTimeWindow checks a time-window FailureRate
+// against a model that keeps every outcome with its time and counts those
+// whose bucket is among the newest Buckets: same trips, same counters,
+// including after idle gaps of any length and resets at any point (CB9).
+// Each step waits s>>2 half buckets, then records a success (s&3 == 0), a
+// failure (1), nothing (2) or resets the breaker (3).
+func FuzzPolicies_CB12_FailureRateTimeWindow(f *testing.F) {
+	f.Add(uint8(10), uint16(1000), uint16(3), uint32(499_999), []byte{0, 1, 200, 1, 253, 253, 0, 1, 0, 9})
+	f.Add(uint8(1), uint16(10), uint16(2), uint32(999_999), []byte{1, 40, 1, 0})
+	f.Add(uint8(3), uint16(7), uint16(0), uint32(0), []byte{4, 5, 4, 3, 5, 8, 1, 254, 2, 3, 0})
+	// Six buckets of 1ms: gaps of 1, 3 and 7.5 buckets.
+	f.Add(uint8(5), uint16(0), uint16(4), uint32(749_999), []byte{0, 1, 9, 24, 1, 61, 1, 0, 1})
+	// One bucket: many calls in the same instant; failures that trip at once.
+	f.Add(uint8(0), uint16(2), uint16(4), uint32(249_999), []byte{0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint8(5), uint16(0), uint16(1), uint32(249_999), []byte{1, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, buckets uint8, periodMs, min uint16, ppm uint32, steps []byte) {
+		nb := int(buckets%20) + 1
+		period := time.Duration(int(periodMs)%5000+nb) * time.Millisecond
+		m := int(min) % 50
+		minCalls := m
+		if minCalls == 0 {
+			minCalls = 20 // the documented default of a time window
+		}
+		ppm = fuzzRatio(ppm)
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.FailureRate{
+				Window: circuitbreaker.Window{Period: period, Buckets: nb, MinCalls: m},
+				Ratio:  float64(ppm) / 1_000_000,
+			}})
+			width := period / time.Duration(nb)
+			bucketOf := func(at time.Time) int64 { return int64(at.Sub(start) / width) }
+			type event struct {
+				bucket int64
+				fail   bool
+			}
+			var events []event
+			live := func() (calls, failures int) {
+				now := bucketOf(time.Now())
+				for _, e := range events {
+					if e.bucket > now-int64(nb) {
+						calls++
+						if e.fail {
+							failures++
+						}
+					}
+				}
+				return calls, failures
+			}
+			for i, s := range steps {
+				// The high bits wait 0 to 63 half buckets.
+				time.Sleep(time.Duration(s>>2) * width / 2)
+				calls, failures := live()
+				require.Equal(t, circuitbreaker.Counts{Calls: calls, Failures: failures}, b.State().Counts, "step %d, before", i)
+				switch s & 3 {
+				case 2:
+					continue
+				case 3:
+					b.Reset()
+					events = nil
+					require.Equal(t, circuitbreaker.Snapshot{}, b.State(), "step %d: reset", i)
+					continue
+				}
+				failed := s&3 == 1
+				if failed {
+					fail(t, b, 1, errBoom)
+				} else {
+					succeed(t, b, 1)
+				}
+				events = append(events, event{bucket: bucketOf(time.Now()), fail: failed})
+				calls, failures = live()
+				if tripsAt(calls, failures, minCalls, ppm) {
+					require.Equal(t, circuitbreaker.Open, b.State().State, "step %d: %d of %d failed", i, failures, calls)
+					b.Reset()
+					events = nil
+					continue
+				}
+				require.Equal(t, circuitbreaker.Snapshot{Counts: circuitbreaker.Counts{Calls: calls, Failures: failures}}, b.State(),
+					"step %d", i)
+			}
 		})
-	}
+	})
 }
