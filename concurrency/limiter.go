@@ -43,21 +43,16 @@ type Limiter struct {
 	// modified.
 	limited *LimitedError
 
+	// debt is how many slots a smaller Max still has to take back: a
+	// Release pays it (under tune's lock) instead of freeing the slot.
+	// Written under tune's lock; read by Release.
+	debt atomic.Int64
 	// tune serializes SetMax and holds what it needs; see SetMax.
 	tune struct {
 		sync.Mutex
 		spare    int64 // units of sem the Limiter holds
-		pending  *taking
 		watchers []watcher
 	}
-}
-
-// taking is a SetMax's wait for units of sem that calls still hold.
-type taking struct {
-	n      int64
-	cancel context.CancelFunc
-	done   chan struct{}
-	got    bool // set before done is closed
 }
 
 // watcher is the name and Observer of a layer built with a Limiter.
@@ -88,11 +83,11 @@ func (l *Limiter) Max() int { return int(l.max.Load()) }
 // SetMax changes the number of slots to max while calls flow, or returns
 // an error naming max when max < 1 (or l is a zero Limiter), changing
 // nothing. A larger max frees the new slots at once, to the callers
-// waiting first. A smaller one takes slots back as the calls holding
-// them release them: until enough are back, no new call gets a slot (in
-// Wait mode they queue, in order, behind the change), and InFlight may
-// exceed the new Max. Safe for concurrent use; a later SetMax replaces
-// one still taking slots back. Each layer built with l that has an
+// waiting first. A smaller one takes back the free slots at once and the
+// others as the calls holding them release them: until InFlight is below
+// the new Max no call gets a slot (in Wait mode they wait, in order), and
+// meanwhile InFlight exceeds Max. Safe for concurrent use; a larger max
+// first forgives the slots a smaller one is still owed. Each layer built with l that has an
 // Observer is told with an event of kind [observe.Tuned] (Source
 // Concurrency, the layer's Name); l keeps those Observers as long as it
 // lives.
@@ -105,32 +100,25 @@ func (l *Limiter) SetMax(max int) error {
 	}
 	t := &l.tune
 	t.Lock()
-	if p := t.pending; p != nil {
-		p.cancel()
-		<-p.done
-		if p.got {
-			t.spare += p.n
-		}
-		t.pending = nil
-	}
+	debt := l.debt.Load()
+	held := t.spare + debt // what the Limiter holds once its debt is paid
 	switch want := math.MaxInt64 - int64(max); {
-	case want < t.spare:
-		l.sem.Release(t.spare - want)
-		t.spare = want
-	case want > t.spare:
-		n := want - t.spare
-		if l.sem.TryAcquire(n) {
-			t.spare = want
-			break
+	case want < held: // more slots: forgive debt first, then free units
+		forgiven := min(debt, held-want)
+		debt -= forgiven
+		if n := held - forgiven - want; n > 0 {
+			l.sem.Release(n)
+			t.spare -= n
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		p := &taking{n: n, cancel: cancel, done: make(chan struct{})}
-		t.pending = p
-		go func() {
-			p.got = l.sem.Acquire(ctx, n) == nil
-			close(p.done)
-		}()
+	case want > held: // fewer: take the free slots, owe the rest
+		n := want - held
+		for n > 0 && l.sem.TryAcquire(1) {
+			t.spare++
+			n--
+		}
+		debt += n
 	}
+	l.debt.Store(debt)
 	l.max.Store(int64(max))
 	ws := t.watchers
 	t.Unlock()
@@ -204,8 +192,24 @@ func (l *Limiter) TryAcquire() bool {
 // Release, which is ignored). Release once per successful acquisition.
 func (l *Limiter) Release() {
 	if decrementHeld(&l.inFlight) {
+		if l.debt.Load() > 0 && l.payDebt() {
+			return
+		}
 		l.sem.Release(1)
 	}
+}
+
+// payDebt keeps a released slot for a smaller Max still owed, and reports
+// whether it did.
+func (l *Limiter) payDebt() bool {
+	l.tune.Lock()
+	defer l.tune.Unlock()
+	if l.debt.Load() == 0 {
+		return false
+	}
+	l.debt.Add(-1)
+	l.tune.spare++
+	return true
 }
 
 // decrementHeld takes one from the count of held slots n unless it is

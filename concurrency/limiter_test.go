@@ -2,6 +2,7 @@ package concurrency_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -172,8 +173,8 @@ func TestLimiter_LM12_SetMaxLowers(t *testing.T) {
 	l.Release()
 }
 
-// A SetMax replaces one still taking slots back; calls that wait in
-// Acquire get the slots a larger Max frees, in order.
+// A larger Max forgives what a smaller one is still owed, and frees the
+// rest to the calls waiting in Acquire.
 func TestLimiter_LM12_SetMaxReplacesAPendingOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l, err := concurrency.New(2)
@@ -191,7 +192,7 @@ func TestLimiter_LM12_SetMaxReplacesAPendingOne(t *testing.T) {
 		}
 		require.NoError(t, l.SetMax(4)) // two more than the two in flight
 		synctest.Wait()
-		assert.Equal(t, []int{0, 1}, []int{<-got, <-got})
+		assert.ElementsMatch(t, []int{0, 1}, []int{<-got, <-got}, "both waiters get the new slots")
 		assert.Equal(t, 4, l.InFlight())
 		assert.False(t, l.TryAcquire())
 		for range 4 {
@@ -242,4 +243,41 @@ func TestLimiter_LM12_SetMaxWhileCallsFlow(t *testing.T) {
 	assert.Equal(t, 0, l.InFlight())
 	take(t, l, 3)
 	assert.False(t, l.TryAcquire(), "exactly the last Max")
+}
+
+func TestNew_RejectsBadMax(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+		want string
+	}{
+		{name: "zero", max: 0, want: "concurrency: max must be >= 1, got 0"},
+		{name: "negative", max: -3, want: "concurrency: max must be >= 1, got -3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := concurrency.New(tc.max)
+			assert.Nil(t, l)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// The zero Limiter has no slots and is never ready: Acquire refuses at
+// once, saying no slot will ever free; TryAcquire fails; Release is
+// ignored. None panics.
+func TestLimiter_LM4_ZeroValue(t *testing.T) {
+	var l concurrency.Limiter
+	assert.Zero(t, l.Max())
+	assert.Zero(t, l.InFlight())
+	assert.False(t, l.Ready())
+
+	err := l.Acquire(t.Context())
+	require.ErrorIs(t, err, concurrency.ErrLimited)
+	var le *concurrency.LimitedError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryAfter())
+	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
+	assert.False(t, l.TryAcquire())
+	l.Release()
+	assert.Zero(t, l.InFlight())
 }
