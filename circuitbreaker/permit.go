@@ -149,6 +149,20 @@ func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d t
 	}
 }
 
+// Move returns a Permit holding p's right to its call and leaves p
+// finished, so that a permit acquired into a local variable can be kept
+// where the call's outcome is judged later (the body of an HTTP response
+// that is read after the call returns), which copying it, forbidden, would
+// not allow. Only the returned Permit can finish the call; finishing p
+// afterwards is a no-op, as for any finished permit. Moving a finished
+// permit returns a finished one. Move reports nothing to the breaker: it
+// is neither an outcome nor a release.
+func (p *Permit) Move() Permit {
+	b, w, aux := p.b, p.word, p.aux
+	p.b = nil
+	return Permit{b: b, word: w, aux: aux}
+}
+
 // noCopy lets go vet's copylocks check report copies of a Permit.
 type noCopy struct{}
 

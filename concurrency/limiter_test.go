@@ -2,6 +2,7 @@ package concurrency_test
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -124,4 +125,41 @@ func TestLimitedError_LM5_RetryDelay(t *testing.T) {
 	assert.EqualError(t, err, "concurrency: limit reached (retry after 2s)")
 	assert.EqualError(t, &concurrency.LimitedError{PastDeadline: true, Wait: time.Second}, "concurrency: limit reached: next slot in 1s, at or past the context deadline")
 	assert.ErrorIs(t, err, concurrency.ErrLimited)
+}
+
+func TestNew_RejectsBadMax(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		max  int
+		want string
+	}{
+		{name: "zero", max: 0, want: "concurrency: max must be >= 1, got 0"},
+		{name: "negative", max: -3, want: "concurrency: max must be >= 1, got -3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := concurrency.New(tc.max)
+			assert.Nil(t, l)
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}
+
+// The zero Limiter has no slots and is never ready: Acquire refuses at
+// once, saying no slot will ever free; TryAcquire fails; Release is
+// ignored. None panics.
+func TestLimiter_LM4_ZeroValue(t *testing.T) {
+	var l concurrency.Limiter
+	assert.Zero(t, l.Max())
+	assert.Zero(t, l.InFlight())
+	assert.False(t, l.Ready())
+
+	err := l.Acquire(t.Context())
+	require.ErrorIs(t, err, concurrency.ErrLimited)
+	var le *concurrency.LimitedError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryAfter())
+	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
+	assert.False(t, l.TryAcquire())
+	l.Release()
+	assert.Zero(t, l.InFlight())
 }
