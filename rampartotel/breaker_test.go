@@ -2,7 +2,11 @@ package rampartotel_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/metric"
@@ -10,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartotel"
@@ -71,4 +76,63 @@ func TestObserver_EV16_SDKTakesEveryOutcome(t *testing.T) {
 	for _, k := range []observe.Kind{observe.Success, observe.Failure, observe.Ignored, observe.Rejected, observe.Transition} {
 		require.True(t, observe.Wants(bound, k), k.String())
 	}
+}
+
+// The state gauge reads what Breaker.State reports: an open breaker whose
+// cool-down has ended is half-open (it lets the next call through as a
+// probe) though it reports the transition only when that call arrives;
+// the transition is counted once, as of the cool-down's end. A cool-down
+// that lasts until a reset stays open.
+func TestObserver_EV17_StateGaugeHalfOpenOnceTheCoolDownEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		b, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: 10 * time.Second, Observer: obs})
+		require.NoError(t, err)
+		forever, err := circuitbreaker.New(circuitbreaker.Config{Name: "stuck", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: rampart.Forever, Observer: obs})
+		require.NoError(t, err)
+		gauge := func(name string) (in map[string]float64, opened float64) {
+			points, _ := collect(t, reader)
+			in = map[string]float64{}
+			for _, st := range []string{"closed", "open", "half-open"} {
+				in[st] = points[point("rampart.breaker.state", name, "rampart.breaker.state="+st)]
+			}
+			return in, points[point("rampart.breaker.transitions", name, "rampart.breaker.from=open", "rampart.breaker.to=half-open")]
+		}
+		for _, br := range []*circuitbreaker.Breaker{b, forever} {
+			p, err := br.TryAcquire()
+			require.NoError(t, err)
+			p.Failure(errors.New("down"))
+		}
+
+		time.Sleep(10*time.Second - time.Nanosecond)
+		require.Equal(t, circuitbreaker.Open, b.State().State)
+		in, opened := gauge("db")
+		require.Equal(t, map[string]float64{"closed": 0, "open": 1, "half-open": 0}, in, "in the cool-down")
+		require.Equal(t, 0.0, opened)
+
+		time.Sleep(time.Nanosecond)
+		require.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		in, opened = gauge("db")
+		require.Equal(t, map[string]float64{"closed": 0, "open": 0, "half-open": 1}, in, "the cool-down has ended, no call yet")
+		require.Equal(t, 1.0, opened)
+		in, _ = gauge("stuck")
+		require.Equal(t, map[string]float64{"closed": 0, "open": 1, "half-open": 0}, in, "a cool-down that never ends")
+		require.Equal(t, circuitbreaker.Open, forever.State().State)
+
+		time.Sleep(5 * time.Second)
+		p, err := b.TryAcquire() // the breaker reports its transition now
+		require.NoError(t, err)
+		in, opened = gauge("db")
+		require.Equal(t, map[string]float64{"closed": 0, "open": 0, "half-open": 1}, in)
+		require.Equal(t, 1.0, opened, "counted once")
+		p.Success()
+		in, opened = gauge("db")
+		require.Equal(t, map[string]float64{"closed": 1, "open": 0, "half-open": 0}, in)
+		require.Equal(t, 1.0, opened)
+
+		points, _ := collect(t, reader)
+		require.Equal(t, 10.0, points[point("rampart.breaker.state.time", "db", "rampart.breaker.state=open")])
+		require.Equal(t, 5.0, points[point("rampart.breaker.state.time", "db", "rampart.breaker.state=half-open")])
+		runtime.KeepAlive(forever)
+	})
 }

@@ -42,7 +42,7 @@ func TestObserver_EV11_StateTimeAndZeroSeriesFromBind(t *testing.T) {
 		p, _ := b.TryAcquire()
 		p.Failure(errors.New("down")) // open at 5s
 		time.Sleep(15 * time.Second)
-		p, err = b.TryAcquire() // half-open at 20s: the observer is told now
+		p, err = b.TryAcquire() // the observer is told at 20s; half-open since the cool-down's end, 15s
 		require.NoError(t, err)
 		time.Sleep(2 * time.Second)
 		p.Success() // closed at 22s
@@ -53,8 +53,8 @@ func TestObserver_EV11_StateTimeAndZeroSeriesFromBind(t *testing.T) {
 			return points[point("rampart.breaker.state.time", "db", "rampart.breaker.state="+state)]
 		}
 		require.Equal(t, 13.0, seconds("closed"), "0-5s and 22-30s")
-		require.Equal(t, 15.0, seconds("open"))
-		require.Equal(t, 2.0, seconds("half-open"))
+		require.Equal(t, 10.0, seconds("open"), "5-15s: the cool-down")
+		require.Equal(t, 7.0, seconds("half-open"), "15-22s")
 		require.Equal(t, 0.0, seconds("forced-open"))
 		for _, ft := range [][2]string{{"closed", "open"}, {"open", "half-open"}, {"half-open", "closed"}} {
 			require.Equal(t, 1.0, points[point("rampart.breaker.transitions", "db", "rampart.breaker.from="+ft[0], "rampart.breaker.to="+ft[1])])
