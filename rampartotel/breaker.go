@@ -2,6 +2,7 @@ package rampartotel
 
 import (
 	"context"
+	"maps"
 	"math"
 	"sync/atomic"
 	"time"
@@ -243,6 +244,7 @@ func (o *Observer) bindLocked(k recordKey) *boundBreaker {
 		o.records[k] = r
 	}
 	r.refs++
+	o.peak = max(o.peak, len(o.records))
 	b := &boundBreaker{o: o, rec: r}
 	o.enter(b, closedIdx, o.now())
 	return b
@@ -337,6 +339,11 @@ func (o *Observer) unbind(b *boundBreaker) {
 // held.
 func (o *Observer) forget(r *record) {
 	delete(o.records, r.id)
+	if n := len(o.records); n < o.peak/4 {
+		records := make(map[recordKey]*record, n)
+		maps.Copy(records, o.records)
+		o.records, o.peak = records, n
+	}
 	if r.id.keyed {
 		o.keyed--
 		return // the sets are the group's, which stays
