@@ -101,8 +101,9 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	resp, err := s.inner.Call(ctx, req)
 	if err == nil && s.classify == nil && b.quiet(w) {
 		p.b = nil // Success's fast path, also written out
-		if b.set.observer != nil {
-			b.observeQuiet(ctx)
+		if obs := b.set.successes; obs != nil {
+			// A quiet success is untimed: the word had no flagTimed.
+			obs.Observe(ctx, b.set.success)
 		}
 		return resp, nil
 	}

@@ -11,61 +11,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
-
-var modes = map[string]concurrency.Mode{"Wait": concurrency.Wait, "Refuse": concurrency.Refuse}
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// blocking returns a service that blocks each call until release is closed
-// or receives, counting calls.
-func blocking(release <-chan struct{}, calls *atomic.Int64) rampart.Service[int, int] {
-	return rampart.ServiceFunc[int, int](func(ctx context.Context, req int) (int, error) {
-		calls.Add(1)
-		<-release
-		return req * 10, nil
-	})
-}
-
-func build(t *testing.T, l *concurrency.Limiter, mode concurrency.Mode, inner rampart.Service[int, int]) rampart.Service[int, int] {
-	t.Helper()
-	layer, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: mode})
-	require.NoError(t, err)
-	return rampart.NewBuilder[int, int]().Layer(layer).Service(inner)
-}
-
-// buildBlocking returns a limiter of max slots and a service it limits in
-// mode whose calls block until release is closed or receives, counted in calls.
-func buildBlocking(t *testing.T, max int, mode concurrency.Mode) (*concurrency.Limiter, rampart.Service[int, int], chan struct{}, *atomic.Int64) {
-	t.Helper()
-	l, err := concurrency.New(max)
-	require.NoError(t, err)
-	release := make(chan struct{})
-	calls := new(atomic.Int64)
-	return l, build(t, l, mode, blocking(release, calls)), release, calls
-}
-
-func TestNew_RejectsBadMax(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		max  int
-		want string
-	}{
-		{name: "zero", max: 0, want: "concurrency: max must be >= 1, got 0"},
-		{name: "negative", max: -3, want: "concurrency: max must be >= 1, got -3"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			l, err := concurrency.New(tc.max)
-			assert.Nil(t, l)
-			assert.EqualError(t, err, tc.want)
-		})
-	}
-}
 
 func TestNewLayer_RejectsBadArguments(t *testing.T) {
 	l, err := concurrency.New(1)
@@ -297,4 +250,76 @@ func TestNewLayer_Wraps(t *testing.T) {
 	assert.Equal(t, 1, resp, "the call runs in a slot")
 	_, err = concurrency.NewLayer[int, int](concurrency.Config{})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
+}
+
+// Every nil argument and zero value fails with an error naming it, at
+// construction or on each call; none panics.
+func TestNilAndZeroValues(t *testing.T) {
+	ok := rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) { return req, nil })
+	l, err := concurrency.New(1)
+	require.NoError(t, err)
+	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
+		{
+			Name: "nil Limiter",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, concurrency.NewLayer, concurrency.Config{Limiter: nil, Mode: concurrency.Wait})
+			},
+			Want: "concurrency: limiter must not be nil",
+		},
+		{
+			Name: "zero Limiter",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, concurrency.NewLayer, concurrency.Config{Limiter: &concurrency.Limiter{}, Mode: concurrency.Wait})
+			},
+			Want: "concurrency: limiter must be made by New, got a zero Limiter",
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
+				layer, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: concurrency.Wait})
+				require.NoError(t, err)
+				return layer.Wrap(nil), nil
+			},
+			Want:       "concurrency: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
+	assert.Zero(t, l.InFlight())
+}
+
+func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, mode := range []concurrency.Mode{concurrency.Wait, concurrency.Refuse} {
+			var rec observetest.Recorder
+			lim, err := concurrency.New(1)
+			require.NoError(t, err)
+			svc, err := wrap.Service(sleeper, concurrency.NewLayer, concurrency.Config{Limiter: lim, Mode: mode, Name: "db", Observer: &rec})
+			require.NoError(t, err)
+
+			go svc.Call(t.Context(), 2*time.Second) // holds the slot for two seconds
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			_, err2 := svc.Call(ctx, 0)
+			cancel()
+			_, err = svc.Call(t.Context(), 0)
+			time.Sleep(3 * time.Second)
+			_, err3 := svc.Call(t.Context(), 0) // a free slot: nothing to report
+			require.NoError(t, err3)
+
+			switch mode {
+			case concurrency.Wait:
+				require.NoError(t, err)
+				require.ErrorIs(t, err2, context.DeadlineExceeded)
+				require.Equal(t, []observe.Event{
+					{Source: observe.Concurrency, Name: "db", Kind: observe.Refused, Duration: 300 * time.Millisecond, Err: err2},
+					{Source: observe.Concurrency, Name: "db", Kind: observe.Queued, Duration: 1700 * time.Millisecond},
+				}, rec.Events())
+			case concurrency.Refuse:
+				require.ErrorIs(t, err, concurrency.ErrLimited)
+				require.ErrorIs(t, err2, concurrency.ErrLimited)
+				refused := observe.Event{Source: observe.Concurrency, Name: "db", Kind: observe.Refused, Err: err}
+				require.Equal(t, []observe.Event{refused, refused}, rec.Events())
+			}
+		}
+	})
 }

@@ -129,43 +129,6 @@ func TestLayer_LM2_QueuedCallPastDeadlineRefusedAtOnce(t *testing.T) {
 	})
 }
 
-// A Refuse call through a Keyed shared with Wait calls counts the calls
-// waiting for the key, reserved or not: it is refused with the time at
-// which a call joining the line would get its token.
-func TestKeyedLayer_LM3_RejectCountsTheWaitingLine(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		inner, admitted := admissions(start)
-		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 10, Burst: 1})
-		require.NoError(t, err)
-		key := func(string) string { return "one key" }
-		waitLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Wait)
-		require.NoError(t, err)
-		rejectLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Refuse)
-		require.NoError(t, err)
-		waiting, rejecting := waitLayer.Wrap(inner), rejectLayer.Wrap(inner)
-
-		_, err = waiting.Call(t.Context(), "A")
-		require.NoError(t, err)
-		var wg sync.WaitGroup
-		for _, req := range []string{"B", "C", "D"} {
-			wg.Go(func() {
-				_, err := waiting.Call(t.Context(), req)
-				assert.NoError(t, err)
-			})
-			synctest.Wait()
-		}
-		// B, C and D are due at 100, 200 and 300ms; the next token at 400ms.
-		_, err = rejecting.Call(t.Context(), "R")
-		requireLimited(t, err, 400*time.Millisecond, false)
-		time.Sleep(150 * time.Millisecond)
-		_, err = rejecting.Call(t.Context(), "R")
-		requireLimited(t, err, 250*time.Millisecond, false)
-		wg.Wait()
-		assert.Equal(t, map[string]time.Duration{"A": 0, "B": 100 * time.Millisecond, "C": 200 * time.Millisecond, "D": 300 * time.Millisecond}, admitted())
-	})
-}
-
 // Many waiters, a third of which give up at various times: every call
 // ends, the waiters that stay are admitted no faster than the limiter
 // allows, and the tokens given back are used, so the last admission comes

@@ -3,6 +3,7 @@ package observe_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -14,12 +15,53 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/fallback"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
+
+// binder is a Binder that notes each Bind and hands out a recorder per
+// binding.
+type binder struct {
+	observetest.Recorder
+	binds []string
+	bound []*observetest.Recorder
+}
+
+func (b *binder) Bind(source observe.Source, name string) observe.Observer {
+	b.binds = append(b.binds, source.String()+" "+name)
+	r := &observetest.Recorder{}
+	b.bound = append(b.bound, r)
+	return r
+}
+
+func TestBind_EV13_BindsABinderOnly(t *testing.T) {
+	var b binder
+	bound := observe.Bind(&b, observe.Breaker, "db")
+	require.Equal(t, []string{"circuitbreaker db"}, b.binds)
+	require.Same(t, b.bound[0], bound)
+
+	var plain observetest.Recorder
+	require.Same(t, &plain, observe.Bind(&plain, observe.Breaker, "db"))
+	require.Nil(t, observe.Bind(nil, observe.Breaker, "db"))
+}
+
+func TestJoin_EV13_BindsItsParts(t *testing.T) {
+	var b binder
+	var plain observetest.Recorder
+	joined := observe.Join(&b, &plain)
+	bound := observe.Bind(joined, observe.Retry, "api")
+	require.Equal(t, []string{"retry api"}, b.binds)
+
+	e := observe.Event{Source: observe.Retry, Name: "api", Kind: observe.Retrying, Attempt: 2}
+	bound.Observe(context.Background(), e)
+	require.Equal(t, []observe.Event{e}, b.bound[0].Events(), "the binder's part gets the event through its bound form")
+	require.Empty(t, b.Events(), "not through the unbound one")
+	require.Equal(t, []observe.Event{e}, plain.Events())
+}
 
 // stack builds fallback -> timeout -> retry -> breaker ->
 // load shedding -> rate limit -> concurrency limit over a service that
@@ -71,4 +113,33 @@ func TestStack_EV1_ObserversAddNoAllocation(t *testing.T) {
 	}
 	require.Equal(t, map[key]int{{"b", observe.Success}: 1001}, kinds) // AllocsPerRun calls once more to warm up
 	require.Empty(t, buf.String())
+}
+
+// failuresOnly is a Selector that wants a breaker's failures and no other
+// kind.
+type failuresOnly struct{ observetest.Recorder }
+
+func (*failuresOnly) Wants(k observe.Kind) bool { return k == observe.Failure }
+
+func TestWants_EV16_SelectorsSayPlainObserversWantAll(t *testing.T) {
+	var sel failuresOnly
+	var plain observetest.Recorder
+	log, err := observe.NewLog(observe.LogConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+
+	require.False(t, observe.Wants(nil, observe.Success))
+	require.True(t, observe.Wants(&plain, observe.Success), "an Observer that is not a Selector wants every kind")
+	require.True(t, observe.Wants(observe.Func(func(context.Context, observe.Event) {}), observe.Success))
+	require.True(t, observe.Wants(&sel, observe.Failure))
+	require.False(t, observe.Wants(&sel, observe.Success))
+	require.False(t, observe.Wants(log, observe.Success), "a Log never writes a success")
+	for _, k := range []observe.Kind{observe.Transition, observe.Failure, observe.Ignored, observe.Rejected, observe.Retrying, observe.Refused} {
+		require.True(t, observe.Wants(log, k), k.String())
+	}
+
+	require.False(t, observe.Wants(observe.Join(log, &sel), observe.Success), "no part wants it")
+	require.True(t, observe.Wants(observe.Join(log, &sel), observe.Failure))
+	require.True(t, observe.Wants(observe.Join(log, &plain), observe.Success), "one part wants it")
+	bound := observe.Bind(observe.Join(log, &sel), observe.Breaker, "db")
+	require.False(t, observe.Wants(bound, observe.Success), "a joined observer, bound, still answers for its parts")
 }
