@@ -11,8 +11,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
-	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/ramparttoml"
+	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/sim"
 )
