@@ -228,6 +228,28 @@ func TestBreaker_CB5_PermitFinishedOnce(t *testing.T) {
 	assert.Equal(t, 1, b.State().Counts.ConsecutiveFailures)
 }
 
+// Move hands a permit's right to another Permit: the moved-from one is
+// finished, the moved one still holds the call (a probe its slot) and
+// finishes it once.
+func TestBreaker_CB5_MoveKeepsTheRight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, p := leasedProbe(t)
+		held := p.Move()
+		assert.False(t, p.Probe(), "the moved-from permit is finished")
+		assert.False(t, p.Success(), "finishing it is a no-op")
+		assert.True(t, held.Probe())
+		assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.HalfOpen, Cause: errBoom, ProbesInFlight: 1}, b.State(), "the probe's slot is still held")
+		openErr(t, b) // the only slot is taken
+		assert.True(t, held.Success())
+		assert.False(t, held.Success(), "finished once")
+		assert.Equal(t, circuitbreaker.Closed, b.State().State)
+
+		var zero circuitbreaker.Permit
+		moved := zero.Move()
+		assert.False(t, moved.Failure(errBoom), "moving a finished permit gives a finished one")
+	})
+}
+
 func TestBreaker_CB5_StaleOutcomesDiscarded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBreaker(t, circuitbreaker.Config{
