@@ -209,6 +209,10 @@ type Shared struct {
 	// generation gen, under the token nonce@gen.
 	holding bool
 	nonce   string
+	// reporting is true while a report of failure evidence is in flight;
+	// its reply comes on replies.
+	reporting bool
+	replies   chan reply
 }
 
 // shared holds the breakers shared by a Shared not yet closed: a breaker
@@ -216,9 +220,10 @@ type Shared struct {
 var shared sync.Map // *circuitbreaker.Breaker → *Shared
 
 // Share attaches br to the shared record in Redis and starts the
-// background work (two goroutines: a pub/sub reader and a worker). It
-// sends nothing to Redis and opens no connection before returning:
-// startup succeeds, at once, without Redis.
+// background work (two goroutines: a pub/sub reader and a worker, and
+// with Config.Failures one more while a report of failures is in
+// flight). It sends nothing to Redis and opens no connection before
+// returning: startup succeeds, at once, without Redis.
 //
 // The client must bound its commands by their context (for a
 // [*redis.Client] or [*redis.ClusterClient], Options.ContextTimeoutEnabled
@@ -254,6 +259,7 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		resub:    make(chan struct{}, 1),
 		synced:   make(chan struct{}),
 		evidence: make(chan struct{}, 1),
+		replies:  make(chan reply, 1),
 		nonce:    cfg.ID + "#" + randomID(),
 	}
 	if _, dup := shared.LoadOrStore(br, s); dup {

@@ -26,8 +26,7 @@ func (s *Shared) work() {
 		case t := <-s.own:
 			s.publish(t, claim)
 		case rec := <-s.msgs:
-			if rec.gen > s.gen || rec.gen < s.gen && rec.gen == 1 {
-				// Newer, or the first of a record that expired since.
+			if newer(rec, s.gen) {
 				s.adopt(rec, claim)
 			}
 		case <-s.resub:
@@ -38,7 +37,9 @@ func (s *Shared) work() {
 		case <-claim.C:
 			s.claimTimer(claim)
 		case <-s.evidence:
-			s.report(claim)
+			s.report()
+		case r := <-s.replies:
+			s.replied(r, claim)
 		}
 		if s.dropped.Swap(false) {
 			s.dirty = true
@@ -266,11 +267,18 @@ func (s *Shared) apply(to circuitbreaker.State, remaining time.Duration, cause e
 // err is the Cause of a breaker opened by the record.
 func (r record) err() error { return &FleetOpenError{Cause: r.cause, By: r.by} }
 
-// report sends the failures counted since the last report as evidence
-// (Config.Failures) and adopts the record it gets back. While Redis fails
-// they are dropped: the breaker decides alone, and evidence that old
-// would count late.
-func (s *Shared) report(claim *time.Timer) {
+// report starts a report of the failures counted since the last one
+// (Config.Failures), unless one is in flight: the script runs on a
+// goroutine of its own, so that while it waits for Redis the worker goes
+// on applying the record (the Open that another replica's report made,
+// arriving by pub/sub, must not wait for this replica's reply), and the
+// failures counted meanwhile go in the next report, sent when the reply
+// comes. While Redis fails they are dropped: the breaker decides alone,
+// and evidence that old would count late.
+func (s *Shared) report() {
+	if s.reporting {
+		return
+	}
 	n := s.unreported.Swap(0)
 	if n == 0 || s.down {
 		return
@@ -282,18 +290,47 @@ func (s *Shared) report(claim *time.Timer) {
 	if err != nil {
 		cause = err.Error()
 	}
-	rec, won, _, rerr := s.run(evidenceScript, n, s.cfg.FailureWindow.Milliseconds(), s.cfg.Failures,
-		max(s.cfg.Quorum, 1), s.cfg.ID, durMS(s.cfg.CoolDown), cause, s.cfg.RecordTTL.Milliseconds(), s.ch)
-	if rerr != nil {
+	s.reporting = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		rec, won, _, err := s.run(evidenceScript, n, s.cfg.FailureWindow.Milliseconds(), s.cfg.Failures,
+			max(s.cfg.Quorum, 1), s.cfg.ID, durMS(s.cfg.CoolDown), cause, s.cfg.RecordTTL.Milliseconds(), s.ch)
+		s.replies <- reply{n: n, rec: rec, won: won, err: err} // room for the one in flight
+	}()
+}
+
+// reply is the outcome of a report of n failures.
+type reply struct {
+	n   int64
+	rec record
+	won bool
+	err error
+}
+
+// replied adopts a report's reply, unless the worker adopted a newer
+// record while the report was in flight, and sends the failures counted
+// meanwhile.
+func (s *Shared) replied(r reply, claim *time.Timer) {
+	s.reporting = false
+	if r.err != nil {
 		s.failed()
 		return
 	}
 	s.succeeded()
-	s.stats.reported.Add(n)
-	if won {
+	s.stats.reported.Add(r.n)
+	if r.won {
 		s.stats.published.Add(1)
 	}
-	if won || rec.gen != s.gen {
-		s.adopt(rec, claim)
+	if newer(r.rec, s.gen) {
+		s.adopt(r.rec, claim)
 	}
+	s.report()
+}
+
+// newer reports whether rec is newer than the record of generation gen
+// that the replica adopted: a later generation, or the first of a record
+// that expired (or was lost with Redis) since.
+func newer(rec record, gen int64) bool {
+	return rec.gen > gen || rec.gen < gen && rec.gen == 1
 }
