@@ -13,11 +13,8 @@ import (
 // serial, so its state (gen, down, dirty, backoff, holding) needs no lock.
 func (s *Shared) work() {
 	defer s.wg.Done()
-	read := time.NewTimer(0) // the first read: reconcile at startup
-	s.read = read
 	claim := time.NewTimer(0)
 	claim.Stop()
-	defer read.Stop()
 	defer claim.Stop()
 	for {
 		select {
@@ -30,11 +27,9 @@ func (s *Shared) work() {
 				// Newer, or the first of a record that expired since.
 				s.adopt(rec, claim)
 			}
-		case <-s.resub:
-			s.reconcile(claim)
-		case <-read.C:
-			s.reconcile(claim)
-			read.Reset(s.nextRead())
+		case r := <-s.reads: // at startup, periodically, and on (re)subscribing
+			s.reconcile(r, claim)
+			s.hub.schedule(s, s.nextRead())
 		case <-claim.C:
 			s.claimTimer(claim)
 		case <-s.evidence:
@@ -62,7 +57,7 @@ func (s *Shared) nextRead() time.Duration {
 func (s *Shared) failed() {
 	s.down = true
 	s.backoff = min(max(2*s.backoff, s.cfg.Timeout), s.cfg.MaxBackoff)
-	s.read.Reset(s.backoff)
+	s.hub.schedule(s, s.backoff)
 }
 
 // succeeded notes a command that worked.
@@ -135,15 +130,15 @@ func durMS(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// reconcile reads the record and adopts it. If an own transition was not
+// reconcile adopts the record the hub read. If an own transition was not
 // published (Redis was down, or the queue was full), the breaker's
 // current own state is first offered to the record under its rules: an
 // own Open is news over a closed record (a trip report with a quorum);
 // over an open one, and for an own Closed, only a verdict of the round
 // this replica still holds the claim of counts. Whatever the script
 // decides, the replica then adopts the record it finds.
-func (s *Shared) reconcile(claim *time.Timer) {
-	rec, _, _, err := s.run(readScript)
+func (s *Shared) reconcile(r readResult, claim *time.Timer) {
+	rec, err := r.rec, r.err
 	if err != nil {
 		s.failed()
 		return
