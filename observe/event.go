@@ -302,7 +302,10 @@ const (
 	// Rejected, Transition and outcome events under Source Breaker.
 	Lost
 	// Tuned: a layer's settings were changed while it ran
-	// (circuitbreaker.Breaker.Tune). No other field.
+	// (circuitbreaker.Breaker.Tune, budget.Budget.Tune). For a breaker,
+	// Calls and Failures are the counts its policy kept through the change
+	// (zero outside Closed, or when its window was emptied); no other
+	// field.
 	Tuned
 )
 
