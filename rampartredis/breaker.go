@@ -213,6 +213,10 @@ type Shared struct {
 	down    bool          // the last command failed
 	dirty   bool          // an own transition was not published
 	backoff time.Duration // wait before the next read while down
+	// news is when the worker last learnt of the record by other means
+	// than the hub's reads (a message, a script's reply, a claim let
+	// lapse), on the hub's clock: a read sent before is stale.
+	news int64
 	// holding is true while this replica holds the claim on the round of
 	// generation gen, under the token nonce@gen.
 	holding bool
@@ -262,8 +266,8 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		cfg:      cfg,
 		keys:     []string{tag + "state", tag + "probe", tag + "reports", tag + "failures", tag + "failed"},
 		ch:       tag + "changes",
-		own:      make(chan circuitbreaker.Transition, 64),
-		msgs:     make(chan record, 64),
+		own:      make(chan circuitbreaker.Transition, 8),
+		msgs:     make(chan record, 8),
 		reads:    make(chan readResult, 1),
 		synced:   make(chan struct{}),
 		evidence: make(chan struct{}, 1),
@@ -502,8 +506,15 @@ func ms(n int64) time.Duration {
 // run runs a script with the configured timeout and parses its reply
 // {won, gen, state, remaining, cause, by, claim ms}.
 func (s *Shared) run(script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
-	return s.runContext(s.ctx, script, args...)
+	rec, won, claim, err = s.runContext(s.ctx, script, args...)
+	if err == nil {
+		s.noted()
+	}
+	return rec, won, claim, err
 }
+
+// noted notes news of the record: a read sent before it is stale.
+func (s *Shared) noted() { s.news = s.hub.now() }
 
 // runContext is run within ctx as well as the configured timeout.
 func (s *Shared) runContext(ctx context.Context, script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {

@@ -255,6 +255,7 @@ const maxRecordsPerScript = 1000
 func (h *hub) read(timeout time.Duration, ss []*Shared) {
 	ctx, cancel := context.WithTimeout(h.ctx, timeout)
 	defer cancel()
+	sent := h.now()
 	recs := make([]record, len(ss))
 	errs := make([]error, len(ss))
 	if h.many {
@@ -267,7 +268,7 @@ func (h *hub) read(timeout time.Duration, ss []*Shared) {
 		if errs[i] != nil {
 			s.stats.failures.Add(1)
 		}
-		s.deliver(readResult{rec: recs[i], err: errs[i]})
+		s.deliver(readResult{rec: recs[i], err: errs[i], sent: sent})
 	}
 }
 
@@ -453,8 +454,9 @@ func (h *hub) sleep(d time.Duration) bool {
 
 // readResult is a record read by the hub for a member, or the error.
 type readResult struct {
-	rec record
-	err error
+	rec  record
+	err  error
+	sent int64 // when the read was sent, on the hub's clock
 }
 
 // deliver hands r to s's worker without blocking: a result not yet

@@ -25,9 +25,17 @@ func (s *Shared) work() {
 		case rec := <-s.msgs:
 			if rec.gen > s.gen || rec.gen < s.gen && rec.gen == 1 {
 				// Newer, or the first of a record that expired since.
+				s.noted()
 				s.adopt(rec, claim)
 			}
 		case r := <-s.reads: // at startup, periodically, and on (re)subscribing
+			if r.sent < s.news {
+				// Sent before what the worker learnt since, which it
+				// could undo (an older generation, a claim the worker
+				// has won since): read again.
+				s.hub.schedule(s, 0)
+				break
+			}
 			s.reconcile(r, claim)
 			s.hub.schedule(s, s.nextRead())
 		case <-claim.C:
@@ -210,6 +218,7 @@ func (s *Shared) claimTimer(claim *time.Timer) {
 			// No call came to be a probe: give the round to a replica
 			// that has some, once the claim lapses.
 			s.holding = false
+			s.noted()
 			rest := s.cfg.ProbeClaim - s.cfg.ProbeClaim/2
 			s.apply(circuitbreaker.Open, rest+s.cfg.Timeout, snap.Cause)
 			claim.Reset(rest)
