@@ -10,6 +10,7 @@ require (
 	github.com/rampart-go/rampart/rampartgrpc v0.0.0
 	github.com/sony/gobreaker/v2 v2.4.0
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
+	golang.org/x/time v0.16.0
 	google.golang.org/grpc v1.85.0
 )
 
@@ -18,7 +19,6 @@ require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

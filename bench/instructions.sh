@@ -79,6 +79,10 @@ timeout, success|context.WithTimeoutCause|bare|^BenchmarkBare\$/^timeout\$|bench
 timeout, success|rampart|Service|^BenchmarkTimeout\$/^rampart\$|$loop|20000
 timeout, success|failsafe-go|Service|^BenchmarkTimeout\$/^failsafe\$|$loop|10000
 timeout → retry + budget → breaker, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeoutStack\$/^floor\$|$loop|20000
+shadow layer, Closed success|floor: direct call|Service|^BenchmarkShadow\$/^floor\$|$loop|50000
+shadow layer, Closed success|rampart, 1 candidate|Service|^BenchmarkShadow\$/^1\$|$loop|25000
+shadow layer, Closed success|rampart, 2 candidates|Service|^BenchmarkShadow\$/^2\$|$loop|25000
+shadow layer, Closed success|rampart, 4 candidates|Service|^BenchmarkShadow\$/^4\$|$loop|25000
 timeout → retry + budget → breaker, success|rampart|Service|^BenchmarkTimeoutStack\$/^rampart\$|$loop|20000
 timeout → retry + budget → breaker, success|failsafe-go|Service|^BenchmarkTimeoutStack\$/^failsafe\$|$loop|10000
 "

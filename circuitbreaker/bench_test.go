@@ -3,6 +3,8 @@ package circuitbreaker_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -139,4 +141,161 @@ func BenchmarkLayerParallel(b *testing.B) {
 			_, _ = svc.Call(ctx, 1)
 		}
 	})
+}
+
+// What an unset Config.Clock saves on the paths that read time: the
+// policies that time calls (SlowCalls: a reading when the permit is taken
+// and one when it is finished) or that place outcomes in time (the time
+// window's FailureRate: its failures, and its successes near a bucket
+// boundary). Each runs with Config.Clock left nil (the system's clock,
+// read directly) and set to clock.System (the same clock behind the Clock
+// interface), every 10th call a failure that cannot trip the policy.
+// bench/README.md records the difference: the unset clock is the cheaper
+// one, since a supplied Clock is read twice for each outcome a policy
+// places in time (Now and Monotonic), the system's clock once (a
+// time.Now carries both readings).
+
+// clockConfigs returns a Config for each policy that reads the clock on
+// its hot path, with Clock left nil and set to clock.System, named
+// policy/clock.
+func clockConfigs() map[string]circuitbreaker.Config {
+	policies := map[string]circuitbreaker.Policy{
+		"SlowCalls":  circuitbreaker.SlowCalls{Threshold: time.Second},
+		"TimeWindow": circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 10, MinCalls: 20}, Ratio: 0.5},
+	}
+	configs := map[string]circuitbreaker.Config{}
+	for name, p := range policies {
+		configs[name+"/nil"] = circuitbreaker.Config{Policy: p}
+		configs[name+"/System"] = circuitbreaker.Config{Policy: p, Clock: clock.System}
+	}
+	return configs
+}
+
+// tenthFails returns a function making one call through b, the n-th a
+// failure when n is a multiple of 10.
+func tenthFails(b *circuitbreaker.Breaker) func() {
+	n := 0
+	return func() {
+		n++
+		p, _ := b.TryAcquire()
+		if n%10 == 0 {
+			p.Failure(errBoom)
+			return
+		}
+		p.Success()
+	}
+}
+
+func BenchmarkClock_Policies(b *testing.B) {
+	for _, name := range slices.Sorted(maps.Keys(clockConfigs())) {
+		b.Run(name, func(b *testing.B) {
+			br := newBreaker(b, clockConfigs()[name])
+			call := tenthFails(br)
+			b.ReportAllocs()
+			for b.Loop() {
+				call()
+			}
+			if s := br.State().State; s != circuitbreaker.Closed {
+				b.Fatalf("state %v after the loop, want Closed", s)
+			}
+		})
+	}
+}
+
+// Neither an unset clock nor a supplied one allocates on the paths that
+// read it, successes and failures alike.
+func TestAllocs_ClockReadingPolicies(t *testing.T) {
+	for name, cfg := range clockConfigs() {
+		t.Run(name, func(t *testing.T) {
+			br := newBreaker(t, cfg)
+			assert.Zero(t, testing.AllocsPerRun(1000, tenthFails(br)))
+			assert.Equal(t, circuitbreaker.Closed, br.State().State)
+		})
+	}
+}
+
+// benchPolicies are the built-in policies configured so that neither a
+// success path nor a mix of one failure in ten ever trips them.
+var benchPolicies = []struct {
+	name   string
+	policy circuitbreaker.Policy
+}{
+	{name: "Consecutive", policy: circuitbreaker.Consecutive{}},
+	{name: "FailureRateCount", policy: circuitbreaker.FailureRate{}},
+	{name: "FailureRateTime", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 10 * time.Second}}},
+	{name: "FailureRateTime1000Buckets", policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 10 * time.Second, Buckets: 1000}}},
+	{name: "SlowCalls", policy: circuitbreaker.SlowCalls{Threshold: time.Hour}},
+	{name: "SuccessRate", policy: circuitbreaker.SuccessRate{}},
+	{name: "Any", policy: circuitbreaker.Any(
+		circuitbreaker.FailureRate{},
+		circuitbreaker.SlowCalls{Threshold: time.Hour},
+	)},
+}
+
+// Recording outcomes in Closed allocates nothing with any built-in policy,
+// for successes and failures alike.
+func TestPolicies_AllocsClosed(t *testing.T) {
+	for _, tt := range benchPolicies {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy})
+			allocs := testing.AllocsPerRun(1000, func() { tenCalls(b) })
+			assert.Zero(t, allocs)
+			assert.Equal(t, circuitbreaker.Closed, b.State().State)
+		})
+	}
+}
+
+// tenCalls makes nine successful calls and one failed call through b.
+func tenCalls(b *circuitbreaker.Breaker) {
+	for i := range 10 {
+		p, _ := b.TryAcquire()
+		if i == 9 {
+			p.Failure(errBoom)
+		} else {
+			p.Success()
+		}
+	}
+}
+
+// BenchmarkPolicies measures one call through a Closed breaker with each
+// built-in policy: TryAcquire and Success, the same with one failure in
+// ten, and the success path from parallel goroutines.
+func BenchmarkPolicies(b *testing.B) {
+	for _, tt := range benchPolicies {
+		b.Run(tt.name+"/rampart.Success", func(b *testing.B) {
+			br := newBreaker(b, circuitbreaker.Config{Policy: tt.policy})
+			b.ReportAllocs()
+			for b.Loop() {
+				p, _ := br.TryAcquire()
+				p.Success()
+			}
+		})
+		b.Run(tt.name+"/Fail10pct", func(b *testing.B) {
+			br := newBreaker(b, circuitbreaker.Config{Policy: tt.policy})
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				p, _ := br.TryAcquire()
+				if i++; i == 10 {
+					i = 0
+					p.Failure(errBoom)
+				} else {
+					p.Success()
+				}
+			}
+			if s := br.State().State; s != circuitbreaker.Closed {
+				b.Fatalf("state %v, want closed", s)
+			}
+		})
+		b.Run(tt.name+"/SuccessParallel", func(b *testing.B) {
+			br := newBreaker(b, circuitbreaker.Config{Policy: tt.policy})
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					p, _ := br.TryAcquire()
+					p.Success()
+				}
+			})
+		})
+	}
 }

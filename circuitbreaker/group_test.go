@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/observetest"
 )
 
 func newGroup(t testing.TB, cfg circuitbreaker.GroupConfig) *circuitbreaker.Group[string] {
@@ -471,4 +472,138 @@ func TestGroup_CB18_SubscribeLater(t *testing.T) {
 	zero.Breaker(1)
 	assert.Equal(t, []int{1, 2}, first)
 	assert.Equal(t, []int{1, 2}, second)
+}
+
+// A group measures the idle time of its breakers on the supplied clock.
+func TestClock_CB20_GroupIdleTime(t *testing.T) {
+	clk := newFakeClock()
+	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+		Breaker:     circuitbreaker.Config{Clock: clk},
+		IdleTimeout: time.Minute,
+	})
+	require.NoError(t, err)
+	g.Breaker("a")
+	clk.Jump(time.Hour)
+	assert.Equal(t, 1, g.Len(), "a wall step is no idle time")
+	clk.Advance(time.Minute - time.Nanosecond)
+	assert.Equal(t, 1, g.Len())
+	clk.Advance(time.Nanosecond)
+	assert.Equal(t, 0, g.Len(), "idle for a minute of the clock")
+}
+
+func TestGroup_CB19_BreakersAreNamedAfterTheirKey(t *testing.T) {
+	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+		Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour},
+	})
+	require.NoError(t, err)
+	fail(t, g.Breaker("a.example"), 1, errBoom)
+	oe := openErr(t, g.Breaker("a.example"))
+	assert.Equal(t, `circuitbreaker "hosts/a.example": open (retry after 1h0m0s): tripped by: boom`, oe.Error())
+	assert.Equal(t, "hosts/(overflow)", g.Overflow().State().Name)
+
+	unnamed, err := circuitbreaker.NewGroup[int](circuitbreaker.GroupConfig{})
+	require.NoError(t, err)
+	assert.Equal(t, "42", unnamed.Breaker(42).State().Name)
+	assert.Equal(t, "(overflow)", unnamed.Overflow().State().Name)
+}
+
+func TestGroup_EV14_ReportsEachDroppedBreakerAsRemoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec observetest.Recorder
+		g := newGroup(t, circuitbreaker.GroupConfig{
+			Breaker: circuitbreaker.Config{Name: "g", Observer: &rec}, MaxKeys: 2, IdleTimeout: time.Minute,
+		})
+		g.Breaker("a")
+		g.Breaker("b")
+		require.Empty(t, removed(t, &rec))
+
+		time.Sleep(time.Minute)
+		require.Zero(t, g.Len()) // looks: both idle
+		require.Equal(t, []string{"g/a", "g/b"}, removed(t, &rec))
+
+		rec.Reset()
+		g.Breaker("c")
+		g.Breaker("d")
+		g.Breaker("e") // no room: the CLOCK hand drops one not used since it was looked at
+		require.Len(t, removed(t, &rec), 1)
+	})
+}
+
+// TestGroup_CB15_CB18_ZeroValueIsDefaultGroup checks that a zero Group is
+// usable through every method and through the group layers, whichever comes
+// first, and behaves as NewGroup(GroupConfig{}): its breakers are
+// New(Config{}) breakers named after their keys (five consecutive failures
+// trip one for 30 seconds), and an idle key is dropped after 10 minutes.
+func TestGroup_CB15_CB18_ZeroValueIsDefaultGroup(t *testing.T) {
+	first := []struct {
+		name string
+		use  func(t *testing.T, g *circuitbreaker.Group[string])
+	}{{
+		name: "Breaker",
+		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
+			require.NotNil(t, g.Breaker("x"))
+		},
+	}, {
+		name: "Overflow",
+		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
+			o := g.Overflow()
+			require.NotNil(t, o)
+			assert.Equal(t, "(overflow)", o.State().Name)
+		},
+	}, {
+		name: "Len",
+		use:  func(t *testing.T, g *circuitbreaker.Group[string]) { assert.Equal(t, 0, g.Len()) },
+	}, {
+		name: "States",
+		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
+			assert.Empty(t, g.States())
+		},
+	}, {
+		name: "Run",
+		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
+			got, err := circuitbreaker.Run(t.Context(), g.Breaker("x"), func(context.Context) (int, error) { return 1, nil })
+			require.NoError(t, err)
+			assert.Equal(t, 1, got)
+		},
+	}, {
+		name: "group layer",
+		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
+			l, err := circuitbreaker.NewGroupLayer[string, string](g, func(req string) string { return req }, nil)
+			require.NoError(t, err)
+			resp, err := l.Wrap(&backend{}).Call(t.Context(), "x")
+			require.NoError(t, err)
+			assert.Equal(t, "ok:x", resp)
+		},
+	}, {
+		name: "classified group layer",
+		use: func(t *testing.T, g *circuitbreaker.Group[string]) {
+			l, err := circuitbreaker.NewGroupLayer[string, string](g, func(req string) string { return req }, nil)
+			require.NoError(t, err)
+			resp, err := l.Wrap(&backend{}).Call(t.Context(), "x")
+			require.NoError(t, err)
+			assert.Equal(t, "ok:x", resp)
+		},
+	}}
+	for _, tt := range first {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var g circuitbreaker.Group[string]
+				tt.use(t, &g)
+
+				x := g.Breaker("x")
+				require.NotNil(t, x)
+				assert.Same(t, x, g.Breaker("x"))
+				fail(t, x, 5, errBoom)
+				assert.Equal(t, circuitbreaker.Snapshot{
+					Name: "x", State: circuitbreaker.Open, RetryAfter: 30 * time.Second, Cause: errBoom,
+				}, x.State())
+				assert.Equal(t, "(overflow)", g.Overflow().State().Name)
+
+				y := g.Breaker("y")
+				time.Sleep(10 * time.Minute)
+				assert.Equal(t, []string{"x"}, keysOf(&g), "y idle for 10 minutes is dropped; x's cool-down is over but it was used")
+				assert.NotSame(t, y, g.Breaker("y"))
+			})
+		})
+	}
 }

@@ -3,6 +3,7 @@ package circuitbreaker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -135,4 +136,59 @@ func newFakeClock() *clock.Fake {
 func reads(c *clock.Fake) int {
 	s := c.Stats()
 	return s.Now + s.Monotonic
+}
+
+// legal lists every transition the contract allows.
+var legal = map[[2]circuitbreaker.State]bool{
+	{circuitbreaker.Closed, circuitbreaker.Open}:           true, // trip
+	{circuitbreaker.Open, circuitbreaker.HalfOpen}:         true, // cool-down over
+	{circuitbreaker.HalfOpen, circuitbreaker.Closed}:       true, // probes succeeded, or Reset
+	{circuitbreaker.HalfOpen, circuitbreaker.Open}:         true, // a probe failed
+	{circuitbreaker.Open, circuitbreaker.Closed}:           true, // Reset
+	{circuitbreaker.ForcedOpen, circuitbreaker.Closed}:     true, // Release
+	{circuitbreaker.ForcedClosed, circuitbreaker.Closed}:   true, // Release
+	{circuitbreaker.ForcedOpen, circuitbreaker.ForcedOpen}: true, // a new reason
+}
+
+func init() {
+	for _, from := range []circuitbreaker.State{circuitbreaker.Closed, circuitbreaker.Open, circuitbreaker.HalfOpen, circuitbreaker.ForcedOpen, circuitbreaker.ForcedClosed} {
+		legal[[2]circuitbreaker.State{from, circuitbreaker.ForcedClosed}] = from != circuitbreaker.ForcedClosed
+		if from != circuitbreaker.ForcedOpen {
+			legal[[2]circuitbreaker.State{from, circuitbreaker.ForcedOpen}] = true
+		}
+	}
+}
+
+// tally counts what callers got, by the name of the event that must
+// report it.
+type tally map[string]int
+
+func newTally() tally { return tally{"success": 0, "failure": 0, "ignored": 0, "rejected": 0} }
+
+type cancelKey struct{}
+
+// statusError is a dependency's own error type, for errors.As.
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("status %d", e.code) }
+
+// outcomes records a sequence: 'S' success, 'F' failure.
+func outcomes(t *testing.T, b *circuitbreaker.Breaker, seq string) {
+	t.Helper()
+	for _, c := range seq {
+		if c == 'S' {
+			succeed(t, b, 1)
+		} else {
+			fail(t, b, 1, errBoom)
+		}
+	}
+}
+
+// timed records one success that took d.
+func timed(t *testing.T, b *circuitbreaker.Breaker, d time.Duration) {
+	t.Helper()
+	p, err := b.TryAcquire()
+	require.NoError(t, err)
+	time.Sleep(d)
+	p.Success()
 }

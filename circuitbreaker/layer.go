@@ -105,7 +105,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err 
 	// classifier or in IsFailure is a failure, as one in the call is.
 	if s.classify == nil && err == nil && s.b.quiet(p.word) {
 		p.b = nil // Success's fast path, also written out
-		if obs := s.b.set.observer; obs != nil {
+		if obs := s.b.set.successes; obs != nil {
 			// A quiet success is untimed: the word had no flagTimed.
 			obs.Observe(ctx, s.b.set.success)
 		}

@@ -43,7 +43,7 @@ func (p *Permit) Success() bool {
 	// (Success is not inlined: quiet alone is over the inlining budget.)
 	if b := p.b; b != nil && b.quiet(p.word) {
 		p.b = nil
-		if obs := b.set.observer; obs != nil {
+		if obs := b.set.successes; obs != nil {
 			obs.Observe(context.Background(), b.set.success)
 		}
 		return true
@@ -75,7 +75,7 @@ func (p *Permit) DoneContext(ctx context.Context, err error) bool {
 	if err == nil {
 		if b := p.b; b != nil && b.quiet(p.word) {
 			p.b = nil
-			if obs := b.set.observer; obs != nil {
+			if obs := b.set.successes; obs != nil {
 				obs.Observe(ctx, b.set.success)
 			}
 			return true
@@ -131,7 +131,7 @@ func (p *Permit) finish(ctx context.Context, o rampart.Outcome, err error) bool 
 		o = rampart.Failure // an unknown Outcome from a Classifier is a failure
 	}
 	counted, d := b.record(p.word, p.aux, o, err)
-	if b.set.observer != nil {
+	if b.set.observer != nil && (o != rampart.Success || b.set.successes != nil) {
 		b.observe(ctx, outcomeKinds[o], reported, d)
 	}
 	return counted
@@ -147,6 +147,20 @@ func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d t
 	if obs := b.set.observer; obs != nil {
 		obs.Observe(ctx, observe.Event{Source: observe.Breaker, Name: b.set.name, Kind: kind, Err: err, Duration: d})
 	}
+}
+
+// Move returns a Permit holding p's right to its call and leaves p
+// finished, so that a permit acquired into a local variable can be kept
+// where the call's outcome is judged later (the body of an HTTP response
+// that is read after the call returns), which copying it, forbidden, would
+// not allow. Only the returned Permit can finish the call; finishing p
+// afterwards is a no-op, as for any finished permit. Moving a finished
+// permit returns a finished one. Move reports nothing to the breaker: it
+// is neither an outcome nor a release.
+func (p *Permit) Move() Permit {
+	b, w, aux := p.b, p.word, p.aux
+	p.b = nil
+	return Permit{b: b, word: w, aux: aux}
 }
 
 // noCopy lets go vet's copylocks check report copies of a Permit.

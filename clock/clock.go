@@ -56,6 +56,25 @@ var System Clock = system{}
 
 type system struct{}
 
+// epoch is what MonotonicTime counts a supplied clock's readings from.
+var epoch = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// MonotonicTime returns the time to hand to code that takes a [time.Time]
+// and measures durations between such times, such as the methods of
+// golang.org/x/time/rate's Limiter whose names end in At: for a nil c,
+// [time.Now]; otherwise a fixed origin (2000-01-01 00:00 UTC) plus
+// c.Monotonic(). Two readings of one Clock are as far apart as its
+// Monotonic readings, so a step of its wall reading moves nothing, and
+// two users of one Clock that both call MonotonicTime (the ratelimit
+// layer and a limiter's owner that sets its rate) count on one time. The
+// result is not a wall time: it is not for people to read.
+func MonotonicTime(c Clock) time.Time {
+	if c == nil {
+		return time.Now()
+	}
+	return epoch.Add(c.Monotonic())
+}
+
 // origin is the system clock's Monotonic origin.
 var origin = time.Now()
 

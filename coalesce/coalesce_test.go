@@ -17,7 +17,10 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/coalesce"
+	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -368,5 +371,55 @@ func TestLayer_GoexitFailsEveryWaiter(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 7, got)
 		assert.Equal(t, int32(2), calls.Load())
+	})
+}
+
+// Every nil argument and zero value fails with an error naming it, at
+// construction or on each call; none panics.
+func TestNilAndZeroValues(t *testing.T) {
+	key := func(req string) string { return req }
+	ok := rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) { return req, nil })
+	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
+		{
+			Name: "nil key",
+			Build: func() (rampart.Service[string, string], error) {
+				return wrap.Service(ok, coalesce.NewLayer, coalesce.Config[string]{})
+			},
+			Want: "coalesce: key must not be nil",
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: key})
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "coalesce: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
+}
+
+func TestCoalesce_EV8_Joined(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec observetest.Recorder
+		slow := rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
+			time.Sleep(time.Second)
+			return req, nil
+		})
+		svc, err := wrap.Service(slow, coalesce.NewLayer, coalesce.Config[string]{
+			Key: func(req string) string { return req }, Name: "users", Observer: &rec,
+		})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for _, req := range []string{"a", "a", "b", "a"} {
+			wg.Go(func() { _, _ = svc.Call(t.Context(), req) })
+			synctest.Wait() // in this order
+		}
+		wg.Wait()
+		joined := observe.Event{Source: observe.Coalesce, Name: "users", Kind: observe.Joined}
+		require.Equal(t, []observe.Event{joined, joined}, rec.Events())
+		_, _ = svc.Call(t.Context(), "a") // nothing in flight any more
+		require.Len(t, rec.Events(), 2)
 	})
 }

@@ -16,7 +16,10 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/fallback"
+	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -221,4 +224,56 @@ func TestWrap(t *testing.T) {
 	assert.Equal(t, "cached", resp)
 	_, err = wrap.Service(rampart.ServiceFunc[string, string](backend), fallback.NewLayer, fallback.Config[string, string]{})
 	assert.EqualError(t, err, "fallback: Fallback must not be nil")
+}
+
+// Every nil argument and zero value fails with an error naming it, at
+// construction or on each call; none panics.
+func TestNilAndZeroValues(t *testing.T) {
+	cfg := fallback.Config[string, string]{Fallback: func(context.Context, string, error) (string, error) { return "fallback", nil }}
+	ok := rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) { return req, nil })
+	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
+		{
+			Name: "zero Config",
+			Build: func() (rampart.Service[string, string], error) {
+				return wrap.Service(ok, fallback.NewLayer, fallback.Config[string, string]{})
+			},
+			Want: "fallback: Fallback must not be nil",
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := fallback.NewLayer(cfg)
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "fallback: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
+}
+
+func TestFallback_EV7_Used(t *testing.T) {
+	var rec observetest.Recorder
+	errDown := errors.New("down")
+	inner := rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
+		if req == "fail" {
+			return "", errDown
+		}
+		return req, nil
+	})
+	svc, err := wrap.Service(inner, fallback.NewLayer, fallback.Config[string, string]{
+		Fallback: func(context.Context, string, error) (string, error) { return "cached", nil },
+		Name:     "profile", Observer: &rec,
+	})
+	require.NoError(t, err)
+	resp, err := svc.Call(context.Background(), "ok")
+	require.NoError(t, err)
+	require.Equal(t, "ok", resp)
+	require.Empty(t, rec.Events())
+	resp, err = svc.Call(context.Background(), "fail")
+	require.NoError(t, err)
+	require.Equal(t, "cached", resp)
+	require.Equal(t, []observe.Event{
+		{Source: observe.Fallback, Name: "profile", Kind: observe.FallbackUsed, Err: errDown},
+	}, rec.Events())
 }

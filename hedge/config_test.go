@@ -138,3 +138,16 @@ func TestNewLayer_ValidConfigs(t *testing.T) {
 		})
 	}
 }
+
+// hedge and retry follow one rule for MaxAttempts: 0 is the default, 1
+// disables, and above the package's MaxAttemptsLimit is an error, never
+// clamped.
+func TestHedge_RT12_MaxAttemptsAboveTheLimitIsAnError(t *testing.T) {
+	cfg := hedge.Config[string, string]{Hedgeable: always, Budget: budgettest.New(0), MaxAttempts: hedge.MaxAttemptsLimit}
+	_, err := hedge.NewLayer(cfg)
+	require.NoError(t, err, "the limit itself is accepted")
+
+	cfg.MaxAttempts = hedge.MaxAttemptsLimit + 1
+	_, err = hedge.NewLayer(cfg)
+	assert.EqualError(t, err, "hedge: MaxAttempts must be 0 (the default, 2) or between 1 and 16, got 17")
+}

@@ -21,7 +21,9 @@
 // balance and refusals; each limit's limit, calls in flight and refusals;
 // for a shared breaker, the fleet's record next to this replica's view and
 // whether they agree; and the latest transitions with their causes. It
-// reads the status again every half second. ?format=json gives the same
+// shows a transition the moment it happens (the page's script waits at
+// the server for the next change) and reads the status again at least
+// every half second. ?format=json gives the same
 // data (a [Status]) for scripts.
 //
 // # Exposure

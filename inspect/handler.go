@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 )
 
-// RefreshInterval is how often an open page reads the status again.
+// RefreshInterval is how often, at the least, an open page reads the
+// status again; it reads it at once after a change (see ServeHTTP).
 const RefreshInterval = 500 * time.Millisecond
 
 //go:embed page.html
@@ -35,11 +37,20 @@ type breakerRow struct {
 // A GET serves, by its query:
 //
 //	(none)           the page, in HTML, with its styles and script inline (no
-//	                 external asset: it works offline); it reads the status
-//	                 again every RefreshInterval, and works without
-//	                 JavaScript as a snapshot
+//	                 external asset: it works offline); it shows a change
+//	                 (a transition, a value added or removed) as soon as it
+//	                 happens and reads the status again at least every
+//	                 RefreshInterval, and works without JavaScript as a
+//	                 snapshot
 //	?format=json     the Status, as JSON (indented)
 //	?fragment=1      the page's live part alone, as the page's script reads it
+//
+// Every answer carries, in its X-Rampart-Changes header, how many changes
+// the Registry has seen (the page's script reads it). With ?after=N (N
+// from a previous answer) the answer waits until that count is no longer
+// N, or for RefreshInterval, whichever comes first, so that a reader
+// learns of a transition the moment it happens (a long poll); an N that
+// is not a count gets 400.
 //
 // The page and the JSON are never cached (Cache-Control: no-store). A
 // method other than GET or HEAD gets 405, an unknown format 400. Each
@@ -58,6 +69,17 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, fmt.Sprintf("inspect: unknown format %q: want json or html", format), http.StatusBadRequest)
 		return
 	}
+	var changes uint64
+	if a := q.Get("after"); a != "" {
+		after, err := strconv.ParseUint(a, 10, 64)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("inspect: bad after %q: want the X-Rampart-Changes of an earlier answer", a), http.StatusBadRequest)
+			return
+		}
+		changes = r.wait(req.Context(), after, RefreshInterval)
+	} else {
+		changes = r.changes()
+	}
 	ctx := req.Context()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -67,6 +89,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	s := r.Status(ctx)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Rampart-Changes", strconv.FormatUint(changes, 10))
 	var buf bytes.Buffer
 	if format == "json" {
 		enc := json.NewEncoder(&buf)
@@ -81,7 +104,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if q.Get("fragment") != "" {
 			name = "content"
 		}
-		if err := page.ExecuteTemplate(&buf, name, view{s, RefreshInterval.Milliseconds()}); err != nil {
+		if err := page.ExecuteTemplate(&buf, name, view{s, RefreshInterval.Milliseconds(), changes}); err != nil {
 			http.Error(w, "inspect: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -94,6 +117,7 @@ func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 type view struct {
 	Status
 	RefreshMs int64
+	Changes   uint64 // the Registry's count of changes, read before Status
 }
 
 // Ago says how long before the status t was, as "1.5s" (rounded to a

@@ -43,6 +43,49 @@ func TestServeHTTP_OP4_Page(t *testing.T) {
 	})
 }
 
+// TestServeHTTP_OP4_LongPoll checks the page's long poll: an answer
+// carries the count of changes; a read after that count waits for the
+// next change (here a trip) and answers at its instant, or answers after
+// RefreshInterval when nothing changes; a bad count is refused.
+func TestServeHTTP_OP4_LongPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reg inspect.Registry
+		br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: reg.Observer(), Policy: circuitbreaker.Consecutive{Failures: 1}})
+		reg.AddBreaker(br)
+		changes := func(target string) (string, string, time.Duration) {
+			start := time.Now()
+			rec := httptest.NewRecorder()
+			reg.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+			return rec.Header().Get("X-Rampart-Changes"), rec.Body.String(), time.Since(start)
+		}
+		n, _, took := changes("/?fragment=1")
+		assert.Equal(t, "1", n, "one breaker added")
+		assert.Zero(t, took)
+
+		n, body, took := changes("/?fragment=1&after=1")
+		assert.Equal(t, "1", n)
+		assert.Equal(t, inspect.RefreshInterval, took, "nothing changed: the read waits RefreshInterval")
+		assert.Contains(t, body, `data-state="closed"`)
+
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			_ = call(br, errBoom)
+		}()
+		n, body, took = changes("/?fragment=1&after=1")
+		assert.Equal(t, "2", n, "the trip")
+		assert.Equal(t, 200*time.Millisecond, took, "answered at the trip")
+		assert.Contains(t, body, `data-state="open"`)
+
+		n, _, took = changes("/?format=json&after=1")
+		assert.Equal(t, "2", n, "a change missed is answered at once")
+		assert.Zero(t, took)
+
+		code, _, body := get(t, &reg, "/?fragment=1&after=x")
+		assert.Equal(t, http.StatusBadRequest, code)
+		assert.Equal(t, "inspect: bad after \"x\": want the X-Rampart-Changes of an earlier answer\n", body)
+	})
+}
+
 // TestServeHTTP_OP4_Errors checks the answers to a bad method and a bad
 // format, and that nothing is cached.
 func TestServeHTTP_OP4_Errors(t *testing.T) {

@@ -140,6 +140,7 @@ func (r *Registry) push(t Transition) {
 	if r.next == len(r.ring) {
 		r.next, r.full = 0, true
 	}
+	r.change()
 }
 
 // transitions returns the ring's transitions, newest first.

@@ -54,6 +54,9 @@ type Registry struct {
 	next    int                   // guarded by mu; where the next transition goes in ring
 	full    bool                  // guarded by mu; ring has wrapped
 	size    int                   // guarded by mu; the ring's capacity, set by New or on first use
+
+	version uint64        // guarded by mu; the count of changes an open page is told of at once
+	changed chan struct{} // guarded by mu; closed at the next change, nil until a page waits
 }
 
 // entry is one registered value: status reads it for the page.
@@ -97,6 +100,7 @@ func (r *Registry) add(v any, e *entry) (remove func()) {
 		r.entries = append(r.entries, e)
 	}
 	r.byValue[v] = e
+	r.change()
 	return func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -106,7 +110,52 @@ func (r *Registry) add(v any, e *entry) (remove func()) {
 		}
 		delete(r.byValue, v)
 		r.entries = slices.DeleteFunc(r.entries, func(x *entry) bool { return x == cur })
+		r.change()
 	}
+}
+
+// change counts a change an open page is told of at once (a value added
+// or removed, a transition), waking the pages that wait for one. Called
+// with mu held.
+func (r *Registry) change() {
+	r.version++
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
+}
+
+// changes returns the count of the Registry's changes.
+func (r *Registry) changes() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.version
+}
+
+// wait returns the count of the Registry's changes once it is not after,
+// or at the latest when max has passed or ctx is done, with the count
+// then.
+func (r *Registry) wait(ctx context.Context, after uint64, max time.Duration) uint64 {
+	r.mu.Lock()
+	if r.version != after {
+		defer r.mu.Unlock()
+		return r.version
+	}
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	changed := r.changed
+	r.mu.Unlock()
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.version
 }
 
 // noop is the remove function of a value that was not registered.

@@ -12,8 +12,11 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
+	"github.com/rampart-go/rampart/observe"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -112,3 +115,97 @@ func TestNewLayer_NilPointerReadinessIsAnError(t *testing.T) {
 type nilReady struct{}
 
 func (*nilReady) Ready() bool { return true }
+
+// Every nil argument and zero value fails with an error naming it, at
+// construction or on each call; none panics.
+func TestNilAndZeroValues(t *testing.T) {
+	ok := rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) { return req, nil })
+	ready := loadshed.ReadyFunc(func() bool { return true })
+	th, err := loadshed.NewThrottle(loadshed.ThrottleConfig{})
+	require.NoError(t, err)
+	nilcheck.Run(t, 1, []nilcheck.Case[int, int]{
+		{
+			Name: "nil Readiness",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, loadshed.NewLayer, loadshed.Config{Readiness: nil})
+			},
+			Want: "loadshed: readiness must not be nil",
+		},
+		{
+			Name: "nil ReadyFunc",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, loadshed.NewLayer, loadshed.Config{Readiness: loadshed.ReadyFunc(nil)})
+			},
+			Want: "loadshed: readiness must not be a nil loadshed.ReadyFunc",
+		},
+		{
+			Name: "zero *concurrency.Limiter is never ready",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service(ok, loadshed.NewLayer, loadshed.Config{Readiness: &concurrency.Limiter{}})
+			},
+			Want: "loadshed: overloaded",
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
+				l, err := loadshed.NewLayer[int, int](loadshed.Config{Readiness: ready})
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "loadshed: Wrap: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name: "nil Throttle",
+			Build: func() (rampart.Service[int, int], error) {
+				_, err := loadshed.NewThrottleLayer[int, int](nil, nil)
+				return nil, err
+			},
+			Want: "loadshed: throttle must not be nil",
+		},
+		{
+			Name: "zero Throttle",
+			Build: func() (rampart.Service[int, int], error) {
+				_, err := loadshed.NewThrottleLayer[int, int](&loadshed.Throttle{}, nil)
+				return nil, err
+			},
+			Want: "loadshed: throttle must be made by NewThrottle, got a zero Throttle",
+		},
+		{
+			Name: "WrapThrottle with nil Throttle",
+			Build: func() (rampart.Service[int, int], error) {
+				return wrap.Service2(ok, loadshed.NewThrottleLayer, nil, nil)
+			},
+			Want: "loadshed: throttle must not be nil",
+		},
+		{
+			Name: "throttle layer wraps nil service",
+			Build: func() (rampart.Service[int, int], error) {
+				l, err := loadshed.NewThrottleLayer[int, int](th, nil)
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "loadshed: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
+	requests, _ := th.Counts()
+	assert.Zero(t, requests, "a failing wrap counts nothing")
+}
+
+func TestLoadShed_EV6_Refused(t *testing.T) {
+	var rec observetest.Recorder
+	ready := true
+	svc, err := wrap.Service(okService, loadshed.NewLayer, loadshed.Config{
+		Readiness: loadshed.ReadyFunc(func() bool { return ready }), Name: "db", Observer: &rec,
+	})
+	require.NoError(t, err)
+	_, err = svc.Call(context.Background(), "a")
+	require.NoError(t, err)
+	ready = false
+	_, err = svc.Call(context.Background(), "b")
+	require.ErrorIs(t, err, loadshed.ErrOverloaded)
+	require.Equal(t, []observe.Event{
+		{Source: observe.LoadShed, Name: "db", Kind: observe.Refused, Err: loadshed.ErrOverloaded},
+	}, rec.Events())
+}

@@ -14,8 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // fixedRand returns a Rand that always answers v and counts its calls.
@@ -342,4 +344,73 @@ func TestWrapThrottle(t *testing.T) {
 	requests, accepts := th.Counts()
 	assert.Equal(t, int64(1), requests)
 	assert.Equal(t, int64(1), accepts)
+}
+
+// The refusal probability is always the SRE formula, within [0, 1), and
+// Allow refuses exactly when the draw is below it.
+func FuzzThrottle_Probability(f *testing.F) {
+	f.Add(uint16(10), uint16(4), 2.0, 0.1)
+	f.Add(uint16(0), uint16(0), 0.0, 0.0)
+	f.Add(uint16(1000), uint16(0), 1.0, 0.999)
+	f.Add(uint16(5), uint16(9), 1.1, 0.5)
+	f.Fuzz(func(t *testing.T, requests, accepts uint16, k, draw float64) {
+		accepts = min(accepts, requests)
+		if math.IsNaN(draw) || draw < 0 || draw >= 1 {
+			draw = 0.5
+		}
+		th, err := loadshed.NewThrottle(loadshed.ThrottleConfig{K: k, Rand: func() float64 { return draw }})
+		if k != 0 && (!(k >= 1) || math.IsInf(k, 1)) {
+			if err == nil {
+				t.Fatalf("NewThrottle accepted K = %v", k)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			k = loadshed.DefaultK
+		}
+		for i := range int(requests) {
+			th.Record(i < int(accepts))
+		}
+		p := th.Probability()
+		want := max(0, (float64(requests)-k*float64(accepts))/(float64(requests)+1))
+		if p != want || p < 0 || p >= 1 {
+			t.Fatalf("Probability() = %v, want %v in [0, 1) (requests %d, accepts %d, K %v)", p, want, requests, accepts, k)
+		}
+		if allowed := th.Allow(); allowed != !(draw < p) {
+			t.Fatalf("Allow() = %v with draw %v and probability %v", allowed, draw, p)
+		}
+	})
+}
+
+// The zero Throttle has no window: it never refuses and counts nothing.
+func TestThrottle_ZeroValue(t *testing.T) {
+	var th loadshed.Throttle
+	th.Record(false)
+	assert.True(t, th.Allow())
+	assert.Zero(t, th.Probability())
+	requests, accepts := th.Counts()
+	assert.Zero(t, requests)
+	assert.Zero(t, accepts)
+}
+
+func TestLoadShed_EV6_ThrottleRefused(t *testing.T) {
+	var rec observetest.Recorder
+	th, err := loadshed.NewThrottle(loadshed.ThrottleConfig{
+		Rand: func() float64 { return 0 }, Name: "backend", Observer: &rec,
+	})
+	require.NoError(t, err)
+	down := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", errors.New("down") })
+	svc, err := wrap.Service2(down, loadshed.NewThrottleLayer, th, nil)
+	require.NoError(t, err)
+	_, err = svc.Call(context.Background(), "a") // sent: no history yet
+	require.EqualError(t, err, "down")
+	require.Empty(t, rec.Events())
+	_, err = svc.Call(context.Background(), "b") // refused with probability 1/2 > 0
+	require.ErrorIs(t, err, loadshed.ErrOverloaded)
+	require.Equal(t, []observe.Event{
+		{Source: observe.LoadShed, Name: "backend", Kind: observe.Refused, Err: loadshed.ErrOverloaded},
+	}, rec.Events())
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/rampart-go/rampart"
@@ -145,16 +143,17 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	// The permit lives in the body's judge, which may outlive this call.
-	j := &judgedBody{ctx: ctx}
-	var err error
-	if j.p, err = s.b.TryAcquire(); err != nil {
+	// Acquired into a local: a refused request allocates nothing. The
+	// permit moves into the response body's wrapper when there is a body
+	// to judge.
+	p, err := s.b.TryAcquire()
+	if err != nil {
 		return nil, err
 	}
 	normal := false
 	defer func() {
 		if !normal {
-			j.p.Failure(circuitbreaker.ErrPanicked)
+			p.Failure(circuitbreaker.ErrPanicked)
 		}
 	}()
 	resp, err := s.inner.Call(ctx, req)
@@ -162,89 +161,28 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 	// or in IsFailure is a failure, as one in the call is.
 	switch {
 	case err != nil && circuitbreaker.ClassifyContext(ctx, err) == rampart.Ignored:
-		j.p.Ignore() // the caller gave up: classify is not asked
+		p.Ignore() // the caller gave up: classify is not asked
 	case err != nil:
 		switch s.classify(resp, err) {
 		case rampart.Success:
-			j.p.Success()
+			p.Success()
 		case rampart.Ignored:
-			j.p.Ignore()
+			p.Ignore()
 		default:
-			j.p.DoneContext(ctx, err) // a failure, unless IsFailure says not
+			p.DoneContext(ctx, err) // a failure, unless IsFailure says not
 		}
 	default:
 		switch s.classify(resp, nil) {
 		case rampart.Success:
-			j.judgeBody(resp, s.lease)
+			judgeBody(ctx, &p, resp, s.lease)
 		case rampart.Ignored:
-			j.p.Ignore()
+			p.Ignore()
 		default:
-			j.p.Failure(statusError(resp))
+			p.Failure(statusError(resp))
 		}
 	}
 	normal = true
 	return resp, err
-}
-
-// judgedBody finishes its call's permit when the body is read to its end,
-// fails, or is closed.
-type judgedBody struct {
-	io.ReadCloser
-	ctx   context.Context // the call's context, to tell the caller's cancellation apart
-	p     circuitbreaker.Permit
-	done  atomic.Bool // the permit is finished; Read, Close and the lease may race
-	lease *time.Timer // a probe's body lease, or nil
-}
-
-// judgeBody finishes j's permit as a success for a response without a body
-// to read, and otherwise puts j in front of resp's body to judge it; a
-// probe's body holds its slot for lease at most.
-func (j *judgedBody) judgeBody(resp *http.Response, lease time.Duration) {
-	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
-		j.p.Success()
-		return
-	}
-	j.ReadCloser = resp.Body
-	resp.Body = j
-	if j.p.Probe() {
-		j.lease = time.AfterFunc(lease, func() { j.finish(nil) })
-	}
-}
-
-func (j *judgedBody) Read(b []byte) (int, error) {
-	n, err := j.ReadCloser.Read(b)
-	if err != nil {
-		j.judge(err)
-	}
-	return n, err
-}
-
-func (j *judgedBody) Close() error {
-	// Closed early or after its end: the server did its part. Judged
-	// before closing, so a Read that fails because of this Close cannot
-	// count as the server's failure.
-	j.judge(nil)
-	return j.ReadCloser.Close()
-}
-
-// judge finishes the permit from the caller's Read or Close, and stops
-// the lease.
-func (j *judgedBody) judge(err error) {
-	if j.lease != nil {
-		j.lease.Stop()
-	}
-	j.finish(err)
-}
-
-// finish finishes the permit once, whoever comes first.
-func (j *judgedBody) finish(err error) {
-	if !j.done.CompareAndSwap(false, true) {
-		return
-	}
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	j.p.DoneContext(j.ctx, err)
 }
 
 // Host is the default key of [BreakerConfig.BreakerKey] and

@@ -117,7 +117,7 @@ func TestClient_HT5_ClassifyDecidesTheBreakersJudgement(t *testing.T) {
 	assert.ErrorIs(t, br.State().Cause, circuitbreaker.ErrBadResponse, "a response judged a failure")
 	var se *ramparthttp.StatusError
 	require.ErrorAs(t, br.State().Cause, &se)
-	assert.Equal(t, 404, se.StatusCode)
+	assert.Equal(t, 404, se.StatusCode())
 	assert.EqualError(t, br.State().Cause, "ramparthttp: response judged a failure: 404 Not Found", "the trip's cause names the status")
 }
 

@@ -12,15 +12,20 @@ import (
 // state and its trip event name the status ("ramparthttp: response judged
 // a failure: 503 Service Unavailable"). It matches
 // [circuitbreaker.ErrBadResponse]. The caller still gets the response
-// itself, not this error.
+// itself, not this error. A StatusError is immutable: the ones of 5xx
+// codes are shared by every failing response with that code (so that a
+// server in trouble costs no allocation per response), and its code is
+// read with [StatusError.StatusCode].
 type StatusError struct {
-	// StatusCode is the response's status code, such as 503.
-	StatusCode int
+	code int
 }
+
+// StatusCode returns the response's status code, such as 503.
+func (e *StatusError) StatusCode() int { return e.code }
 
 // Error names the status code and its text.
 func (e *StatusError) Error() string {
-	return "ramparthttp: response judged a failure: " + strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
+	return "ramparthttp: response judged a failure: " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
 }
 
 // Unwrap returns [circuitbreaker.ErrBadResponse].
@@ -30,7 +35,7 @@ func (e *StatusError) Unwrap() error { return circuitbreaker.ErrBadResponse }
 // that a failing response of a server in trouble allocates none.
 var statusErrors = func() (s [100]*StatusError) {
 	for i := range s {
-		s[i] = &StatusError{StatusCode: 500 + i}
+		s[i] = &StatusError{code: 500 + i}
 	}
 	return s
 }()
@@ -44,5 +49,5 @@ func statusError(resp *http.Response) error {
 	case resp.StatusCode >= 500 && resp.StatusCode < 600:
 		return statusErrors[resp.StatusCode-500]
 	}
-	return &StatusError{StatusCode: resp.StatusCode}
+	return &StatusError{code: resp.StatusCode}
 }

@@ -3,7 +3,6 @@ package ramparthttp
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -23,40 +22,6 @@ import (
 func TimeoutLayer(d time.Duration) (Layer, error) {
 	return timeout.NewLayer(timeout.Config[*http.Request, *http.Response]{Timeout: d, Detach: cancelOnClose})
 }
-
-// cancelOnClose hands a response's context to its body: cancel runs when
-// the body is closed.
-func cancelOnClose(resp *http.Response, cancel context.CancelFunc) *http.Response {
-	if resp.Body == nil {
-		cancel()
-		return resp
-	}
-	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
-		// A 101 Switching Protocols body is writable; keep it so.
-		resp.Body = &cancelReadWriteCloser{cancelBody{rwc, cancel}, rwc}
-		return resp
-	}
-	resp.Body = &cancelBody{resp.Body, cancel}
-	return resp
-}
-
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
-}
-
-type cancelReadWriteCloser struct {
-	cancelBody
-	w io.Writer
-}
-
-func (b *cancelReadWriteCloser) Write(p []byte) (int, error) { return b.w.Write(p) }
 
 // HeaderTimeoutLayer returns a layer that bounds the time from sending each
 // request until its response headers arrive to d, as

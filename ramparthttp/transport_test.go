@@ -50,15 +50,19 @@ func (eofBody) Close() error             { return nil }
 // the base RoundTripper directly (bench/README.md, Findings, has the same
 // count against a loopback GET, where net/http adds 3 more under a
 // cancelable context):
-//   - retry + budget + breaker: 1, the breaker's judged body, which holds
-//     the permit until the body is read to its end or closed (the retry
-//     layer and the budget allocate nothing);
-//   - with an AttemptTimeout as well: 6 more, 7 in all: the deadline
+//   - retry + budget + breaker: 1, the wrapper of the response body, which
+//     holds the breaker's permit until the body is read to its end or
+//     closed (the retry layer and the budget allocate nothing);
+//   - with an AttemptTimeout as well: 5 more, 6 in all: the deadline
 //     context (context.WithDeadlineCause's timerCtx, its cancel func, and
-//     its time.AfterFunc: the callback and the runtime timer: 4), the copy
-//     of the request that carries the attempt's context
-//     (Request.WithContext: 1), and the body wrapper that cancels that
-//     context when the body is closed (1).
+//     its time.AfterFunc: the callback and the runtime timer: 4) and the
+//     copy of the request that carries the attempt's context
+//     (Request.WithContext: 1); the body wrapper that cancels that
+//     context when the body is closed is the breaker's, shared;
+//   - a request the breaker refuses: none, with or without a timeout (the
+//     permit is acquired into a local, and the timeout layer is below the
+//     breaker);
+//   - a 5xx response judged a failure: none (its StatusError is shared).
 func TestTransport_AllocsOverBare(t *testing.T) {
 	base := &memTransport{resp: http.Response{StatusCode: http.StatusOK, Header: http.Header{}}}
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://mem.test/", nil)
@@ -68,6 +72,9 @@ func TestTransport_AllocsOverBare(t *testing.T) {
 		return testing.AllocsPerRun(1000, func() {
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
+				if errors.Is(err, circuitbreaker.ErrOpen) {
+					return
+				}
 				t.Fatal(err)
 			}
 			_, _ = resp.Body.Read(buf)
@@ -75,23 +82,49 @@ func TestTransport_AllocsOverBare(t *testing.T) {
 		})
 	}
 	bare := allocs(base)
+	require.Zero(t, bare, "the in-memory transport allocates nothing")
+	trip := func(t *testing.T, b *circuitbreaker.Breaker) *circuitbreaker.Breaker {
+		for b.State().State != circuitbreaker.Open {
+			p, err := b.TryAcquire()
+			require.NoError(t, err)
+			p.Failure(errors.New("down"))
+		}
+		return b
+	}
+	open := func(t *testing.T) *circuitbreaker.Breaker {
+		b, err := circuitbreaker.New(circuitbreaker.Config{CoolDown: time.Hour})
+		require.NoError(t, err)
+		return trip(t, b)
+	}
 	for _, tc := range []struct {
 		name string
-		cfg  ramparthttp.ClientConfig
+		cfg  func(t *testing.T) ramparthttp.ClientConfig
 		want float64
 	}{
-		{name: "retry+budget+breaker", want: 1, cfg: ramparthttp.ClientConfig{Base: base,
-			Retry:   ramparthttp.RetryConfig{Budget: allocsBudget(t)},
-			Breaker: allocsBreaker(t),
+		{name: "retry+budget+breaker", want: 1, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t)}
 		}},
-		{name: "retry+budget+breaker+AttemptTimeout", want: 7, cfg: ramparthttp.ClientConfig{Base: base,
-			Retry:          ramparthttp.RetryConfig{Budget: allocsBudget(t)},
-			Breaker:        allocsBreaker(t),
-			AttemptTimeout: 10 * time.Second,
+		{name: "retry+budget+breaker+AttemptTimeout", want: 6, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), AttemptTimeout: 10 * time.Second}
+		}},
+		{name: "refused", want: 0, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: open(t), AttemptTimeout: 10 * time.Second}
+		}},
+		{name: "refused by a group's breaker", want: 0, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{CoolDown: time.Hour}})
+			require.NoError(t, err)
+			trip(t, g.Breaker("mem.test"))
+			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breakers: g}
+		}},
+		{name: "503 judged a failure", want: 0, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1000000}})
+			require.NoError(t, err)
+			unavailable := &memTransport{resp: http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{}}}
+			return ramparthttp.ClientConfig{Base: unavailable, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}, Breaker: b}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt, err := ramparthttp.NewTransport(tc.cfg)
+			rt, err := ramparthttp.NewTransport(tc.cfg(t))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, allocs(rt)-bare)
 		})

@@ -221,6 +221,10 @@ type Shared struct {
 	// generation gen, under the token nonce@gen.
 	holding bool
 	nonce   string
+	// reporting is true while a report of failure evidence is in flight;
+	// its reply comes on replies.
+	reporting bool
+	replies   chan reply
 }
 
 // shared holds the breakers shared by a Shared not yet closed: a breaker
@@ -228,12 +232,13 @@ type Shared struct {
 var shared sync.Map // *circuitbreaker.Breaker → *Shared
 
 // Share attaches br to the shared record in Redis and starts the
-// background work: a worker goroutine for br, and the client's hub if
-// this is the client's first Shared. The Shareds of one client share its
-// hub: one pub/sub connection for all their channels and one refresh
-// loop that reads the records due together (one script for up to 1,000
-// records on a single node, one pipeline on a Cluster), so that a
-// replica's connections and round trips do not grow with its breakers.
+// background work: a worker goroutine for br (and with Config.Failures
+// one more while a report of failures is in flight), and the client's
+// hub if this is the client's first Shared. The Shareds of one client
+// share its hub: one pub/sub connection for all their channels and one
+// refresh loop that reads the records due together (one script for up
+// to 1,000 records on a single node, one pipeline on a Cluster), so that
+// a replica's connections and round trips do not grow with its breakers.
 // Share sends nothing to Redis and opens no connection before
 // returning: startup succeeds, at once, without Redis.
 //
@@ -271,6 +276,7 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		reads:    make(chan readResult, 1),
 		synced:   make(chan struct{}),
 		evidence: make(chan struct{}, 1),
+		replies:  make(chan reply, 1),
 		nonce:    cfg.ID + "#" + randomID(),
 	}
 	if _, dup := shared.LoadOrStore(br, s); dup {
@@ -506,14 +512,11 @@ func ms(n int64) time.Duration {
 // run runs a script with the configured timeout and parses its reply
 // {won, gen, state, remaining, cause, by, claim ms}.
 func (s *Shared) run(script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
-	rec, won, claim, err = s.runContext(s.ctx, script, args...)
-	if err == nil {
-		s.noted()
-	}
-	return rec, won, claim, err
+	return s.runContext(s.ctx, script, args...)
 }
 
-// noted notes news of the record: a read sent before it is stale.
+// noted notes news of the record (a message, a script's reply, a claim
+// let lapse): a read sent before it is stale. Called by the worker.
 func (s *Shared) noted() { s.news = s.hub.now() }
 
 // runContext is run within ctx as well as the configured timeout.

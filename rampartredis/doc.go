@@ -84,5 +84,9 @@
 // [Quota] gives each replica a local [golang.org/x/time/rate.Limiter]
 // whose rate is its share of a fleet-wide quota, leased every slice (one
 // script per slice, none per call), and says what to admit while Redis
-// cannot be reached ([Unreachable]).
+// cannot be reached ([Unreachable]). The fleet admits the quota within
+// one call per replica over any window, at shares down to a call a
+// second per replica; [Quota.SetLimit] changes the quota at run time,
+// and QuotaConfig.Clock runs a Quota on a clock of your own (package
+// clock: a clock.Fake in tests, virtual time in replays).
 package rampartredis

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart/clock"
 )
 
 // Defaults of [QuotaConfig]'s zero fields.
@@ -70,6 +72,17 @@ type QuotaConfig struct {
 	Prefix string
 	// ID identifies this replica; empty means a random one.
 	ID string
+	// Clock, when set, is the time the Quota runs on: its Slice and
+	// backoff timers, and the times at which it reads and sets its
+	// limiter. Nil means the system's clock. The Limiter of a Quota with a
+	// Clock counts tokens on that Clock's monotonic reading
+	// ([clock.MonotonicTime]): give the ratelimit layer the same Clock
+	// (ratelimit.Config.Clock), or pass clock.MonotonicTime(c) to the
+	// limiter's methods whose names end in At. Redis still runs on real
+	// time: each command is bounded by Timeout on the system's clock, and
+	// a replica stays in the division for three Slices of Redis's clock
+	// after its last lease.
+	Clock clock.Clock
 }
 
 // Quota is a rate limit shared by every replica of a fleet: together they
@@ -81,13 +94,26 @@ type QuotaConfig struct {
 // rest; the others split the remainder equally). Admission is local: a
 // call never waits for Redis. Pass [Quota.Limiter] to ratelimit.NewLayer.
 //
-// Precision: with steady demand the shares add up to Limit, so the
-// fleet's admitted rate is Limit less what a replica leaves unused within
-// one Slice; a change of demand (a replica starting, stopping, or
-// growing) is followed within about one Slice. Each replica's local burst
-// is its share of one Slice (at least 1). A replica that stops reporting
-// drops out of the division after three Slices. A replica's bucket starts
-// empty, so that replicas starting together add no burst above the quota.
+// Precision: with steady demand the shares add up to Limit and each
+// replica's limiter admits its share exactly (a token bucket: over a
+// window of T seconds a replica with share r admits r·T calls, give or
+// take the one it was accruing when the window began), so the fleet
+// admits Limit·T give or take one call per replica, at any share: 8
+// replicas sharing 10 calls a second admit 96 to 104 of 100 over 10
+// seconds, and sharing 8 (one call a second each) exactly 80. A change
+// of demand (a replica starting, stopping, or growing) is followed
+// within about one Slice, and a change of Limit ([Quota.SetLimit]) at
+// once on the replica told. Each replica's local burst is its share of
+// one Slice (at least 1). A replica that stops reporting drops out of the
+// division after three Slices. A replica's bucket starts with half a
+// token, so that replicas starting together add no burst above the quota
+// and a window that starts with them is counted without bias.
+//
+// A call already waiting for its token (rate.Limiter's Wait, the
+// ratelimit layer's Wait mode) when the share changes keeps the due time
+// it was given at the old share, as x/time/rate's reservations do: after
+// a raise, each replica's next call comes up to one token of the old
+// share late.
 //
 // Redis's round trip per call (github.com/go-redis/redis_rate's GCRA) is
 // exact at any instant but adds a round trip to every call and, with
@@ -99,18 +125,26 @@ type Quota struct {
 	keys   []string
 	lim    *rate.Limiter
 
+	// ctx ends at Close: it cancels a lease in flight.
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	// wg counts the armed and running slice timers, for Close.
+	wg sync.WaitGroup
 
 	commands, failures atomic.Int64
 
-	// The worker's state.
-	share    float64   // the current share, calls per second
-	replicas int       // live replicas Redis last reported
-	tokens   float64   // the limiter's tokens at the last slice
-	at       time.Time // when tokens was read
+	// mu is held through each lease (a slice's, or SetLimit's) and
+	// guards what follows.
+	mu       sync.Mutex
+	closed   bool
+	timer    clock.Timer   // the next slice's
+	armed    uint64        // timers armed so far: only the latest leases
+	wait     time.Duration // until the next lease: Slice, or the backoff
+	limit    rate.Limit    // the fleet-wide limit this replica divides
+	share    float64       // the current share, calls per second
+	replicas int           // live replicas Redis last reported
+	tokens   float64       // the limiter's tokens at the last lease
+	at       time.Time     // when tokens was read
 }
 
 // quotaScript records a replica's demand (calls per second, -1 for more
@@ -151,7 +185,7 @@ else share = mine end
 return {string.format('%.3f', share), n}
 `)
 
-// NewQuota returns a Quota and starts its goroutine. It asks Redis for a
+// NewQuota returns a Quota and arms its slice timer. It asks Redis for a
 // first share (bounded by Timeout) before returning; if Redis does not
 // answer, the Quota starts as Unreachable says and keeps asking. It
 // returns an error for a nil client, a client whose commands ignore their
@@ -163,7 +197,7 @@ func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
 	switch {
 	case cfg.Key == "":
 		return nil, errors.New("rampartredis: QuotaConfig.Key must not be empty")
-	case !(cfg.Limit > 0) || cfg.Limit == rate.Inf:
+	case !finite(cfg.Limit):
 		return nil, fmt.Errorf("rampartredis: QuotaConfig.Limit must be positive and finite, got %v", cfg.Limit)
 	case cfg.Slice < 0:
 		return nil, fmt.Errorf("rampartredis: QuotaConfig.Slice must be >= 0 (0 means %v), got %v", DefaultSlice, cfg.Slice)
@@ -187,14 +221,19 @@ func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
 		client:   client,
 		cfg:      cfg,
 		keys:     []string{tag + "demand", tag + "seen"},
+		limit:    cfg.Limit,
 		replicas: cfg.Replicas,
+		wait:     cfg.Slice,
 	}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
-	q.lease(-1) // demand unknown until the first slice
-	q.wg.Add(1)
-	go q.run()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.next(-1) // demand unknown until the first slice
 	return q, nil
 }
+
+// finite reports whether l is a usable Limit: positive and finite.
+func finite(l rate.Limit) bool { return l > 0 && l != rate.Inf && !math.IsInf(float64(l), 1) }
 
 // orDefault returns v, or def when v is the zero value.
 func orDefault[T comparable](v, def T) T {
@@ -207,17 +246,70 @@ func orDefault[T comparable](v, def T) T {
 
 // Limiter returns the replica's local limiter, whose limit and burst the
 // Quota sets every Slice. Pass it to ratelimit.NewLayer as Config.Limiter;
-// do not change its limit or burst yourself.
-func (q *Quota) Limiter() *rate.Limiter { return q.lim }
+// do not change its limit or burst yourself. It is nil for a Quota that
+// [NewQuota] did not return.
+func (q *Quota) Limiter() *rate.Limiter {
+	if q == nil {
+		return nil
+	}
+	return q.lim
+}
 
-// Close stops the Quota's goroutine and waits for it. The limiter keeps
-// its last share. It does not close the client. Calling it again does
-// nothing.
+// errNotQuota is the error of a method called on a Quota that NewQuota
+// did not return.
+var errNotQuota = errors.New("rampartredis: the Quota was not returned by NewQuota")
+
+// ErrQuotaClosed is returned by [Quota.SetLimit] once the Quota is closed.
+var ErrQuotaClosed = errors.New("rampartredis: the Quota is closed")
+
+// SetLimit changes the fleet-wide rate (calls per second) that this
+// replica divides with the others and leases its new share at once,
+// bounded by Timeout, before it returns; the next slice comes a Slice
+// later. Each replica divides the limit it was given, so tell every
+// replica (a configuration push): until they all have the new limit,
+// each gets its share of the limit it knows, and the fleet admits
+// between the old and the new. It returns an error for a limit that is
+// not positive and finite, [ErrQuotaClosed] after Close, and an error for
+// a Quota that NewQuota did not return. Safe for concurrent use.
+func (q *Quota) SetLimit(limit rate.Limit) error {
+	if q == nil || q.lim == nil {
+		return errNotQuota
+	}
+	if !finite(limit) {
+		return fmt.Errorf("rampartredis: Quota.SetLimit: the limit must be positive and finite, got %v", limit)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return ErrQuotaClosed
+	}
+	if q.timer.Stop() {
+		q.wg.Done()
+	}
+	q.limit = limit
+	q.wait = q.cfg.Slice
+	q.next(q.demand())
+	return nil
+}
+
+// Close stops the Quota's slice timer and waits for a lease in flight.
+// The limiter keeps its last share. It does not close the client.
+// Calling it again does nothing; Close of a Quota that [NewQuota] did not
+// return is an error.
 func (q *Quota) Close() error {
-	q.once.Do(func() {
-		q.cancel()
-		q.wg.Wait()
-	})
+	if q == nil || q.lim == nil {
+		return errNotQuota
+	}
+	q.cancel()
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		if q.timer.Stop() {
+			q.wg.Done()
+		}
+	}
+	q.mu.Unlock()
+	q.wg.Wait()
 	return nil
 }
 
@@ -237,30 +329,50 @@ type QuotaStats struct {
 	Share rate.Limit
 }
 
-// Stats returns the counts so far. Safe for concurrent use.
+// Stats returns the counts so far; zero for a Quota that [NewQuota] did
+// not return. Safe for concurrent use.
 func (q *Quota) Stats() QuotaStats {
+	if q == nil || q.lim == nil {
+		return QuotaStats{}
+	}
 	return QuotaStats{Commands: q.commands.Load(), Failures: q.failures.Load(), Share: q.lim.Limit()}
 }
 
-func (q *Quota) run() {
+// slice runs when the slice timer number n fires: one lease, and the
+// next timer, unless the Quota is closed or SetLimit armed a newer timer
+// while this one waited for q.mu. With a supplied Clock it runs on the
+// goroutine that moves the clock.
+func (q *Quota) slice(n uint64) {
 	defer q.wg.Done()
-	next := time.NewTimer(q.cfg.Slice)
-	defer next.Stop()
-	wait := q.cfg.Slice
-	for {
-		select {
-		case <-q.ctx.Done():
-			return
-		case <-next.C:
-		}
-		if q.lease(q.demand()) {
-			wait = q.cfg.Slice
-		} else {
-			wait = min(2*wait, max(q.cfg.MaxBackoff, q.cfg.Slice))
-		}
-		next.Reset(wait)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || n != q.armed {
+		return
+	}
+	q.next(q.demand())
+}
+
+// next leases with demand and arms the timer of the next slice: a Slice
+// later, or after the backoff while Redis fails. q.mu is held.
+func (q *Quota) next(demand float64) {
+	if q.lease(demand) {
+		q.wait = q.cfg.Slice
+	} else {
+		q.wait = min(2*q.wait, max(q.cfg.MaxBackoff, q.cfg.Slice))
+	}
+	q.armed++
+	n := q.armed
+	f := func() { q.slice(n) }
+	q.wg.Add(1)
+	if q.cfg.Clock == nil {
+		q.timer = time.AfterFunc(q.wait, f)
+	} else {
+		q.timer = q.cfg.Clock.AfterFunc(q.wait, f)
 	}
 }
+
+// now is the time of the limiter's tokens.
+func (q *Quota) now() time.Time { return clock.MonotonicTime(q.cfg.Clock) }
 
 // demand estimates the calls per second this replica wanted during the
 // last slice from its limiter's tokens: -1 (more than its share) when the
@@ -269,7 +381,7 @@ func (q *Quota) run() {
 // it used, with a tenth more and one call of headroom so that growth
 // shows.
 func (q *Quota) demand() float64 {
-	now := time.Now()
+	now := q.now()
 	tokens := q.lim.TokensAt(now)
 	dt := now.Sub(q.at).Seconds()
 	switch {
@@ -284,14 +396,14 @@ func (q *Quota) demand() float64 {
 
 // lease reports demand and sets the limiter to the share Redis returns,
 // or to the Unreachable share when Redis does not answer; it reports
-// whether Redis answered.
+// whether Redis answered. q.mu is held.
 func (q *Quota) lease(demand float64) bool {
 	ctx, cancel := context.WithTimeout(q.ctx, q.cfg.Timeout)
 	defer cancel()
 	q.commands.Add(1)
 	live := 3 * q.cfg.Slice.Milliseconds()
 	v, err := quotaScript.Run(ctx, q.client, q.keys, q.cfg.ID, strconv.FormatFloat(demand, 'g', -1, 64),
-		strconv.FormatFloat(float64(q.cfg.Limit), 'g', -1, 64), max(live, 1)).Slice()
+		strconv.FormatFloat(float64(q.limit), 'g', -1, 64), max(live, 1)).Slice()
 	share := 0.0
 	if err == nil && len(v) == 2 {
 		s, _ := v[0].(string)
@@ -310,7 +422,7 @@ func (q *Quota) lease(demand float64) bool {
 		q.failures.Add(1)
 		share = 0
 		if q.cfg.Unreachable == LocalShare {
-			share = float64(q.cfg.Limit) / float64(q.replicas)
+			share = float64(q.limit) / float64(q.replicas)
 		}
 	}
 	q.set(share)
@@ -320,16 +432,24 @@ func (q *Quota) lease(demand float64) bool {
 // set gives the limiter a share (calls per second) and a burst of one
 // Slice of it, at least 1 (0 for a share of 0).
 func (q *Quota) set(share float64) {
-	now := time.Now()
+	now := q.now()
 	burst := 0
 	if share > 0 {
 		burst = max(1, int(math.Ceil(share*q.cfg.Slice.Seconds())))
 	}
 	if q.lim == nil {
-		// The first share. The bucket starts empty: a replica that joins
-		// adds no burst above the fleet's quota.
+		// The first share. The bucket starts with half a token: a replica
+		// that joins admits nothing at once, so replicas that start
+		// together add no burst above the fleet's quota, and its first
+		// token comes half a token's time later, so that a window that
+		// starts now counts r·T calls on average, not r·T - 1/2. (The
+		// bucket is emptied half a token's time ago.)
 		q.lim = rate.NewLimiter(rate.Limit(share), burst)
-		q.lim.AllowN(now, burst)
+		half := time.Duration(0)
+		if share > 0 {
+			half = time.Duration(0.5 / share * float64(time.Second))
+		}
+		q.lim.AllowN(now.Add(-half), burst)
 	} else {
 		q.lim.SetLimitAt(now, rate.Limit(share))
 		q.lim.SetBurstAt(now, burst)

@@ -23,8 +23,7 @@ func (s *Shared) work() {
 		case t := <-s.own:
 			s.publish(t, claim)
 		case rec := <-s.msgs:
-			if rec.gen > s.gen || rec.gen < s.gen && rec.gen == 1 {
-				// Newer, or the first of a record that expired since.
+			if newer(rec, s.gen) {
 				s.noted()
 				s.adopt(rec, claim)
 			}
@@ -41,7 +40,9 @@ func (s *Shared) work() {
 		case <-claim.C:
 			s.claimTimer(claim)
 		case <-s.evidence:
-			s.report(claim)
+			s.report()
+		case r := <-s.replies:
+			s.replied(r, claim)
 		}
 		if s.dropped.Swap(false) {
 			s.dirty = true
@@ -121,6 +122,7 @@ func (s *Shared) write(to string, cooldown int64, cause, token string, claim *ti
 		return
 	}
 	s.succeeded()
+	s.noted()
 	if won {
 		s.stats.published.Add(1)
 	} else if token != "" {
@@ -244,6 +246,7 @@ func (s *Shared) claim(claim *time.Timer) {
 		return
 	}
 	s.succeeded()
+	s.noted()
 	switch {
 	case won:
 		s.holding = true
@@ -270,11 +273,18 @@ func (s *Shared) apply(to circuitbreaker.State, remaining time.Duration, cause e
 // err is the Cause of a breaker opened by the record.
 func (r record) err() error { return &FleetOpenError{Cause: r.cause, By: r.by} }
 
-// report sends the failures counted since the last report as evidence
-// (Config.Failures) and adopts the record it gets back. While Redis fails
-// they are dropped: the breaker decides alone, and evidence that old
-// would count late.
-func (s *Shared) report(claim *time.Timer) {
+// report starts a report of the failures counted since the last one
+// (Config.Failures), unless one is in flight: the script runs on a
+// goroutine of its own, so that while it waits for Redis the worker goes
+// on applying the record (the Open that another replica's report made,
+// arriving by pub/sub, must not wait for this replica's reply), and the
+// failures counted meanwhile go in the next report, sent when the reply
+// comes. While Redis fails they are dropped: the breaker decides alone,
+// and evidence that old would count late.
+func (s *Shared) report() {
+	if s.reporting {
+		return
+	}
 	n := s.unreported.Swap(0)
 	if n == 0 || s.down {
 		return
@@ -286,18 +296,48 @@ func (s *Shared) report(claim *time.Timer) {
 	if err != nil {
 		cause = err.Error()
 	}
-	rec, won, _, rerr := s.run(evidenceScript, n, s.cfg.FailureWindow.Milliseconds(), s.cfg.Failures,
-		max(s.cfg.Quorum, 1), s.cfg.ID, durMS(s.cfg.CoolDown), cause, s.cfg.RecordTTL.Milliseconds(), s.ch)
-	if rerr != nil {
+	s.reporting = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		rec, won, _, err := s.run(evidenceScript, n, s.cfg.FailureWindow.Milliseconds(), s.cfg.Failures,
+			max(s.cfg.Quorum, 1), s.cfg.ID, durMS(s.cfg.CoolDown), cause, s.cfg.RecordTTL.Milliseconds(), s.ch)
+		s.replies <- reply{n: n, rec: rec, won: won, err: err} // room for the one in flight
+	}()
+}
+
+// reply is the outcome of a report of n failures.
+type reply struct {
+	n   int64
+	rec record
+	won bool
+	err error
+}
+
+// replied adopts a report's reply, unless the worker adopted a newer
+// record while the report was in flight, and sends the failures counted
+// meanwhile.
+func (s *Shared) replied(r reply, claim *time.Timer) {
+	s.reporting = false
+	if r.err != nil {
 		s.failed()
 		return
 	}
 	s.succeeded()
-	s.stats.reported.Add(n)
-	if won {
+	s.stats.reported.Add(r.n)
+	if r.won {
 		s.stats.published.Add(1)
 	}
-	if won || rec.gen != s.gen {
-		s.adopt(rec, claim)
+	if newer(r.rec, s.gen) {
+		s.noted()
+		s.adopt(r.rec, claim)
 	}
+	s.report()
+}
+
+// newer reports whether rec is newer than the record of generation gen
+// that the replica adopted: a later generation, or the first of a record
+// that expired (or was lost with Redis) since.
+func newer(rec record, gen int64) bool {
+	return rec.gen > gen || rec.gen < gen && rec.gen == 1
 }

@@ -2,11 +2,13 @@ package rampartredis_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -337,4 +339,73 @@ func TestShare_FL19_EvidenceHonoursQuorumAndWindow(t *testing.T) {
 		waitFor(t, "every replica open", stateIs(r.br, circuitbreaker.Open))
 	}
 	assert.Equal(t, int64(0), c.Exists(ctx, "rampart:{payments}:failures", "rampart:{payments}:failed").Val(), "the count starts again")
+}
+
+// gate is a go-redis hook that holds every script a client sends while it
+// is shut: a replica's reply that Redis (or the network) is slow to give.
+type gate struct {
+	mu   sync.Mutex
+	shut chan struct{} // nil: open
+	held atomic.Int32  // scripts waiting at the gate now
+}
+
+func (g *gate) close() { g.mu.Lock(); g.shut = make(chan struct{}); g.mu.Unlock() }
+func (g *gate) open()  { g.mu.Lock(); close(g.shut); g.shut = nil; g.mu.Unlock() }
+
+func (g *gate) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (g *gate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		g.mu.Lock()
+		shut := g.shut
+		g.mu.Unlock()
+		if shut != nil && strings.HasPrefix(cmd.Name(), "eval") {
+			g.held.Add(1)
+			defer g.held.Add(-1)
+			select {
+			case <-shut:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func TestShare_FL19_AnOpenArrivesWhileTheReplicasReportWaits(t *testing.T) {
+	// A replica whose own report of a failure is slow to be answered
+	// applies the Open that another replica's report made as soon as it
+	// arrives by pub/sub: its calls are refused then, not once its own
+	// reply comes (8 replicas in lockstep on a loaded machine let a round
+	// more through when they waited).
+	srv := server(t)
+	cfg := breakerConfig()
+	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 100}, time.Minute
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Failures: 2, CoolDown: time.Minute, Refresh: time.Hour})
+	g := new(gate)
+	slow := redis.NewClient(opts)
+	slow.AddHook(g)
+	a := joinWith(t, slow, cfg, scfg)
+	b := join(t, opts, cfg, scfg)
+	synced(t, a, b)
+	g.close()
+	fail := func(r *replica) {
+		p, err := r.br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errBackend)
+	}
+	fail(a)
+	waitFor(t, "a's report held", func() bool { return g.held.Load() == 1 })
+	fail(b)
+	fail(b)
+	waitFor(t, "a open by b's evidence while its own report waits", func() bool { return a.br.State().Remote })
+	assert.Equal(t, int32(1), g.held.Load(), "a's report is still held")
+	_, err := a.br.TryAcquire()
+	require.ErrorIs(t, err, rampartredis.ErrFleetOpen)
+	g.open()
+	waitFor(t, "a's report answered", func() bool { return a.sh.Stats().Reported == 1 })
+	assert.True(t, a.br.State().Remote, "the reply (the fleet open, nothing counted) changes nothing")
+	assert.Equal(t, "open", recordState(t, srv.Client()))
 }

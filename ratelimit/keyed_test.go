@@ -15,7 +15,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -230,4 +232,95 @@ func TestWrapKeyed(t *testing.T) {
 		_, err := svc.Call(t.Context(), tc.user)
 		assert.Equal(t, tc.limited, errors.Is(err, ratelimit.ErrLimited), tc.user)
 	}
+}
+
+// In Refuse mode with a Clock the refusal's RetryAfter is exact on it, and
+// a keyed limiter runs on it too.
+func TestKeyed_CK5_RejectOnTheSuppliedClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := newFake()
+		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 2, Clock: clk})
+		require.NoError(t, err)
+		l, err := ratelimit.NewKeyedLayer[string, string](k, func(s string) string { return s }, ratelimit.Refuse)
+		require.NoError(t, err)
+		svc := l.Wrap(okService)
+		_, err = svc.Call(context.Background(), "a")
+		require.NoError(t, err)
+		clk.Jump(time.Hour) // the wall clock moves; no token comes of it
+		_, err = svc.Call(context.Background(), "a")
+		var le *ratelimit.LimitedError
+		require.True(t, errors.As(err, &le))
+		assert.Equal(t, 500*time.Millisecond, le.Wait)
+		clk.Advance(500 * time.Millisecond)
+		_, err = svc.Call(context.Background(), "a")
+		require.NoError(t, err)
+		assert.Zero(t, clk.Stats().Now)
+	})
+}
+
+// A Refuse call through a Keyed shared with Wait calls counts the calls
+// waiting for the key, reserved or not: it is refused with the time at
+// which a call joining the line would get its token.
+func TestKeyedLayer_LM3_RejectCountsTheWaitingLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		inner, admitted := admissions(start)
+		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 10, Burst: 1})
+		require.NoError(t, err)
+		key := func(string) string { return "one key" }
+		waitLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Wait)
+		require.NoError(t, err)
+		rejectLayer, err := ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Refuse)
+		require.NoError(t, err)
+		waiting, rejecting := waitLayer.Wrap(inner), rejectLayer.Wrap(inner)
+
+		_, err = waiting.Call(t.Context(), "A")
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for _, req := range []string{"B", "C", "D"} {
+			wg.Go(func() {
+				_, err := waiting.Call(t.Context(), req)
+				assert.NoError(t, err)
+			})
+			synctest.Wait()
+		}
+		// B, C and D are due at 100, 200 and 300ms; the next token at 400ms.
+		_, err = rejecting.Call(t.Context(), "R")
+		requireLimited(t, err, 400*time.Millisecond, false)
+		time.Sleep(150 * time.Millisecond)
+		_, err = rejecting.Call(t.Context(), "R")
+		requireLimited(t, err, 250*time.Millisecond, false)
+		wg.Wait()
+		assert.Equal(t, map[string]time.Duration{"A": 0, "B": 100 * time.Millisecond, "C": 200 * time.Millisecond, "D": 300 * time.Millisecond}, admitted())
+	})
+}
+
+// The zero Keyed holds no keys and grants no tokens.
+func TestKeyed_ZeroValue(t *testing.T) {
+	var k ratelimit.Keyed
+	assert.Zero(t, k.Len())
+	lim := k.Limiter("a")
+	assert.False(t, lim.Allow())
+	assert.Zero(t, k.Len())
+}
+
+func TestRateLimit_EV6_KeyedRejectRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec observetest.Recorder
+		k, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 10, Name: "per-user", Observer: &rec})
+		require.NoError(t, err)
+		svc, err := wrap.Service3(echoReq, ratelimit.NewKeyedLayer, k, func(req string) string { return req }, ratelimit.Refuse)
+		require.NoError(t, err)
+
+		_, err = svc.Call(t.Context(), "alice")
+		require.NoError(t, err)
+		_, err = svc.Call(t.Context(), "bob")
+		require.NoError(t, err)
+		_, errAlice := svc.Call(t.Context(), "alice")
+		require.ErrorIs(t, errAlice, ratelimit.ErrLimited)
+
+		require.Equal(t, []observe.Event{
+			{Source: observe.RateLimit, Name: "per-user", Kind: observe.Refused, Err: errAlice},
+		}, rec.Events())
+	})
 }

@@ -25,7 +25,7 @@ import (
 // reserving after it, is due that much earlier.
 type queue struct {
 	lim *rate.Limiter
-	// clk, when set, gives the times passed to lim (see clockTime) and
+	// clk, when set, gives the times passed to lim (see clockNow) and
 	// times the head's wait; nil means the system's clock.
 	clk clock.Clock
 	// n is len(waiters), kept so that the fast path can see an empty line
@@ -90,23 +90,15 @@ func (q *queue) allow() bool {
 	return q.lim.AllowN(q.now(), 1)
 }
 
-// clockEpoch is the time a supplied clock's Monotonic reading counts from
-// when it is handed to a limiter.
-var clockEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // now returns the time to pass to lim: the system's time, or, with a
 // supplied clock, a time made of its monotonic reading alone, so that a
 // step of its wall reading moves no token.
 func (q *queue) now() time.Time { return clockNow(q.clk) }
 
 // clockNow returns the system's time when clk is nil, else a time made of
-// clk's monotonic reading alone.
-func clockNow(clk clock.Clock) time.Time {
-	if clk == nil {
-		return time.Now()
-	}
-	return clockEpoch.Add(clk.Monotonic())
-}
+// clk's monotonic reading alone: clock.MonotonicTime, which code that
+// sets the limiter's rate on the same clock calls too.
+func clockNow(clk clock.Clock) time.Time { return clock.MonotonicTime(clk) }
 
 // pastDeadline reports whether a token due after delay would come at or
 // after ctx's deadline. The deadline is system time, so with a supplied

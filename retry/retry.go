@@ -140,6 +140,11 @@ type Config[Req, Resp any] struct {
 	// call that succeeds at once reports nothing. See package observe.
 	Observer observe.Observer
 
+	// Tuner, when set, holds MaxAttempts and Backoff instead, so that
+	// they can change while the layer runs ([Tuner.Tune]); both fields
+	// must then be zero. Nil means the layer's own, fixed, settings.
+	Tuner *Tuner
+
 	// Clock, when set, times the waits between attempts: each wait is
 	// [clock.Sleep] on it, so retries can be replayed on virtual time (see
 	// package sim). A context's deadline is system time whatever the
@@ -154,37 +159,31 @@ type Config[Req, Resp any] struct {
 // policy is a validated Config with its defaults filled in, shared by every
 // service a layer wraps.
 type policy[Req, Resp any] struct {
-	maxAttempts int
-	backoff     Backoff
-	retryable   func(Resp, error) bool
-	budget      Budget   // never nil: newPolicy makes a default one
-	refunder    Refunder // budget as a Refunder, or nil
-	hint        func(Resp, error) (time.Duration, bool)
-	maxHint     time.Duration
-	discard     func(Resp)
-	clock       clock.Clock
-	name        string
-	obs         observe.Observer
+	// tuner holds MaxAttempts and Backoff: Config.Tuner, or the layer's
+	// own. Read only when a first attempt wants a retry.
+	tuner     *Tuner
+	retryable func(Resp, error) bool
+	budget    Budget   // never nil: newPolicy makes a default one
+	refunder  Refunder // budget as a Refunder, or nil
+	hint      func(Resp, error) (time.Duration, bool)
+	maxHint   time.Duration
+	discard   func(Resp)
+	clock     clock.Clock
+	name      string
+	obs       observe.Observer
 }
 
 func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error) {
 	p := &policy[Req, Resp]{
-		maxAttempts: cfg.MaxAttempts,
-		backoff:     cfg.Backoff,
-		retryable:   cfg.Retryable,
-		budget:      cfg.Budget,
-		hint:        cfg.Hint,
-		maxHint:     cfg.MaxHint,
-		discard:     cfg.Discard,
-		clock:       cfg.Clock,
-		name:        cfg.Name,
-		obs:         observe.Bind(cfg.Observer, observe.Retry, cfg.Name),
-	}
-	switch {
-	case p.maxAttempts < 0 || p.maxAttempts > MaxAttemptsLimit:
-		return nil, fmt.Errorf("retry: MaxAttempts must be 0 (the default, %d) or between 1 and %d, got %d", DefaultMaxAttempts, MaxAttemptsLimit, p.maxAttempts)
-	case p.maxAttempts == 0:
-		p.maxAttempts = DefaultMaxAttempts
+		tuner:     cfg.Tuner,
+		retryable: cfg.Retryable,
+		budget:    cfg.Budget,
+		hint:      cfg.Hint,
+		maxHint:   cfg.MaxHint,
+		discard:   cfg.Discard,
+		clock:     cfg.Clock,
+		name:      cfg.Name,
+		obs:       observe.Bind(cfg.Observer, observe.Retry, cfg.Name),
 	}
 	switch {
 	case p.maxHint < 0:
@@ -193,10 +192,18 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 		p.maxHint = DefaultMaxHint
 	}
 	switch {
-	case p.backoff == nil:
-		p.backoff = defaultBackoff
-	case nilvalue.Is(p.backoff):
-		return nil, fmt.Errorf("retry: Backoff must not be a nil func or pointer, got %T(nil)", p.backoff)
+	case cfg.Tuner == nil:
+		t, err := NewTuner(Settings{MaxAttempts: cfg.MaxAttempts, Backoff: cfg.Backoff})
+		if err != nil {
+			return nil, err
+		}
+		p.tuner = t
+	case cfg.MaxAttempts != 0 || cfg.Backoff != nil:
+		return nil, fmt.Errorf("retry: MaxAttempts and Backoff must be zero with a Tuner, which holds them; got MaxAttempts %d, Backoff %T", cfg.MaxAttempts, cfg.Backoff)
+	default:
+		if p.obs != nil {
+			cfg.Tuner.watch(cfg.Name, p.obs)
+		}
 	}
 	switch {
 	case p.budget == nil:
@@ -322,13 +329,19 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	if err == nil && s.p.retryable == nil {
 		return resp, nil // the common case, without a call of wantsRetry
 	}
-	if s.p.maxAttempts == 1 || !s.p.wantsRetry(resp, err) {
+	// Retryable first: a success it does not want retried reads no
+	// settings.
+	if !s.p.wantsRetry(resp, err) {
 		if s.p.obs != nil && err != nil && errors.Is(err, rampart.ErrOpen) {
 			s.p.end(ctx, 1, err)
 		}
 		return resp, err
 	}
-	return s.loop(ctx, req, resp, err)
+	sc := s.p.tuner.schedule()
+	if sc.maxAttempts == 1 {
+		return resp, err
+	}
+	return s.loop(ctx, req, sc, resp, err)
 }
 
 // wantsRetry reports whether the outcome is one the loop would retry if it
@@ -353,8 +366,9 @@ func (p *policy[Req, Resp]) wantsRetry(resp Resp, err error) bool {
 }
 
 // loop retries after a first attempt whose outcome (resp, err) wants a
-// retry, and returns the final outcome as documented on NewLayer.
-func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err error) (Resp, error) {
+// retry, with the attempts and backoff of sc, and returns the final
+// outcome as documented on NewLayer.
+func (s *service[Req, Resp]) loop(ctx context.Context, req Req, sc *schedule, resp Resp, err error) (Resp, error) {
 	p := s.p
 	var timer *time.Timer // created on the first wait that needs one
 	defer func() {
@@ -382,13 +396,13 @@ func (s *service[Req, Resp]) loop(ctx context.Context, req Req, resp Resp, err e
 			}
 			return p.stop(ctx, resp, err, attempt, ctxerr.Reason(ctx))
 		}
-		if attempt >= p.maxAttempts {
+		if attempt >= sc.maxAttempts {
 			return p.stop(ctx, resp, err, attempt, ErrMaxAttempts)
 		}
 		if upstream {
 			return p.stop(ctx, resp, err, attempt, ErrUpstreamRetry)
 		}
-		d := max(p.backoff.Delay(attempt, prev), 0)
+		d := max(sc.backoff.Delay(attempt, prev), 0)
 		prev = d
 		if h, ok := p.serverHint(resp, err); ok {
 			if h == rampart.Forever {

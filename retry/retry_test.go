@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -11,12 +14,18 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/budgettest"
+	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
+	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -621,4 +630,601 @@ func TestRetry_PG4_AttemptsTravelAndUpstreamRetryStops(t *testing.T) {
 		assert.Equal(t, 1, ex.Attempts)
 		assert.Equal(t, []int{2}, seen)
 	}
+}
+
+// With a Clock the waits between attempts are timed on it, and a step of
+// its wall reading changes nothing.
+func TestRetry_CK3_WaitsRunOnTheSuppliedClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), time.Hour)
+		var starts []time.Duration
+		svc := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+			starts = append(starts, clk.Monotonic()-time.Hour)
+			if len(starts) < 3 {
+				return "", errors.New("again")
+			}
+			return "ok", nil
+		})
+		s := wrapT(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Second), Clock: clk, Budget: budget.Always})
+		var resp string
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp, err = s.Call(context.Background(), "x")
+		}()
+		for range 2 {
+			synctest.Wait()
+			clk.Jump(-time.Hour) // a wall step moves no wait
+			clk.Advance(time.Second - time.Nanosecond)
+			synctest.Wait()
+			require.Equal(t, 1, clk.Pending(), "still waiting a nanosecond before the backoff ends")
+			clk.Advance(time.Nanosecond)
+		}
+		<-done
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp)
+		assert.Equal(t, []time.Duration{0, time.Second, 2 * time.Second}, starts)
+		assert.Equal(t, 2, clk.Stats().AfterFunc, "each wait is a timer of the clock")
+		assert.Zero(t, clk.Stats().Now)
+	})
+}
+
+// A wait on the supplied clock still ends when the caller's context does.
+func TestRetry_CK3_ClockWaitEndsWithTheContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), time.Hour)
+		svc := newScript(fail("a"))
+		s := wrapT(t, svc, retry.Config[string, string]{Backoff: constant(t, time.Minute), Clock: clk})
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(time.Second, cancel)
+		start := time.Now()
+		_, err := s.Call(ctx, "x")
+		assert.Equal(t, time.Second, time.Since(start))
+		assert.ErrorIs(t, err, context.Canceled)
+		var ex *retry.ExhaustedError
+		require.True(t, errors.As(err, &ex))
+		assert.Equal(t, 1, ex.Attempts)
+	})
+}
+
+func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
+	cause := errors.New("user left")
+	tests := []struct {
+		name string
+		ctx  func(context.Context) context.Context
+		want []error // errors.Is targets
+	}{
+		{name: "cancelled", ctx: func(parent context.Context) context.Context {
+			ctx, cancel := context.WithCancel(parent)
+			cancel()
+			return ctx
+		}, want: []error{context.Canceled}},
+		{name: "cancelled with a cause", ctx: func(parent context.Context) context.Context {
+			ctx, cancel := context.WithCancelCause(parent)
+			cancel(cause)
+			return ctx
+		}, want: []error{context.Canceled, cause}},
+		{name: "deadline passed", ctx: func(parent context.Context) context.Context {
+			ctx, cancel := context.WithDeadline(parent, time.Now())
+			_ = cancel
+			return ctx
+		}, want: []error{context.DeadlineExceeded}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := budgettest.New(10)
+			s := newScript(fail("boom"))
+			svc := wrapT(t, s, retry.Config[string, string]{Backoff: constant(t, 0), Budget: b})
+
+			_, err := svc.Call(tt.ctx(t.Context()), "req")
+
+			assert.Zero(t, s.calls(), "no attempt for a caller that has given up")
+			for _, target := range tt.want {
+				assert.ErrorIs(t, err, target)
+			}
+			assert.NotErrorIs(t, err, retry.ErrExhausted, "no attempt ran, so nothing was exhausted")
+			assert.Zero(t, b.Counts().Deposits, "no deposit")
+			assert.Zero(t, b.Withdrawals(), "no withdrawal")
+			assert.Zero(t, b.Counts().Refunds)
+		})
+	}
+}
+
+func TestRetry_RT8_NoAttemptForDoneContextWithOneAttempt(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	b := budgettest.New(0)
+	s := newScript(outcome{resp: "ok"})
+	svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 1, Budget: b})
+
+	_, err := svc.Call(ctx, "req")
+
+	assert.Same(t, context.Canceled, err)
+	assert.Zero(t, s.calls())
+	assert.Zero(t, b.Counts().Deposits)
+}
+
+func TestRetry_RT9_HintThatNeverEndsStopsTheLoop(t *testing.T) {
+	tests := []struct {
+		name  string
+		delay time.Duration
+	}{
+		{name: "rate.InfDuration", delay: rate.InfDuration},
+		{name: "rampart.Forever", delay: rampart.Forever},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" in the error", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := budgettest.New(10)
+				last := fmt.Errorf("limited: %w", &hintError{delay: tt.delay})
+				s := newScript(outcome{err: last})
+				svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+				start := time.Now()
+
+				_, err := svc.Call(t.Context(), "req")
+
+				assert.Zero(t, time.Since(start), "no wait")
+				assert.Equal(t, 1, s.calls())
+				var ex *retry.ExhaustedError
+				require.ErrorAs(t, err, &ex)
+				assert.Equal(t, 1, ex.Attempts)
+				assert.Same(t, last, ex.Err)
+				assert.ErrorIs(t, err, retry.ErrHintForever)
+				assert.Zero(t, b.Withdrawals(), "nothing withdrawn for a retry that is never sent")
+			})
+		})
+		t.Run(tt.name+" from Config.Hint on a response", func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(outcome{resp: "429"})
+				svc := wrapT(t, s, retry.Config[string, string]{
+					MaxAttempts: 3,
+					Backoff:     constant(t, ms(10)),
+					Retryable:   func(resp string, err error) bool { return resp == "429" },
+					Hint:        func(string, error) (time.Duration, bool) { return tt.delay, true },
+				})
+				start := time.Now()
+
+				resp, err := svc.Call(t.Context(), "req")
+
+				assert.Zero(t, time.Since(start), "no wait")
+				assert.Equal(t, 1, s.calls())
+				assert.Equal(t, "429", resp, "the last response is the result")
+				assert.NoError(t, err)
+			})
+		})
+	}
+}
+
+func TestRetry_RT9_FiniteHintAboveMaxHintStillClamps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(outcome{err: &hintError{delay: rampart.Forever - 1}}, outcome{resp: "ok"})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 2, Backoff: constant(t, 0), MaxHint: time.Minute})
+
+		resp, err := svc.Call(t.Context(), "req")
+
+		require.NoError(t, err)
+		assert.Equal(t, "ok", resp)
+		assert.Equal(t, []time.Duration{0, time.Minute}, s.starts)
+	})
+}
+
+// newRatioBudget returns a budget without a floor that earns one retry per
+// request, so its balance counts deposits minus retries exactly.
+func newRatioBudget(t testing.TB) *budget.Budget {
+	t.Helper()
+	b, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 1})
+	require.NoError(t, err)
+	return b
+}
+
+func TestRetry_RT10_RetryRefusedByTheBreakerIsRefunded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newRatioBudget(t)
+		open := &circuitbreaker.OpenError{}
+		s := newScript(fail("boom"), outcome{err: open})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+
+		_, err := svc.Call(t.Context(), "req")
+
+		assert.Same(t, open, err)
+		assert.Equal(t, 2, s.calls())
+		assert.Equal(t, 1.0, b.Balance(), "the refused retry gave its token back")
+	})
+}
+
+func TestRetry_RT10_RetryCancelledDuringTheBackoffIsRefunded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newRatioBudget(t)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		s := newScript(fail("boom"))
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, time.Second), Budget: b})
+		time.AfterFunc(ms(300), cancel)
+
+		_, err := svc.Call(ctx, "req")
+
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, 1, s.calls())
+		assert.Equal(t, 1.0, b.Balance(), "the retry never sent gave its token back")
+	})
+}
+
+func TestRetry_RT10_SentRetriesAreNotRefunded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := budgettest.New(10)
+		s := newScript(fail("one"), fail("two"), fail("three"))
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+
+		_, err := svc.Call(t.Context(), "req")
+
+		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 2}, b.Counts())
+	})
+}
+
+func TestRetry_RT10_RefundCountsExactly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := budgettest.New(10)
+		s := newScript(fail("boom"), outcome{err: &circuitbreaker.OpenError{}})
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+
+		_, err := svc.Call(t.Context(), "req")
+
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 1, Refunds: 1}, b.Counts())
+	})
+}
+
+func TestRetry_ErrorsThatWrapATimeoutAreTimeouts(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{name: "last error is a net timeout", err: &retry.ExhaustedError{Attempts: 2, Err: fmt.Errorf("dial: %w", os.ErrDeadlineExceeded), Reason: retry.ErrMaxAttempts}, want: true},
+		{name: "last error is a deadline", err: &retry.ExhaustedError{Attempts: 2, Err: context.DeadlineExceeded, Reason: retry.ErrBudgetExhausted}, want: true},
+		{name: "caller's deadline ended the loop", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: context.DeadlineExceeded}, want: true},
+		{name: "plain failure", err: &retry.ExhaustedError{Attempts: 3, Err: errors.New("reset"), Reason: retry.ErrMaxAttempts}, want: false},
+		{name: "next attempt past the deadline", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: retry.ErrDeadline}, want: false},
+		{name: "cancelled", err: &retry.ExhaustedError{Attempts: 1, Err: errors.New("503"), Reason: context.Canceled}, want: false},
+		{name: "permanent timeout", err: retry.Permanent(os.ErrDeadlineExceeded), want: true},
+		{name: "permanent failure", err: retry.Permanent(errors.New("bad request")), want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, os.IsTimeout(tt.err), "os.IsTimeout")
+			uerr := &url.Error{Op: "Get", URL: "http://example.test", Err: tt.err}
+			assert.Equal(t, tt.want, uerr.Timeout(), "url.Error.Timeout")
+			var ne net.Error
+			require.ErrorAs(t, error(uerr), &ne)
+			assert.Equal(t, tt.want, ne.Timeout(), "net.Error.Timeout")
+		})
+	}
+}
+
+// A nil service fails with an error matching rampart.ErrNilService: at
+// construction through Wrap, on every call through a layer's Wrap.
+func TestRetry_NilService(t *testing.T) {
+	cfg := retry.Config[string, string]{}
+	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := retry.NewLayer(cfg)
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "retry: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
+}
+
+func TestRetry_ZeroErrorsDoNotPanic(t *testing.T) {
+	assert.Equal(t, "retry: permanent: <nil>", (&retry.PermanentError{}).Error())
+	assert.False(t, (&retry.PermanentError{}).Timeout())
+	assert.Equal(t, "retry: gave up after 0 attempts: <nil>", (&retry.ExhaustedError{}).Error())
+	assert.False(t, (&retry.ExhaustedError{}).Timeout())
+}
+
+func TestRetry_NilBackoffIsAnError(t *testing.T) {
+	tests := []struct {
+		name    string
+		backoff retry.Backoff
+		want    string
+	}{
+		{name: "nil BackoffFunc", backoff: retry.BackoffFunc(nil), want: "retry: Backoff must not be a nil func or pointer, got retry.BackoffFunc(nil)"},
+		{name: "nil pointer", backoff: (*nilBackoff)(nil), want: "retry: Backoff must not be a nil func or pointer, got *retry_test.nilBackoff(nil)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := retry.NewLayer(retry.Config[string, string]{Backoff: tt.backoff})
+			assert.Nil(t, l)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+type nilBackoff struct{ d time.Duration }
+
+func (b *nilBackoff) Delay(int, time.Duration) time.Duration { return b.d }
+
+// retry and hedge follow one rule for MaxAttempts: 0 is the default, 1
+// disables, and above the package's MaxAttemptsLimit is an error, never
+// clamped.
+func TestRetry_RT12_MaxAttemptsAboveTheLimitIsAnError(t *testing.T) {
+	_, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 100})
+	require.NoError(t, err, "the limit itself is accepted")
+
+	tests := []struct {
+		name        string
+		maxAttempts int
+		want        string
+	}{
+		{name: "above the limit", maxAttempts: 101, want: "retry: MaxAttempts must be 0 (the default, 3) or between 1 and 100, got 101"},
+		{name: "negative", maxAttempts: -1, want: "retry: MaxAttempts must be 0 (the default, 3) or between 1 and 100, got -1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: tt.maxAttempts})
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+// Without a Budget the layer has one of its own with package budget's
+// defaults, so a dependency that fails every call gets far fewer retries
+// than MaxAttempts would allow; budget.Always removes the bound.
+func TestRetry_RT13_DefaultBudgetBoundsRetries(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		budget      retry.Budget
+		wantAttempt int
+	}{
+		// 1000 first attempts, and 300 retries: the default budget's
+		// reserve of 10 retries a second over its 10s window, and 20% of
+		// the 1000 requests.
+		{name: "no Budget: the layer's own default budget", budget: nil, wantAttempt: 1000 + 100 + 200},
+		{name: "budget.Always: no bound", budget: budget.Always, wantAttempt: 3000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				attempts := 0
+				down := rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+					attempts++
+					return 0, errors.New("down")
+				})
+				noWait, err := retry.NewConstant(0)
+				require.NoError(t, err)
+				svc, err := wrap.Service(down, retry.NewLayer, retry.Config[int, int]{MaxAttempts: 3, Backoff: noWait, Budget: tc.budget})
+				require.NoError(t, err)
+				// 1000 calls, one after another, all at one instant.
+				for i := range 1000 {
+					_, err := svc.Call(t.Context(), i)
+					require.Error(t, err)
+				}
+				assert.Equal(t, tc.wantAttempt, attempts)
+			})
+		})
+	}
+}
+
+// scripted returns a service that returns errs in turn, then succeeds.
+func scripted(errs ...error) rampart.Service[string, string] {
+	n := 0
+	return rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+		n++
+		if n <= len(errs) {
+			return "", errs[n-1]
+		}
+		return "ok", nil
+	})
+}
+
+func TestRetry_EV2_Events(t *testing.T) {
+	errDown := errors.New("down")
+	open := &circuitbreaker.OpenError{Name: "db"}
+	ev := func(kind observe.Kind, attempt int, d time.Duration, err error) observe.Event {
+		return observe.Event{Source: observe.Retry, Name: "payments", Kind: kind, Attempt: attempt, Duration: d, Err: err}
+	}
+	tests := []struct {
+		name   string
+		inner  rampart.Service[string, string]
+		budget retry.Budget
+		want   []observe.Event
+	}{
+		{name: "success at once", inner: scripted()},
+		{name: "success on the third attempt", inner: scripted(errDown, errDown), want: []observe.Event{
+			ev(observe.Retrying, 2, 10*time.Millisecond, errDown),
+			ev(observe.Retrying, 3, 10*time.Millisecond, errDown),
+			ev(observe.RetryEnd, 3, 0, nil),
+		}},
+		{name: "attempts used up", inner: scripted(errDown, errDown, errDown), want: []observe.Event{
+			ev(observe.Retrying, 2, 10*time.Millisecond, errDown),
+			ev(observe.Retrying, 3, 10*time.Millisecond, errDown),
+			ev(observe.RetryEnd, 3, 0, retry.ErrMaxAttempts),
+		}},
+		{name: "open breaker at the first attempt", inner: scripted(open), want: []observe.Event{
+			ev(observe.RetryEnd, 1, 0, open),
+		}},
+		{name: "open breaker at a retry", inner: scripted(errDown, open), want: []observe.Event{
+			ev(observe.Retrying, 2, 10*time.Millisecond, errDown),
+			ev(observe.RetryEnd, 2, 0, open),
+		}},
+		{name: "budget empty", inner: scripted(errDown), budget: budget.Never, want: []observe.Event{
+			ev(observe.RetryEnd, 1, 0, retry.ErrBudgetExhausted),
+		}},
+		{name: "failure not to be retried", inner: scripted(retry.Permanent(errDown))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rec observetest.Recorder
+				backoff, err := retry.NewConstant(10 * time.Millisecond)
+				require.NoError(t, err)
+				svc, err := wrap.Service(tt.inner, retry.NewLayer, retry.Config[string, string]{
+					Backoff: backoff, Budget: tt.budget, Name: "payments", Observer: &rec,
+				})
+				require.NoError(t, err)
+				_, _ = svc.Call(t.Context(), "req")
+				require.Equal(t, tt.want, rec.Events())
+			})
+		})
+	}
+}
+
+func TestRetry_EV2_EndAtCallerCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rec observetest.Recorder
+		errDown := errors.New("down")
+		backoff, err := retry.NewConstant(time.Second)
+		require.NoError(t, err)
+		svc, err := wrap.Service(scripted(errDown), retry.NewLayer, retry.Config[string, string]{Backoff: backoff, Observer: &rec})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		_, _ = svc.Call(ctx, "req")
+		require.Equal(t, []observe.Event{
+			{Source: observe.Retry, Kind: observe.Retrying, Attempt: 2, Duration: time.Second, Err: errDown},
+			{Source: observe.Retry, Kind: observe.RetryEnd, Attempt: 1, Err: context.Canceled},
+		}, rec.Events())
+	})
+}
+
+func TestRetry_EV1_NoObserverNoAllocation(t *testing.T) {
+	svc, err := wrap.Service(scripted(), retry.NewLayer, retry.Config[string, string]{Name: "payments"})
+	require.NoError(t, err)
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, "req") })
+	require.Zero(t, allocs)
+}
+
+// The budget package's budgets satisfy the interfaces retry declares.
+var (
+	_ retry.Budget   = (*budget.Budget)(nil)
+	_ retry.Budget   = budget.Always
+	_ retry.Refunder = (*budget.Budget)(nil)
+	_ retry.Refunder = budget.Always
+)
+
+func TestRetry_RT6_SharedBudgetBoundsRetriesAcrossRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.1})
+		require.NoError(t, err)
+		s := newScript(fail("down"))
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(1)), Budget: b})
+
+		attempts := map[int]int{} // attempts per request -> requests
+		for range 100 {
+			_, err := svc.Call(t.Context(), "req")
+			var ex *retry.ExhaustedError
+			require.ErrorAs(t, err, &ex)
+			assert.ErrorIs(t, err, retry.ErrBudgetExhausted)
+			attempts[ex.Attempts]++
+		}
+
+		// Without the budget the dead dependency would see 300 calls. With
+		// it, every tenth request earns one retry: 110 calls.
+		assert.Equal(t, 110, s.calls())
+		assert.Equal(t, map[int]int{1: 90, 2: 10}, attempts)
+	})
+}
+
+func TestRetry_RT6_StaticBudgets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, tt := range []struct {
+			budget retry.Budget
+			calls  int
+			reason error
+		}{
+			{budget: budget.Always, calls: 3, reason: retry.ErrMaxAttempts},
+			{budget: budget.Never, calls: 1, reason: retry.ErrBudgetExhausted},
+		} {
+			s := newScript(fail("down"))
+			svc := wrapT(t, s, retry.Config[string, string]{Backoff: constant(t, ms(1)), Budget: tt.budget})
+			_, err := svc.Call(t.Context(), "req")
+			assert.ErrorIs(t, err, tt.reason)
+			assert.Equal(t, tt.calls, s.calls())
+		}
+	})
+}
+
+func TestRetry_RT3_TrippedBreakerEndsTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScript(fail("down"))
+		svc := stack(t, s, 10)
+		start := time.Now()
+
+		_, err := svc.Call(t.Context(), "req")
+
+		assert.Equal(t, 5, s.calls(), "the breaker trips after 5 failures and the loop stops")
+		assert.Equal(t, ms(50), time.Since(start), "5 waits of 10ms, the last before the rejected attempt")
+		var open *circuitbreaker.OpenError
+		require.ErrorAs(t, err, &open)
+		assert.NotErrorIs(t, err, retry.ErrExhausted, "returned as is (RT3)")
+		assert.EqualError(t, open.Cause, "down")
+	})
+}
+
+func TestRetry_StackSuccessPathDoesNotAllocate(t *testing.T) {
+	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
+	svc := stack(t, ok, 3)
+	ctx := context.Background()
+	_, _ = svc.Call(ctx, "req") // the budget's first deposit creates its timer
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		_, _ = svc.Call(ctx, "req")
+	}))
+}
+
+func TestRetry_RT9_RateLimitThatCanNeverGrantIsNotWaitedOut(t *testing.T) {
+	tests := []struct {
+		name  string
+		burst int
+		calls int           // attempts that reach the service
+		took  time.Duration // backoff waits before the refused attempt
+	}{
+		{name: "burst 0", burst: 0, calls: 0, took: 0},
+		{name: "limit 0, burst spent", burst: 1, calls: 1, took: ms(10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newScript(fail("down"))
+				limited, err := wrap.Service(s, ratelimit.NewLayer, ratelimit.Config{Limiter: rate.NewLimiter(0, tt.burst), Mode: ratelimit.Refuse})
+				require.NoError(t, err)
+				svc := wrapT(t, limited, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10))})
+				start := time.Now()
+
+				_, err = svc.Call(t.Context(), "req")
+
+				assert.Equal(t, tt.took, time.Since(start), "no minute-long wait for a token that never comes")
+				assert.Equal(t, tt.calls, s.calls())
+				assert.ErrorIs(t, err, retry.ErrHintForever)
+				assert.ErrorIs(t, err, ratelimit.ErrLimited)
+			})
+		})
+	}
+}
+
+func TestRetry_RT10_RetryRefusedByATrippedBreakerIsRefunded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+		require.NoError(t, err)
+		b, err := budget.New(budget.Config{MinPerSecond: budget.NoFloor, Ratio: 1})
+		require.NoError(t, err)
+		rl, err := retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, ms(10)), Budget: b})
+		require.NoError(t, err)
+		s := newScript(fail("down"))
+		svc := rampart.NewBuilder[string, string]().
+			Layer(rl).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
+			Service(s)
+
+		_, err = svc.Call(t.Context(), "req")
+
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.Equal(t, 1, s.calls(), "the first failure trips the breaker, which refuses the retry")
+		assert.Equal(t, 1.0, b.Balance(), "the request's deposit, with the refused retry's token given back")
+	})
 }

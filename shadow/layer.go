@@ -57,23 +57,53 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	// common one or two candidates: zeroing eight costs more than a
 	// candidate.
 	if len(sh.cands) <= 2 {
-		var permits [2]circuitbreaker.Permit
-		var refusals [2]error
-		return s.call(ctx, req, permits[:len(sh.cands)], refusals[:len(sh.cands)])
+		var slots [2]slot
+		return s.call(ctx, req, slots[:len(sh.cands)])
 	}
-	var permits [MaxCandidates]circuitbreaker.Permit
-	var refusals [MaxCandidates]error
-	return s.call(ctx, req, permits[:len(sh.cands)], refusals[:len(sh.cands)])
+	var slots [MaxCandidates]slot
+	return s.call(ctx, req, slots[:len(sh.cands)])
 }
 
-// call makes the call with one permit (or refusal) per candidate.
-func (s *service[Req, Resp]) call(ctx context.Context, req Req, permits []circuitbreaker.Permit, refusals []error) (Resp, error) {
+// slot is one candidate's permit, or its refusal, for one call.
+type slot struct {
+	p       circuitbreaker.Permit
+	refusal error
+}
+
+// call makes the call with one slot per candidate.
+func (s *service[Req, Resp]) call(ctx context.Context, req Req, slots []slot) (Resp, error) {
 	sh := s.s
-	for i, c := range sh.cands {
-		permits[i], refusals[i] = c.b.TryAcquire()
-	}
+	sh.admit(slots)
 	resp, err := s.inner.Call(ctx, req)
 	v, judged := s.judge(ctx, resp, err)
+	sh.settle(ctx, slots, v, judged, err)
+	return resp, err
+}
+
+// admit asks each candidate for a permit.
+func (sh *Shadow) admit(slots []slot) {
+	cands := sh.cands[:len(slots)]
+	for i, c := range cands {
+		slots[i].p, slots[i].refusal = c.b.TryAcquire()
+	}
+}
+
+// settle gives each candidate the outcome v of the call that returned
+// err (judged: the error a failure is recorded with), and counts it.
+func (sh *Shadow) settle(ctx context.Context, slots []slot, v verdict, judged, err error) {
+	cands := sh.cands[:len(slots)]
+	if v == success { // the common case, on its own short path
+		for i, c := range cands {
+			if sl := &slots[i]; sl.refusal == nil {
+				sl.p.Success()
+			} else {
+				c.refused.Add(1)
+				sh.lost(ctx, c, sl.refusal)
+			}
+		}
+		sh.calls.Add(1)
+		return
+	}
 	guessed := v == unknown
 	if l := sh.live; l != nil {
 		switch {
@@ -93,31 +123,27 @@ func (s *service[Req, Resp]) call(ctx context.Context, req Req, permits []circui
 			v, judged = failure, err
 		}
 	}
-	for i, c := range sh.cands {
-		if refusals[i] != nil {
+	for i, c := range cands {
+		sl := &slots[i]
+		if sl.refusal != nil {
 			c.refused.Add(1)
-			if v == success && !guessed {
-				sh.lost(ctx, c, refusals[i])
-			}
-			continue
+			continue // a guessed success is no goodput lost
 		}
-		p := &permits[i]
 		if guessed {
 			c.unknown.Add(1)
 		}
 		switch v {
 		case success:
-			p.Success()
+			sl.p.Success()
 		case failure:
 			c.failed.Add(1)
-			p.Failure(judged)
+			sl.p.Failure(judged)
 		default:
 			c.ignored.Add(1)
-			p.Ignore()
+			sl.p.Ignore()
 		}
 	}
 	sh.calls.Add(1)
-	return resp, err
 }
 
 // judge returns how the call that returned (resp, err) counts, and the

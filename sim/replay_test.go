@@ -2,7 +2,9 @@ package sim_test
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/sim"
+	"github.com/rampart-go/rampart/sim/internal/tracegen"
 )
 
 var t0 = time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
@@ -291,4 +294,118 @@ func TestReplay_SM12_Latency(t *testing.T) {
 	assert.Equal(t, 500*ms, res[0].LatencyP50)
 	assert.Equal(t, 600*ms, res[0].LatencyP99)
 	assert.Equal(t, 600*ms, res[0].LatencyMax)
+}
+
+// liveHeap is a trace being read that, every 256 KiB (about 3000 lines),
+// collects garbage and notes the live heap (HeapAlloc just after a GC):
+// peak is the largest seen during the replay.
+type liveHeap struct {
+	r    io.Reader
+	n    int // bytes read since the last sample
+	peak uint64
+}
+
+func (h *liveHeap) Read(p []byte) (int, error) {
+	if h.n >= 256<<10 {
+		h.sample()
+		h.n = 0
+	}
+	n, err := h.r.Read(p)
+	h.n += n
+	return n, err
+}
+
+func (h *liveHeap) sample() {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	h.peak = max(h.peak, m.HeapAlloc)
+}
+
+// heapSlack is how much more live heap the long replay may reach than the
+// short one: the series' points (at most 1000), the reorder window's heap
+// and the scheduler's slices grown once to a larger size, and noise (both
+// peaks were 0.38 MiB when measured). A replay that kept as little as 8
+// bytes per call would exceed it over the extra calls (90,000 of them
+// under the race detector).
+const heapSlack = 512 << 10
+
+// The heap of a replay does not grow with the trace: replaying ten times
+// as many calls (the flapping scenario, made as it is read, through a
+// breaker, retries with a budget and a timeout) reaches the same peak of
+// live heap, within heapSlack.
+func TestReplay_SM10_HeapBounded(t *testing.T) {
+	short, long := 100_000, 1_000_000
+	if raceEnabled || testing.Short() {
+		short, long = 10_000, 100_000
+	}
+	s, err := tracegen.Find("flapping")
+	require.NoError(t, err)
+	peak := func(n int) uint64 {
+		h := &liveHeap{r: tracegen.Reader(s, n)}
+		res, err := sim.Replay(sim.NewTraceReader(h, "flapping"), []sim.Candidate{fullCandidate}, sim.Config{})
+		require.NoError(t, err)
+		require.Equal(t, n, res[0].Calls)
+		h.sample() // with the results still live
+		runtime.KeepAlive(res)
+		return h.peak
+	}
+	p1, p10 := peak(short), peak(long)
+	t.Logf("peak live heap: %d calls %.2f MiB, %d calls %.2f MiB", short, float64(p1)/(1<<20), long, float64(p10)/(1<<20))
+	assert.LessOrEqual(t, p10, p1+heapSlack, "the live heap grew with the trace")
+}
+
+// unknownTrace is a trace with what a trace cannot know: a recorded retry
+// (attempt 2), calls the live breaker refused, and an ignored call.
+func unknownTrace() string {
+	var b strings.Builder
+	for _, l := range []struct {
+		at       time.Duration
+		d, o, ex string
+	}{
+		{0, "10ms", "success", ``},
+		{time.Second, "10ms", "failure", ``},
+		{1500 * time.Millisecond, "20ms", "failure", `,"attempt":2`}, // the dependency at 1.5s
+		{2 * time.Second, "0s", "refused", `,"class":"open"`},
+		{3 * time.Second, "0s", "refused", `,"class":"open"`},
+		{4 * time.Second, "10ms", "success", ``},
+		{5 * time.Second, "0s", "refused", `,"class":"open"`},
+		{6 * time.Second, "5ms", "ignored", ``},
+	} {
+		fmt.Fprintf(&b, `{"start":%q,"duration":%q,"outcome":%q%s}`+"\n", t0.Add(l.at).Format(time.RFC3339Nano), l.d, l.o, l.ex)
+	}
+	return b.String()
+}
+
+// A recorded retry is not a caller's request, but the dependency as it was;
+// a call the live breaker refused takes the outcome and duration of the
+// latest known entry and is counted as Unknown when sent; an ignored call
+// is counted neither way by the breaker nor as a failure.
+func TestReplay_SM11_UnknownOutcomes(t *testing.T) {
+	ms := time.Millisecond
+	res := replay(t, unknownTrace(), sim.Config{BurstMin: 2},
+		sim.Candidate{Name: "none"},
+		sim.Candidate{Name: "2 in a row", Breaker: &circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: 10 * time.Second}})
+	for i := range res {
+		res[i].Series, res[i].Resolution = nil, 0
+	}
+	// Calls 2 and 3 (refused live) meet the recorded retry of 1.5s: a
+	// 20ms failure; call 5 the success of 4s.
+	assert.Equal(t, sim.Result{Name: "none", Calls: 7, Sent: 7, Succeeded: 3, Failed: 3, Ignored: 1, Unknown: 3,
+		LatencyP50: 10 * ms, LatencyP99: 20 * ms, LatencyMax: 20 * ms, Bursts: 1, Span: 6005 * ms}, res[0])
+	// Trips on call 2's guessed failure at 2.02s; refuses 3 (not lost:
+	// unknown), 4 (lost), 5 (unknown) and 6. The burst 1-3 was detected
+	// 1.02s after its start.
+	assert.Equal(t, sim.Result{Name: "2 in a row", Calls: 7, Sent: 3, Succeeded: 1, Failed: 2, Refused: 4, LostGoodput: 1, Unknown: 1,
+		LatencyP50: 0, LatencyP99: 20 * ms, LatencyMax: 20 * ms, Trips: 1, TimeOpen: 3980 * ms,
+		Bursts: 1, Detected: 1, DetectMean: 1020 * ms, DetectMax: 1020 * ms, Span: 6 * time.Second}, res[1])
+}
+
+// A refused call with no known outcome before it fails at once.
+func TestReplay_SM11_UnknownFirst(t *testing.T) {
+	trace := fmt.Sprintf(`{"start":%q,"duration":"0s","outcome":"refused"}`+"\n", t0.Format(time.RFC3339Nano))
+	res := replay(t, trace, sim.Config{}, sim.Candidate{Name: "none"})
+	assert.Equal(t, 1, res[0].Failed)
+	assert.Equal(t, 1, res[0].Unknown)
+	assert.Equal(t, time.Duration(0), res[0].LatencyMax)
 }

@@ -1,9 +1,11 @@
 package sim_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
+	"github.com/rampart-go/rampart/sim/internal/tracegen"
 )
 
 const good = `{"start":"2026-12-01T15:00:00Z","duration":"10ms","outcome":"success"}`
@@ -187,4 +190,30 @@ func TestTraceReader_SM6_ReorderWindow(t *testing.T) {
 	r.Reorder = -1
 	_, err = r.Next()
 	assert.EqualError(t, err, "sim: TraceReader.Reorder must be 0 (strict order) or positive (the default is 1m0s), got -1ns")
+}
+
+// The sample traces are what the generator makes (go generate ./sim
+// rewrites them), and each reads without error: 3000 calls, 5 minutes.
+func TestSamples_SM9_UpToDate(t *testing.T) {
+	for _, s := range tracegen.Scenarios {
+		t.Run(s.Name, func(t *testing.T) {
+			want, err := io.ReadAll(tracegen.Reader(s, 3000))
+			require.NoError(t, err)
+			got, err := os.ReadFile("testdata/" + s.Name + ".jsonl")
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(want, got), "testdata/%s.jsonl differs from the generator's: run go generate ./sim", s.Name)
+
+			tr := sim.NewTraceReader(bytes.NewReader(got), s.Name)
+			n := 0
+			for {
+				_, err := tr.Next()
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+				n++
+			}
+			assert.Equal(t, 3000, n)
+		})
+	}
 }

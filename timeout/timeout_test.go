@@ -17,7 +17,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilcheck"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -744,4 +748,154 @@ func TestLayer_TO3_AbandonGoexitEndsTheCallersGoroutine(t *testing.T) {
 		<-exited
 		assert.False(t, returned, "the caller's goroutine exits as the call's did, with no fake panic")
 	})
+}
+
+// With a Clock the deadline is the clock's monotonic reading plus the
+// timeout, enforced by the clock's timer: the inner context has no
+// Deadline, is cancelled with the layer's cause, and the caller gets the
+// same *Error as without a Clock, whatever the wall reading does.
+func TestLayer_CK4_DeadlineOnTheSuppliedClock(t *testing.T) {
+	inBothModes(t, func(t *testing.T, abandon bool) {
+		clk := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), time.Hour)
+		var hasDeadline bool
+		var cause error
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+			_, hasDeadline = ctx.Deadline()
+			clk.Jump(-time.Hour) // a wall step back during the call
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return "", ctx.Err()
+		})
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, inner)
+
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, err = svc.Call(context.Background(), "req")
+		}()
+		synctest.Wait()
+		clk.Advance(100*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("returned before the deadline on the clock")
+		default:
+		}
+		clk.Advance(time.Nanosecond)
+		<-done
+		synctest.Wait() // an abandoned inner call ends too
+
+		assert.False(t, hasDeadline)
+		assert.ErrorIs(t, cause, timeout.ErrTimeout)
+		assert.ErrorIs(t, err, timeout.ErrTimeout)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		var te *timeout.Error
+		require.ErrorAs(t, err, &te)
+		assert.Equal(t, 100*time.Millisecond, te.After)
+		if te.Err != nil { // Abandon mode may see the inner call return as the deadline fires
+			assert.EqualError(t, err, "timeout: deadline of 100ms exceeded: context deadline exceeded")
+		} else {
+			assert.True(t, abandon)
+		}
+		assert.Zero(t, clk.Stats().Now)
+		assert.Equal(t, 1, clk.Stats().AfterFunc)
+	})
+}
+
+// With a Clock, an error before the deadline is the inner error, and the
+// caller's own (system-time) deadline is still the caller's answer.
+func TestLayer_CK4_ClockWhoseDeadline(t *testing.T) {
+	inBothModes(t, func(t *testing.T, abandon bool) {
+		clk := clock.NewFake(time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC), time.Hour)
+		svc := wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, after(50*time.Millisecond, "", errBoom))
+		_, took, err := timed(context.Background(), svc)
+		assert.Equal(t, 50*time.Millisecond, took)
+		assert.Same(t, errBoom, err)
+
+		svc = wrapT(t, timeout.Config[string, string]{Timeout: 100 * time.Millisecond, Abandon: abandon, Clock: clk}, honest)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, took, err = timed(ctx, svc)
+		assert.Equal(t, 50*time.Millisecond, took)
+		assert.Equal(t, context.DeadlineExceeded, err, "the caller's own error, unwrapped")
+	})
+}
+
+// Every nil argument and zero value fails with an error naming it, at
+// construction or on each call; none panics.
+func TestNilAndZeroValues(t *testing.T) {
+	nilcheck.Run(t, "req", []nilcheck.Case[string, string]{
+		{
+			Name: "zero Config",
+			Build: func() (rampart.Service[string, string], error) {
+				_, err := timeout.NewLayer(timeout.Config[string, string]{})
+				return nil, err
+			},
+			Want: "timeout: Timeout must be > 0, got 0s",
+		},
+		{
+			Name: "layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second})
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "timeout: Wrap: rampart: nil service",
+			NilService: true,
+		},
+		{
+			Name: "abandoning layer wraps nil service",
+			Build: func() (rampart.Service[string, string], error) {
+				l, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second, Abandon: true})
+				require.NoError(t, err)
+				return l.Wrap(nil), nil
+			},
+			Want:       "timeout: Wrap: rampart: nil service",
+			NilService: true,
+		},
+	})
+}
+
+func TestTimeout_EV4_Fired(t *testing.T) {
+	for _, abandon := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "abandon"}[abandon], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rec observetest.Recorder
+				slow := rampart.ServiceFunc[time.Duration, string](func(ctx context.Context, d time.Duration) (string, error) {
+					select {
+					case <-time.After(d):
+						return "done", nil
+					case <-ctx.Done():
+						return "", context.Cause(ctx)
+					}
+				})
+				svc, err := wrap.Service(slow, timeout.NewLayer, timeout.Config[time.Duration, string]{
+					Timeout: time.Second, Abandon: abandon, Name: "db", Observer: &rec,
+				})
+				require.NoError(t, err)
+
+				_, err = svc.Call(t.Context(), 500*time.Millisecond)
+				require.NoError(t, err)
+				require.Empty(t, rec.Events())
+
+				_, err = svc.Call(t.Context(), 2*time.Second)
+				require.True(t, errors.Is(err, timeout.ErrTimeout))
+				require.Equal(t, []observe.Event{
+					{Source: observe.Timeout, Name: "db", Kind: observe.TimeoutFired, Duration: time.Second},
+				}, rec.Events())
+
+				// The caller's own deadline is not the layer's timeout.
+				rec.Reset()
+				ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
+				defer cancel()
+				_, _ = svc.Call(ctx, 2*time.Second)
+				require.Len(t, rec.Events(), 1) // the layer's deadline comes first
+				ctx2, cancel2 := context.WithTimeout(t.Context(), 100*time.Millisecond)
+				defer cancel2()
+				_, _ = svc.Call(ctx2, 2*time.Second)
+				require.Len(t, rec.Events(), 1)
+			})
+		})
+	}
 }

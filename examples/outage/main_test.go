@@ -25,6 +25,20 @@ func short() options {
 	return o
 }
 
+// loaded is the schedule of the real-time tests that run beside other
+// packages' tests under the race detector (the browser and the Prometheus
+// tests): short's, with a fifth of its load and timeouts that a machine
+// at a load of 15 on 2 cores meets while the backend is healthy (there,
+// one of short's 250 loopback calls a second can outlast its 250ms
+// attempt timeout, and the breaker trips before the fault). The fault
+// still fails every attempt by its timeout: the stall outlasts it.
+func loaded() options {
+	o := short()
+	o.rate = 50
+	o.attemptTimeout, o.stall = 2*time.Second, 4*time.Second
+	return o
+}
+
 // assertTargets checks the targets the README claims for the demo.
 func assertTargets(t *testing.T, r *result) {
 	t.Helper()

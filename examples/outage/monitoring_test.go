@@ -27,6 +27,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartotel"
 )
@@ -242,8 +243,9 @@ scrape_configs:
 	})
 
 	// A fault long enough for the breaker alert (its for: shortened to 2s)
-	// to fire however the breaker's cool-downs and probes fall.
-	o := short()
+	// to fire however the breaker's cool-downs and probes fall, on the
+	// schedule a loaded machine meets while the backend is healthy.
+	o := loaded()
 	o.healthy, o.fault, o.after = 3*time.Second, 8*time.Second, 6*time.Second
 	o.observer = obs
 	start := time.Now()
@@ -251,6 +253,11 @@ scrape_configs:
 	require.NoError(t, err)
 	end := time.Now()
 	t.Logf("demo: rampart success rate %.2f, breaker %v", r.Rampart.SuccessRate, r.Rampart.breaker)
+	// The alerts below are the fault's only if the healthy phase was
+	// healthy: the breaker first left closed after the fault started.
+	require.NotEmpty(t, r.Rampart.breaker)
+	assert.Equal(t, circuitbreaker.Closed, r.Rampart.breaker[0].state)
+	assert.GreaterOrEqual(t, r.Rampart.breaker[0].to, o.healthy, "the breaker tripped before the fault")
 	// Wait for two scrapes and rule evaluations after the end.
 	waitFor(t, time.Minute, "a scrape after the run", func() bool {
 		v, err := instant(api, `timestamp(up{job="outage"})`)

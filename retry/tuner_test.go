@@ -1,0 +1,126 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/observe"
+	"github.com/rampart-go/rampart/retry"
+)
+
+// failing returns a service that always fails and counts its calls.
+func failing(calls *atomic.Int64) rampart.Service[string, string] {
+	return rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+		calls.Add(1)
+		return "", errors.New("down")
+	})
+}
+
+// A Tune changes the attempts and backoff of the calls whose first attempt
+// fails after it; a call already retrying keeps the settings it started
+// with; each layer's Observer is told.
+func TestTuner_RT15_ChangeWhileCallsFlow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tu, err := retry.NewTuner(retry.Settings{MaxAttempts: 3, Backoff: constant(t, 10*time.Second)})
+		require.NoError(t, err)
+		var rec observetest.Recorder
+		var calls atomic.Int64
+		s := wrapT(t, failing(&calls), retry.Config[string, string]{Tuner: tu, Budget: budget.Always, Name: "r", Observer: &rec})
+
+		start := time.Now()
+		done := make(chan time.Duration)
+		go func() {
+			_, _ = s.Call(context.Background(), "x")
+			done <- time.Since(start)
+		}()
+		time.Sleep(5 * time.Second) // the first call waits for its second attempt
+		require.NoError(t, tu.Tune(retry.Settings{MaxAttempts: 2, Backoff: constant(t, time.Second)}))
+		assert.Equal(t, 20*time.Second, <-done, "three attempts, 10s apart: the settings it started with")
+		assert.Equal(t, int64(3), calls.Load())
+
+		calls.Store(0)
+		start = time.Now()
+		_, err = s.Call(context.Background(), "x")
+		var ex *retry.ExhaustedError
+		require.ErrorAs(t, err, &ex)
+		assert.Equal(t, 2, ex.Attempts)
+		assert.Equal(t, time.Second, time.Since(start), "the new backoff")
+		assert.Equal(t, int64(2), calls.Load())
+
+		var tuned []observe.Event
+		for _, e := range rec.Events() {
+			if e.Kind == observe.Tuned {
+				tuned = append(tuned, e)
+			}
+		}
+		require.Len(t, tuned, 1)
+		assert.Equal(t, observe.Event{Source: observe.Retry, Name: "r", Kind: observe.Tuned, Attempt: 2}, tuned[0])
+		assert.Equal(t, 2, tu.Settings().MaxAttempts)
+	})
+}
+
+// Bad settings are NewLayer's errors and change nothing; a Config with a
+// Tuner holds no attempts or backoff of its own; the zero Tuner holds the
+// defaults.
+func TestTuner_RT15_BadSettings(t *testing.T) {
+	_, err := retry.NewTuner(retry.Settings{MaxAttempts: 101})
+	assert.EqualError(t, err, "retry: MaxAttempts must be 0 (the default, 3) or between 1 and 100, got 101")
+	tu, err := retry.NewTuner(retry.Settings{MaxAttempts: 4})
+	require.NoError(t, err)
+	assert.EqualError(t, tu.Tune(retry.Settings{Backoff: retry.BackoffFunc(nil)}), "retry: Backoff must not be a nil func or pointer, got retry.BackoffFunc(nil)")
+	assert.Equal(t, 4, tu.Settings().MaxAttempts, "unchanged")
+	_, err = retry.NewLayer(retry.Config[string, string]{Tuner: tu, MaxAttempts: 2})
+	assert.EqualError(t, err, "retry: MaxAttempts and Backoff must be zero with a Tuner, which holds them; got MaxAttempts 2, Backoff <nil>")
+
+	var zero retry.Tuner
+	assert.Equal(t, retry.DefaultMaxAttempts, zero.Settings().MaxAttempts)
+	var calls atomic.Int64
+	s := wrapT(t, failing(&calls), retry.Config[string, string]{Tuner: &zero, Budget: budget.Always, Backoff: nil})
+	synctest.Test(t, func(t *testing.T) {
+		_, _ = s.Call(context.Background(), "x")
+	})
+	assert.Equal(t, int64(retry.DefaultMaxAttempts), calls.Load())
+}
+
+// Tune is safe while calls retry (run with -race).
+func TestTuner_RT15_Race(t *testing.T) {
+	tu, err := retry.NewTuner(retry.Settings{MaxAttempts: 2, Backoff: constant(t, 0)})
+	require.NoError(t, err)
+	var calls atomic.Int64
+	s := wrapT(t, failing(&calls), retry.Config[string, string]{Tuner: tu, Budget: budget.Always, Observer: observe.Func(func(context.Context, observe.Event) {})})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 200 {
+				if i == 0 {
+					require.NoError(t, tu.Tune(retry.Settings{MaxAttempts: 1 + j%4, Backoff: constant(t, 0)}))
+					continue
+				}
+				_, _ = s.Call(context.Background(), "x")
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A layer built with a Tuner succeeds without allocating, as one without.
+func TestTuner_RT15_SuccessAllocatesNothing(t *testing.T) {
+	tu, err := retry.NewTuner(retry.Settings{})
+	require.NoError(t, err)
+	ok := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil })
+	s := wrapT(t, ok, retry.Config[string, string]{Tuner: tu, Budget: budget.Always,
+		Retryable: func(_ string, err error) bool { return err != nil }})
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = s.Call(ctx, "x") }))
+}
