@@ -137,6 +137,15 @@ func (p *Permit) finish(ctx context.Context, o rampart.Outcome, err error) bool 
 	return counted
 }
 
+// abandon records the failure ErrPanicked on a permit still unfinished
+// when the function that deferred it returns: the protected call, its
+// classifier or IsFailure panicked. The panic continues.
+func (p *Permit) abandon(ctx context.Context) {
+	if p.b != nil {
+		p.finish(ctx, rampart.Failure, ErrPanicked)
+	}
+}
+
 // outcomeKinds are the kinds of event of the outcomes.
 var outcomeKinds = [...]observe.Kind{rampart.Success: observe.Success, rampart.Failure: observe.Failure, rampart.Ignored: observe.Ignored}
 
