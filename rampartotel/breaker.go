@@ -271,8 +271,8 @@ func (o *Observer) move(b *boundBreaker, e *observe.Event) {
 	b.rec.moves[b.state][to]++
 	o.leave(b, now)
 	o.enter(b, to, now)
-	if d := int64(e.Duration); to == openIdx && d < math.MaxInt64-now {
-		b.ready = now + max(d, 0)
+	if d := int64(e.Duration); to == openIdx && d > 0 && d < math.MaxInt64-now {
+		b.ready = now + d
 		if b.rec.cooling == nil {
 			b.rec.cooling = make(map[*boundBreaker]struct{})
 		}

@@ -445,3 +445,21 @@ func TestObserver_EV17_StateGaugeHalfOpenOnceTheCoolDownEnds(t *testing.T) {
 		runtime.KeepAlive(forever)
 	})
 }
+
+// A transition to open that gives no cool-down (an Immediate one, or an
+// event made by hand) is counted open until the next transition.
+func TestObserver_EV17_NoCoolDownGivenStaysOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		obs.Observe(context.Background(), observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open"})
+		time.Sleep(time.Hour)
+		points, _ := collect(t, reader)
+		require.Equal(t, 1.0, points[point("rampart.breaker.state", "db", "rampart.breaker.state=open")])
+		require.Equal(t, 0.0, points[point("rampart.breaker.state", "db", "rampart.breaker.state=half-open")])
+		obs.Observe(context.Background(), observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "open", To: "half-open"})
+		points, _ = collect(t, reader)
+		require.Equal(t, 0.0, points[point("rampart.breaker.state", "db", "rampart.breaker.state=open")])
+		require.Equal(t, 1.0, points[point("rampart.breaker.state", "db", "rampart.breaker.state=half-open")])
+		require.Equal(t, 1.0, points[point("rampart.breaker.transitions", "db", "rampart.breaker.from=open", "rampart.breaker.to=half-open")])
+	})
+}
