@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/rampartredis"
+	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
 )
 
 // These tests run against a real redis-server over loopback, on real
@@ -468,10 +469,12 @@ func TestShare_FL9_CloseStopsEveryGoroutine(t *testing.T) {
 	sh, err := rampartredis.Share(br, c, rampartredis.Config{Timeout: 100 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sh.Close() })
-	waitFor(t, "the background goroutines", func() bool { return len(ownGoroutines()) == 2 })
+	// The worker, and the client's hub: its pub/sub reader and its refresh
+	// loop.
+	waitFor(t, "the background goroutines", func() bool { return len(ownGoroutines()) == 3 })
 	require.NoError(t, sh.Close())
 	require.NoError(t, sh.Close(), "a second Close does nothing")
-	// Close waited for both; each may still be returning from its deferred
+	// Close waited for them; each may still be returning from its deferred
 	// wg.Done.
 	waitFor(t, "no goroutine left", func() bool { return len(ownGoroutines()) == 0 })
 	srv.Resume()
@@ -588,4 +591,118 @@ func TestShare_FL18_WaitSyncedAppliesTheRecordBeforeServing(t *testing.T) {
 	p.Success()
 	go func() { _ = down.sh.Close() }()
 	require.ErrorIs(t, down.sh.WaitSynced(ctx), rampartredis.ErrClosed)
+}
+
+// The fault tests again, on a real Redis Cluster of three masters that
+// each test starts on loopback: every key of one breaker is in one slot
+// (its hash tag), so every script runs on the slot's master, and the
+// change messages reach subscribers connected to any node.
+
+func TestCluster_FL20_TripOpensEveryReplicaAndOneProbeCloses(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	cfg := breakerConfig()
+	cfg.CoolDown = 300 * time.Millisecond
+	rs := clusterFleet(t, cl, 3, cfg, clusterConfig(rampartredis.Config{}))
+	synced(t, rs...)
+	rs[0].trip(t)
+	for _, r := range rs[1:] {
+		waitFor(t, "every replica open", func() bool { return r.br.State().Remote })
+		var fe *rampartredis.FleetOpenError
+		require.ErrorAs(t, r.br.State().Cause, &fe)
+	}
+	stop := make(chan struct{})
+	probes, _, wait := callUntil(rs, nil, stop)
+	for _, r := range rs {
+		waitFor(t, "every replica closed", stateIs(r.br, circuitbreaker.Closed))
+	}
+	close(stop)
+	wait()
+	assert.Equal(t, int32(1), sum(probes), "one probe fleet-wide")
+	assert.Equal(t, "closed", clusterRecord(t, cl)["state"])
+}
+
+func TestCluster_FL20_RestartedFleetProbesAnEndedRecord(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	require.NoError(t, cl.Client().HSet(context.Background(), stateKey,
+		"gen", 7, "state", "open", "until", 1, "cause", "backend down", "by", "old").Err())
+	rs := clusterFleet(t, cl, 3, breakerConfig(), clusterConfig(rampartredis.Config{ProbeClaim: time.Hour}))
+	synced(t, rs...)
+	stop := make(chan struct{})
+	probes, _, wait := callUntil(rs, nil, stop)
+	waitFor(t, "the record closed", func() bool { return clusterRecord(t, cl)["state"] == "closed" })
+	for _, r := range rs {
+		waitFor(t, "every replica closed", stateIs(r.br, circuitbreaker.Closed))
+	}
+	close(stop)
+	wait()
+	assert.Equal(t, int32(1), sum(probes))
+	assert.Equal(t, "8", clusterRecord(t, cl)["gen"])
+}
+
+func TestCluster_FL20_LockstepEvidence(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	cfg := breakerConfig()
+	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 5}, time.Minute
+	rs := clusterFleet(t, cl, 8, cfg, clusterConfig(rampartredis.Config{Failures: 5, CoolDown: time.Minute}))
+	synced(t, rs...)
+	failed := 0
+	for {
+		n := 0
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, r := range rs {
+			wg.Go(func() {
+				if p, err := r.br.TryAcquire(); err == nil {
+					mu.Lock()
+					n++
+					mu.Unlock()
+					p.Failure(errBackend)
+				}
+			})
+		}
+		wg.Wait()
+		if n == 0 {
+			break
+		}
+		failed += n
+		waitFor(t, "the round reported", func() bool {
+			var rep int64
+			for _, r := range rs {
+				rep += r.sh.Stats().Reported
+			}
+			return rep == int64(failed)
+		})
+		if clusterRecord(t, cl)["state"] == "open" {
+			for _, r := range rs {
+				waitFor(t, "every replica on the record", func() bool { return r.br.State().Remote })
+			}
+		}
+	}
+	assert.LessOrEqual(t, failed, 10)
+}
+
+func TestCluster_FL20_MasterKilledMidRun(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	cfg := breakerConfig()
+	cfg.CoolDown = time.Minute
+	// An hourly read: once the slot is served again, the trip reaches the
+	// other replica by pub/sub, so its subscription must have moved back
+	// to the slot's master (a subscriber left on a dead node is a known
+	// fault of cluster clients), or by the read it makes on resubscribing.
+	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: time.Hour, MaxBackoff: 200 * time.Millisecond}
+	rs := make([]*replica, 2)
+	for i := range rs {
+		rs[i] = joinWith(t, redis.NewClusterClient(cl.Options()), cfg, scfg)
+	}
+	synced(t, rs...)
+	master := cl.Master(stateKey)
+	master.Kill() // the slot of the breaker's keys has no server
+	// Calls never wait for the cluster; a trip is the replica's own.
+	tripAndCall(t, "while the master is down", rs[0], rs[1], 100)
+	waitFor(t, "a failed command", func() bool { return rs[0].sh.Stats().Failures >= 1 })
+	assert.Equal(t, circuitbreaker.Closed, rs[1].br.State().State)
+	master.Restart() // empty, rejoins with its slots
+	cl.WaitOK()
+	waitFor(t, "the trip shared once the slot is served again", func() bool { return rs[1].br.State().Remote })
+	assert.Equal(t, "open", clusterRecord(t, cl)["state"])
 }

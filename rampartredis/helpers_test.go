@@ -14,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/rampartredis"
+	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
 )
 
 var errBackend = errors.New("backend down")
@@ -88,7 +89,7 @@ func patient(opts *redis.Options, scfg rampartredis.Config) (*redis.Options, ram
 }
 
 // trip fails calls through r's breaker until it opens.
-func (r *replica) trip(t *testing.T) {
+func (r *replica) trip(t testing.TB) {
 	t.Helper()
 	for r.br.State().State == circuitbreaker.Closed {
 		p, err := r.br.TryAcquire()
@@ -146,4 +147,45 @@ func tripAndCall(t *testing.T, what string, tripper, other *replica, n int) {
 			return false
 		}
 	})
+}
+
+// waitFor polls cond until it holds, failing the test after 10 seconds.
+// Tests against a real redis-server cannot run on virtual time; they wait
+// for an outcome, never for a duration.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func server(t testing.TB) *redistest.Server { return redistest.Start(t) }
+
+// clusterFleet starts n replicas, each with its own cluster client.
+func clusterFleet(t *testing.T, cl *redistest.Cluster, n int, bcfg circuitbreaker.Config, scfg rampartredis.Config) []*replica {
+	t.Helper()
+	rs := make([]*replica, n)
+	for i := range rs {
+		opts := cl.Options()
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+		rs[i] = joinWith(t, redis.NewClusterClient(opts), bcfg, scfg)
+	}
+	return rs
+}
+
+// clusterConfig is patient's Config for a cluster (see helpers_test.go).
+func clusterConfig(scfg rampartredis.Config) rampartredis.Config {
+	_, scfg = patient(&redis.Options{}, scfg)
+	return scfg
+}
+
+func clusterRecord(t *testing.T, cl *redistest.Cluster) map[string]string {
+	t.Helper()
+	m, err := cl.Client().HGetAll(context.Background(), stateKey).Result()
+	require.NoError(t, err)
+	return m
 }
