@@ -14,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/rampartredis"
+	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
 )
 
 var errBackend = errors.New("backend down")
@@ -146,4 +147,30 @@ func tripAndCall(t *testing.T, what string, tripper, other *replica, n int) {
 			return false
 		}
 	})
+}
+
+// topology is where a test's replicas find Redis: one server, or a
+// cluster; the tests of partitions run on both.
+type topology struct {
+	// direct returns a new client of Redis with the package's short
+	// timeouts.
+	direct func() redis.UniversalClient
+	// proxied returns a new client whose connections pass through
+	// proxies that partition it from Redis when cut.
+	proxied func(t *testing.T) (redis.UniversalClient, redistest.Proxies)
+	// record reads the breaker's shared record.
+	record func(t *testing.T) map[string]string
+}
+
+// single is a topology of one redis-server started for t.
+func single(t *testing.T) topology {
+	srv := server(t)
+	return topology{
+		direct: func() redis.UniversalClient { return redis.NewClient(srv.Options()) },
+		proxied: func(t *testing.T) (redis.UniversalClient, redistest.Proxies) {
+			p := redistest.NewProxy(t, srv.Addr)
+			return redis.NewClient(via(srv.Options(), p.Addr)), redistest.Proxies{p}
+		},
+		record: func(t *testing.T) map[string]string { return recordFields(t, srv) },
+	}
 }
