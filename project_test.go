@@ -8,12 +8,16 @@ import (
 	"go/types"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // maxLayerConstructors is the most exported functions, over every package
@@ -316,4 +320,118 @@ func TestNoContractIDsInComments(t *testing.T) {
 		t.Errorf("%d comments in non-test files cite a contract ID; say it in words (the IDs live in DESIGN.md and tests):\n%s",
 			len(found), strings.Join(found, "\n"))
 	}
+}
+
+// conventionalTestFiles are the test files that may have no namesake source
+// file, in any package (DESIGN.md "Packages"): the package's examples, its
+// test helpers (with their race and non-race variants), its TestMain, its
+// benchmarks of the package as a whole, and the exports of internals to its
+// external tests.
+var conventionalTestFiles = map[string]bool{
+	"example_test.go":        true,
+	"helpers_test.go":        true,
+	"helpers_race_test.go":   true,
+	"helpers_norace_test.go": true,
+	"main_test.go":           true,
+	"bench_test.go":          true,
+	"export_test.go":         true,
+}
+
+// rootTestFiles are the root package's test files about the project or
+// about several packages at once: project_test.go checks the whole tree
+// (API shape, package docs, contract IDs, this layout) and stack_test.go
+// the layers composed into one stack.
+var rootTestFiles = map[string]bool{
+	"project_test.go": true,
+	"stack_test.go":   true,
+}
+
+// TestLayout_TestFilesLiveBesideWhatTheyTest checks every test file of
+// every module: x_test.go, or x_internal_test.go for tests inside the
+// package, tests x.go of its folder; otherwise it has a conventional name,
+// or it is example_<name>_test.go holding one whole-file example (the form
+// go doc shows with the types it declares). The bench module holds no
+// library code: each of its test files is one scenario and declares that
+// scenario's benchmarks.
+func TestLayout_TestFilesLiveBesideWhatTheyTest(t *testing.T) {
+	var stray []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, "_test.go") || conventionalTestFiles[name] {
+			return nil
+		}
+		if strings.HasPrefix(name, "example_") {
+			if !isWholeFileExample(t, path) {
+				stray = append(stray, path+" (an example_<name>_test.go holds one whole-file example: one Example and the declarations it shows)")
+			}
+			return nil
+		}
+		dir := filepath.Dir(path)
+		if dir == "." && rootTestFiles[name] {
+			return nil
+		}
+		if dir == "bench" {
+			if !declaresBenchmark(t, path) {
+				stray = append(stray, path+" (a bench scenario declares Benchmark functions)")
+			}
+			return nil
+		}
+		stem := strings.TrimSuffix(name, "_test.go")
+		for _, source := range []string{stem, strings.TrimSuffix(stem, "_internal")} {
+			if _, err := os.Stat(filepath.Join(dir, source+".go")); err == nil {
+				return nil
+			}
+		}
+		stray = append(stray, path)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, stray, "test files with neither a namesake source file nor a conventional name")
+}
+
+// declaresBenchmark reports whether the Go file at path declares a
+// Benchmark function.
+func declaresBenchmark(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	require.NoError(t, err)
+	for _, decl := range f.Decls {
+		if fn, ok := decl.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Benchmark") {
+			return true
+		}
+	}
+	return false
+}
+
+// isWholeFileExample reports whether the Go file at path is what go doc
+// shows as a whole-file example: one Example function, no test or
+// benchmark, and at least one other declaration.
+func isWholeFileExample(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	require.NoError(t, err)
+	examples, others := 0, 0
+	for _, decl := range f.Decls {
+		fn, ok := decl.(*ast.FuncDecl)
+		switch {
+		case ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Example"):
+			examples++
+		case ok && fn.Recv == nil && (strings.HasPrefix(fn.Name.Name, "Test") || strings.HasPrefix(fn.Name.Name, "Benchmark") || strings.HasPrefix(fn.Name.Name, "Fuzz")):
+			return false
+		case ok:
+			others++
+		case decl.(*ast.GenDecl).Tok != token.IMPORT:
+			others++
+		}
+	}
+	return examples == 1 && others > 0
 }

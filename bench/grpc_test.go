@@ -32,6 +32,12 @@ import (
 // applies to every method.
 func BenchmarkGRPCUnary(b *testing.B) {
 	b.Run("bare", func(b *testing.B) { benchGRPC(b) })
+	// The bare call with a deadline the caller sets (the same hour, one
+	// context.WithTimeout per call): what a deadline costs whoever sets it,
+	// in the context package and in grpc-go (the grpc-timeout header, the
+	// server's timer). rampart's attempt timeout sets one; failsafe-go's
+	// timeout cancels a context without a deadline, so grpc-go sends none.
+	b.Run("bare-deadline", func(b *testing.B) { benchGRPCDeadline(b, limit) })
 	b.Run("rampart", func(b *testing.B) {
 		br, err := circuitbreaker.New(circuitbreaker.Config{})
 		if err != nil {
@@ -71,7 +77,11 @@ func (grpcServer) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc
 	return &testgrpc.SimpleResponse{}, nil
 }
 
-func benchGRPC(b *testing.B, opts ...grpc.DialOption) {
+func benchGRPC(b *testing.B, opts ...grpc.DialOption) { benchGRPCDeadline(b, 0, opts...) }
+
+// benchGRPCDeadline is benchGRPC with each call given a deadline d from
+// now, unless d is 0.
+func benchGRPCDeadline(b *testing.B, d time.Duration, opts ...grpc.DialOption) {
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer()
 	testgrpc.RegisterTestServiceServer(s, grpcServer{})
@@ -90,7 +100,15 @@ func benchGRPC(b *testing.B, opts ...grpc.DialOption) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := client.UnaryCall(ctx, req); err != nil {
+		cctx, cancel := ctx, context.CancelFunc(nil)
+		if d > 0 {
+			cctx, cancel = context.WithTimeout(ctx, d)
+		}
+		_, err := client.UnaryCall(cctx, req)
+		if cancel != nil {
+			cancel()
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

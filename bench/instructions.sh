@@ -85,6 +85,15 @@ shadow layer, Closed success|rampart, 2 candidates|Service|^BenchmarkShadow\$/^2
 shadow layer, Closed success|rampart, 4 candidates|Service|^BenchmarkShadow\$/^4\$|$loop|25000
 timeout → retry + budget → breaker, success|rampart|Service|^BenchmarkTimeoutStack\$/^rampart\$|$loop|20000
 timeout → retry + budget → breaker, success|failsafe-go|Service|^BenchmarkTimeoutStack\$/^failsafe\$|$loop|10000
+HTTP server, one request|floor: bare handler|http.Handler|^BenchmarkHTTPServer\$/^bare\$|bench_test.serveLoop|50000
+HTTP server, one request|rampart Handler, no layers|http.Handler|^BenchmarkHTTPServer\$/^handler\$|bench_test.serveLoop|20000
+HTTP server, one request|rampart Handler, concurrency limit|http.Handler|^BenchmarkHTTPServer\$/^concurrency\$|bench_test.serveLoop|20000
+HTTP server, one request|rampart Handler, rate limit + concurrency limit|http.Handler|^BenchmarkHTTPServer\$/^ratelimit\+concurrency\$|bench_test.serveLoop|20000
+HTTP server, one request|rampart Handler, rate limit + concurrency limit + timeout|http.Handler|^BenchmarkHTTPServer\$/^full\$|bench_test.serveLoop|10000
+gRPC unary call over bufconn (whole program)|floor: bare client|grpc.ClientConn|^BenchmarkGRPCUnary\$/^bare\$|-|2000
+gRPC unary call over bufconn (whole program)|bare client, the caller sets a deadline|grpc.ClientConn|^BenchmarkGRPCUnary\$/^bare-deadline\$|-|2000
+gRPC unary call over bufconn (whole program)|rampart interceptors|grpc.ClientConn|^BenchmarkGRPCUnary\$/^rampart\$|-|2000
+gRPC unary call over bufconn (whole program)|failsafe-go failsafegrpc|grpc.ClientConn|^BenchmarkGRPCUnary\$/^failsafe\$|-|2000
 "
 if [[ -n ${ONLY:-} ]]; then
   rows=$(grep -E "^loop\||${ONLY}" <<<"$rows") # the baseline always runs
@@ -98,8 +107,10 @@ go test -c -o "$bin/bench.test" .
 # benchmark's allocs/op, for N calls of bench.
 count() {
   local log=$bin/log
+  local collect=("--toggle-collect=*$3")
+  [[ $3 == - ]] && collect=() # the whole program: every goroutine's instructions
   GOGC=off GODEBUG=asyncpreemptoff=1,memprofilerate=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-    "--toggle-collect=*$3" "$bin/bench.test" -test.run '^$' -test.bench "$2" \
+    "${collect[@]}" "$bin/bench.test" -test.run '^$' -test.bench "$2" \
     -test.benchtime "${1}x" -test.cpu 1 -test.benchmem >"$log" 2>&1 || {
     cat "$log" >&2
     return 1
@@ -135,14 +146,22 @@ while IFS='|' read -r path impl shape bench fn n; do
 done <<<"$rows"
 
 # Per call: (two - one) / n, less the empty loop's. The first table has
-# every row, with its ratio to the same path's floor (Service shape); the
-# second is README.md's Cost table: one column per implementation and shape.
+# every row of the Service and bare shapes, with its ratio to the same
+# path's floor (Service shape); the second the adapters' rows (an
+# http.Handler called directly, a whole gRPC program), with their
+# difference from the path's floor; the last is README.md's Cost table:
+# one column per implementation and shape.
 awk -F'|' -v head="$bin/head" '
   function cell(p, c) { return (p SUBSEP c) in v ? v[p, c] : "–" }
   {
     per = ($5 - $4) / $6
     if ($1 == "loop") { base = per; basealloc = $7; next }
     per -= base
+    if ($3 != "Service" && $3 != "bare") { # an adapter: its own table
+      na++; apath[na] = $1; aimpl[na] = $2; acost[na] = per; aallocs[na] = $7
+      if ($2 ~ /^floor/) { afloor[$1] = per; afloorallocs[$1] = $7 }
+      next
+    }
     n++; path[n] = $1; impl[n] = $2; shape[n] = $3; cost[n] = per; allocs[n] = $7
     if ($2 ~ /^floor/) floor[$1] = per
     if (!($1 in seen)) { seen[$1] = 1; np++; paths[np] = $1 }
@@ -160,6 +179,16 @@ awk -F'|' -v head="$bin/head" '
     for (i = 1; i <= n; i++) {
       ratio = impl[i] !~ /^floor/ && floor[path[i]] > 0 ? sprintf("%.2f", cost[i] / floor[path[i]]) : ""
       printf "| %s | %s | %s | %.0f | %s | %s |\n", path[i], impl[i], shape[i], cost[i], allocs[i], ratio
+    }
+    if (na > 0) {
+      print ""
+      print "| adapter path | implementation | instructions / call | over the floor | allocs / call | over the floor |"
+      print "| --- | --- | ---: | ---: | ---: | ---: |"
+      for (i = 1; i <= na; i++) {
+        over = aimpl[i] ~ /^floor/ ? "" : sprintf("%+.0f", acost[i] - afloor[apath[i]])
+        overa = aimpl[i] ~ /^floor/ ? "" : sprintf("%+d", aallocs[i] - afloorallocs[apath[i]])
+        printf "| %s | %s | %.0f | %s | %s | %s |\n", apath[i], aimpl[i], acost[i], over, aallocs[i], overa
+      }
     }
     print ""
     print "| instructions per call | rampart, through a Service | go-resiliency, same Service shape | go-resiliency, a bare function | sony/gobreaker, same Service shape | failsafe-go, same Service shape | floor, same Service shape | floor, a bare function |"

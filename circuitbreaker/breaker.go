@@ -46,8 +46,11 @@ type Breaker struct {
 	tracker Tracker
 	wanter  successWanter  // tracker's, or wantsAll: never nil
 	counter successCounter // tracker, if it is one
-	timing  timing
-	set     settings
+	// run is the run of failures of tracker if it is a Consecutive's
+	// (the default policy), read by quiet without an interface call.
+	run    *atomic.Int64
+	timing timing
+	set    settings
 	// base and origin are the origin of the monotonic clock readings
 	// (mono): the cool-down deadline is a number of nanoseconds since
 	// then. base is the system's clock reading, origin the supplied
@@ -205,6 +208,10 @@ func (b *Breaker) init(set settings, tracker Tracker) {
 		w |= flagTimed
 	}
 	b.counter, _ = tracker.(successCounter)
+	b.run = nil
+	if c, ok := tracker.(*consecutive); ok {
+		b.run = &c.run
+	}
 	b.period.Store(&period{word: w})
 	b.word.Store(w)
 }

@@ -87,7 +87,9 @@ type Config struct {
 	// other Permit methods and [Breaker.TryAcquire] with
 	// [context.Background]. An [observe.Binder] is bound once, by
 	// New, with the breaker's Name, and the breaker reports to the
-	// Observer its Bind returns.
+	// Observer its Bind returns; one that says it does not want
+	// [observe.Success] events ([observe.Wants]) is not told of
+	// successes, which then cost what they cost without an Observer.
 	Observer observe.Observer
 
 	// member is set by a Group in the Config of its breakers.
@@ -106,6 +108,9 @@ type settings struct {
 	onPanic               func(any, []byte)
 	clock                 clock.Clock // nil: the system's clock
 	observer              observe.Observer
+	// successes is observer when it wants Success events (observe.Wants),
+	// else nil: the success paths report to it.
+	successes observe.Observer
 	// success is the event of an untimed success, built once: the
 	// hottest event, copied from memory written long ago rather than
 	// built on the stack for each call (whose piecewise stores the copy
@@ -140,6 +145,9 @@ func (c Config) validate() (settings, error) {
 		clock:       c.Clock,
 		observer:    c.bind(),
 		success:     observe.Event{Source: observe.Breaker, Name: c.Name, Kind: observe.Success},
+	}
+	if observe.Wants(s.observer, observe.Success) {
+		s.successes = s.observer
 	}
 	switch {
 	case c.CoolDown < 0 && c.CoolDown != Immediate:

@@ -68,54 +68,72 @@ type service[Req, Resp any] struct {
 // (amd64, arm64 servers), for padding.
 const cacheLine = 64
 
-func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (resp Resp, err error) {
-	w := s.b.word.Load()
+// Call takes the Closed, untimed path and the Open refusal itself, with
+// nothing but what they need so that its frame stays small; every other
+// state word goes to call.
+func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	b := s.b
+	w := b.word.Load()
+	var zero Resp
 	if w&rejectMask == uint64(Open) {
 		// TryAcquire's Open fast path, written out: an Open period whose
-		// cool-down is not near its end (flagReady clear) rejects with
+		// cool-down is not near its end (flagReady clear) refuses with
 		// the period's prebuilt error without reading the clock, if the
 		// period read is the word's (else a transition is being
-		// published, and tryAcquire looks again).
-		if per := s.b.period.Load(); per.word == w && ctx.Err() == nil {
-			if s.b.set.observer != nil {
-				s.b.observe(ctx, observe.Rejected, per.reject, 0)
+		// published, and call looks again).
+		if per := b.period.Load(); per.word == w && ctx.Err() == nil {
+			if b.set.observer != nil {
+				b.observe(ctx, observe.Rejected, per.reject, 0)
 			}
-			return resp, per.reject
+			return zero, per.reject
 		}
 	}
+	if w&fastMask != fastWord {
+		return s.call(ctx, req)
+	}
 	if ctx.Err() != nil {
-		return resp, ctxerr.Reason(ctx)
+		return zero, ctxerr.Reason(ctx)
 	}
 	// TryAcquire's Closed fast path, written out because the compiler
 	// does not inline TryAcquire: this is the hottest line of the package.
-	var p Permit
-	if w&fastMask == fastWord {
-		p = Permit{b: s.b, word: w}
-	} else if p, err = s.b.tryAcquire(ctx); err != nil {
-		return resp, err
-	}
-	normal := false
-	defer func() {
-		if !normal {
-			p.finish(ctx, rampart.Failure, ErrPanicked)
-		}
-	}()
-	resp, err = s.inner.Call(ctx, req)
-	// normal is set only once the outcome is recorded: a panic in the
-	// classifier or in IsFailure is a failure, as one in the call is.
-	if s.classify == nil && err == nil && s.b.quiet(p.word) {
+	p := Permit{b: b, word: w}
+	defer p.abandon(ctx)
+	resp, err := s.inner.Call(ctx, req)
+	if err == nil && s.classify == nil && b.quiet(w) {
 		p.b = nil // Success's fast path, also written out
-		if obs := s.b.set.observer; obs != nil {
+		if obs := b.set.successes; obs != nil {
 			// A quiet success is untimed: the word had no flagTimed.
-			obs.Observe(ctx, s.b.set.success)
+			obs.Observe(ctx, b.set.success)
 		}
-		normal = true
+		return resp, nil
+	}
+	s.done(ctx, &p, resp, err)
+	return resp, err
+}
+
+// call is Call for a state word that is neither Closed and untimed nor
+// Open without flagReady: HalfOpen, ForcedOpen, ForcedClosed, the end of a
+// cool-down, a policy that measures latency, a zero Breaker's first use.
+func (s *service[Req, Resp]) call(ctx context.Context, req Req) (resp Resp, err error) {
+	if ctx.Err() != nil {
+		return resp, ctxerr.Reason(ctx)
+	}
+	p, err := s.b.tryAcquire(ctx)
+	if err != nil {
 		return resp, err
 	}
+	defer p.abandon(ctx)
+	resp, err = s.inner.Call(ctx, req)
+	s.done(ctx, &p, resp, err)
+	return resp, err
+}
+
+// done finishes p for a call that returned (resp, err), as judged by
+// judge. A panic in the classifier or in IsFailure leaves p unfinished,
+// for abandon to record as a failure, as one in the call does.
+func (s *service[Req, Resp]) done(ctx context.Context, p *Permit, resp Resp, err error) {
 	o, judged := s.judge(ctx, resp, err)
 	p.finish(ctx, o, judged)
-	normal = true
-	return resp, err
 }
 
 // judge returns how a call that returned (resp, err) counts, and the

@@ -1092,3 +1092,30 @@ func TestLayer_CB15_NilBreakerFailsEachCall(t *testing.T) {
 	}
 	assert.Zero(t, be.calls.Load())
 }
+
+// Through the layer too, Closed calls allocate nothing with any built-in
+// policy: the untimed path Call takes itself and the timed one it leaves
+// to call (SlowCalls), for successes and failures alike.
+func TestLayer_AllocsClosedEveryPolicy(t *testing.T) {
+	for _, tt := range benchPolicies {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBreaker(t, circuitbreaker.Config{Policy: tt.policy})
+			calls := 0
+			svc := circuitbreaker.NewLayer[int, int](b, nil).Wrap(rampart.ServiceFunc[int, int](func(_ context.Context, req int) (int, error) {
+				if calls++; calls%10 == 0 {
+					return 0, errBoom
+				}
+				return req, nil
+			}))
+			ctx := context.Background()
+			allocs := testing.AllocsPerRun(1000, func() {
+				for range 10 {
+					_, _ = svc.Call(ctx, 1)
+				}
+			})
+			assert.Zero(t, allocs)
+			assert.Equal(t, circuitbreaker.Closed, b.State().State)
+			assert.Equal(t, 10010, calls)
+		})
+	}
+}

@@ -43,7 +43,7 @@ func (p *Permit) Success() bool {
 	// (Success is not inlined: quiet alone is over the inlining budget.)
 	if b := p.b; b != nil && b.quiet(p.word) {
 		p.b = nil
-		if obs := b.set.observer; obs != nil {
+		if obs := b.set.successes; obs != nil {
 			obs.Observe(context.Background(), b.set.success)
 		}
 		return true
@@ -75,7 +75,7 @@ func (p *Permit) DoneContext(ctx context.Context, err error) bool {
 	if err == nil {
 		if b := p.b; b != nil && b.quiet(p.word) {
 			p.b = nil
-			if obs := b.set.observer; obs != nil {
+			if obs := b.set.successes; obs != nil {
 				obs.Observe(ctx, b.set.success)
 			}
 			return true
@@ -131,10 +131,19 @@ func (p *Permit) finish(ctx context.Context, o rampart.Outcome, err error) bool 
 		o = rampart.Failure // an unknown Outcome from a Classifier is a failure
 	}
 	counted, d := b.record(p.word, p.aux, o, err)
-	if b.set.observer != nil {
+	if b.set.observer != nil && (o != rampart.Success || b.set.successes != nil) {
 		b.observe(ctx, outcomeKinds[o], reported, d)
 	}
 	return counted
+}
+
+// abandon records the failure ErrPanicked on a permit still unfinished
+// when the function that deferred it returns: the protected call, its
+// classifier or IsFailure panicked. The panic continues.
+func (p *Permit) abandon(ctx context.Context) {
+	if p.b != nil {
+		p.finish(ctx, rampart.Failure, ErrPanicked)
+	}
 }
 
 // outcomeKinds are the kinds of event of the outcomes.

@@ -41,6 +41,9 @@ func (b *Breaker) quiet(w uint64) bool {
 	if w&fastMask != fastWord || b.word.Load() != w {
 		return false
 	}
+	if run := b.run; run != nil { // Consecutive's wantsSuccess, inlined
+		return run.Load() == 0
+	}
 	return !b.wanter.wantsSuccess() || b.counter != nil && b.counter.countSuccess()
 }
 

@@ -24,7 +24,7 @@ const reservedSlot time.Duration = -2
 // default call it is [Limiter.Ready]. It is what package loadshed asks
 // when it is given a Limiter.
 func (l *Limiter) ReadyFor(ctx context.Context) bool {
-	m := int64(l.max)
+	m := l.max.Load()
 	n := l.inFlight.Load()
 	if m == 0 {
 		return false
@@ -44,7 +44,7 @@ func (l *Limiter) ReadyFor(ctx context.Context) bool {
 // takeBy applies the criticality rule before the ordinary take: it
 // returns done when it took a slot or refused the call.
 func (l *Limiter) takeBy(ctx context.Context) (p Permit, err error, done bool) {
-	m := int64(l.max)
+	m := l.max.Load()
 	if l.inFlight.Load() < sheddableShare(m) || ctx.Err() != nil {
 		return Permit{}, nil, false
 	}

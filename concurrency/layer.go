@@ -81,6 +81,9 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if cfg.Mode != Wait && cfg.Mode != Refuse {
 		return nil, fmt.Errorf("concurrency: mode must be Wait or Refuse, got %d", cfg.Mode)
 	}
+	if l, ok := cfg.Limiter.(*Limiter); ok && cfg.Observer != nil {
+		l.watch(cfg.Name, cfg.Observer)
+	}
 	return layer[Req, Resp]{cfg: cfg}, nil
 }
 

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/semaphore"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // Limiter bounds how many calls run at once: it has Max slots, and a call
@@ -23,8 +26,11 @@ import (
 // refuses at once, TryAcquire fails, Release does nothing, and [NewLayer]
 // refuses it.
 type Limiter struct {
+	// sem has room for math.MaxInt64 units, of which the Limiter itself
+	// holds all but Max (spare): SetMax changes the limit by giving spare
+	// units back or taking more.
 	sem *semaphore.Weighted
-	max int
+	max atomic.Int64
 	// inFlight counts held slots. It is incremented after a slot is taken
 	// from sem and decremented before the slot is given back, so it never
 	// exceeds max; it may briefly read one low while a slot changes hands.
@@ -36,6 +42,23 @@ type Limiter struct {
 	// (the path that runs under overload) allocates nothing. It is never
 	// modified.
 	limited *LimitedError
+
+	// debt is how many slots a smaller Max still has to take back: a
+	// Release pays it (under tune's lock) instead of freeing the slot.
+	// Written under tune's lock; read by Release.
+	debt atomic.Int64
+	// tune serializes SetMax and holds what it needs; see SetMax.
+	tune struct {
+		sync.Mutex
+		spare    int64 // units of sem the Limiter holds
+		watchers []watcher
+	}
+}
+
+// watcher is the name and Observer of a layer built with a Limiter.
+type watcher struct {
+	name string
+	obs  observe.Observer
 }
 
 // noSlots is the refusal of the zero Limiter.
@@ -47,15 +70,70 @@ func New(max int) (*Limiter, error) {
 	if max < 1 {
 		return nil, fmt.Errorf("concurrency: max must be >= 1, got %d", max)
 	}
-	return &Limiter{
-		sem:     semaphore.NewWeighted(int64(max)),
-		max:     max,
-		limited: &LimitedError{},
-	}, nil
+	l := &Limiter{sem: semaphore.NewWeighted(math.MaxInt64), limited: &LimitedError{}}
+	l.tune.spare = math.MaxInt64 - int64(max)
+	l.sem.TryAcquire(l.tune.spare) // nobody else has it yet
+	l.max.Store(int64(max))
+	return l, nil
 }
 
 // Max returns the number of slots.
-func (l *Limiter) Max() int { return l.max }
+func (l *Limiter) Max() int { return int(l.max.Load()) }
+
+// SetMax changes the number of slots to max while calls flow, or returns
+// an error naming max when max < 1 (or l is a zero Limiter), changing
+// nothing. A larger max frees the new slots at once, to the callers
+// waiting first. A smaller one takes back the free slots at once and the
+// others as the calls holding them release them: until InFlight is below
+// the new Max no call gets a slot (in Wait mode they wait, in order), and
+// meanwhile InFlight exceeds Max. Safe for concurrent use; a larger max
+// first forgives the slots a smaller one is still owed. Each layer built with l that has an
+// Observer is told with an event of kind [observe.Tuned] (Source
+// Concurrency, the layer's Name); l keeps those Observers as long as it
+// lives.
+func (l *Limiter) SetMax(max int) error {
+	if max < 1 {
+		return fmt.Errorf("concurrency: max must be >= 1, got %d", max)
+	}
+	if l.sem == nil {
+		return errors.New("concurrency: SetMax of a zero Limiter: make it with New")
+	}
+	t := &l.tune
+	t.Lock()
+	debt := l.debt.Load()
+	held := t.spare + debt // what the Limiter holds once its debt is paid
+	switch want := math.MaxInt64 - int64(max); {
+	case want < held: // more slots: forgive debt first, then free units
+		forgiven := min(debt, held-want)
+		debt -= forgiven
+		if n := held - forgiven - want; n > 0 {
+			l.sem.Release(n)
+			t.spare -= n
+		}
+	case want > held: // fewer: take the free slots, owe the rest
+		n := want - held
+		for n > 0 && l.sem.TryAcquire(1) {
+			t.spare++
+			n--
+		}
+		debt += n
+	}
+	l.debt.Store(debt)
+	l.max.Store(int64(max))
+	ws := t.watchers
+	t.Unlock()
+	for _, w := range ws {
+		w.obs.Observe(context.Background(), observe.Event{Source: observe.Concurrency, Name: w.name, Kind: observe.Tuned})
+	}
+	return nil
+}
+
+// watch adds a layer's Observer to those told of each SetMax.
+func (l *Limiter) watch(name string, obs observe.Observer) {
+	l.tune.Lock()
+	defer l.tune.Unlock()
+	l.tune.watchers = append(l.tune.watchers[:len(l.tune.watchers):len(l.tune.watchers)], watcher{name: name, obs: obs})
+}
 
 // InFlight returns how many slots are held right now, between 0 and Max,
 // plus the slots of the critical reserve critical calls hold (see the
@@ -67,7 +145,7 @@ func (l *Limiter) InFlight() int { return int(l.inFlight.Load() + l.reserved.Loa
 // not have to wait. It is advisory: another goroutine may take the slot
 // before the caller does. Package loadshed uses it to refuse work instead
 // of queueing it (Tower's load_shed).
-func (l *Limiter) Ready() bool { return l.inFlight.Load() < int64(l.max) }
+func (l *Limiter) Ready() bool { return l.inFlight.Load() < l.max.Load() }
 
 // Acquire takes a slot, blocking until one is free or ctx is done. Callers
 // waiting for a slot get one in the order they called Acquire. On success
@@ -114,8 +192,24 @@ func (l *Limiter) TryAcquire() bool {
 // Release, which is ignored). Release once per successful acquisition.
 func (l *Limiter) Release() {
 	if decrementHeld(&l.inFlight) {
+		if l.debt.Load() > 0 && l.payDebt() {
+			return
+		}
 		l.sem.Release(1)
 	}
+}
+
+// payDebt keeps a released slot for a smaller Max still owed, and reports
+// whether it did.
+func (l *Limiter) payDebt() bool {
+	l.tune.Lock()
+	defer l.tune.Unlock()
+	if l.debt.Load() == 0 {
+		return false
+	}
+	l.debt.Add(-1)
+	l.tune.spare++
+	return true
 }
 
 // decrementHeld takes one from the count of held slots n unless it is

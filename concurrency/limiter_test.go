@@ -11,7 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // A Limiter is usable on its own, as semaphore.Weighted is: Acquire
@@ -125,6 +128,121 @@ func TestLimitedError_LM5_RetryDelay(t *testing.T) {
 	assert.EqualError(t, err, "concurrency: limit reached (retry after 2s)")
 	assert.EqualError(t, &concurrency.LimitedError{PastDeadline: true, Wait: time.Second}, "concurrency: limit reached: next slot in 1s, at or past the context deadline")
 	assert.ErrorIs(t, err, concurrency.ErrLimited)
+}
+
+// take takes n slots with TryAcquire, requiring each.
+func take(t *testing.T, l *concurrency.Limiter, n int) {
+	t.Helper()
+	for range n {
+		require.True(t, l.TryAcquire())
+	}
+}
+
+// A larger Max frees its slots at once.
+func TestLimiter_LM12_SetMaxRaises(t *testing.T) {
+	l, err := concurrency.New(1)
+	require.NoError(t, err)
+	take(t, l, 1)
+	require.False(t, l.TryAcquire())
+	require.NoError(t, l.SetMax(3))
+	assert.Equal(t, 3, l.Max())
+	assert.True(t, l.Ready())
+	take(t, l, 2)
+	assert.False(t, l.TryAcquire(), "three slots")
+	assert.False(t, l.Ready())
+}
+
+// A smaller Max takes slots back as their calls release them: no new
+// call gets one until the calls in flight are below it.
+func TestLimiter_LM12_SetMaxLowers(t *testing.T) {
+	l, err := concurrency.New(3)
+	require.NoError(t, err)
+	take(t, l, 3)
+	require.NoError(t, l.SetMax(1))
+	assert.Equal(t, 1, l.Max())
+	assert.Equal(t, 3, l.InFlight(), "the calls in flight go on")
+	l.Release()
+	assert.False(t, l.TryAcquire(), "two in flight, max 1")
+	assert.False(t, l.Ready())
+	l.Release()
+	assert.False(t, l.TryAcquire(), "one in flight, max 1")
+	l.Release()
+	assert.True(t, l.Ready())
+	assert.True(t, l.TryAcquire(), "none in flight")
+	assert.False(t, l.TryAcquire())
+	l.Release()
+}
+
+// A larger Max forgives what a smaller one is still owed, and frees the
+// rest to the calls waiting in Acquire.
+func TestLimiter_LM12_SetMaxReplacesAPendingOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.New(2)
+		require.NoError(t, err)
+		take(t, l, 2)
+		require.NoError(t, l.SetMax(1)) // waits for a slot back
+		got := make(chan int, 2)
+		for i := range 2 {
+			go func() {
+				if l.Acquire(context.Background()) == nil {
+					got <- i
+				}
+			}()
+			synctest.Wait()
+		}
+		require.NoError(t, l.SetMax(4)) // two more than the two in flight
+		synctest.Wait()
+		assert.ElementsMatch(t, []int{0, 1}, []int{<-got, <-got}, "both waiters get the new slots")
+		assert.Equal(t, 4, l.InFlight())
+		assert.False(t, l.TryAcquire())
+		for range 4 {
+			l.Release()
+		}
+	})
+}
+
+// Bad input changes nothing; each layer with an Observer sees the change.
+func TestLimiter_LM12_SetMaxErrorsAndEvents(t *testing.T) {
+	l, err := concurrency.New(2)
+	require.NoError(t, err)
+	assert.EqualError(t, l.SetMax(0), "concurrency: max must be >= 1, got 0")
+	assert.Equal(t, 2, l.Max())
+	var zero concurrency.Limiter
+	assert.EqualError(t, zero.SetMax(1), "concurrency: SetMax of a zero Limiter: make it with New")
+
+	var rec observetest.Recorder
+	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Name: "db", Observer: &rec})
+	require.NoError(t, err)
+	require.NoError(t, l.SetMax(5))
+	assert.Equal(t, []observe.Event{{Source: observe.Concurrency, Name: "db", Kind: observe.Tuned}}, rec.Events())
+}
+
+// SetMax while calls flow through a layer (run with -race): every call
+// ends, and no slot is lost.
+func TestLimiter_LM12_SetMaxWhileCallsFlow(t *testing.T) {
+	l, err := concurrency.New(2)
+	require.NoError(t, err)
+	layer, err := concurrency.NewLayer[int, int](concurrency.Config{Limiter: l})
+	require.NoError(t, err)
+	svc := layer.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }))
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 300 {
+				if i == 0 {
+					require.NoError(t, l.SetMax(1+j%5))
+					continue
+				}
+				_, err := svc.Call(context.Background(), 0)
+				require.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, l.SetMax(3))
+	assert.Equal(t, 0, l.InFlight())
+	take(t, l, 3)
+	assert.False(t, l.TryAcquire(), "exactly the last Max")
 }
 
 func TestNew_RejectsBadMax(t *testing.T) {

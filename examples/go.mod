@@ -3,11 +3,11 @@ module github.com/rampart-go/rampart/examples
 go 1.26.0
 
 require (
-	github.com/BurntSushi/toml v1.6.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/rampart-go/rampart v0.0.0
 	github.com/rampart-go/rampart/rampartotel v0.0.0
+	github.com/rampart-go/rampart/ramparttoml v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
@@ -17,6 +17,7 @@ require (
 )
 
 require (
+	github.com/BurntSushi/toml v1.6.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
@@ -59,3 +60,5 @@ replace github.com/rampart-go/rampart => ../
 replace github.com/rampart-go/rampart/rampartredis => ../rampartredis
 
 replace github.com/rampart-go/rampart/rampartotel => ../rampartotel
+
+replace github.com/rampart-go/rampart/ramparttoml => ../ramparttoml

@@ -27,7 +27,9 @@
 // Event is a value passed to one interface method call; building it
 // allocates nothing. An Observer that keeps something per layer (metrics
 // by name) can implement [Binder] to resolve it once, when the layer is
-// built, rather than on each event.
+// built, rather than on each event; one that has no use for a breaker's
+// successes (a log, metrics that go nowhere) can say so with [Selector],
+// and the breaker then does not report them.
 //
 // # Where events come from
 //

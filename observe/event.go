@@ -141,6 +141,41 @@ func (j joined) BindMember(source Source, group, key, name string) Observer {
 	return Join(bound...)
 }
 
+// Selector is an [Observer] that wants only some kinds of event. A layer
+// that reports an event on every call (a circuit breaker's [Success]) asks
+// its bound Observer once, in its constructor, whether it wants that kind,
+// and does not report it when it does not, at the cost of a layer without
+// an Observer for that event. Wants must return the same answer for a
+// kind every time; a Selector must still accept, and may drop, any event.
+// Layers that ask: circuitbreaker, for [Success].
+type Selector interface {
+	Observer
+	Wants(k Kind) bool
+}
+
+// Wants reports whether obs wants events of kind k: false for nil, what
+// Wants says for a [Selector], true for any other Observer. For observers
+// joined by [Join], whether any of them wants it.
+func Wants(obs Observer, k Kind) bool {
+	if obs == nil {
+		return false
+	}
+	if s, ok := obs.(Selector); ok {
+		return s.Wants(k)
+	}
+	return true
+}
+
+// Wants reports whether any part of j wants events of kind k.
+func (j joined) Wants(k Kind) bool {
+	for _, o := range j {
+		if Wants(o, k) {
+			return true
+		}
+	}
+	return false
+}
+
 // Event is one thing a layer did. Fields that do not apply to its Kind are
 // zero; each [Kind] says which apply. An Event is a plain value: an
 // Observer may keep it.

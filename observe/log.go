@@ -64,8 +64,10 @@ type LogConfig struct {
 // the counts they carry are exactly the events observed at an enabled
 // level. [Log.Flush] writes the counts pending at once. A breaker's transitions are never suppressed: a breaker
 // changes state at most a few times per cool-down. A breaker's successful
-// calls are not logged at all: they are the normal case, one per call, and
-// a check of the event's kind is all they cost. Events whose level the
+// calls are not logged at all: they are the normal case, one per call; a
+// breaker given a Log does not report them ([Log.Wants]), and when the
+// Log is joined with an Observer that wants them a check of the event's
+// kind is all they cost. Events whose level the
 // Logger does not enable cost one Enabled call, and nothing is counted for
 // them.
 //
@@ -159,6 +161,11 @@ func defaultLevel(e Event) slog.Level {
 	}
 	return slog.LevelInfo
 }
+
+// Wants reports whether l writes events of kind k: every kind but a
+// breaker's [Success], which a Log never writes, so that a breaker given
+// a Log alone does not report its successes (see [Selector]).
+func (l *Log) Wants(k Kind) bool { return k != Success }
 
 // Observe writes e, unless it is a breaker's success, its level is
 // disabled or its bucket is empty (see [Log]).

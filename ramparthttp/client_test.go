@@ -19,6 +19,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
@@ -588,5 +589,69 @@ func TestClient_HT4_StalledSmallBodyOverLoopbackDoesNotHoldUpRetry(t *testing.T)
 	case <-aborted: // the server saw the first connection closed
 	case <-stallEnded:
 		t.Fatal("the first connection was left open until the stall ended")
+	}
+}
+
+// Every request through the client's breaker is reported once, with the
+// outcome the breaker was given: the counts by outcome are those of what
+// the callers got, over a real loopback connection, with one breaker or
+// with a breaker per host.
+func TestClient_EV12_EveryRequestReportedOnce(t *testing.T) {
+	for _, perHost := range []bool{false, true} {
+		name := map[bool]string{false: "Breaker", true: "HostBreakers"}[perHost]
+		t.Run(name, func(t *testing.T) {
+			srv := loopback(t)
+			var obs observetest.Counter
+			bcfg := circuitbreaker.Config{Name: "api", Policy: circuitbreaker.Consecutive{Failures: 5}, Observer: &obs}
+			cfg := ramparthttp.ClientConfig{Retry: ramparthttp.RetryConfig{MaxAttempts: 1}}
+			if perHost {
+				g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: bcfg})
+				require.NoError(t, err)
+				cfg.Breakers = g
+			} else {
+				b, err := circuitbreaker.New(bcfg)
+				require.NoError(t, err)
+				cfg.Breaker = b
+			}
+			c := newClient(t, cfg)
+			got := map[string]int{"success": 0, "failure": 0, "ignored": 0, "rejected": 0}
+			get := func(ctx context.Context, path string, read bool) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+				require.NoError(t, err)
+				resp, err := c.Do(req)
+				switch {
+				case errors.Is(err, circuitbreaker.ErrOpen):
+					got["rejected"]++
+					return
+				case err != nil:
+					t.Fatalf("GET %s: %v", path, err)
+				}
+				defer resp.Body.Close()
+				switch {
+				case resp.StatusCode == http.StatusServiceUnavailable:
+					got["failure"]++
+				case !read:
+					got["success"]++ // closed early: the server did its part
+				default:
+					_, rerr := io.ReadAll(resp.Body)
+					require.NoError(t, rerr)
+					got["success"]++
+				}
+			}
+			ctx := context.Background()
+			for range 4 {
+				get(ctx, "/ok", true)
+			}
+			get(ctx, "/ok", false)
+			cancelAfterHeaders(t, c, srv.URL+"/stall", got)
+			for range 5 {
+				get(ctx, "/down", true)
+			}
+			for range 5 {
+				get(ctx, "/ok", true)
+			}
+			require.Equal(t, map[string]int{"success": 5, "failure": 5, "ignored": 1, "rejected": 5}, got)
+			require.Equal(t, got, obs.Outcomes())
+		})
 	}
 }

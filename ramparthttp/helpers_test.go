@@ -244,3 +244,40 @@ func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
 func get() *http.Request { return httptest.NewRequest(http.MethodGet, "/", nil) }
+
+// loopback serves /ok (200 with a body), /down (503) and /stall (headers,
+// then a body that waits for the client to go away) on a real listener.
+func loopback(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/down":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/stall":
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		default:
+			io.WriteString(w, "hello")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// cancelAfterHeaders sends a GET whose body stalls, cancels it once the
+// headers are in, and counts the read that fails as the ignored call.
+func cancelAfterHeaders(t *testing.T, c *http.Client, url string, got map[string]int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	cancel()
+	_, err = io.ReadAll(resp.Body)
+	require.ErrorIs(t, err, context.Canceled)
+	resp.Body.Close()
+	got["ignored"]++
+}

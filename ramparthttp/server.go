@@ -187,7 +187,7 @@ func NewHandler(next http.Handler, cfg ServerConfig) (*Handler, error) {
 		b = b.Layer(l)
 	}
 	return &Handler{
-		svc:        b.Service(handlerService{next: next}),
+		svc:        b.Service(&handlerService{next: next}),
 		next:       next,
 		skip:       cfg.Skip,
 		retryAfter: cfg.RetryAfter,
@@ -231,10 +231,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlerService is the innermost service of a Handler's stack: it calls
-// the wrapped handler.
+// the wrapped handler. (A pointer, so that the call through the Service
+// interface needs no wrapper copying the value.)
 type handlerService struct{ next http.Handler }
 
-func (s handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) {
+func (s *handlerService) Call(ctx context.Context, x Exchange) (struct{}, error) {
 	r := x.Request
 	if ctx != r.Context() {
 		r = r.WithContext(ctx)

@@ -30,6 +30,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/filter"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
@@ -1140,4 +1141,65 @@ func TestHandler_ZeroValueAnswers500(t *testing.T) {
 			assert.Equal(t, "Internal Server Error\n", rec.Body.String())
 		})
 	}
+}
+
+// A breaker in a server stack reports every request once: served, refused
+// by the open breaker (answered 503), or given up by its client.
+func TestServer_EV12_EveryRequestReportedOnce(t *testing.T) {
+	var obs observetest.Counter
+	sw := &circuitbreaker.Switch{}
+	br, err := circuitbreaker.New(circuitbreaker.Config{Name: "inbound", Observer: &obs, Switch: sw})
+	require.NoError(t, err)
+	waiting := make(chan struct{}, 1)
+	h, err := ramparthttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/wait" {
+			waiting <- struct{}{}
+			<-r.Context().Done() // the client goes away
+			return
+		}
+		io.WriteString(w, "hello")
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br, nil)}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	got := map[string]int{"success": 0, "failure": 0, "ignored": 0, "rejected": 0}
+	get := func() {
+		resp, err := http.Get(srv.URL + "/ok")
+		require.NoError(t, err)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			got["success"]++
+		case http.StatusServiceUnavailable:
+			got["rejected"]++
+		default:
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	for range 3 {
+		get()
+	}
+	sw.ForceOpen(nil)
+	for range 2 {
+		get()
+	}
+	sw.Release()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/wait", nil)
+	require.NoError(t, err)
+	go func() {
+		<-waiting
+		cancel()
+	}()
+	_, err = http.DefaultClient.Do(req)
+	require.ErrorIs(t, err, context.Canceled)
+	got["ignored"]++ // the client gave up
+
+	// The server learns of the cancellation on its own goroutine: wait
+	// for its report.
+	require.Eventually(t, func() bool { return obs.Outcomes()["ignored"] == 1 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, map[string]int{"success": 3, "failure": 0, "ignored": 1, "rejected": 2}, got)
+	require.Equal(t, got, obs.Outcomes())
 }

@@ -123,21 +123,56 @@ type boundBreaker struct {
 	removed atomic.Bool
 }
 
+// Observe counts a call's outcome in b's record, and hands the other
+// events on. An untimed success (one per call) and a rejection are one
+// check and one atomic add here (and a rejection's span event); the rest
+// is observeEvent's, given the event by address so that it is not copied
+// again.
 func (b *boundBreaker) Observe(ctx context.Context, e observe.Event) {
-	if b.o.closed.Load() {
+	switch {
+	case e.Kind == observe.Success && e.Duration == 0:
+		if !b.o.closed.Load() {
+			b.rec.addSuccess()
+		}
+	case e.Kind == observe.Rejected:
+		if !b.o.closed.Load() {
+			b.rec.rejected.Add(1)
+			if b.o.spans {
+				addSpanEvent(ctx, &e)
+			}
+		}
+	default:
+		b.observeEvent(ctx, &e)
+	}
+}
+
+// observeEvent is Observe for any event but an untimed success or a
+// rejection.
+func (b *boundBreaker) observeEvent(ctx context.Context, e *observe.Event) {
+	o := b.o
+	if o.closed.Load() {
 		return
 	}
 	switch e.Kind {
+	case observe.Success:
+		b.rec.addSuccess()
+		o.recordDuration(ctx, e, b.rec)
+	case observe.Failure:
+		b.rec.failure.Add(1)
+		if e.Duration > 0 {
+			o.recordDuration(ctx, e, b.rec)
+		}
+	case observe.Ignored:
+		b.rec.ignored.Add(1)
 	case observe.Removed:
 		if !b.removed.Swap(true) {
-			b.o.unbind(b)
+			o.unbind(b)
 		}
-		return
 	case observe.Transition:
-		b.o.move(b, e)
-		return
+		o.move(b, e)
+	default:
+		o.observe(ctx, *e)
 	}
-	b.o.observe(ctx, e, b.rec)
 }
 
 // now is the Observer's clock for the time spent in states, in
@@ -202,7 +237,7 @@ func (o *Observer) bindLocked(k recordKey) *boundBreaker {
 }
 
 // move records a transition of b's breaker.
-func (o *Observer) move(b *boundBreaker, e observe.Event) {
+func (o *Observer) move(b *boundBreaker, e *observe.Event) {
 	to, ok := stateIndex(e.To)
 	if !ok {
 		return
@@ -329,10 +364,19 @@ func (o *Observer) spanOnly() observe.Observer {
 // metric.
 type spanEvents struct{}
 
-func (spanEvents) Observe(ctx context.Context, e observe.Event) {
-	switch e.Kind {
-	case observe.Success, observe.Failure, observe.Ignored, observe.Transition, observe.Removed:
-		return // never span events
+func (s spanEvents) Observe(ctx context.Context, e observe.Event) {
+	if s.Wants(e.Kind) {
+		addSpanEvent(ctx, &e)
 	}
-	addSpanEvent(ctx, e)
+}
+
+// Wants reports whether events of kind k become span events: not a
+// breaker's outcomes, transitions or removal, so that a breaker does not
+// report its successes to an Observer that only adds span events.
+func (spanEvents) Wants(k observe.Kind) bool {
+	switch k {
+	case observe.Success, observe.Failure, observe.Ignored, observe.Transition, observe.Removed:
+		return false
+	}
+	return true
 }

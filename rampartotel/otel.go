@@ -52,10 +52,13 @@ var secondsBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 
 type Config struct {
 	// MeterProvider provides the meter of the metrics. Nil means the
 	// global provider (otel.GetMeterProvider()), which records once a
-	// provider is set with otel.SetMeterProvider, even later. With the
-	// no-op provider (go.opentelemetry.io/otel/metric/noop), the layers
+	// provider is set with otel.SetMeterProvider, even later. With a
+	// provider whose meter is the no-op one (that of
+	// go.opentelemetry.io/otel/metric/noop's MeterProvider), the layers
 	// bound to the Observer (breakers, retry, budget) report nothing but
-	// the span events, and pay nothing else: none, with NoSpanEvents.
+	// what becomes span events, and pay nothing else: a breaker's
+	// successful call costs what it costs without an Observer, and with
+	// NoSpanEvents every bound layer does.
 	MeterProvider metric.MeterProvider
 
 	// NoSpanEvents, when true, adds no events to spans. False (the
@@ -150,7 +153,12 @@ func New(cfg Config) (*Observer, error) {
 		return nil, fmt.Errorf("rampartotel: Config.KeySeries must be >= 0 (0 means a Group's breakers are aggregated under its Name), got %d", cfg.KeySeries)
 	}
 	m := mp.Meter(ScopeName)
-	_, none := mp.(noop.MeterProvider)
+	// The no-op meter (that of noop.MeterProvider, or of any provider
+	// that hands it out) records nothing, now or later: recognised once
+	// here, so that the layers bound to o pay nothing for metrics. The
+	// global provider's meter is not it: it records once a provider is
+	// set.
+	_, none := m.(noop.Meter)
 	o := &Observer{
 		spans: !cfg.NoSpanEvents, none: none, keySeries: cfg.KeySeries, start: time.Now(),
 		records: make(map[recordKey]*record), implicit: make(map[string]*boundBreaker),
@@ -227,7 +235,7 @@ func (o *Observer) Observe(ctx context.Context, e observe.Event) {
 			b.Observe(ctx, e)
 		}
 	default:
-		o.observe(ctx, e, nil)
+		o.observe(ctx, e)
 	}
 }
 
@@ -271,28 +279,12 @@ func (o *Observer) Close() error {
 	return err
 }
 
-// observe records e; r is the record of e's breaker for a breaker's call.
-func (o *Observer) observe(ctx context.Context, e observe.Event, r *record) {
+// observe records e, an event of a layer other than a breaker's call or
+// transition (those are its boundBreaker's).
+func (o *Observer) observe(ctx context.Context, e observe.Event) {
 	switch e.Kind {
-	case observe.Success:
-		r.addSuccess()
-		if e.Duration > 0 {
-			o.recordDuration(ctx, e, r)
-		}
+	case observe.Success, observe.Failure, observe.Ignored, observe.Rejected, observe.Removed, observe.Transition:
 		return
-	case observe.Failure:
-		r.failure.Add(1)
-		if e.Duration > 0 {
-			o.recordDuration(ctx, e, r)
-		}
-		return
-	case observe.Ignored:
-		r.ignored.Add(1)
-		return
-	case observe.Removed, observe.Transition:
-		return
-	case observe.Rejected:
-		r.rejected.Add(1)
 	case observe.Retrying:
 		o.retries.Add(ctx, 1, o.opts(setKey{source: e.Source, name: e.Name, k1: KeyRetryReason, s1: retryReason(e.Err)}).add...)
 		o.retryDelay.Record(ctx, e.Duration.Seconds(), o.opts(setKey{source: e.Source, name: e.Name}).record...)
@@ -325,13 +317,13 @@ func (o *Observer) observe(ctx context.Context, e observe.Event, r *record) {
 		o.joins.Add(ctx, 1, o.opts(setKey{source: e.Source, name: e.Name}).add...)
 	}
 	if o.spans {
-		addSpanEvent(ctx, e)
+		addSpanEvent(ctx, &e)
 	}
 }
 
 // recordDuration records the duration of a call through a breaker, under
 // its record's name.
-func (o *Observer) recordDuration(ctx context.Context, e observe.Event, r *record) {
+func (o *Observer) recordDuration(ctx context.Context, e *observe.Event, r *record) {
 	o.callDuration.Record(ctx, e.Duration.Seconds(), o.opts(setKey{source: e.Source, name: r.id.name, k1: KeyOutcome, s1: e.Kind.String()}).record...)
 }
 
@@ -404,7 +396,7 @@ func retryStop(why error) string {
 }
 
 // addSpanEvent adds e to the span active in ctx, if it is recording.
-func addSpanEvent(ctx context.Context, e observe.Event) {
+func addSpanEvent(ctx context.Context, e *observe.Event) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return

@@ -174,3 +174,58 @@ func single(t *testing.T) topology {
 		record: func(t *testing.T) map[string]string { return recordFields(t, srv) },
 	}
 }
+
+// waitFor polls cond until it holds, failing the test after 10 seconds.
+// Tests against a real redis-server cannot run on virtual time; they wait
+// for an outcome, never for a duration.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func server(t testing.TB) *redistest.Server { return redistest.Start(t) }
+
+// clusterFleet starts n replicas, each with its own cluster client.
+func clusterFleet(t *testing.T, cl *redistest.Cluster, n int, bcfg circuitbreaker.Config, scfg rampartredis.Config) []*replica {
+	t.Helper()
+	rs := make([]*replica, n)
+	for i := range rs {
+		opts := cl.Options()
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+		rs[i] = joinWith(t, redis.NewClusterClient(opts), bcfg, scfg)
+	}
+	return rs
+}
+
+// clusterConfig is patient's Config for a cluster (see helpers_test.go).
+func clusterConfig(scfg rampartredis.Config) rampartredis.Config {
+	_, scfg = patient(&redis.Options{}, scfg)
+	return scfg
+}
+
+func clusterRecord(t *testing.T, cl *redistest.Cluster) map[string]string {
+	t.Helper()
+	m, err := cl.Client().HGetAll(context.Background(), stateKey).Result()
+	require.NoError(t, err)
+	return m
+}
+
+// onCluster is a topology of a three-master cluster started for t: a
+// proxied client reaches every node through a proxy of its own.
+func onCluster(t *testing.T) topology {
+	cl := redistest.StartCluster(t)
+	return topology{
+		direct: func() redis.UniversalClient { return redis.NewClusterClient(cl.Options()) },
+		proxied: func(t *testing.T) (redis.UniversalClient, redistest.Proxies) {
+			o, ps := cl.ProxiedOptions()
+			return redis.NewClusterClient(o), ps
+		},
+		record: func(t *testing.T) map[string]string { return clusterRecord(t, cl) },
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/rampartredis"
+	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
 	"github.com/rampart-go/rampart/ratelimit"
 )
 
@@ -324,4 +325,29 @@ func TestQuota_FL12_PrecisionAtSmallShares(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCluster_FL20_QuotaOnACluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	// The first lease also finds the slots and loads the script: a
+	// Timeout longer than the default keeps a loaded machine from failing
+	// it, and the assertions below still need the master's answer.
+	q, err := rampartredis.NewQuota(cl.Client(), rampartredis.QuotaConfig{Key: "partner", Limit: 100, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer q.Close()
+	st := q.Stats()
+	assert.Equal(t, int64(0), st.Failures, "the first lease was answered by the slot's master")
+	assert.Positive(t, float64(st.Share))
+	assert.LessOrEqual(t, float64(st.Share), 100.0)
+}
+
+func TestSentinel_FL20_QuotaLeases(t *testing.T) {
+	st := redistest.StartSentinels(t)
+	c := redis.NewFailoverClient(st.Options())
+	defer c.Close()
+	q, err := rampartredis.NewQuota(c, rampartredis.QuotaConfig{Key: "partner", Limit: 100, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer q.Close()
+	assert.Zero(t, q.Stats().Failures, "the first lease was answered by the master")
+	assert.Equal(t, rate.Limit(100), q.Stats().Share)
 }

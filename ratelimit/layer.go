@@ -40,7 +40,7 @@ func checkMode(m Mode) error {
 // NewLayer returns a layer that takes one token from cfg.Limiter (lim
 // below) before each call. lim is used as it is and may be shared with
 // other layers and code: they all draw from the same bucket, and changes
-// made with lim.SetLimit or lim.SetBurst apply at once.
+// made with [Tune] (or lim.SetLimit, lim.SetBurst) apply at once.
 //
 // When lim has no token for a call now, cfg.Mode decides: [Wait] waits for
 // the token (refusing at once if it would arrive at or after ctx's deadline),
@@ -88,6 +88,7 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if err := checkMode(cfg.Mode); err != nil {
 		return nil, err
 	}
+	register(cfg.Limiter, cfg.Clock, cfg.Name, cfg.Observer)
 	q := &queue{lim: cfg.Limiter, clk: cfg.Clock}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {

@@ -118,7 +118,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return errUsage
 	}
-	candidates, opt, err := loadCandidates(*cands)
+	candidates, opt, err := loadCandidates(*cands, stderr)
 	if err != nil {
 		return err
 	}

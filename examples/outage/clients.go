@@ -98,11 +98,15 @@ func newRampart(o options, base http.RoundTripper, url string) (*rampartClient, 
 	if o.shadows {
 		// Two candidates a replay might have found: a quicker trip with a
 		// shorter cool-down, and a failure-rate window.
-		sh, err = shadow.New(shadow.Config{Live: br, Candidates: []shadow.Candidate{
-			{Name: "3 in a row, 500ms", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: 500 * time.Millisecond, MaxProbes: 1}},
-			{Name: "half of 20, 5s", Breaker: circuitbreaker.Config{
-				Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}, Ratio: 0.5}, CoolDown: 5 * time.Second, MaxProbes: 1}},
-		}})
+		cands := o.candidates
+		if len(cands) == 0 {
+			cands = []shadow.Candidate{
+				{Name: "3 in a row, 500ms", Breaker: circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: 500 * time.Millisecond, MaxProbes: 1}},
+				{Name: "half of 20, 5s", Breaker: circuitbreaker.Config{
+					Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}, Ratio: 0.5}, CoolDown: 5 * time.Second, MaxProbes: 1}},
+			}
+		}
+		sh, err = shadow.New(shadow.Config{Live: br, Candidates: cands})
 		if err != nil {
 			return nil, err
 		}

@@ -22,12 +22,16 @@
 //	go run ./examples/outage -chart examples/outage/outage.png   # the README's picture
 //	go run ./examples/outage -metrics :9090 -after 5m             # watch it in Prometheus/Grafana
 //	go run ./examples/outage -shadows                             # two shadow breakers beside the live one
+//	go run ./examples/outage -candidates cmd/rampart-sim/testdata/candidates.toml   # the file's breakers as shadows
 //	go run ./examples/outage -debug :8080                         # watch the live page at /debug/rampart
 //
 // With -shadows, two candidate breakers (package shadow) watch the
 // rampart client's attempts beside its live breaker, without changing any,
 // and a second table (the one rampart-sim prints for a replay) compares
-// what each would have refused and cost.
+// what each would have refused and cost. With -candidates FILE the
+// shadows are the breakers of a settings file's candidates (package
+// ramparttoml; rampart-sim's candidates file), so a configuration a
+// replay found is shadowed as it is.
 //
 // With -metrics, the rampart client's breaker, retries and budget report
 // their events (package observe) to OpenTelemetry metrics (module
@@ -54,8 +58,30 @@ import (
 
 	"github.com/rampart-go/rampart/inspect"
 	"github.com/rampart-go/rampart/observe"
+	"github.com/rampart-go/rampart/ramparttoml"
+	"github.com/rampart-go/rampart/shadow"
 	"github.com/rampart-go/rampart/sim"
 )
+
+// loadShadows returns the breakers of the settings file at path as shadow
+// candidates: every candidate with a [candidate.breaker] table, at most
+// shadow.MaxCandidates.
+func loadShadows(path string) ([]shadow.Candidate, error) {
+	f, err := ramparttoml.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []shadow.Candidate
+	for _, c := range f.Candidates {
+		if sc, err := c.Shadow(); err == nil {
+			out = append(out, sc)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no candidate has a [candidate.breaker] table to shadow", path)
+	}
+	return out, nil
+}
 
 type options struct {
 	healthy, fault, after time.Duration
@@ -74,6 +100,9 @@ type options struct {
 	jsonOut bool
 
 	shadows bool // run two shadow breakers beside the live one and print their table
+	// candidates, when set (-candidates), are the shadows instead of the
+	// two built in: the breakers of a settings file's candidates.
+	candidates []shadow.Candidate
 
 	metrics string // address to serve /metrics on; empty for none
 	// observer receives the rampart client's events; nil for none.
@@ -110,9 +139,18 @@ func main() {
 	flag.StringVar(&o.chart, "chart", o.chart, "write the timeline chart, a PNG, to this file; empty (the default) for none")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object instead of the table")
 	flag.BoolVar(&o.shadows, "shadows", false, "run two candidate breakers (package shadow) beside the rampart client's on the same attempts, and print their table next to the live breaker's")
+	cands := flag.String("candidates", "", "with -shadows, shadow the breakers of this settings `file`'s candidates (package ramparttoml: rampart-sim's candidates file) instead of the two built in")
 	flag.StringVar(&o.metrics, "metrics", "", "serve the rampart client's metrics for Prometheus at this address (such as :9090) on /metrics, until interrupted after the run; empty for none")
 	flag.StringVar(&o.debug, "debug", "", "serve the live page of the rampart client's breaker and budget at this address (such as :8080) on /debug/rampart, until interrupted after the run; empty for none")
 	flag.Parse()
+	if *cands != "" {
+		var err error
+		if o.candidates, err = loadShadows(*cands); err != nil {
+			fmt.Fprintln(os.Stderr, "outage:", err)
+			os.Exit(2)
+		}
+		o.shadows = true
+	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "outage:", err)
 		os.Exit(2)
@@ -214,7 +252,7 @@ func run(o options, out, progress io.Writer) error {
 	}
 	printTable(out, r)
 	if r.shadows != nil {
-		fmt.Fprintln(out, "\nthe rampart client's breaker (live) and two shadows on the same attempts:")
+		fmt.Fprintf(out, "\nthe rampart client's breaker (live) and %d shadows on the same attempts:\n", len(r.shadows)-1)
 		return sim.WriteTable(out, r.shadows)
 	}
 	return nil

@@ -15,47 +15,56 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// The self-demonstration keeps the old settings on a bad file, applies a
-// good one, and leaves the Open breaker's cool-down alone.
+// The self-demonstration keeps the old settings on a bad file and on a
+// change that cannot be made, applies a good one, and leaves the Open
+// breaker's cool-down alone.
 func TestDemo_ST1(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, demo(&out))
-	assert.Equal(t, `applied settings.toml: cool_down 1h0m0s, max_probes 1
-kept the old settings: settings.toml: breaker.max_probez: unknown key (misspelt?)
-applied settings.toml: cool_down 2s, max_probes 2
+	assert.Equal(t, `started with settings.toml "live": timeout 1s, cool_down 1h0m0s, max_probes 1, Consecutive {Failures:1 Successes:0}, max_attempts 2, concurrency 8
+kept the old settings: settings.toml:10: candidate.0.breaker.max_probez: unknown key "max_probez" (misspelt?)
+kept the old settings: settings.toml: candidate "live": breaker: circuitbreaker: Tuning.Policy: must be a Consecutive, as the breaker's policy is (got a policy whose tracker is *circuitbreaker.failureRate)
+applied settings.toml "live": timeout 500ms, cool_down 2s, max_probes 2, Consecutive {Failures:3 Successes:0}, max_attempts 3, concurrency 16
 still open, for about 1h0m0s more: the cool-down it opened with
-2 changes reported to the observer
+4 changes reported to the observer (breaker, retry, budget, concurrency)
 `, out.String())
 }
 
-// Every kind of bad file is reported with the file and the key, and
-// changes nothing.
-func TestLoad_ST1_BadFiles(t *testing.T) {
+// Every kind of bad file, and every change that cannot be made while the
+// stack runs, is reported with the file and the key, and changes nothing.
+func TestApply_ST1_BadFiles(t *testing.T) {
+	const good = "[[candidate]]\nname = \"a\"\n[candidate.breaker]\ncool_down = \"3s\"\n[candidate.retry]\nmax_attempts = 2\n[candidate.concurrency]\nmax = 4\n"
 	for _, tc := range []struct{ name, toml, want string }{
-		{"syntax", "[breaker\n", `s.toml: toml: line 2: expected '.' or ']' to end table name, but got '\n' instead`},
-		{"unknown key", "[breaker]\ncolour = 1\n", "s.toml: breaker.colour: unknown key (misspelt?)"},
-		{"wrong type", "[breaker]\nmax_probes = \"two\"\n", `s.toml: toml: line 2 (last key "breaker.max_probes"): incompatible types: TOML value has type string; destination has type integer`},
-		{"bad duration", "[breaker]\ncool_down = \"soon\"\n", `s.toml: toml: line 2 (last key "breaker.cool_down"): must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
-		{"out of range", "[breaker]\nmax_probes = 5000\n", "s.toml: breaker: circuitbreaker: MaxProbes must be in [0, 1024], got 5000"},
-		{"trip rule", "[breaker.consecutive]\nfailures = 3\n", "s.toml: breaker.consecutive: a trip rule cannot change while the breaker runs; restart with it"},
+		{"syntax", "[[candidate]\n", `s.toml:2: expected end of table array name delimiter ']', but got '\n' instead`},
+		{"unknown key", good + "colour = 1\n", `s.toml:9: candidate.0.concurrency.colour: unknown key "colour" (misspelt?)`},
+		{"wrong type", good + "[candidate.rate_limit]\nburst = \"two\"\n", `s.toml:10: candidate.0.rate_limit.burst: incompatible types: TOML value has type string; destination has type integer`},
+		{"out of range", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = 5000\n", "s.toml:4: candidate.0.breaker.max_probes: circuitbreaker: MaxProbes must be in [0, 1024], got 5000"},
+		{"another trip rule", good + "[candidate.breaker.slow_calls]\nratio = 0.5\n", `s.toml: candidate "a": breaker: circuitbreaker: Tuning.Policy: must be a Consecutive, as the breaker's policy is (got a policy whose tracker is *circuitbreaker.slowCalls)`},
+		{"no candidate of that name", "[[candidate]]\nname = \"b\"\n", `s.toml: ramparttoml: no candidate named "a"`},
+		{"a budget's window", good + "[candidate.retry.budget]\nwindow = \"20s\"\n", `s.toml: candidate "a": retry.budget: the budget's window and no_budget cannot change while the stack runs; restart with them`},
+		{"a limit removed", "[[candidate]]\nname = \"a\"\n[candidate.retry]\nmax_attempts = 2\n", `s.toml: candidate "a": a concurrency or rate_limit table cannot be added or removed while the stack runs; restart with it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := filepath.Join(t.TempDir(), "s.toml")
-				require.NoError(t, os.WriteFile(p, []byte(tc.toml), 0o600))
-				br, err := circuitbreaker.New(circuitbreaker.Config{CoolDown: 3 * time.Second})
+				require.NoError(t, os.WriteFile(p, []byte(good), 0o600))
+				st, err := start(p, "a", nil, &bytes.Buffer{})
 				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(p, []byte(tc.toml), 0o600))
 				var out bytes.Buffer
-				err = apply(br, p, &out)
+				err = st.apply(p, &out)
 				require.Error(t, err)
 				assert.Equal(t, tc.want, err.Error())
 				assert.Equal(t, "kept the old settings: "+tc.want+"\n", out.String())
-				// The old settings stay: a trip cools down for 3s.
-				pm, err := br.TryAcquire()
+				// The old settings stay: a trip cools down for 3s, two
+				// attempts, four slots.
+				assert.Equal(t, 2, st.retries.Settings().MaxAttempts)
+				assert.Equal(t, 4, st.limit.Max())
+				pm, err := st.breaker.TryAcquire()
 				require.NoError(t, err)
 				for range 5 {
 					pm.Failure(errors.New("down"))
-					if pm, err = br.TryAcquire(); err != nil {
+					if pm, err = st.breaker.TryAcquire(); err != nil {
 						break
 					}
 				}
@@ -67,9 +76,17 @@ func TestLoad_ST1_BadFiles(t *testing.T) {
 	}
 }
 
-// The shipped settings file loads.
-func TestLoad_ST1_Shipped(t *testing.T) {
-	tn, err := load("settings.toml")
+// The shipped settings file starts a stack, and applies again as it is,
+// with every setting reloaded.
+func TestApply_ST1_Shipped(t *testing.T) {
+	var out bytes.Buffer
+	st, err := start("settings.toml", "", nil, &out)
 	require.NoError(t, err)
-	assert.Equal(t, circuitbreaker.Tuning{CoolDown: 5 * time.Second, MaxProbes: 2, ProbeLease: 10 * time.Second}, tn)
+	require.NoError(t, st.apply("settings.toml", &out))
+	const line = `settings.toml "backend": timeout 1s, cool_down 5s, max_probes 2, FailureRate {Window:{Size:20 Period:0s Buckets:0 MinCalls:0} Ratio:0.5}, max_attempts 3, concurrency 64, rate_limit 200/s burst 20`
+	assert.Equal(t, "started with "+line+"\napplied "+line+"\n", out.String())
+	assert.Equal(t, 3, st.retries.Settings().MaxAttempts)
+	assert.Equal(t, 64, st.limit.Max())
+	assert.Equal(t, 20, st.rate.Burst())
+	assert.Equal(t, time.Second, time.Duration(st.timeout.Load()))
 }

@@ -1,0 +1,79 @@
+package ramparttoml
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/ratelimit"
+	"github.com/rampart-go/rampart/shadow"
+	"github.com/rampart-go/rampart/sim"
+)
+
+// File is a settings file, checked: the replay's options and the
+// candidates, in file order.
+type File struct {
+	// Replay is the [options] table, for a replay (rampart-sim).
+	Replay sim.Config
+	// Candidates are the [[candidate]] tables: at least one, each with a
+	// name of its own.
+	Candidates []Candidate
+}
+
+// Candidate is one [[candidate]] table: a stack's settings, as a replay
+// ([Candidate.Sim]), a shadow ([Candidate.Shadow]) and a running program
+// (its fields, given to the packages' Tune methods) take them.
+type Candidate struct {
+	// Name is the candidate's name = "...".
+	Name string
+	// Timeout is the per-attempt timeout (timeout = "1s"); zero for none.
+	Timeout time.Duration
+	// Breaker is the [candidate.breaker] table, nil without one: the
+	// cool-down and probes, and the trip rule of its
+	// [candidate.breaker.consecutive], failure_rate, slow_calls tables
+	// (an Any of them when there are several) and probes table (a
+	// SuccessRate around them). Its Policy is nil (Consecutive{}) when no
+	// trip rule is given.
+	Breaker *circuitbreaker.Config
+	// Retry is the [candidate.retry] table, nil without one.
+	Retry *sim.Retry
+	// Concurrency is max of the [candidate.concurrency] table, the
+	// number of calls that may run at once; zero without one. A replay
+	// does not simulate it.
+	Concurrency int
+	// RateLimit is the [candidate.rate_limit] table (limit per second,
+	// burst), nil without one. A replay does not simulate it.
+	RateLimit *ratelimit.Tuning
+}
+
+// Sim returns the candidate as a replay takes it. Its Concurrency and
+// RateLimit, which a replay does not simulate, are left out.
+func (c Candidate) Sim() sim.Candidate {
+	return sim.Candidate{Name: c.Name, Timeout: c.Timeout, Breaker: c.Breaker, Retry: c.Retry}
+}
+
+// Shadow returns the candidate's breaker as a shadow candidate, under the
+// candidate's name, or an error if the candidate has no breaker.
+func (c Candidate) Shadow() (shadow.Candidate, error) {
+	if c.Breaker == nil {
+		return shadow.Candidate{}, fmt.Errorf("ramparttoml: candidate %q has no [candidate.breaker] table to shadow", c.Name)
+	}
+	return shadow.Candidate{Name: c.Name, Breaker: *c.Breaker}, nil
+}
+
+// Candidate returns the candidate named name, or, for an empty name, the
+// file's only candidate; an error names what is missing.
+func (f *File) Candidate(name string) (Candidate, error) {
+	if name == "" {
+		if len(f.Candidates) != 1 {
+			return Candidate{}, fmt.Errorf("ramparttoml: the file has %d candidates: name one", len(f.Candidates))
+		}
+		return f.Candidates[0], nil
+	}
+	for _, c := range f.Candidates {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return Candidate{}, fmt.Errorf("ramparttoml: no candidate named %q", name)
+}

@@ -1,0 +1,106 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+	"weak"
+
+	"golang.org/x/time/rate"
+
+	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/observe"
+)
+
+// Tuning is the rate and burst of a token bucket, as [Tune] sets them.
+type Tuning struct {
+	// Limit is how many tokens the bucket gains per second; [rate.Inf]
+	// for no limit. It must be >= 0.
+	Limit rate.Limit
+	// Burst is how many tokens the bucket holds. It must be >= 0.
+	Burst int
+}
+
+// Tune sets lim's rate and burst while calls flow through the layers
+// built with it (and through any other user of lim), or returns an error
+// naming the bad field, changing nothing: lim nil, Limit negative or NaN,
+// Burst negative. It uses [rate.Limiter.SetLimitAt] and
+// [rate.Limiter.SetBurstAt] at the time of those layers' Clock
+// ([clock.MonotonicTime]; the system's clock when they have none), so
+// the tokens earned so far are kept, at the old rate until now, and
+// tokens above a smaller Burst are dropped at the next call; calls
+// waiting in a layer's line wait for tokens at the new rate from their
+// next reservation. Each layer built with lim that has an Observer is
+// told with an event of kind [observe.Tuned] (Source RateLimit, the
+// layer's Name). Safe for concurrent use.
+func Tune(lim *rate.Limiter, t Tuning) error {
+	switch {
+	case lim == nil:
+		return errors.New("ratelimit: Tune's limiter must not be nil")
+	case math.IsNaN(float64(t.Limit)) || t.Limit < 0:
+		return fmt.Errorf("ratelimit: Tuning.Limit must be >= 0 (or rate.Inf), got %v", t.Limit)
+	case t.Burst < 0:
+		return fmt.Errorf("ratelimit: Tuning.Burst must be >= 0, got %d", t.Burst)
+	}
+	var clk clock.Clock
+	var ws []watcher
+	if v, ok := users.Load(weak.Make(lim)); ok {
+		u := v.(*limiterUsers)
+		u.mu.Lock()
+		clk, ws = u.clk, u.watchers
+		u.mu.Unlock()
+	}
+	now := time.Now()
+	if clk != nil {
+		now = clock.MonotonicTime(clk)
+	}
+	lim.SetLimitAt(now, t.Limit)
+	lim.SetBurstAt(now, t.Burst)
+	for _, w := range ws {
+		w.obs.Observe(context.Background(), observe.Event{Source: observe.RateLimit, Name: w.name, Kind: observe.Tuned})
+	}
+	return nil
+}
+
+// users maps each *rate.Limiter that layers with a Clock or an Observer
+// use (by a weak pointer, so that a limiter nobody uses any more is
+// collected and its entry dropped) to its *limiterUsers.
+var users sync.Map
+
+// limiterUsers is what Tune needs of the layers built with one limiter.
+type limiterUsers struct {
+	mu       sync.Mutex
+	clk      clock.Clock // the layers' Clock; nil: the system's
+	watchers []watcher
+}
+
+// watcher is the name and Observer of a layer.
+type watcher struct {
+	name string
+	obs  observe.Observer
+}
+
+// register records a layer built with lim, for Tune.
+func register(lim *rate.Limiter, clk clock.Clock, name string, obs observe.Observer) {
+	if clk == nil && obs == nil {
+		return
+	}
+	key := weak.Make(lim)
+	v, loaded := users.LoadOrStore(key, &limiterUsers{})
+	if !loaded {
+		runtime.AddCleanup(lim, func(k weak.Pointer[rate.Limiter]) { users.Delete(k) }, key)
+	}
+	u := v.(*limiterUsers)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if clk != nil {
+		u.clk = clk
+	}
+	if obs != nil {
+		u.watchers = append(u.watchers[:len(u.watchers):len(u.watchers)], watcher{name: name, obs: obs})
+	}
+}
