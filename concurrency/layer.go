@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rampart-go/rampart"
@@ -72,19 +73,58 @@ type Config struct {
 // AdaptiveLimiter (not made by [New] or [NewAdaptive]), or cfg.Mode is not
 // Wait or Refuse.
 func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
-	if cfg.Limiter == nil {
-		return nil, errors.New("concurrency: limiter must not be nil")
-	}
-	if err := cfg.Limiter.valid(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
-	}
-	if cfg.Mode != Wait && cfg.Mode != Refuse {
-		return nil, fmt.Errorf("concurrency: mode must be Wait or Refuse, got %d", cfg.Mode)
 	}
 	if l, ok := cfg.Limiter.(*Limiter); ok && cfg.Observer != nil {
 		l.watch(cfg.Name, cfg.Observer)
 	}
 	return layer[Req, Resp]{cfg: cfg}, nil
+}
+
+// check returns the error NewLayer returns for a bad cfg, or nil.
+func (cfg Config) check() error {
+	if cfg.Limiter == nil {
+		return errors.New("concurrency: limiter must not be nil")
+	}
+	if err := cfg.Limiter.valid(); err != nil {
+		return err
+	}
+	if cfg.Mode != Wait && cfg.Mode != Refuse {
+		return fmt.Errorf("concurrency: mode must be Wait or Refuse, got %d", cfg.Mode)
+	}
+	return nil
+}
+
+// Take takes a slot of cfg.Limiter for work that outlives the function
+// call that starts it, such as a stream that stays open after the call
+// that opened it returns. It takes the slot as a layer built by [NewLayer]
+// with cfg takes one for each call (by cfg.Mode and the criticality ctx
+// carries), fails with the same errors, and reports the same events to
+// cfg.Observer. On success it returns release, which gives the slot back:
+// call it when the work ends, however it ends; it is safe to call from any
+// goroutine, and calls after the first do nothing. The time an
+// [*AdaptiveLimiter]'s slot is held through Take is not one of its latency
+// samples: how long such work lasts is its caller's choice, not the
+// dependency's latency. Take returns NewLayer's error for a bad cfg.
+func Take(ctx context.Context, cfg Config) (release func(), err error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	s := service[struct{}, struct{}]{lim: cfg.Limiter, mode: cfg.Mode, name: cfg.Name, obs: cfg.Observer}
+	p, err := s.take(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := cfg.Limiter.(*AdaptiveLimiter); ok {
+		p.start = untimed
+	}
+	var done atomic.Bool
+	return func() {
+		if done.CompareAndSwap(false, true) {
+			cfg.Limiter.give(p)
+		}
+	}, nil
 }
 
 // Slots is a limiter whose slots [NewLayer] runs calls in: a [*Limiter]
@@ -124,19 +164,22 @@ type service[Req, Resp any] struct {
 }
 
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	var p Permit
-	var err error
-	if s.obs == nil {
-		p, err = s.lim.take(ctx, s.mode)
-	} else {
-		p, err = s.takeObserved(ctx)
-	}
+	p, err := s.take(ctx)
 	if err != nil {
 		var zero Resp
 		return zero, err
 	}
 	defer s.lim.give(p)
 	return s.inner.Call(ctx, req)
+}
+
+// take takes the slot of a call with ctx, reporting to the Observer if
+// there is one.
+func (s *service[Req, Resp]) take(ctx context.Context) (Permit, error) {
+	if s.obs == nil {
+		return s.lim.take(ctx, s.mode)
+	}
+	return s.takeObserved(ctx)
 }
 
 // takeObserved is s.lim.take for a layer with an Observer: it reports a

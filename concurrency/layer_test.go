@@ -323,3 +323,83 @@ func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 		}
 	})
 }
+
+// Take holds its slot until release, refuses as the layer does (with the
+// same event), and a second release gives nothing more back.
+func TestTake_LM4_HoldsTheSlotUntilRelease(t *testing.T) {
+	lim, err := concurrency.New(1)
+	require.NoError(t, err)
+	var obs observetest.Recorder
+	cfg := concurrency.Config{Limiter: lim, Mode: concurrency.Refuse, Name: "stream", Observer: &obs}
+	release, err := concurrency.Take(t.Context(), cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 1, lim.InFlight())
+
+	_, err = concurrency.Take(t.Context(), cfg)
+	require.ErrorIs(t, err, concurrency.ErrLimited)
+	events := obs.Events()
+	require.Len(t, events, 1)
+	assert.Equal(t, observe.Event{Source: observe.Concurrency, Name: "stream", Kind: observe.Refused, Err: err}, events[0])
+
+	release()
+	release()
+	assert.Equal(t, 0, lim.InFlight())
+	again, err := concurrency.Take(t.Context(), cfg)
+	require.NoError(t, err)
+	_, err = concurrency.Take(t.Context(), cfg)
+	require.ErrorIs(t, err, concurrency.ErrLimited, "the second release freed no other slot")
+	again()
+	assert.Equal(t, 0, lim.InFlight())
+}
+
+// Take rejects what NewLayer rejects, with the same errors, and takes no
+// slot for a context already done.
+func TestTake_LM4_BadConfigAndDoneContext(t *testing.T) {
+	_, err := concurrency.Take(t.Context(), concurrency.Config{})
+	require.EqualError(t, err, "concurrency: limiter must not be nil")
+	lim, err := concurrency.New(1)
+	require.NoError(t, err)
+	_, err = concurrency.Take(t.Context(), concurrency.Config{Limiter: lim, Mode: 7})
+	require.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got 7")
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = concurrency.Take(ctx, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 0, lim.InFlight())
+}
+
+// How long an AdaptiveLimiter's slot is held through Take is no latency
+// sample: a second-long hold moves the layer's baseline to a second, and
+// Take's leaves it unset.
+func TestTake_LM6_HoldIsNoLatencySample(t *testing.T) {
+	baseline := func(hold func(cfg concurrency.Config)) time.Duration {
+		var got time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{})
+			require.NoError(t, err)
+			cfg := concurrency.Config{Limiter: lim, Mode: concurrency.Refuse}
+			for range 100 {
+				hold(cfg)
+			}
+			got = lim.Baseline()
+		})
+		return got
+	}
+	layer := baseline(func(cfg concurrency.Config) {
+		l, err := concurrency.NewLayer[int, int](cfg)
+		require.NoError(t, err)
+		_, err = l.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+			time.Sleep(time.Second)
+			return 0, nil
+		})).Call(t.Context(), 0)
+		require.NoError(t, err)
+	})
+	take := baseline(func(cfg concurrency.Config) {
+		release, err := concurrency.Take(t.Context(), cfg)
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		release()
+	})
+	assert.Equal(t, time.Second, layer)
+	assert.Zero(t, take)
+}

@@ -34,7 +34,7 @@ import (
 //
 // The interceptors are built from rampart's layers, outermost first: retry
 // (within its budget), hedge (unary calls only, when Hedge is set),
-// concurrency limit (unary calls only), breaker, per-attempt timeout; the
+// concurrency limit, breaker, per-attempt timeout; the
 // order of the package rampart documentation. So every attempt and every
 // hedged copy asks the breaker, an open breaker ends the retries at once,
 // and an attempt that runs out of time counts as a breaker failure.
@@ -87,17 +87,20 @@ type ClientConfig struct {
 	// Hedge, if not nil, hedges unary calls to the methods declared safe to
 	// repeat (Retry.Methods). Its Budget is required. Nil means no hedging.
 	Hedge *HedgeConfig
-	// Limit, if not nil, bounds the unary attempts in flight at once: a
-	// *concurrency.Limiter, or a *concurrency.AdaptiveLimiter that learns
-	// the bound from latency (after Netflix's concurrency-limits). An
-	// attempt that finds every slot taken is not sent and fails at once
+	// Limit, if not nil, bounds the unary attempts and the streams in
+	// flight at once: a *concurrency.Limiter, or a
+	// *concurrency.AdaptiveLimiter that learns the bound from the latency
+	// of unary calls (after Netflix's concurrency-limits). An attempt or a
+	// stream that finds every slot taken is not sent and fails at once
 	// with RESOURCE_EXHAUSTED, as a server's back-pressure would: its error
 	// matches [concurrency.ErrLimited], has a RetryAfter() time.Duration
 	// method, and its status carries the same delay as a
 	// google.rpc.RetryInfo detail (the limiter's estimate of when a slot
 	// frees, or [DefaultPushback] when it has none). It is not retried, and
-	// the breaker does not count it. Streams are not limited: a stream
-	// would hold its slot for as long as it stays open.
+	// the breaker does not count it. A stream holds its slot from its
+	// opening until it ends, however it ends (see
+	// [NewStreamClientInterceptor]); how long it stays open is not a
+	// latency sample of an AdaptiveLimiter.
 	Limit concurrency.Slots
 	// AttemptTimeout, if positive, bounds each attempt of a unary call and
 	// the opening of a stream (until grpc-go hands the stream over); it
@@ -285,6 +288,7 @@ type client struct {
 	breakerKey     func(string, *grpc.ClientConn) string
 	classify       func(error) rampart.Outcome
 	methods        func(string) bool
+	limit          *concurrency.Config // nil without ClientConfig.Limit
 	streamRetry    rampart.Layer[streamCall, grpc.ClientStream]
 	commitRetry    rampart.Layer[*commitCall, commitResult]
 	attemptTimeout time.Duration
@@ -346,7 +350,8 @@ func newClient(cfg ClientConfig) (*client, error) {
 		}))
 	}
 	if cfg.Limit != nil {
-		l, err := concurrency.NewLayer[call, result](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Refuse, Name: cfg.Name, Observer: cfg.Observer})
+		c.limit = &concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Refuse, Name: cfg.Name, Observer: cfg.Observer}
+		l, err := concurrency.NewLayer[call, result](*c.limit)
 		if err != nil {
 			return nil, fmt.Errorf("rampartgrpc: ClientConfig.Limit: %w", err)
 		}

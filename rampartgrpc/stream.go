@@ -8,9 +8,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -59,6 +61,16 @@ type streamCall struct {
 //     retryPolicy (see the package documentation).
 //   - cfg.AttemptTimeout bounds only the opening of a stream: it never
 //     ends a stream once open, however long it lasts.
+//   - A stream takes its slot of cfg.Limit when it is opened, before it
+//     asks the breaker, and holds it until its end, told as the breaker
+//     is told: RecvMsg's final status (io.EOF or an error, or the one
+//     response of a method whose server sends one), or the caller's
+//     context ending, whichever comes first; a non-nil error other than
+//     io.EOF from SendMsg or Header, which ends a grpc-go stream, gives
+//     the slot back too. A stream the caller abandons without any of
+//     these holds its slot as long as grpc-go holds the stream (until its
+//     context ends): cancel the context of a stream you stop reading.
+//     Each opening retried takes a slot of its own.
 //
 // Hedging does not apply to streams.
 func NewStreamClientInterceptor(cfg ClientConfig) (grpc.StreamClientInterceptor, error) {
@@ -107,19 +119,32 @@ func (o streamOpener) Call(ctx context.Context, s streamCall) (grpc.ClientStream
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var release func()
+	if o.c.limit != nil {
+		var err error
+		if release, err = concurrency.Take(ctx, *o.c.limit); err != nil {
+			return nil, err
+		}
+	}
 	br := o.c.breakerFor(s.method, s.cc)
-	if br == nil {
+	if br == nil && release == nil {
 		return o.c.open(ctx, s)
 	}
-	j := &judgedStream{ctx: ctx, classify: o.c.classify, oneResponse: s.desc == nil || !s.desc.ServerStreams}
-	var err error
-	if j.p, err = br.TryAcquire(); err != nil {
-		return nil, err
+	j := &judgedStream{ctx: ctx, classify: o.c.classify, judged: br != nil, release: release, oneResponse: s.desc == nil || !s.desc.ServerStreams}
+	if br != nil {
+		var err error
+		if j.p, err = br.TryAcquire(); err != nil {
+			j.giveBack()
+			return nil, err
+		}
 	}
 	normal := false
 	defer func() {
 		if !normal {
-			j.p.Failure(circuitbreaker.ErrPanicked)
+			j.giveBack()
+			if j.judged {
+				j.p.Failure(circuitbreaker.ErrPanicked)
+			}
 		}
 	}()
 	cs, err := o.c.open(ctx, s)
@@ -161,14 +186,16 @@ func (c *client) open(ctx context.Context, s streamCall) (grpc.ClientStream, err
 }
 
 // judgedStream finishes its stream's breaker permit with the stream's final
-// status.
+// status, and gives back its slot of the limit at the stream's end.
 type judgedStream struct {
 	grpc.ClientStream
 	ctx      context.Context // the caller's, to tell its cancellation apart
 	classify func(error) rampart.Outcome
+	judged   bool // p is a breaker's permit
 	p        circuitbreaker.Permit
+	release  func()      // gives back the limit's slot (once); nil without a limit
 	stop     func() bool // stops the watch on ctx
-	done     atomic.Bool // the permit is finished; RecvMsg and the watch may race
+	done     atomic.Bool // the stream has ended; RecvMsg and the watch may race
 	// oneResponse is set for a call whose server sends one message, which
 	// ends it.
 	oneResponse bool
@@ -197,10 +224,42 @@ func (j *judgedStream) judge(err error) {
 	j.finish(err)
 }
 
-// finish finishes the permit once, whoever comes first.
+// SendMsg sends a message; an error other than io.EOF ends the stream
+// (io.EOF says that RecvMsg will tell how it ended), so the slot goes back.
+func (j *judgedStream) SendMsg(m any) error {
+	err := j.ClientStream.SendMsg(m)
+	if err != nil && err != io.EOF {
+		j.giveBack()
+	}
+	return err
+}
+
+// Header returns the response headers; an error ends the stream, so the
+// slot goes back.
+func (j *judgedStream) Header() (metadata.MD, error) {
+	md, err := j.ClientStream.Header()
+	if err != nil {
+		j.giveBack()
+	}
+	return md, err
+}
+
+// finish ends the stream once, whoever comes first: it finishes the
+// permit and gives back the slot.
 func (j *judgedStream) finish(err error) {
 	if j.done.CompareAndSwap(false, true) {
-		finish(&j.p, j.ctx, err, j.classify)
+		defer j.giveBack()
+		if j.judged {
+			finish(&j.p, j.ctx, err, j.classify)
+		}
+	}
+}
+
+// giveBack gives back the stream's slot of the limit, if it has one; only
+// the first call does.
+func (j *judgedStream) giveBack() {
+	if j.release != nil {
+		j.release()
 	}
 }
 

@@ -19,6 +19,9 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartgrpc"
 )
 
@@ -418,4 +421,131 @@ func TestClient_GR8_PanickingClassifyFreesTheProbe(t *testing.T) {
 			p.Ignore()
 		})
 	}
+}
+
+// A stream holds its slot of ClientConfig.Limit from its opening to its
+// end, however it ends. While it is open, the limiter it shares with the
+// unary calls refuses another stream and a unary call unsent, with
+// RESOURCE_EXHAUSTED and the default pushback, reported by the observer,
+// not retried and not counted by the breaker; once it has ended, the slot
+// is back.
+func TestStream_GR18_LimitHoldsTheSlotUntilTheStreamEnds(t *testing.T) {
+	block := func(s testgrpc.TestService_StreamingOutputCallServer, _ int) error {
+		<-s.Context().Done()
+		return s.Context().Err()
+	}
+	for _, tc := range []struct {
+		name   string
+		server func(testgrpc.TestService_StreamingOutputCallServer, int) error
+		// end ends the stream st opened with the cancel of its context.
+		end func(t *testing.T, st grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse], cancel context.CancelFunc)
+	}{
+		{"end of stream", sendThen(1, nil), func(t *testing.T, st grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse], _ context.CancelFunc) {
+			got, err := recvAll(st)
+			assert.Equal(t, io.EOF, err)
+			assert.Equal(t, 1, got)
+		}},
+		{"error status", sendThen(1, status.Error(codes.Internal, "broken")), func(t *testing.T, st grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse], _ context.CancelFunc) {
+			_, err := recvAll(st)
+			assert.Equal(t, codes.Internal, status.Code(err))
+		}},
+		{"caller cancels", block, func(t *testing.T, _ grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse], cancel context.CancelFunc) {
+			cancel() // without reading the stream
+		}},
+		{"caller's deadline", block, func(t *testing.T, _ grpc.ServerStreamingClient[testgrpc.StreamingOutputCallResponse], _ context.CancelFunc) {
+			time.Sleep(time.Hour) // past the deadline, without reading the stream
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lim, err := concurrency.New(1)
+				require.NoError(t, err)
+				br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+				var obs observetest.Recorder
+				cfg := rampartgrpc.ClientConfig{
+					Limit:    lim,
+					Breaker:  br,
+					Name:     "client",
+					Observer: &obs,
+					Retry: rampartgrpc.RetryConfig{
+						Methods:   rampartgrpc.Methods(unaryMethod, streamMethod),
+						Backoff:   noWait(t),
+						Retryable: func(error) bool { return true },
+					},
+				}
+				e := start(t, networks[0], &testServer{stream: tc.server}, nil, unaryClient(t, cfg), streamClient(t, cfg))
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				st, err := e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+				require.NoError(t, err)
+				synctest.Wait()
+				require.Equal(t, 1, lim.InFlight(), "the open stream holds its slot")
+
+				_, err = e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+				assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+				assert.ErrorIs(t, err, concurrency.ErrLimited)
+				wait, ok := rampart.RetryAfter(err)
+				require.True(t, ok)
+				assert.Equal(t, rampartgrpc.DefaultPushback, wait)
+				_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+				assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+				assert.Equal(t, int32(1), e.srv.streams.Load(), "the refused stream was neither sent nor retried")
+				assert.Equal(t, int32(0), e.srv.calls.Load(), "the refused unary call was neither sent nor retried")
+				assert.Equal(t, circuitbreaker.Closed, br.State().State, "the refusals are not failures")
+				var refused int
+				for _, ev := range obs.Events() {
+					if ev.Source == observe.Concurrency && ev.Kind == observe.Refused {
+						assert.Equal(t, "client", ev.Name)
+						refused++
+					}
+				}
+				assert.Equal(t, 2, refused, "the stream's refusal and the unary call's")
+
+				tc.end(t, st, cancel)
+				synctest.Wait()
+				assert.Equal(t, 0, lim.InFlight(), "the ended stream gave its slot back")
+			})
+		})
+	}
+}
+
+// A client-streaming call ends with its one response: the slot is back
+// once CloseAndRecv has it.
+func TestStream_GR18_OneResponseGivesTheSlotBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.New(1)
+		require.NoError(t, err)
+		e := start(t, networks[0], &testServer{}, nil, streamClient(t, rampartgrpc.ClientConfig{Limit: lim}))
+		for range 3 {
+			st, err := e.tc.StreamingInputCall(t.Context())
+			require.NoError(t, err)
+			assert.Equal(t, 1, lim.InFlight())
+			require.NoError(t, st.Send(&testgrpc.StreamingInputCallRequest{}))
+			resp, err := st.CloseAndRecv()
+			require.NoError(t, err)
+			assert.Equal(t, int32(1), resp.GetAggregatedPayloadSize())
+			assert.Equal(t, 0, lim.InFlight())
+		}
+	})
+}
+
+// A stream its caller abandons, neither reading it to its end nor ending
+// its context, holds its slot as grpc-go holds the stream: until its
+// context ends, even after the server has finished it.
+func TestStream_GR18_AbandonedStreamHoldsItsSlotUntilItsContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.New(1)
+		require.NoError(t, err)
+		e := start(t, networks[0], &testServer{stream: sendThen(1, nil)}, nil, streamClient(t, rampartgrpc.ClientConfig{Limit: lim}))
+		ctx, cancel := context.WithCancel(t.Context())
+		_, err = e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		synctest.Wait()
+		assert.Equal(t, int32(1), e.srv.streams.Load())
+		time.Sleep(time.Hour)
+		assert.Equal(t, 1, lim.InFlight(), "the server has finished, the caller has not")
+		cancel()
+		synctest.Wait()
+		assert.Equal(t, 0, lim.InFlight())
+	})
 }

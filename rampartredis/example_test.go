@@ -115,3 +115,48 @@ func Example_goRedisLogs() {
 	defer client.Close()
 	// ... rampartredis.Share(br, client, ...) as in the Share example.
 }
+
+// Two replicas share a group of per-host breakers: a host's breaker joins
+// the fleet's record for that host when the group makes it, so the first
+// replica's trip of host "b" opens the second replica's breaker for "b",
+// and only that one.
+func ExampleShareGroup() {
+	addr, stop, err := redistest.Run() // a redis-server of its own
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+
+	replica := func() (*circuitbreaker.Group[string], func()) {
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+			Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 2}},
+		})
+		if err != nil {
+			panic(err)
+		}
+		shared, err := rampartredis.ShareGroup(hosts, client, rampartredis.Config{})
+		if err != nil {
+			panic(err)
+		}
+		return hosts, func() { shared.Close(); client.Close() }
+	}
+	first, closeFirst := replica()
+	defer closeFirst()
+	second, closeSecond := replica()
+	defer closeSecond()
+
+	second.Breaker("a")
+	b := second.Breaker("b") // joins the record of "hosts/b"
+	for range 2 {
+		p, _ := first.Breaker("b").TryAcquire()
+		p.Failure(errors.New("connection refused"))
+	}
+	for b.State().State != circuitbreaker.Open { // until the trip arrives
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("b:", b.State().State, "a:", second.Breaker("a").State().State)
+	// Output:
+	// b: open a: closed
+}

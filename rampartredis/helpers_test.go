@@ -89,7 +89,7 @@ func patient(opts *redis.Options, scfg rampartredis.Config) (*redis.Options, ram
 }
 
 // trip fails calls through r's breaker until it opens.
-func (r *replica) trip(t *testing.T) {
+func (r *replica) trip(t testing.TB) {
 	t.Helper()
 	for r.br.State().State == circuitbreaker.Closed {
 		p, err := r.br.TryAcquire()
@@ -160,6 +160,10 @@ type topology struct {
 	proxied func(t *testing.T) (redis.UniversalClient, redistest.Proxies)
 	// record reads the breaker's shared record.
 	record func(t *testing.T) map[string]string
+	// timeout is the Config.Timeout the tests give the replicas: what
+	// Redis takes to answer on a loaded machine, which the tests of
+	// partitions must not take for a partition.
+	timeout time.Duration
 }
 
 // single is a topology of one redis-server started for t.
@@ -171,7 +175,8 @@ func single(t *testing.T) topology {
 			p := redistest.NewProxy(t, srv.Addr)
 			return redis.NewClient(via(srv.Options(), p.Addr)), redistest.Proxies{p}
 		},
-		record: func(t *testing.T) map[string]string { return recordFields(t, srv) },
+		record:  func(t *testing.T) map[string]string { return recordFields(t, srv) },
+		timeout: 100 * time.Millisecond,
 	}
 }
 
@@ -217,15 +222,23 @@ func clusterRecord(t *testing.T, cl *redistest.Cluster) map[string]string {
 }
 
 // onCluster is a topology of a three-master cluster started for t: a
-// proxied client reaches every node through a proxy of its own.
+// proxied client reaches every node through a proxy of its own. A
+// cluster client's commands under the race detector take longer than a
+// single node's (slot discovery, redirections): the replicas get a
+// Timeout of 500ms, and the clients' own timeouts leave it the bound.
 func onCluster(t *testing.T) topology {
 	cl := redistest.StartCluster(t)
+	patient := func(o *redis.ClusterOptions) *redis.ClusterOptions {
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+		return o
+	}
 	return topology{
-		direct: func() redis.UniversalClient { return redis.NewClusterClient(cl.Options()) },
+		direct: func() redis.UniversalClient { return redis.NewClusterClient(patient(cl.Options())) },
 		proxied: func(t *testing.T) (redis.UniversalClient, redistest.Proxies) {
 			o, ps := cl.ProxiedOptions()
-			return redis.NewClusterClient(o), ps
+			return redis.NewClusterClient(patient(o)), ps
 		},
-		record: func(t *testing.T) map[string]string { return clusterRecord(t, cl) },
+		record:  func(t *testing.T) map[string]string { return clusterRecord(t, cl) },
+		timeout: 500 * time.Millisecond,
 	}
 }

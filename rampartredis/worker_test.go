@@ -102,7 +102,7 @@ func TestShare_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
 func cutOffAdopts(t *testing.T, top topology) {
 	cfg := breakerConfig()
 	cfg.CoolDown = time.Minute
-	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	scfg := rampartredis.Config{Timeout: top.timeout, Refresh: 50 * time.Millisecond, MaxBackoff: 2 * top.timeout}
 	scfg.ID = "r0"
 	r0 := joinWith(t, top.direct(), cfg, scfg)
 	scfg.ID = "r1"
@@ -164,7 +164,7 @@ func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
 func lateVerdict(t *testing.T, top topology) {
 	cfg := breakerConfig()
 	cfg.CoolDown = 200 * time.Millisecond
-	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, ProbeClaim: 500 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	scfg := rampartredis.Config{Timeout: top.timeout, ProbeClaim: 5 * top.timeout, Refresh: 50 * time.Millisecond, MaxBackoff: 2 * top.timeout}
 	// Each replica reaches Redis through its own proxies, so that
 	// whichever wins the round can be cut off.
 	proxies := make([]redistest.Proxies, 3)
