@@ -164,7 +164,11 @@ func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
 func lateVerdict(t *testing.T, top topology) {
 	cfg := breakerConfig()
 	cfg.CoolDown = 200 * time.Millisecond
-	scfg := rampartredis.Config{Timeout: top.timeout, ProbeClaim: 5 * top.timeout, Refresh: 50 * time.Millisecond, MaxBackoff: 2 * top.timeout}
+	// A Timeout that a loaded machine's Redis meets (a cluster's too):
+	// past it, the probing replica's renewal of its claim fails and its
+	// claim lapses (its verdict then rightly changes nothing), which is
+	// not what this tests.
+	scfg := rampartredis.Config{Timeout: time.Second, ProbeClaim: 2500 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 	// Each replica reaches Redis through its own proxies, so that
 	// whichever wins the round can be cut off.
 	proxies := make([]redistest.Proxies, 3)
