@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,8 +116,8 @@ func (g *Group[K]) init(cfg GroupConfig) error {
 		return fmt.Errorf("%w (GroupConfig.Breaker)", err)
 	}
 	g.cfg = cfg.Breaker
-	g.maxKeys = orDefault(cfg.MaxKeys, DefaultGroupMaxKeys)
-	g.idle = orDefault(cfg.IdleTimeout, DefaultGroupIdleTimeout)
+	g.maxKeys = cmp.Or(cfg.MaxKeys, DefaultGroupMaxKeys)
+	g.idle = cmp.Or(cfg.IdleTimeout, DefaultGroupIdleTimeout)
 	g.overflow = overflow
 	return nil
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -254,18 +255,10 @@ func (o *Config) fill() error {
 	case o.MaxPoints < 0 || o.MaxPoints == 1:
 		return fmt.Errorf("sim: MaxPoints must be 0 (the default, %d) or at least 2, got %d", DefaultMaxPoints, o.MaxPoints)
 	}
-	o.BurstMin = orDefault(o.BurstMin, DefaultBurstMin)
-	o.Resolution = orDefault(o.Resolution, DefaultResolution)
-	o.MaxPoints = orDefault(o.MaxPoints, DefaultMaxPoints)
+	o.BurstMin = cmp.Or(o.BurstMin, DefaultBurstMin)
+	o.Resolution = cmp.Or(o.Resolution, DefaultResolution)
+	o.MaxPoints = cmp.Or(o.MaxPoints, DefaultMaxPoints)
 	return nil
-}
-
-func orDefault[T comparable](v, d T) T {
-	var zero T
-	if v == zero {
-		return d
-	}
-	return v
 }
 
 func newRun(c *Candidate, origin time.Time, opt Config) (*run, error) {
