@@ -72,6 +72,32 @@ type Group[K comparable] struct {
 	// Observer as removed, when the breakers have an Observer. Guarded by
 	// mu; reported after mu is released (reportDropped).
 	dropped []*Breaker
+	// changes delivers the group's changes to Subscribe's listeners,
+	// pushed with mu held and flushed after it is released; seq numbers
+	// them. seq is guarded by mu.
+	changes dispatcher[groupEvent[K]]
+	seq     uint64
+}
+
+// GroupChange is a breaker joining or leaving a [Group], as
+// [Group.Subscribe] reports it.
+type GroupChange[K comparable] struct {
+	// Key is the key of the breaker.
+	Key K
+	// Breaker is the breaker the group made for Key, or dropped.
+	Breaker *Breaker
+	// Removed is false when the group made Breaker (its first lookup of
+	// Key, or of Key again after a drop), true when it dropped it (idle,
+	// or to make room: the drop an Observer sees as removed).
+	Removed bool
+}
+
+// groupEvent is a change queued for the listeners: every listener
+// subscribed before seq when to is nil, else only to's.
+type groupEvent[K comparable] struct {
+	change GroupChange[K]
+	seq    uint64
+	to     *byte
 }
 
 type groupEntry[K comparable] struct {
@@ -116,6 +142,7 @@ func (g *Group[K]) init(cfg GroupConfig) error {
 		return fmt.Errorf("%w (GroupConfig.Breaker)", err)
 	}
 	g.cfg = cfg.Breaker
+	g.changes.onPanic, g.changes.name = cfg.Breaker.ListenerPanic, cfg.Breaker.Name
 	g.maxKeys = cmp.Or(cfg.MaxKeys, DefaultGroupMaxKeys)
 	g.idle = cmp.Or(cfg.IdleTimeout, DefaultGroupIdleTimeout)
 	g.overflow = overflow
@@ -151,15 +178,17 @@ func (g *Group[K]) Breaker(key K) *Breaker {
 	}
 	b := g.add(key)
 	g.reportDropped()
+	g.changes.flush()
 	return b
 }
 
 // drop notes that the group dropped b, to report it once mu is released.
 // Called with mu held.
-func (g *Group[K]) drop(b *Breaker) {
+func (g *Group[K]) drop(key K, b *Breaker) {
 	if g.cfg.Observer != nil {
 		g.dropped = append(g.dropped, b)
 	}
+	g.change(GroupChange[K]{Key: key, Breaker: b, Removed: true})
 }
 
 // reportDropped reports each breaker dropped since the last report to its
@@ -207,7 +236,47 @@ func (g *Group[K]) add(key K) *Breaker {
 	e := &groupEntry[K]{key: key, b: b, seen: now}
 	g.ring = append(g.ring, e)
 	g.keys.Store(key, e)
+	g.change(GroupChange[K]{Key: key, Breaker: b})
 	return b
+}
+
+// change queues c for the listeners. Called with mu held.
+func (g *Group[K]) change(c GroupChange[K]) {
+	g.seq++
+	g.changes.push(groupEvent[K]{change: c, seq: g.seq})
+}
+
+// Subscribe registers f for every change of the group's breakers: each
+// breaker it holds now, reported first as made (so that f sees every
+// breaker the group holds), then each one it makes or drops, in order,
+// one at a time. f runs without the group's lock (it may call the group)
+// on the goroutine whose lookup made or dropped the breaker (Breaker,
+// Len, States), before that call returns unless another goroutine is
+// delivering changes already (that one delivers this change too); it is
+// on that caller's path and must return at once. Subscribe returns a
+// function that removes f; a change being delivered when it is called
+// may still reach f. A nil f is ignored; a panic in f goes to the
+// Breaker config's ListenerPanic. The breaker of the keys past MaxKeys
+// ([Group.Overflow]) is not reported. Safe for concurrent use.
+func (g *Group[K]) Subscribe(f func(GroupChange[K])) (unsubscribe func()) {
+	if f == nil {
+		return func() {}
+	}
+	g.mu.Lock()
+	g.setUp()
+	since := g.seq
+	me := new(byte)
+	unsubscribe = g.changes.subscribe(func(ev groupEvent[K]) {
+		if ev.to == me || ev.to == nil && ev.seq > since {
+			f(ev.change)
+		}
+	})
+	for _, e := range g.ring {
+		g.changes.push(groupEvent[K]{change: GroupChange[K]{Key: e.key, Breaker: e.b}, to: me})
+	}
+	g.mu.Unlock()
+	g.changes.flush()
+	return unsubscribe
 }
 
 // keyName is the Name of the breaker for key in a group whose Config is
@@ -234,7 +303,7 @@ func (g *Group[K]) look(now int64) {
 			e.seen = now
 		} else if now-e.seen >= int64(g.idle) && idleDroppable(e.b) {
 			g.keys.CompareAndDelete(e.key, e)
-			g.drop(e.b)
+			g.drop(e.key, e.b)
 			continue
 		}
 		kept = append(kept, e)
@@ -278,7 +347,7 @@ func (g *Group[K]) makeRoom(now int64) bool {
 		switch stateOf(e.b.word.Load()) {
 		case Closed, ForcedOpen, ForcedClosed:
 			g.keys.CompareAndDelete(e.key, e)
-			g.drop(e.b)
+			g.drop(e.key, e.b)
 			g.ring = slices.Delete(g.ring, g.hand, g.hand+1)
 			return true
 		}
@@ -295,6 +364,7 @@ func (g *Group[K]) Len() int {
 	n := len(g.ring)
 	g.mu.Unlock()
 	g.reportDropped()
+	g.changes.flush()
 	return n
 }
 
@@ -312,6 +382,7 @@ func (g *Group[K]) States() []KeyState[K] {
 	ring := slices.Clone(g.ring)
 	g.mu.Unlock()
 	g.reportDropped()
+	g.changes.flush()
 	out := make([]KeyState[K], len(ring))
 	for i, e := range ring {
 		out[i] = KeyState[K]{Key: e.key, Snapshot: e.b.State()}

@@ -412,6 +412,68 @@ func BenchmarkGroup_NewKeys(b *testing.B) {
 	}
 }
 
+// Subscribe reports the breakers held first, then each made and each
+// dropped (idle, or to make room), in order, with its key; the overflow
+// breaker is not reported, and after unsubscribing nothing is.
+func TestGroup_CB18_SubscribeReportsMadeAndDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGroup(t, circuitbreaker.GroupConfig{IdleTimeout: time.Minute, MaxKeys: 3, Breaker: circuitbreaker.Config{
+			Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour,
+		}})
+		a := g.Breaker("a")
+		var got []circuitbreaker.GroupChange[string]
+		stop := g.Subscribe(func(c circuitbreaker.GroupChange[string]) {
+			got = append(got, c)
+			g.Len() // a listener may call the group
+		})
+		require.Equal(t, []circuitbreaker.GroupChange[string]{{Key: "a", Breaker: a}}, got, "the breaker held, at once")
+		b := g.Breaker("b")
+		assert.Same(t, b, got[1].Breaker)
+		assert.Equal(t, circuitbreaker.GroupChange[string]{Key: "b", Breaker: b}, got[1])
+		c := g.Breaker("c")
+		fail(t, a, 1, errBoom)
+		fail(t, b, 1, errBoom) // a and b are Open: only c can make room
+		d := g.Breaker("d")
+		assert.Equal(t, []circuitbreaker.GroupChange[string]{
+			{Key: "a", Breaker: a},
+			{Key: "b", Breaker: b},
+			{Key: "c", Breaker: c},
+			{Key: "c", Breaker: c, Removed: true},
+			{Key: "d", Breaker: d},
+		}, got)
+		fail(t, d, 1, errBoom)
+		assert.Same(t, g.Overflow(), g.Breaker("e"), "all Open: e shares the overflow breaker")
+		assert.Len(t, got, 5, "the overflow breaker is not reported")
+
+		time.Sleep(2 * time.Hour) // cool-downs over, idle
+		g.Len()
+		assert.Equal(t, []circuitbreaker.GroupChange[string]{
+			{Key: "a", Breaker: a, Removed: true},
+			{Key: "b", Breaker: b, Removed: true},
+			{Key: "d", Breaker: d, Removed: true},
+		}, got[5:])
+
+		stop()
+		g.Breaker("f")
+		assert.Len(t, got, 8, "nothing after unsubscribing")
+		assert.NotPanics(t, func() { g.Subscribe(nil)() }, "a nil f is ignored")
+	})
+}
+
+// Two listeners: one subscribed later sees the breakers held then, once,
+// and the changes after; neither sees the other's first report.
+func TestGroup_CB18_SubscribeLater(t *testing.T) {
+	var zero circuitbreaker.Group[int] // the zero Group too
+	var first, second []int
+	defer zero.Subscribe(func(c circuitbreaker.GroupChange[int]) { first = append(first, c.Key) })()
+	zero.Breaker(1)
+	defer zero.Subscribe(func(c circuitbreaker.GroupChange[int]) { second = append(second, c.Key) })()
+	zero.Breaker(2)
+	zero.Breaker(1)
+	assert.Equal(t, []int{1, 2}, first)
+	assert.Equal(t, []int{1, 2}, second)
+}
+
 // A group measures the idle time of its breakers on the supplied clock.
 func TestClock_CB20_GroupIdleTime(t *testing.T) {
 	clk := newFakeClock()

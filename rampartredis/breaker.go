@@ -82,7 +82,9 @@ type Config struct {
 	Timeout time.Duration
 
 	// Refresh is the period of the read that catches published changes
-	// this replica missed (pub/sub does not redeliver). Zero means
+	// this replica missed (pub/sub does not redeliver); the client's
+	// breakers are read together, each between half a Refresh and a
+	// Refresh after its last read. Zero means
 	// [DefaultRefresh] (1s); negative is an error.
 	Refresh time.Duration
 
@@ -182,13 +184,20 @@ type Shared struct {
 	unreported  atomic.Int64
 	evidence    chan struct{}
 	mu          sync.Mutex
-	lastFailure error         // guarded by mu
-	msgs        chan record   // records received by pub/sub
-	resub       chan struct{} // pub/sub (re)subscribed
+	lastFailure error           // guarded by mu
+	msgs        chan record     // records received by pub/sub
+	reads       chan readResult // records read by the hub
+
+	// hub is the client's hub, which subscribes to ch and reads the record
+	// for this Shared along with the others of the client. It reads the
+	// record when now reaches from (or due, its timer's, at the latest),
+	// or at once when again is set.
+	hub       *hub
+	from, due atomic.Int64
+	again     atomic.Bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	ps     *redis.PubSub
 	unsub  func()
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -204,7 +213,10 @@ type Shared struct {
 	down    bool          // the last command failed
 	dirty   bool          // an own transition was not published
 	backoff time.Duration // wait before the next read while down
-	read    *time.Timer   // the periodic read's timer
+	// news is when the worker last learnt of the record by other means
+	// than the hub's reads (a message, a script's reply, a claim let
+	// lapse), on the hub's clock: a read sent before is stale.
+	news int64
 	// holding is true while this replica holds the claim on the round of
 	// generation gen, under the token nonce@gen.
 	holding bool
@@ -220,9 +232,14 @@ type Shared struct {
 var shared sync.Map // *circuitbreaker.Breaker → *Shared
 
 // Share attaches br to the shared record in Redis and starts the
-// background work (two goroutines: a pub/sub reader and a worker, and
-// with Config.Failures one more while a report of failures is in
-// flight). It sends nothing to Redis and opens no connection before
+// background work: a worker goroutine for br (and with Config.Failures
+// one more while a report of failures is in flight), and the client's
+// hub if this is the client's first Shared. The Shareds of one client
+// share its hub: one pub/sub connection for all their channels and one
+// refresh loop that reads the records due together (one script for up
+// to 1,000 records on a single node, one pipeline on a Cluster), so that
+// a replica's connections and round trips do not grow with its breakers.
+// Share sends nothing to Redis and opens no connection before
 // returning: startup succeeds, at once, without Redis.
 //
 // The client must bound its commands by their context (for a
@@ -254,9 +271,9 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		cfg:      cfg,
 		keys:     []string{tag + "state", tag + "probe", tag + "reports", tag + "failures", tag + "failed"},
 		ch:       tag + "changes",
-		own:      make(chan circuitbreaker.Transition, 64),
-		msgs:     make(chan record, 64),
-		resub:    make(chan struct{}, 1),
+		own:      make(chan circuitbreaker.Transition, 8),
+		msgs:     make(chan record, 8),
+		reads:    make(chan readResult, 1),
 		synced:   make(chan struct{}),
 		evidence: make(chan struct{}, 1),
 		replies:  make(chan reply, 1),
@@ -266,16 +283,15 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		return nil, errors.New("rampartredis: the breaker is shared already: Close the other Shared first")
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.ps = client.Subscribe(s.ctx) // no channel yet: no connection
 	s.unsub = br.Subscribe(s.onTransition)
 	if cfg.Failures > 0 {
 		stop := br.SubscribeFailures(s.onFailure)
 		unsub := s.unsub
 		s.unsub = func() { unsub(); stop() }
 	}
-	s.wg.Add(2)
-	go s.listen()
+	s.wg.Add(1)
 	go s.work()
+	join(s)
 	return s, nil
 }
 
@@ -370,8 +386,9 @@ func (s *Shared) onFailure(err error) {
 }
 
 // Close stops the background work, waits for its goroutines to return
-// and detaches the breaker, which keeps its current state and goes on
-// alone. It does not close the client. Calling it again does nothing.
+// (the worker, and the client's hub if no other Shared of the client is
+// open) and detaches the breaker, which keeps its current state and goes
+// on alone. It does not close the client. Calling it again does nothing.
 //
 // Close of a Shared that [Share] did not return (nil, or a zero Shared)
 // is an error and does nothing else.
@@ -379,15 +396,14 @@ func (s *Shared) Close() error {
 	if s == nil || s.br == nil {
 		return errNotShared
 	}
-	var err error
 	s.once.Do(func() {
 		s.unsub()
 		s.cancel()
-		err = s.ps.Close()
+		leave(s)
 		s.wg.Wait()
 		shared.CompareAndDelete(s.br, s)
 	})
-	return err
+	return nil
 }
 
 // errNotShared is the error of a method called on a Shared that Share did
@@ -431,7 +447,8 @@ func (s *Shared) WaitSynced(ctx context.Context) error {
 // Stats are counts of a [Shared]'s work since [Share].
 type Stats struct {
 	// Commands is the number of Redis commands sent (scripts run), not
-	// counting pub/sub.
+	// counting pub/sub; a read of many breakers' records by one script
+	// counts one for each.
 	Commands int64
 	// Failures is how many of them failed (Redis down, slow, or paused).
 	Failures int64
@@ -470,63 +487,6 @@ type record struct {
 	by    string
 }
 
-// listen reads pub/sub until Close, handing records and resubscriptions
-// to the worker.
-func (s *Shared) listen() {
-	defer s.wg.Done()
-	// Subscribing connects: here, not in Share. If it fails, the channel
-	// is still recorded, and the next receive connects and subscribes.
-	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Timeout)
-	_ = s.ps.Subscribe(ctx, s.ch)
-	cancel()
-	wait := time.Duration(0)
-	for {
-		m, err := s.ps.ReceiveTimeout(s.ctx, s.cfg.Refresh)
-		if s.ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			var ne interface{ Timeout() bool }
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue // quiet channel
-			}
-			// Redis unreachable: try again later, backing off.
-			wait = min(max(2*wait, s.cfg.Timeout), s.cfg.MaxBackoff)
-			if !s.sleep(wait) {
-				return
-			}
-			continue
-		}
-		wait = 0
-		switch m := m.(type) {
-		case *redis.Subscription:
-			select {
-			case s.resub <- struct{}{}:
-			default:
-			}
-		case *redis.Message:
-			if rec, ok := parseMessage(m.Payload); ok {
-				select {
-				case s.msgs <- rec:
-				default: // the periodic read catches up
-				}
-			}
-		}
-	}
-}
-
-// sleep waits d or until Close, reporting false on Close.
-func (s *Shared) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.ctx.Done():
-		return false
-	}
-}
-
 // parseMessage parses "gen|state|remaining ms|by|cause".
 func parseMessage(p string) (record, bool) {
 	f := strings.SplitN(p, "|", 5)
@@ -555,18 +515,30 @@ func (s *Shared) run(script *redis.Script, args ...any) (rec record, won bool, c
 	return s.runContext(s.ctx, script, args...)
 }
 
+// noted notes news of the record (a message, a script's reply, a claim
+// let lapse): a read sent before it is stale. Called by the worker.
+func (s *Shared) noted() { s.news = s.hub.now() }
+
 // runContext is run within ctx as well as the configured timeout.
 func (s *Shared) runContext(ctx context.Context, script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	s.stats.commands.Add(1)
 	v, err := script.Run(ctx, s.client, s.keys, args...).Slice()
-	if err == nil && len(v) != 7 {
-		err = fmt.Errorf("rampartredis: unexpected script reply %v", v)
+	if err == nil {
+		rec, won, claim, err = parseReply(v)
 	}
 	if err != nil {
 		s.stats.failures.Add(1)
-		return record{}, false, 0, err
+	}
+	return rec, won, claim, err
+}
+
+// parseReply parses a script's reply {won, gen, state, remaining,
+// cause, by, claim ms}.
+func parseReply(v []any) (rec record, won bool, claim time.Duration, err error) {
+	if len(v) != 7 {
+		return record{}, false, 0, fmt.Errorf("rampartredis: unexpected script reply %v", v)
 	}
 	num := func(i int) int64 { n, _ := v[i].(int64); return n }
 	str := func(i int) string { t, _ := v[i].(string); return t }

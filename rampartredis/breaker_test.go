@@ -469,10 +469,12 @@ func TestShare_FL9_CloseStopsEveryGoroutine(t *testing.T) {
 	sh, err := rampartredis.Share(br, c, rampartredis.Config{Timeout: 100 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sh.Close() })
-	waitFor(t, "the background goroutines", func() bool { return len(ownGoroutines()) == 2 })
+	// The worker, and the client's hub: its pub/sub reader and its refresh
+	// loop.
+	waitFor(t, "the background goroutines", func() bool { return len(ownGoroutines()) == 3 })
 	require.NoError(t, sh.Close())
 	require.NoError(t, sh.Close(), "a second Close does nothing")
-	// Close waited for both; each may still be returning from its deferred
+	// Close waited for them; each may still be returning from its deferred
 	// wg.Done.
 	waitFor(t, "no goroutine left", func() bool { return len(ownGoroutines()) == 0 })
 	srv.Resume()

@@ -66,7 +66,10 @@ func ExampleShare() {
 // Two replicas share a quota of 100 calls per second: the first one,
 // alone, gets all of it; the second one, joining, gets half of it, and the
 // first gets the other half at its next Slice. (The Slice of an hour keeps
-// the output fixed; the default is 100ms.)
+// the output fixed; the default is 100ms. The Timeout of seconds lets a
+// busy machine's Redis answer the first lease, which also loads the
+// script; the default is 50ms, past which the Quota starts as its
+// Unreachable says.)
 func ExampleNewQuota() {
 	addr, stop, err := redistest.Run() // a redis-server of its own
 	if err != nil {
@@ -77,7 +80,7 @@ func ExampleNewQuota() {
 
 	replica := func(id string) (*rampartredis.Quota, func()) {
 		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-		q, err := rampartredis.NewQuota(client, rampartredis.QuotaConfig{Key: "partner-api", Limit: 100, Slice: time.Hour, ID: id})
+		q, err := rampartredis.NewQuota(client, rampartredis.QuotaConfig{Key: "partner-api", Limit: 100, Slice: time.Hour, Timeout: 5 * time.Second, ID: id})
 		if err != nil {
 			panic(err)
 		}
@@ -114,4 +117,49 @@ func Example_goRedisLogs() {
 	client := redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true})
 	defer client.Close()
 	// ... rampartredis.Share(br, client, ...) as in the Share example.
+}
+
+// Two replicas share a group of per-host breakers: a host's breaker joins
+// the fleet's record for that host when the group makes it, so the first
+// replica's trip of host "b" opens the second replica's breaker for "b",
+// and only that one.
+func ExampleShareGroup() {
+	addr, stop, err := redistest.Run() // a redis-server of its own
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer stop()
+
+	replica := func() (*circuitbreaker.Group[string], func()) {
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		hosts, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+			Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 2}},
+		})
+		if err != nil {
+			panic(err)
+		}
+		shared, err := rampartredis.ShareGroup(hosts, client, rampartredis.Config{})
+		if err != nil {
+			panic(err)
+		}
+		return hosts, func() { shared.Close(); client.Close() }
+	}
+	first, closeFirst := replica()
+	defer closeFirst()
+	second, closeSecond := replica()
+	defer closeSecond()
+
+	second.Breaker("a")
+	b := second.Breaker("b") // joins the record of "hosts/b"
+	for range 2 {
+		p, _ := first.Breaker("b").TryAcquire()
+		p.Failure(errors.New("connection refused"))
+	}
+	for b.State().State != circuitbreaker.Open { // until the trip arrives
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("b:", b.State().State, "a:", second.Breaker("a").State().State)
+	// Output:
+	// b: open a: closed
 }

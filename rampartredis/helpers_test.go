@@ -89,7 +89,7 @@ func patient(opts *redis.Options, scfg rampartredis.Config) (*redis.Options, ram
 }
 
 // trip fails calls through r's breaker until it opens.
-func (r *replica) trip(t *testing.T) {
+func (r *replica) trip(t testing.TB) {
 	t.Helper()
 	for r.br.State().State == circuitbreaker.Closed {
 		p, err := r.br.TryAcquire()

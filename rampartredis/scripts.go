@@ -163,3 +163,24 @@ if redis.call('GET', KEYS[2]) == me then
 end
 return {0, gen, state, 0, cause, by, redis.call('PTTL', KEYS[2])}
 `)
+
+// readManyScript reads the records of many breakers at once, with the
+// remaining cool-down on Redis's clock: KEYS are their state hashes (on a
+// single node: keys of different slots), and the reply holds one record
+// per key, each as readScript replies.
+var readManyScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i, key in ipairs(KEYS) do
+  local r = redis.call('HMGET', key, 'gen', 'state', 'until', 'cause', 'by')
+  local state = r[2] or 'closed'
+  local untl = tonumber(r[3]) or 0
+  local rem = 0
+  if state == 'open' then
+    if untl < 0 then rem = -1 elseif untl > now then rem = untl - now end
+  end
+  out[i] = {0, tonumber(r[1]) or 0, state, rem, r[4] or '', r[5] or '', 0}
+end
+return out
+`)

@@ -13,11 +13,8 @@ import (
 // serial, so its state (gen, down, dirty, backoff, holding) needs no lock.
 func (s *Shared) work() {
 	defer s.wg.Done()
-	read := time.NewTimer(0) // the first read: reconcile at startup
-	s.read = read
 	claim := time.NewTimer(0)
 	claim.Stop()
-	defer read.Stop()
 	defer claim.Stop()
 	for {
 		select {
@@ -27,13 +24,19 @@ func (s *Shared) work() {
 			s.publish(t, claim)
 		case rec := <-s.msgs:
 			if newer(rec, s.gen) {
+				s.noted()
 				s.adopt(rec, claim)
 			}
-		case <-s.resub:
-			s.reconcile(claim)
-		case <-read.C:
-			s.reconcile(claim)
-			read.Reset(s.nextRead())
+		case r := <-s.reads: // at startup, periodically, and on (re)subscribing
+			if r.sent < s.news {
+				// Sent before what the worker learnt since, which it
+				// could undo (an older generation, a claim the worker
+				// has won since): read again.
+				s.hub.schedule(s, 0)
+				break
+			}
+			s.reconcile(r, claim)
+			s.hub.schedule(s, s.nextRead())
 		case <-claim.C:
 			s.claimTimer(claim)
 		case <-s.evidence:
@@ -63,7 +66,7 @@ func (s *Shared) nextRead() time.Duration {
 func (s *Shared) failed() {
 	s.down = true
 	s.backoff = min(max(2*s.backoff, s.cfg.Timeout), s.cfg.MaxBackoff)
-	s.read.Reset(s.backoff)
+	s.hub.schedule(s, s.backoff)
 }
 
 // succeeded notes a command that worked.
@@ -119,6 +122,7 @@ func (s *Shared) write(to string, cooldown int64, cause, token string, claim *ti
 		return
 	}
 	s.succeeded()
+	s.noted()
 	if won {
 		s.stats.published.Add(1)
 	} else if token != "" {
@@ -136,15 +140,15 @@ func durMS(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// reconcile reads the record and adopts it. If an own transition was not
+// reconcile adopts the record the hub read. If an own transition was not
 // published (Redis was down, or the queue was full), the breaker's
 // current own state is first offered to the record under its rules: an
 // own Open is news over a closed record (a trip report with a quorum);
 // over an open one, and for an own Closed, only a verdict of the round
 // this replica still holds the claim of counts. Whatever the script
 // decides, the replica then adopts the record it finds.
-func (s *Shared) reconcile(claim *time.Timer) {
-	rec, _, _, err := s.run(readScript)
+func (s *Shared) reconcile(r readResult, claim *time.Timer) {
+	rec, err := r.rec, r.err
 	if err != nil {
 		s.failed()
 		return
@@ -216,6 +220,7 @@ func (s *Shared) claimTimer(claim *time.Timer) {
 			// No call came to be a probe: give the round to a replica
 			// that has some, once the claim lapses.
 			s.holding = false
+			s.noted()
 			rest := s.cfg.ProbeClaim - s.cfg.ProbeClaim/2
 			s.apply(circuitbreaker.Open, rest+s.cfg.Timeout, snap.Cause)
 			claim.Reset(rest)
@@ -241,6 +246,7 @@ func (s *Shared) claim(claim *time.Timer) {
 		return
 	}
 	s.succeeded()
+	s.noted()
 	switch {
 	case won:
 		s.holding = true
@@ -323,6 +329,7 @@ func (s *Shared) replied(r reply, claim *time.Timer) {
 		s.stats.published.Add(1)
 	}
 	if newer(r.rec, s.gen) {
+		s.noted()
 		s.adopt(r.rec, claim)
 	}
 	s.report()

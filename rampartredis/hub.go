@@ -1,0 +1,476 @@
+package rampartredis
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A hub does, for every Shared of one client, the work whose cost would
+// otherwise grow with the number of breakers: one pub/sub connection
+// carries every breaker's channel (one SUBSCRIBE for the channels of the
+// breakers that joined since the last one), and one refresh loop reads
+// the records of every breaker due for its periodic read together, in
+// one pipeline. Each Shared keeps its own worker goroutine, which sends
+// its breaker's own transitions, claims and reports, and applies what the
+// hub reads and receives for it.
+//
+// A hub starts with the first Shared of its client and stops, closing
+// its pub/sub connection, when the last one closes.
+type hub struct {
+	client redis.UniversalClient
+	// many is true when one script may read the records of many breakers
+	// (a single node: their keys are in different slots).
+	many  bool
+	ps    *redis.PubSub
+	start time.Time // origin of the hub's clock (now)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{} // wakes the refresh loop
+	// wake is when the refresh loop will next wake by itself, on the
+	// hub's clock: a read scheduled earlier kicks it.
+	wake atomic.Int64
+
+	mu sync.Mutex
+	// members holds the hub's Shareds; channels the Shareds of each
+	// channel (two breakers of one process may share a record). Guarded
+	// by mu.
+	members  map[*Shared]struct{}
+	channels map[string][]*Shared
+	// told holds the channels the pub/sub has been told to subscribe to,
+	// changed those whose members changed since. Guarded by mu.
+	told    map[string]bool
+	changed map[string]struct{}
+	// timeout bounds a subscription command, maxBackoff the wait between
+	// the pub/sub's reconnections: the longest of the members'. Guarded
+	// by mu.
+	timeout, maxBackoff time.Duration
+}
+
+// hubs holds the running hub of each client.
+var (
+	hubsMu sync.Mutex
+	hubs   = map[redis.UniversalClient]*hub{}
+)
+
+// join adds s to its client's hub, starting the hub if it is the first.
+// It sends nothing: the hub subscribes and reads in the background.
+func join(s *Shared) {
+	hubsMu.Lock()
+	defer hubsMu.Unlock()
+	// A client of a type that cannot be a map key (a user's struct value)
+	// gets a hub of its own.
+	comparable := reflect.TypeOf(s.client).Comparable()
+	h := (*hub)(nil)
+	if comparable {
+		h = hubs[s.client]
+	}
+	if h == nil {
+		h = newHub(s.client)
+		if comparable {
+			hubs[s.client] = h
+		}
+	}
+	s.hub = h
+	h.add(s)
+}
+
+// leave removes s from its hub, and stops the hub if s was the last.
+// It does not wait for s's worker.
+func leave(s *Shared) {
+	hubsMu.Lock()
+	h := s.hub
+	last := h.remove(s)
+	if last && hubs[h.client] == h {
+		delete(hubs, h.client)
+	}
+	hubsMu.Unlock()
+	if last {
+		h.cancel()
+		_ = h.ps.Close()
+		h.wg.Wait()
+	}
+}
+
+func newHub(client redis.UniversalClient) *hub {
+	_, single := client.(*redis.Client)
+	h := &hub{
+		client:   client,
+		many:     single,
+		start:    time.Now(),
+		kick:     make(chan struct{}, 1),
+		members:  map[*Shared]struct{}{},
+		channels: map[string][]*Shared{},
+		told:     map[string]bool{},
+		changed:  map[string]struct{}{},
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.ps = client.Subscribe(h.ctx) // no channel yet: no connection
+	h.wake.Store(math.MaxInt64)
+	h.wg.Add(2)
+	go h.listen()
+	go h.refresh()
+	return h
+}
+
+// now is the time on the hub's monotonic clock, in nanoseconds.
+func (h *hub) now() int64 { return int64(time.Since(h.start)) }
+
+// add makes s a member: its channel is subscribed to and its record read
+// as soon as the refresh loop runs.
+func (h *hub) add(s *Shared) {
+	h.mu.Lock()
+	h.members[s] = struct{}{}
+	h.channels[s.ch] = append(h.channels[s.ch], s)
+	h.changed[s.ch] = struct{}{}
+	h.timeout = max(h.timeout, s.cfg.Timeout)
+	h.maxBackoff = max(h.maxBackoff, s.cfg.MaxBackoff)
+	h.mu.Unlock()
+	h.schedule(s, 0)
+}
+
+// remove drops s, reporting whether the hub is empty now.
+func (h *hub) remove(s *Shared) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.members, s)
+	ss := h.channels[s.ch]
+	for i, o := range ss {
+		if o == s {
+			ss = append(ss[:i:i], ss[i+1:]...)
+			break
+		}
+	}
+	if len(ss) == 0 {
+		delete(h.channels, s.ch)
+	} else {
+		h.channels[s.ch] = ss
+	}
+	h.changed[s.ch] = struct{}{}
+	h.signal()
+	return len(h.members) == 0
+}
+
+// schedule has s's record read within d: not before half of d has
+// passed (so that breakers due at nearby times are read together), and
+// no later than d, or at once for 0.
+func (h *hub) schedule(s *Shared, d time.Duration) {
+	now := h.now()
+	due := now + int64(d)
+	s.from.Store(now + int64(d/2))
+	s.due.Store(due)
+	if due < h.wake.Load() {
+		h.signal()
+	}
+}
+
+// signal wakes the refresh loop.
+func (h *hub) signal() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+// inflight marks a member whose read is under way: it is not due again
+// until its worker schedules it.
+const inflight = math.MaxInt64
+
+// refresh is the hub's refresh loop: it reads the records of the members
+// that are due, then sends the subscriptions that changed, until the hub
+// stops.
+func (h *hub) refresh() {
+	defer h.wg.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-h.kick:
+		case <-t.C:
+		}
+		h.wake.Store(math.MaxInt64) // awake: a schedule from now on kicks
+		h.readDue()
+		h.subscribe()
+		h.mu.Lock()
+		next := int64(math.MaxInt64)
+		for s := range h.members {
+			if s.again.Load() {
+				next = 0
+				break
+			}
+			next = min(next, s.due.Load())
+		}
+		h.mu.Unlock()
+		if next == math.MaxInt64 {
+			t.Stop()
+			continue
+		}
+		h.wake.Store(next)
+		t.Reset(time.Duration(max(next-h.now(), 0)))
+	}
+}
+
+// readDue reads the records of the members that are due, one pipeline
+// for the members of each Timeout, and hands each record to its member's
+// worker.
+func (h *hub) readDue() {
+	now := h.now()
+	var due map[time.Duration][]*Shared
+	h.mu.Lock()
+	for s := range h.members {
+		if s.again.Swap(false) || s.from.Load() <= now {
+			s.from.Store(inflight)
+			s.due.Store(inflight)
+			if due == nil {
+				due = map[time.Duration][]*Shared{}
+			}
+			due[s.cfg.Timeout] = append(due[s.cfg.Timeout], s)
+		}
+	}
+	h.mu.Unlock()
+	for timeout, ss := range due {
+		h.read(timeout, ss)
+	}
+}
+
+// maxRecordsPerScript bounds how many records one script reads on a
+// single node, so that one script never holds Redis for long (a record
+// costs about a microsecond).
+const maxRecordsPerScript = 1000
+
+// read reads the records of ss within timeout and hands them over. On a
+// single node one script reads up to maxRecordsPerScript records; on a
+// Cluster (or another client) each record is one script, in one
+// pipeline, which go-redis splits by node.
+func (h *hub) read(timeout time.Duration, ss []*Shared) {
+	ctx, cancel := context.WithTimeout(h.ctx, timeout)
+	defer cancel()
+	sent := h.now()
+	recs := make([]record, len(ss))
+	errs := make([]error, len(ss))
+	if h.many {
+		h.readMany(ctx, ss, recs, errs)
+	} else {
+		h.readEach(ctx, ss, recs, errs)
+	}
+	for i, s := range ss {
+		s.stats.commands.Add(1)
+		if errs[i] != nil {
+			s.stats.failures.Add(1)
+		}
+		s.deliver(readResult{rec: recs[i], err: errs[i], sent: sent})
+	}
+}
+
+// readEach reads each record of ss with its own script, pipelined.
+func (h *hub) readEach(ctx context.Context, ss []*Shared, recs []record, errs []error) {
+	cmds := make([]*redis.Cmd, len(ss))
+	h.pipeline(ctx, len(ss), func(p redis.Pipeliner, i int, load bool) *redis.Cmd {
+		if load {
+			cmds[i] = readScript.Eval(ctx, p, ss[i].keys[:1])
+		} else {
+			cmds[i] = readScript.EvalSha(ctx, p, ss[i].keys[:1])
+		}
+		return cmds[i]
+	})
+	for i, c := range cmds {
+		v, err := c.Slice()
+		if err == nil {
+			recs[i], _, _, err = parseReply(v)
+		}
+		errs[i] = err
+	}
+}
+
+// readMany reads the records of ss with one script per
+// maxRecordsPerScript, pipelined.
+func (h *hub) readMany(ctx context.Context, ss []*Shared, recs []record, errs []error) {
+	n := (len(ss) + maxRecordsPerScript - 1) / maxRecordsPerScript
+	chunk := func(i int) []*Shared { return ss[i*maxRecordsPerScript : min((i+1)*maxRecordsPerScript, len(ss))] }
+	cmds := make([]*redis.Cmd, n)
+	h.pipeline(ctx, n, func(p redis.Pipeliner, i int, load bool) *redis.Cmd {
+		c := chunk(i)
+		keys := make([]string, len(c))
+		for j, s := range c {
+			keys[j] = s.keys[0]
+		}
+		if load {
+			cmds[i] = readManyScript.Eval(ctx, p, keys)
+		} else {
+			cmds[i] = readManyScript.EvalSha(ctx, p, keys)
+		}
+		return cmds[i]
+	})
+	for i, c := range cmds {
+		base := i * maxRecordsPerScript
+		v, err := c.Slice()
+		if err == nil && len(v) != len(chunk(i)) {
+			err = errors.New("rampartredis: unexpected reply of the read script")
+		}
+		for j := range chunk(i) {
+			e := err
+			if e == nil {
+				r, _ := v[j].([]any)
+				recs[base+j], _, _, e = parseReply(r)
+			}
+			errs[base+j] = e
+		}
+	}
+}
+
+// pipeline sends n commands made by add in one pipeline, by their SHA;
+// the ones that Redis does not know the script of (NOSCRIPT: it was
+// restarted, or it is another node) are sent again with the script.
+func (h *hub) pipeline(ctx context.Context, n int, add func(p redis.Pipeliner, i int, load bool) *redis.Cmd) {
+	p := h.client.Pipeline()
+	cmds := make([]*redis.Cmd, n)
+	for i := range n {
+		cmds[i] = add(p, i, false)
+	}
+	_, _ = p.Exec(ctx)
+	var again []int
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	p = h.client.Pipeline()
+	for _, i := range again {
+		add(p, i, true)
+	}
+	_, _ = p.Exec(ctx)
+}
+
+// subscribe tells the pub/sub the channels that changed since the last
+// call: one SUBSCRIBE for those that gained their first member, one
+// UNSUBSCRIBE for those that lost their last. While Redis cannot be
+// reached the pub/sub keeps the channels it was told and subscribes on
+// reconnecting.
+func (h *hub) subscribe() {
+	var sub, unsub []string
+	h.mu.Lock()
+	for ch := range h.changed {
+		want := len(h.channels[ch]) > 0
+		switch {
+		case want && !h.told[ch]:
+			sub = append(sub, ch)
+			h.told[ch] = true
+		case !want && h.told[ch]:
+			unsub = append(unsub, ch)
+			delete(h.told, ch)
+		}
+	}
+	clear(h.changed)
+	timeout := h.timeout
+	h.mu.Unlock()
+	if len(unsub) > 0 {
+		ctx, cancel := context.WithTimeout(h.ctx, timeout)
+		_ = h.ps.Unsubscribe(ctx, unsub...)
+		cancel()
+	}
+	if len(sub) > 0 {
+		ctx, cancel := context.WithTimeout(h.ctx, timeout)
+		_ = h.ps.Subscribe(ctx, sub...)
+		cancel()
+	}
+}
+
+// listen reads pub/sub until the hub stops: a message goes to the
+// workers of its channel, and a (re)subscription has the channel's
+// records read, to catch what was published while not subscribed.
+func (h *hub) listen() {
+	defer h.wg.Done()
+	wait := time.Duration(0)
+	for {
+		m, err := h.ps.ReceiveTimeout(h.ctx, DefaultRefresh)
+		if h.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			var ne interface{ Timeout() bool }
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // quiet channels
+			}
+			// Redis unreachable: try again later, backing off.
+			h.mu.Lock()
+			lo, hi := h.timeout, h.maxBackoff
+			h.mu.Unlock()
+			wait = min(max(2*wait, lo), hi)
+			if !h.sleep(wait) {
+				return
+			}
+			continue
+		}
+		wait = 0
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				h.mu.Lock()
+				for _, s := range h.channels[m.Channel] {
+					s.again.Store(true)
+				}
+				h.mu.Unlock()
+				h.signal()
+			}
+		case *redis.Message:
+			if rec, ok := parseMessage(m.Payload); ok {
+				h.mu.Lock()
+				for _, s := range h.channels[m.Channel] {
+					select {
+					case s.msgs <- rec:
+					default: // the periodic read catches up
+					}
+				}
+				h.mu.Unlock()
+			}
+		}
+	}
+}
+
+// sleep waits d or until the hub stops, reporting false if it stopped.
+func (h *hub) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-h.ctx.Done():
+		return false
+	}
+}
+
+// readResult is a record read by the hub for a member, or the error.
+type readResult struct {
+	rec  record
+	err  error
+	sent int64 // when the read was sent, on the hub's clock
+}
+
+// deliver hands r to s's worker without blocking: a result not yet
+// taken is replaced by the newer one.
+func (s *Shared) deliver(r readResult) {
+	for {
+		select {
+		case s.reads <- r:
+			return
+		default:
+		}
+		select {
+		case <-s.reads:
+		default:
+		}
+	}
+}

@@ -1,0 +1,398 @@
+package rampartredis_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/rampartredis"
+	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
+)
+
+// many starts one replica with n shared breakers, keyed k0…k(n-1), on
+// one client named name (CLIENT LIST shows it on each connection).
+func many(t *testing.T, opts *redis.Options, name string, n int, scfg rampartredis.Config) []*replica {
+	t.Helper()
+	o := *opts
+	o.ClientName = name
+	c := redis.NewClient(&o)
+	t.Cleanup(func() { c.Close() }) // after every Shared closed
+	rs := make([]*replica, n)
+	for i := range rs {
+		bcfg := breakerConfig()
+		bcfg.Name = "k" + strconv.Itoa(i)
+		br, err := circuitbreaker.New(bcfg)
+		require.NoError(t, err)
+		sh, err := rampartredis.Share(br, c, scfg)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, sh.Close()) })
+		rs[i] = &replica{client: c, br: br, sh: sh}
+	}
+	return rs
+}
+
+// connections returns how many connections of each kind ("normal",
+// "pubsub") the clients named name hold, from CLIENT LIST.
+func connections(t *testing.T, c *redis.Client, name string) map[string]int {
+	t.Helper()
+	list, err := c.ClientList(context.Background()).Result()
+	require.NoError(t, err)
+	n := map[string]int{}
+	for line := range strings.SplitSeq(strings.TrimSpace(list), "\n") {
+		f := map[string]string{}
+		for kv := range strings.FieldsSeq(line) {
+			k, v, _ := strings.Cut(kv, "=")
+			f[k] = v
+		}
+		if f["name"] != name {
+			continue
+		}
+		kind := "normal"
+		if f["sub"] != "0" || f["psub"] != "0" {
+			kind = "pubsub"
+		}
+		n[kind]++
+	}
+	return n
+}
+
+// scriptCalls returns how many scripts Redis has run (EVALSHA and EVAL),
+// from INFO commandstats.
+func scriptCalls(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	_, scripts := commandCalls(t, c)
+	return scripts
+}
+
+// numsub returns how many clients are subscribed to each channel.
+func numsub(t *testing.T, c *redis.Client, channels ...string) map[string]int64 {
+	t.Helper()
+	n, err := c.PubSubNumSub(context.Background(), channels...).Result()
+	require.NoError(t, err)
+	return n
+}
+
+// admin returns a client for the test's own queries, patient with a
+// loaded machine.
+func admin(t *testing.T, srv *redistest.Server) *redis.Client {
+	t.Helper()
+	opts, _ := patient(srv.Options(), rampartredis.Config{})
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func channelOf(key string) string { return "rampart:{" + key + "}:changes" }
+
+// Two replicas of 50 breakers each: each replica holds one pub/sub
+// connection and one connection for its scripts, and every channel is
+// subscribed to by both.
+func TestHub_FL21_TwoConnectionsWhateverTheBreakers(t *testing.T) {
+	srv := server(t)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: 20 * time.Millisecond})
+	a := many(t, opts, "replica-a", 50, scfg)
+	b := many(t, opts, "replica-b", 50, scfg)
+	synced(t, append(a, b...)...)
+	c := admin(t, srv)
+	channels := make([]string, 50)
+	for i := range channels {
+		channels[i] = channelOf("k" + strconv.Itoa(i))
+	}
+	waitFor(t, "every channel subscribed by both replicas", func() bool {
+		for _, n := range numsub(t, c, channels...) {
+			if n != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	readAfterNow(t, append(a, b...)...) // a few refreshes
+	for _, name := range []string{"replica-a", "replica-b"} {
+		assert.Equal(t, map[string]int{"normal": 1, "pubsub": 1}, connections(t, c, name), name)
+	}
+
+	// A transition is still one script of the breaker's own, and reaches
+	// the other replica.
+	a[7].trip(t)
+	waitFor(t, "k7 open on replica b", stateIs(b[7].br, circuitbreaker.Open))
+	assert.Equal(t, circuitbreaker.Closed, b[8].br.State().State, "k8 is not k7")
+}
+
+// The periodic reads of 50 breakers on one node are one script per
+// refresh, not 50: Redis runs as many scripts as each breaker counts
+// reads (give or take the round under way at either end of the count).
+func TestHub_FL21_OneScriptReadsEveryRecord(t *testing.T) {
+	srv := server(t)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: 20 * time.Millisecond})
+	rs := many(t, opts, "replica", 50, scfg)
+	synced(t, rs...)
+	c := admin(t, srv)
+	readAfterNow(t, rs...) // past the reads on subscribing
+	before := make([]int64, len(rs))
+	for i, r := range rs {
+		before[i] = r.sh.Stats().Commands
+	}
+	scripts := scriptCalls(t, c)
+	waitFor(t, "ten refreshes of every breaker", func() bool {
+		for i, r := range rs {
+			if r.sh.Stats().Commands < before[i]+10 {
+				return false
+			}
+		}
+		return true
+	})
+	scripts = scriptCalls(t, c) - scripts
+	var lo, hi int64 = 1 << 62, 0
+	for i, r := range rs {
+		d := r.sh.Stats().Commands - before[i]
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	assert.GreaterOrEqual(t, scripts, lo-2, "reads per breaker %d..%d", lo, hi)
+	assert.LessOrEqual(t, scripts, hi+2, "one script per refresh: reads per breaker %d..%d", lo, hi)
+}
+
+// Redis killed and restarted empty with 2×50 breakers: every channel is
+// subscribed again, and a trip after it reaches the other replica by
+// pub/sub (reads are hourly).
+func TestHub_FL21_RestartResubscribesEveryBreaker(t *testing.T) {
+	srv := server(t)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: time.Hour})
+	a := many(t, opts, "replica-a", 50, scfg)
+	b := many(t, opts, "replica-b", 50, scfg)
+	synced(t, append(a, b...)...)
+	c := admin(t, srv)
+	channels := make([]string, 50)
+	for i := range channels {
+		channels[i] = channelOf("k" + strconv.Itoa(i))
+	}
+	everySubscribed := func() bool {
+		for _, n := range numsub(t, c, channels...) {
+			if n != 2 {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, "every channel subscribed by both replicas", everySubscribed)
+	srv.Kill()
+	srv.Restart()
+	waitFor(t, "every channel subscribed again by both replicas", everySubscribed)
+	for _, i := range []int{0, 23, 49} {
+		a[i].trip(t)
+		waitFor(t, fmt.Sprintf("k%d open on replica b", i), stateIs(b[i].br, circuitbreaker.Open))
+	}
+	for _, name := range []string{"replica-a", "replica-b"} {
+		assert.Equal(t, 1, connections(t, c, name)["pubsub"], name)
+	}
+}
+
+// BenchmarkHub_FL21_ManyBreakers measures what shared breakers cost at
+// scale: 32 replicas in one process, each with its own client and 1,000
+// shared breakers (the same 1,000 keys on every replica, as a fleet of
+// per-host breakers would have), against one redis-server, with the
+// default Refresh (1s). It reports, once everything is subscribed and
+// read:
+//
+//   - conns/replica: the most connections (CLIENT LIST) any replica holds;
+//   - scripts/s/replica: the commands a replica sends per second (INFO
+//     commandstats over 5s: at rest, a replica sends only its reads),
+//     calls/s/replica the calls Redis makes for it, those inside the
+//     scripts included (one HMGET per record read);
+//   - heapB/breaker, stackB/breaker: the process's heap (after GC) and
+//     goroutine stacks per shared breaker, breakers included;
+//   - redisB/breaker: Redis's used_memory per shared breaker while all are
+//     Closed (no record: the subscriptions);
+//   - redisB/record: used_memory per open record, after one replica
+//     tripped 100 of its breakers, and recordB one's MEMORY USAGE.
+//
+// The measurement runs once whatever b.N is:
+//
+//	cd rampartredis && go test -run='^$' -bench=ManyBreakers -benchtime=1x .
+func BenchmarkHub_FL21_ManyBreakers(b *testing.B) {
+	replicas, breakers := 32, 1000
+	if v, err := strconv.Atoi(os.Getenv("RAMPART_REPLICAS")); err == nil {
+		replicas = v
+	}
+	phase := time.Now()
+	logPhase := func(what string) { b.Logf("%s: %v", what, time.Since(phase)); phase = time.Now() }
+	srv := server(b)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{})
+	ctx := context.Background()
+	ac := redis.NewClient(opts)
+	defer ac.Close()
+
+	before := inProcess()
+	mem0 := usedMemory(b, ac)
+	type replicaOf struct {
+		c   *redis.Client
+		brs []*circuitbreaker.Breaker
+		shs []*rampartredis.Shared
+	}
+	fleet := make([]replicaOf, replicas)
+	for i := range fleet {
+		o := *opts
+		o.ClientName = "replica-" + strconv.Itoa(i)
+		r := replicaOf{c: redis.NewClient(&o)}
+		for j := range breakers {
+			bcfg := breakerConfig()
+			bcfg.Name = "host-" + strconv.Itoa(j)
+			bcfg.CoolDown = time.Hour // the records stay open while measured
+			br, err := circuitbreaker.New(bcfg)
+			require.NoError(b, err)
+			sh, err := rampartredis.Share(br, r.c, scfg)
+			require.NoError(b, err)
+			r.brs, r.shs = append(r.brs, br), append(r.shs, sh)
+		}
+		fleet[i] = r
+	}
+	defer func() {
+		for _, r := range fleet {
+			for _, sh := range r.shs {
+				sh.Close()
+			}
+			r.c.Close()
+		}
+	}()
+	logPhase("shared")
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, r := range fleet {
+		for _, sh := range r.shs {
+			require.NoError(b, sh.WaitSynced(wctx))
+		}
+	}
+	channels := make([]string, breakers)
+	for j := range channels {
+		channels[j] = channelOf("host-" + strconv.Itoa(j))
+	}
+	waitFor(b, "every channel subscribed by every replica", func() bool {
+		n, err := ac.PubSubNumSub(ctx, channels...).Result()
+		require.NoError(b, err)
+		for _, v := range n {
+			if v != int64(replicas) {
+				return false
+			}
+		}
+		return true
+	})
+	logPhase("synced and subscribed")
+	after := inProcess()
+	mem1 := usedMemory(b, ac)
+
+	// Commands per second, over 5 refreshes.
+	calls0, scripts0 := commandCalls(b, ac)
+	start := time.Now()
+	time.Sleep(5 * time.Second)
+	calls1, scripts1 := commandCalls(b, ac)
+	if os.Getenv("RAMPART_COMMANDSTATS") != "" {
+		b.Log(ac.Info(ctx, "commandstats").Val())
+	}
+	secs := time.Since(start).Seconds()
+	conns := 0
+	list := ac.ClientList(ctx).Val()
+	for i := range replicas {
+		conns = max(conns, strings.Count(list, "name=replica-"+strconv.Itoa(i)+" "))
+	}
+
+	logPhase("measured")
+	// One replica trips 100 breakers: 100 open records.
+	const tripped = 100
+	for _, br := range fleet[0].brs[:tripped] {
+		(&replica{br: br}).trip(b)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		open := 0
+		for _, br := range fleet[replicas-1].brs[:tripped] {
+			if br.State().State == circuitbreaker.Open {
+				open++
+			}
+		}
+		if open == tripped {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d breakers of the last replica open a minute after the trips", open, tripped)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	logPhase("tripped and open on the last replica")
+	mem2 := usedMemory(b, ac)
+	record, err := ac.MemoryUsage(ctx, "rampart:{host-0}:state").Result()
+	require.NoError(b, err)
+
+	n := float64(replicas * breakers)
+	b.ReportMetric(float64(replicas), "replicas")
+	b.ReportMetric(float64(conns), "conns/replica")
+	b.ReportMetric(float64(calls1-calls0)/secs/float64(replicas), "calls/s/replica")
+	b.ReportMetric(float64(scripts1-scripts0)/secs/float64(replicas), "scripts/s/replica")
+	b.ReportMetric(float64(after.heap-before.heap)/n, "heapB/breaker")
+	b.ReportMetric(float64(after.stack-before.stack)/n, "stackB/breaker")
+	b.ReportMetric(float64(mem1-mem0)/n, "redisB/breaker")
+	b.ReportMetric(float64(mem2-mem1)/tripped, "redisB/record")
+	b.ReportMetric(float64(record), "recordB")
+}
+
+type memory struct{ heap, stack uint64 }
+
+// inProcess returns the heap in use after a GC, and the goroutine stacks.
+func inProcess() memory {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memory{heap: m.HeapAlloc, stack: m.StackInuse}
+}
+
+// usedMemory returns Redis's used_memory (INFO memory).
+func usedMemory(b testing.TB, c *redis.Client) int64 {
+	b.Helper()
+	return infoInt(b, c, "memory", "used_memory")
+}
+
+func infoInt(b testing.TB, c *redis.Client, section, field string) int64 {
+	b.Helper()
+	info, err := c.Info(context.Background(), section).Result()
+	require.NoError(b, err)
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			require.NoError(b, err)
+			return n
+		}
+	}
+	b.Fatalf("INFO %s has no %s", section, field)
+	return 0
+}
+
+// commandCalls returns how many commands Redis has run, and how many of
+// them were scripts (INFO commandstats).
+func commandCalls(b testing.TB, c *redis.Client) (all, scripts int64) {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	require.NoError(b, err)
+	for line := range strings.SplitSeq(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		require.NoError(b, err)
+		all += v
+		if name == "cmdstat_evalsha" || name == "cmdstat_eval" {
+			scripts += v
+		}
+	}
+	return all, scripts
+}
