@@ -100,7 +100,9 @@ shadow layer, 4 candidates, Closed success|rampart|Service|^BenchmarkShadow\$/^4
 "
 # The observers' rows: a breaker alone (no retry layer), with no observer
 # (the floor) and with rampartotel's Observer on the SDK (a ManualReader)
-# and on the no-op MeterProvider, with and without span events.
+# and on the no-op MeterProvider, with and without span events; and a
+# retry layer over a breaker with no observer, the slog one, the OTel one
+# and both joined.
 otel='rampartotel_test.BenchmarkBreaker'
 otelrows="
 loop|empty loop (baseline)|bare|^BenchmarkBare\$/^loop\$|rampartotel_test.bareLoop|50000
@@ -110,6 +112,10 @@ Closed breaker, success|rampartotel, no-op MeterProvider|Service|^BenchmarkBreak
 Closed breaker, success|rampartotel, no-op MeterProvider, NoSpanEvents|Service|^BenchmarkBreakerClosedSuccess\$/^otel-noop-nospans\$|${otel}ClosedSuccess.func1|50000
 Open breaker, rejection|floor: no observer|Service|^BenchmarkBreakerOpenRejection\$/^none\$|${otel}OpenRejection.func1|50000
 Open breaker, rejection|rampartotel, SDK|Service|^BenchmarkBreakerOpenRejection\$/^otel-sdk\$|${otel}OpenRejection.func1|50000
+retry → breaker, Closed success|floor: no observer|Service|^BenchmarkClosedSuccess\$/^none\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
+retry → breaker, Closed success|observe.Log (slog)|Service|^BenchmarkClosedSuccess\$/^slog\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
+retry → breaker, Closed success|rampartotel, SDK|Service|^BenchmarkClosedSuccess\$/^otel\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
+retry → breaker, Closed success|observe.Join(slog, rampartotel SDK)|Service|^BenchmarkClosedSuccess\$/^slog\+otel\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
 "
 dir=.
 if [[ ${SET:-} == otel ]]; then
