@@ -427,14 +427,20 @@ func (h *hub) listen() {
 			}
 		case *redis.Message:
 			if rec, ok := parseMessage(m.Payload); ok {
+				full := false
 				h.mu.Lock()
 				for _, s := range h.channels[m.Channel] {
 					select {
 					case s.msgs <- rec:
-					default: // the periodic read catches up
+					default: // a read catches up, at once
+						s.again.Store(true)
+						full = true
 					}
 				}
 				h.mu.Unlock()
+				if full {
+					h.signal()
+				}
 			}
 		}
 	}
