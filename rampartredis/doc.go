@@ -67,25 +67,25 @@
 //	cd rampartredis && go test -run='^$' -bench=ManyBreakers -benchtime=1x .
 //
 //	connections per replica          2  (1 pub/sub + 1 for scripts)
-//	scripts per second per replica   0.72  (at most 1 per Refresh)
-//	Redis calls per second per rep.  371  (1 HMGET per breaker read)
-//	heap per shared breaker          6,885 B  (+ 973 B the breaker itself)
-//	goroutine stack per breaker      4,109 B  (its worker)
-//	Redis memory per shared breaker  200 B  (its subscriptions, used_memory)
+//	scripts per second per replica   0.74  (at most 1 per Refresh)
+//	Redis calls per second per rep.  603  (1 HMGET per breaker read)
+//	heap per shared breaker          5,455 B  (+ 973 B the breaker itself)
+//	goroutine stack per breaker      4,110 B  (its worker)
+//	Redis memory per shared breaker  198 B  (its subscriptions, used_memory)
 //	Redis memory per open record     168 B  (MEMORY USAGE)
 //
 // Connections and scripts per second do not grow with the breakers: a
-// replica holds two connections and sends one read per Refresh (one per
-// 1,000 breakers on a single node; per breaker, pipelined, on a
-// Cluster), where each breaker used to cost its own pub/sub connection
-// and its own script per Refresh. The rest grows linearly: per breaker,
-// one HMGET inside the read script per Refresh, about 11 KB in the
-// process (a worker goroutine and its channels) and 200 B in Redis per
-// replica subscribed, plus 168 B per record while it is open (a closed
-// record is no record); per replica, one hub (two goroutines). The
-// scripts ran at 0.72 per second, not 1, because the machine was
-// overloaded: a read is due a Refresh after the previous one was
-// applied.
+// replica holds two connections and sends one read per Refresh (one
+// script per 1,000 breakers on a single node; one per breaker,
+// pipelined, on a Cluster), where each breaker used to cost its own
+// pub/sub connection and its own script per Refresh. The rest grows
+// linearly: per breaker, one HMGET inside the read script per Refresh,
+// about 9.5 KB in the process (a worker goroutine, its channels and
+// timer) and 200 B in Redis for each replica subscribed, plus 168 B per
+// record while it is open (a closed record is no record); per replica,
+// one hub (two goroutines). The scripts ran at 0.74 per second, not 1,
+// because the machine was overloaded: a read is due a Refresh after the
+// previous one was applied, so a slow machine reads less often.
 //
 // # Seeing whether the fleet agrees
 //
