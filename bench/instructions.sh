@@ -79,10 +79,6 @@ timeout, success|context.WithTimeoutCause|bare|^BenchmarkBare\$/^timeout\$|bench
 timeout, success|rampart|Service|^BenchmarkTimeout\$/^rampart\$|$loop|20000
 timeout, success|failsafe-go|Service|^BenchmarkTimeout\$/^failsafe\$|$loop|10000
 timeout → retry + budget → breaker, success|floor: context.WithTimeoutCause|Service|^BenchmarkTimeoutStack\$/^floor\$|$loop|20000
-shadow layer, Closed success|floor: direct call|Service|^BenchmarkShadow\$/^floor\$|$loop|50000
-shadow layer, Closed success|rampart, 1 candidate|Service|^BenchmarkShadow\$/^1\$|$loop|25000
-shadow layer, Closed success|rampart, 2 candidates|Service|^BenchmarkShadow\$/^2\$|$loop|25000
-shadow layer, Closed success|rampart, 4 candidates|Service|^BenchmarkShadow\$/^4\$|$loop|25000
 timeout → retry + budget → breaker, success|rampart|Service|^BenchmarkTimeoutStack\$/^rampart\$|$loop|20000
 timeout → retry + budget → breaker, success|failsafe-go|Service|^BenchmarkTimeoutStack\$/^failsafe\$|$loop|10000
 HTTP server, one request|floor: bare handler|http.Handler|^BenchmarkHTTPServer\$/^bare\$|bench_test.serveLoop|50000
@@ -94,6 +90,10 @@ gRPC unary call over bufconn (whole program)|floor: bare client|grpc.ClientConn|
 gRPC unary call over bufconn (whole program)|bare client, the caller sets a deadline|grpc.ClientConn|^BenchmarkGRPCUnary\$/^bare-deadline\$|-|2000
 gRPC unary call over bufconn (whole program)|rampart interceptors|grpc.ClientConn|^BenchmarkGRPCUnary\$/^rampart\$|-|2000
 gRPC unary call over bufconn (whole program)|failsafe-go failsafegrpc|grpc.ClientConn|^BenchmarkGRPCUnary\$/^failsafe\$|-|2000
+shadow layer, 1 candidate, Closed success|floor: direct call|Service|^BenchmarkShadow\$/^floor\$|$loop|50000
+shadow layer, 1 candidate, Closed success|rampart|Service|^BenchmarkShadow\$/^1\$|$loop|25000
+shadow layer, 2 candidates, Closed success|rampart|Service|^BenchmarkShadow\$/^2\$|$loop|25000
+shadow layer, 4 candidates, Closed success|rampart|Service|^BenchmarkShadow\$/^4\$|$loop|25000
 "
 if [[ -n ${ONLY:-} ]]; then
   rows=$(grep -E "^loop\||${ONLY}" <<<"$rows") # the baseline always runs

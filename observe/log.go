@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,8 +132,8 @@ func NewLog(cfg LogConfig) (*Log, error) {
 	}
 	l := &Log{
 		logger:  cfg.Logger,
-		every:   rate.Every(orDefault(cfg.Every, DefaultLogEvery)),
-		burst:   orDefault(cfg.Burst, DefaultLogBurst),
+		every:   rate.Every(cmp.Or(cfg.Every, DefaultLogEvery)),
+		burst:   cmp.Or(cfg.Burst, DefaultLogBurst),
 		level:   cfg.Level,
 		buckets: make(map[logKey]*logBucket),
 		pruneAt: LogPruneAt,
@@ -141,14 +142,6 @@ func NewLog(cfg LogConfig) (*Log, error) {
 		l.level = defaultLevel
 	}
 	return l, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // defaultLevel is the level of an event when LogConfig.Level is nil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -209,6 +210,12 @@ type HedgeConfig struct {
 // reports true for exactly the full method names given
 // ("/pkg.Service/Method"). The result is safe for concurrent use.
 func Methods(names ...string) func(method string) bool {
+	if len(names) <= maxScannedMethods {
+		// A few names are found sooner by comparing them (lengths
+		// first) than by hashing a method name on every call.
+		few := slices.Clone(names)
+		return func(method string) bool { return slices.Contains(few, method) }
+	}
 	set := make(map[string]struct{}, len(names))
 	for _, n := range names {
 		set[n] = struct{}{}
@@ -218,6 +225,10 @@ func Methods(names ...string) func(method string) bool {
 		return ok
 	}
 }
+
+// maxScannedMethods is the most names Methods compares one by one rather
+// than looking up in a map.
+const maxScannedMethods = 8
 
 // PerMethod is a [ClientConfig.BreakerKey] that gives every method its
 // own breaker: the key is the full method name.

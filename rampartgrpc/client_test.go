@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -764,4 +765,27 @@ func TestRecorder_GR_JudgesAsTheBreaker(t *testing.T) {
 		}, got)
 		assert.Equal(t, int32(4), srv.calls.Load(), "refused attempts were not sent")
 	})
+}
+
+// Methods reports true for exactly the names given, whether it compares
+// them one by one (a few) or looks them up (many), and the caller's slice
+// may change afterwards.
+func TestMethods_GR1_ExactNames(t *testing.T) {
+	for _, n := range []int{0, 1, 8, 9, 40} {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("/pkg.Service/M%d", i)
+		}
+		safe := rampartgrpc.Methods(names...)
+		for i := range names {
+			assert.True(t, safe(names[i]), "%d names: %s", n, names[i])
+			names[i] = "/changed/" + names[i]
+		}
+		for i := range n {
+			assert.True(t, safe(fmt.Sprintf("/pkg.Service/M%d", i)), "%d names: the caller's slice was copied", n)
+		}
+		assert.False(t, safe(fmt.Sprintf("/pkg.Service/M%d", n)), "%d names", n)
+		assert.False(t, safe("/pkg.Service/M"), "%d names: a prefix", n)
+		assert.False(t, safe(""), "%d names", n)
+	}
 }

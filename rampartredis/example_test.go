@@ -66,7 +66,10 @@ func ExampleShare() {
 // Two replicas share a quota of 100 calls per second: the first one,
 // alone, gets all of it; the second one, joining, gets half of it, and the
 // first gets the other half at its next Slice. (The Slice of an hour keeps
-// the output fixed; the default is 100ms.)
+// the output fixed; the default is 100ms. The Timeout of seconds lets a
+// busy machine's Redis answer the first lease, which also loads the
+// script; the default is 50ms, past which the Quota starts as its
+// Unreachable says.)
 func ExampleNewQuota() {
 	addr, stop, err := redistest.Run() // a redis-server of its own
 	if err != nil {
@@ -77,7 +80,7 @@ func ExampleNewQuota() {
 
 	replica := func(id string) (*rampartredis.Quota, func()) {
 		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-		q, err := rampartredis.NewQuota(client, rampartredis.QuotaConfig{Key: "partner-api", Limit: 100, Slice: time.Hour, ID: id})
+		q, err := rampartredis.NewQuota(client, rampartredis.QuotaConfig{Key: "partner-api", Limit: 100, Slice: time.Hour, Timeout: 5 * time.Second, ID: id})
 		if err != nil {
 			panic(err)
 		}

@@ -340,3 +340,14 @@ func TestCluster_FL20_QuotaOnACluster(t *testing.T) {
 	assert.Positive(t, float64(st.Share))
 	assert.LessOrEqual(t, float64(st.Share), 100.0)
 }
+
+func TestSentinel_FL20_QuotaLeases(t *testing.T) {
+	st := redistest.StartSentinels(t)
+	c := redis.NewFailoverClient(st.Options())
+	defer c.Close()
+	q, err := rampartredis.NewQuota(c, rampartredis.QuotaConfig{Key: "partner", Limit: 100, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer q.Close()
+	assert.Zero(t, q.Stats().Failures, "the first lease was answered by the master")
+	assert.Equal(t, rate.Limit(100), q.Stats().Share)
+}

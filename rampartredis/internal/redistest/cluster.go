@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,27 +43,18 @@ func CLI(t testing.TB) string {
 // node reports cluster_state:ok.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	bin, cli := Binary(t), CLI(t)
+	cli := CLI(t)
 	dir := t.TempDir()
 	c := &Cluster{t: t}
 	for i := range 3 {
-		s := &Server{t: t, bin: bin, args: []string{
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", i)),
-			"--cluster-node-timeout", "1000",
-			"--dir", dir,
-		}}
-		var err error
-		for range 5 {
-			s.Addr = freeAddr(t)
-			if err = s.start(); err == nil {
-				break
+		s := startWith(t, func(s *Server) {
+			s.args = []string{
+				"--cluster-enabled", "yes",
+				"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", i)),
+				"--cluster-node-timeout", "1000",
+				"--dir", dir,
 			}
-		}
-		if err != nil {
-			t.Fatalf("redistest: cluster node: %v", err)
-		}
-		t.Cleanup(s.stop)
+		})
 		c.Nodes = append(c.Nodes, s)
 	}
 	args := []string{"--cluster", "create"}
@@ -152,4 +144,46 @@ func (c *Cluster) Master(key string) *Server {
 	}
 	c.t.Fatalf("redistest: master %s of %q is not a node of the cluster %v", addr, key, c.Addrs())
 	return nil
+}
+
+// ProxiedOptions returns cluster client options whose every connection
+// passes through a [Proxy] in front of its node, and the proxies: the
+// client learns the nodes' real addresses from the cluster, and its
+// Dialer sends each connection to that node's proxy, so that cutting the
+// proxies partitions this client from the whole cluster and no other.
+func (c *Cluster) ProxiedOptions() (*redis.ClusterOptions, Proxies) {
+	c.t.Helper()
+	byAddr := map[string]*Proxy{}
+	var ps Proxies
+	for _, s := range c.Nodes {
+		p := NewProxy(c.t, s.Addr)
+		byAddr[s.Addr] = p
+		ps = append(ps, p)
+	}
+	o := c.Options()
+	var d net.Dialer
+	o.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if p, ok := byAddr[addr]; ok {
+			addr = p.Addr
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+	return o, ps
+}
+
+// Proxies are the proxies of one client, cut and healed together.
+type Proxies []*Proxy
+
+// Cut cuts every proxy.
+func (ps Proxies) Cut() {
+	for _, p := range ps {
+		p.Cut()
+	}
+}
+
+// Heal heals every proxy.
+func (ps Proxies) Heal() {
+	for _, p := range ps {
+		p.Heal()
+	}
 }

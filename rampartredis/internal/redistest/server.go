@@ -31,6 +31,7 @@ type Server struct {
 	Addr string // host:port
 
 	args []string // extra redis-server arguments (a cluster node's)
+	conf string   // a config file, the first argument (a Sentinel's)
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // guarded by mu
@@ -54,7 +55,17 @@ func Binary(t testing.TB) string {
 // Start starts a redis-server for t and stops it when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith starts a redis-server for t, configured by set (nil: as
+// Start does), and stops it when t ends.
+func startWith(t testing.TB, set func(*Server)) *Server {
+	t.Helper()
 	s := &Server{t: t, bin: Binary(t)}
+	if set != nil {
+		set(s)
+	}
 	var err error
 	for range 5 { // a free port may be taken between asking and binding
 		s.Addr = freeAddr(t)
@@ -108,6 +119,9 @@ func (s *Server) start() error {
 	_, port, _ := net.SplitHostPort(s.Addr)
 	args := append([]string{"--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"}, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
 	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server: %w", err)
