@@ -215,7 +215,7 @@ func observeTransitions(name string, obs observe.Observer) func(Transition) {
 		obs.Observe(context.Background(), observe.Event{
 			Source: observe.Breaker, Name: name, Kind: observe.Transition,
 			From: tr.From.String(), To: tr.To.String(), Err: tr.Cause,
-			Calls: tr.Counts.Calls, Failures: tr.Counts.Failures,
+			Calls: tr.Counts.Calls, Failures: tr.Counts.Failures, Duration: tr.RetryAfter,
 		})
 	}
 }

@@ -270,7 +270,11 @@ type Kind uint8
 const (
 	// Transition: a breaker changed state. From, To; Err is the cause of
 	// a trip (a transition to open or forced-open), nil otherwise; Calls
-	// and Failures, for a trip, the counts it was decided on.
+	// and Failures, for a trip, the counts it was decided on; Duration,
+	// for a transition to open, its cool-down (math.MaxInt64, which is
+	// rampart.Forever, for one that lasts until a reset; zero for none),
+	// after which the breaker is half-open and lets a probe through,
+	// though it reports that transition only when the next call arrives.
 	Transition Kind = iota + 1
 	// Retrying: a retry layer is about to retry, after waiting Duration.
 	// Attempt is the number of the attempt it is about to make (2 for the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -77,7 +78,8 @@ type LogConfig struct {
 // The message is the source and kind ("circuitbreaker transition",
 // "concurrency refused"); the attributes are "layer" (the Source), "name"
 // when not empty, then the event's fields that are set: "attempt",
-// "duration", "error", "from", "to", "failures", "calls" (a trip's
+// "duration" ("cool_down" for a transition to open: its cool-down, or
+// "forever"), "error", "from", "to", "failures", "calls" (a trip's
 // counts), and "suppressed".
 //
 // A Log is safe for concurrent use. It holds one small entry per kind of
@@ -185,7 +187,13 @@ func (l *Log) Observe(ctx context.Context, e Event) {
 	if e.Attempt != 0 {
 		attrs = append(attrs, slog.Int("attempt", e.Attempt))
 	}
-	if e.Duration != 0 {
+	switch {
+	case e.Duration == 0:
+	case e.Kind == Transition && e.Duration == math.MaxInt64:
+		attrs = append(attrs, slog.String("cool_down", "forever")) // until a reset
+	case e.Kind == Transition:
+		attrs = append(attrs, slog.Duration("cool_down", e.Duration))
+	default:
 		attrs = append(attrs, slog.Duration("duration", e.Duration))
 	}
 	if e.Err != nil {
