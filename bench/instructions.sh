@@ -34,6 +34,17 @@
 # context.WithTimeoutCause directly in the loop around the backend, without
 # that shape. allocs/call is the benchmark's own allocs/op of the 2N run.
 #
+# The adapters' rows are counted the same way. "http.Handler" rows call a
+# handler's ServeHTTP directly with a minimal ResponseWriter (no network),
+# bare and behind a ramparthttp.Handler. "grpc.ClientConn" rows make one
+# unary call over bufconn to a real grpc-go server and count the whole
+# program (the function column is "-": no --toggle-collect), since the
+# call's work is spread over the client's, the server's and the
+# transport's goroutines; what runs once cancels as for the other rows,
+# but how the scheduler interleaves those goroutines moves a row by a few
+# hundred instructions per call from one run to the next (rerun it, or
+# use SCALE, before trusting a difference under 1,000).
+#
 # GODEBUG=asyncpreemptoff=1 is set because callgrind aborts on the signal Go
 # preempts goroutines with. GOGC=off keeps the collector from running: an
 # allocating row counts its allocations (mallocgc) but not the collection

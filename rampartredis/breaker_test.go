@@ -718,6 +718,15 @@ func killedMidRun(t *testing.T, client func() redis.UniversalClient, kill, back 
 	assert.Equal(t, "open", record()["state"])
 }
 
+func TestCluster_FL20_MasterKilledItsReplicaTakesOver(t *testing.T) {
+	cl := redistest.StartReplicatedCluster(t)
+	master := cl.Master(stateKey)
+	killedMidRun(t, func() redis.UniversalClient { return redis.NewClusterClient(cl.Options()) },
+		master.Kill,
+		func() { cl.WaitTakenOver(stateKey, master) }, // the slot moves to the replica
+		func() map[string]string { return clusterRecord(t, cl) })
+}
+
 func TestCluster_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
 	cutOffAdopts(t, onCluster(t))
 }

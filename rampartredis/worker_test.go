@@ -400,6 +400,10 @@ func TestShare_FL19_AnOpenArrivesWhileTheReplicasReportWaits(t *testing.T) {
 	cfg := breakerConfig()
 	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 100}, time.Minute
 	opts, scfg := patient(srv.Options(), rampartredis.Config{Failures: 2, CoolDown: time.Minute, Refresh: time.Hour})
+	// a's report is held at the gate until the test opens it, past its
+	// Timeout only if b's evidence takes that long to reach a: on a
+	// loaded machine, more than patient's 2s.
+	scfg.Timeout, scfg.ProbeClaim = 20*time.Second, time.Minute
 	g := new(gate)
 	slow := redis.NewClient(opts)
 	slow.AddHook(g)

@@ -33,8 +33,9 @@ type Server struct {
 	args []string // extra redis-server arguments (a cluster node's)
 	conf string   // a config file, the first argument (a Sentinel's)
 
-	mu  sync.Mutex
-	cmd *exec.Cmd // guarded by mu
+	mu   sync.Mutex
+	cmd  *exec.Cmd // guarded by mu
+	dead bool      // killed and not restarted; guarded by mu
 }
 
 // Binary returns the path of redis-server, or fails (CI) or skips the test.
@@ -151,10 +152,17 @@ func (s *Server) start() error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.mu.Lock()
-	s.cmd = cmd
+	s.cmd, s.dead = cmd, false
 	s.mu.Unlock()
 	go func() { <-exited }() // reap
 	return nil
+}
+
+// Dead reports whether the server was killed and not restarted.
+func (s *Server) Dead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
 }
 
 // PID returns the server process's id.
@@ -184,6 +192,7 @@ func (s *Server) Kill() {
 	s.t.Helper()
 	s.mu.Lock()
 	cmd := s.cmd
+	s.dead = true
 	s.mu.Unlock()
 	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
 	_ = cmd.Process.Kill()
