@@ -94,6 +94,19 @@ func admin(t *testing.T, srv *redistest.Server) *redis.Client {
 
 func channelOf(key string) string { return "rampart:{" + key + "}:changes" }
 
+// reading starts one replica of n breakers reading every 20ms on a
+// server of its own, and returns them once each has read past the reads
+// on subscribing, with a client for the test's queries.
+func reading(t *testing.T, n int) ([]*replica, *redis.Client) {
+	t.Helper()
+	srv := server(t)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: 20 * time.Millisecond})
+	rs := many(t, opts, "replica", n, scfg)
+	synced(t, rs...)
+	readAfterNow(t, rs...)
+	return rs, admin(t, srv)
+}
+
 // Two replicas of 50 breakers each: each replica holds one pub/sub
 // connection and one connection for its scripts, and every channel is
 // subscribed to by both.
@@ -132,12 +145,7 @@ func TestHub_FL21_TwoConnectionsWhateverTheBreakers(t *testing.T) {
 // refresh, not 50: Redis runs as many scripts as each breaker counts
 // reads (give or take the round under way at either end of the count).
 func TestHub_FL21_OneScriptReadsEveryRecord(t *testing.T) {
-	srv := server(t)
-	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: 20 * time.Millisecond})
-	rs := many(t, opts, "replica", 50, scfg)
-	synced(t, rs...)
-	c := admin(t, srv)
-	readAfterNow(t, rs...) // past the reads on subscribing
+	rs, c := reading(t, 50)
 	before := make([]int64, len(rs))
 	for i, r := range rs {
 		before[i] = r.sh.Stats().Commands
@@ -209,12 +217,7 @@ func TestHub_FL21_RestartResubscribesEveryBreaker(t *testing.T) {
 // pipeline, where go-redis's Script.Run cannot fall back to EVAL, sends
 // them again with their body, and no read fails.
 func TestHub_FL21_ReadsSurviveAScriptFlush(t *testing.T) {
-	srv := server(t)
-	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: 20 * time.Millisecond})
-	rs := many(t, opts, "replica", 20, scfg)
-	synced(t, rs...)
-	c := admin(t, srv)
-	readAfterNow(t, rs...)
+	rs, c := reading(t, 20)
 	failures := rs[3].sh.Stats().Failures
 	ctx := context.Background()
 	require.NoError(t, c.ScriptFlush(ctx).Err())
