@@ -10,6 +10,9 @@
 #   bench/instructions.sh out.md        # writes out.md only
 #   ONLY='Open|Closed' bench/instructions.sh /tmp/x.md   # rows matching a regexp
 #   SCALE=4 bench/instructions.sh       # 4x the iterations (less noise, slower)
+#   SET=otel bench/instructions.sh out.md   # the observers' rows instead: a
+#                                       # breaker alone by observer, from
+#                                       # rampartotel's benchmarks
 #
 # Needs valgrind (Debian and Ubuntu: apt-get install valgrind); it installs
 # nothing itself and stops if valgrind is missing. About 4 minutes on an idle
@@ -30,6 +33,17 @@
 # as rampart's own layers are); "bare" rows call the peer's API or
 # context.WithTimeoutCause directly in the loop around the backend, without
 # that shape. allocs/call is the benchmark's own allocs/op of the 2N run.
+#
+# The adapters' rows are counted the same way. "http.Handler" rows call a
+# handler's ServeHTTP directly with a minimal ResponseWriter (no network),
+# bare and behind a ramparthttp.Handler. "grpc.ClientConn" rows make one
+# unary call over bufconn to a real grpc-go server and count the whole
+# program (the function column is "-": no --toggle-collect), since the
+# call's work is spread over the client's, the server's and the
+# transport's goroutines; what runs once cancels as for the other rows,
+# but how the scheduler interleaves those goroutines moves a row by a few
+# hundred instructions per call from one run to the next (rerun it, or
+# use SCALE, before trusting a difference under 1,000).
 #
 # GODEBUG=asyncpreemptoff=1 is set because callgrind aborts on the signal Go
 # preempts goroutines with. GOGC=off keeps the collector from running: an
@@ -95,13 +109,39 @@ shadow layer, 1 candidate, Closed success|rampart|Service|^BenchmarkShadow\$/^1\
 shadow layer, 2 candidates, Closed success|rampart|Service|^BenchmarkShadow\$/^2\$|$loop|25000
 shadow layer, 4 candidates, Closed success|rampart|Service|^BenchmarkShadow\$/^4\$|$loop|25000
 "
+# The observers' rows: a breaker alone (no retry layer), with no observer
+# (the floor) and with rampartotel's Observer on the SDK (a ManualReader)
+# and on the no-op MeterProvider, with and without span events; and a
+# retry layer over a breaker with no observer, the slog one, the OTel one
+# and both joined.
+otel='rampartotel_test.BenchmarkBreaker'
+otelrows="
+loop|empty loop (baseline)|bare|^BenchmarkBare\$/^loop\$|rampartotel_test.bareLoop|50000
+Closed breaker, success|floor: no observer|Service|^BenchmarkBreakerClosedSuccess\$/^none\$|${otel}ClosedSuccess.func1|50000
+Closed breaker, success|rampartotel, SDK|Service|^BenchmarkBreakerClosedSuccess\$/^otel-sdk\$|${otel}ClosedSuccess.func1|50000
+Closed breaker, success|rampartotel, no-op MeterProvider|Service|^BenchmarkBreakerClosedSuccess\$/^otel-noop\$|${otel}ClosedSuccess.func1|50000
+Closed breaker, success|rampartotel, no-op MeterProvider, NoSpanEvents|Service|^BenchmarkBreakerClosedSuccess\$/^otel-noop-nospans\$|${otel}ClosedSuccess.func1|50000
+Open breaker, rejection|floor: no observer|Service|^BenchmarkBreakerOpenRejection\$/^none\$|${otel}OpenRejection.func1|50000
+Open breaker, rejection|rampartotel, SDK|Service|^BenchmarkBreakerOpenRejection\$/^otel-sdk\$|${otel}OpenRejection.func1|50000
+retry → breaker, Closed success|floor: no observer|Service|^BenchmarkClosedSuccess\$/^none\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
+retry → breaker, Closed success|observe.Log (slog)|Service|^BenchmarkClosedSuccess\$/^slog\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
+retry → breaker, Closed success|rampartotel, SDK|Service|^BenchmarkClosedSuccess\$/^otel\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
+retry → breaker, Closed success|observe.Join(slog, rampartotel SDK)|Service|^BenchmarkClosedSuccess\$/^slog\+otel\$|rampartotel_test.BenchmarkClosedSuccess.func1|50000
+"
+dir=.
+if [[ ${SET:-} == otel ]]; then
+  rows=$otelrows dir=../rampartotel
+elif [[ -n ${SET:-} ]]; then
+  echo "instructions.sh: SET must be otel or unset, got $SET" >&2
+  exit 2
+fi
 if [[ -n ${ONLY:-} ]]; then
   rows=$(grep -E "^loop\||${ONLY}" <<<"$rows") # the baseline always runs
 fi
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-go test -c -o "$bin/bench.test" .
+(cd "$dir" && go test -c -o "$bin/bench.test" .)
 
 # count N bench func prints the instructions collected in func and the
 # benchmark's allocs/op, for N calls of bench.
@@ -151,7 +191,7 @@ done <<<"$rows"
 # http.Handler called directly, a whole gRPC program), with their
 # difference from the path's floor; the last is README.md's Cost table:
 # one column per implementation and shape.
-awk -F'|' -v head="$bin/head" '
+awk -F'|' -v head="$bin/head" -v costtable="$([[ -z ${SET:-} ]] && echo 1)" '
   function cell(p, c) { return (p SUBSEP c) in v ? v[p, c] : "–" }
   {
     per = ($5 - $4) / $6
@@ -190,6 +230,7 @@ awk -F'|' -v head="$bin/head" '
         printf "| %s | %s | %.0f | %s | %s | %s |\n", apath[i], aimpl[i], acost[i], over, aallocs[i], overa
       }
     }
+    if (!costtable) exit
     print ""
     print "| instructions per call | rampart, through a Service | go-resiliency, same Service shape | go-resiliency, a bare function | sony/gobreaker, same Service shape | failsafe-go, same Service shape | floor, same Service shape | floor, a bare function |"
     print "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -211,7 +252,7 @@ splice() { # splice file marker text-file
     $0 == end { skip = 0 }
     !skip' "$1" >"$1.new" && mv "$1.new" "$1"
 }
-if [[ $# == 0 && -z ${ONLY:-} ]]; then
+if [[ $# == 0 && -z ${ONLY:-} && -z ${SET:-} ]]; then
   splice README.md instructions "$out"
   awk '/^$/ { n = 0; delete t; next } { t[++n] = $0 } END { for (i = 1; i <= n; i++) print t[i] }' "$out" >"$bin/cost"
   splice ../README.md cost "$bin/cost"

@@ -1204,7 +1204,7 @@ func TestBreaker_EV13_NewBindsTheObserver(t *testing.T) {
 	_, _ = svc.Call(context.Background(), "down")
 	require.Equal(t, []observe.Event{
 		{Source: observe.Breaker, Name: "db", Kind: observe.Success},
-		{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown, Calls: 1, Failures: 1},
+		{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown, Calls: 1, Failures: 1, Duration: circuitbreaker.DefaultCoolDown},
 		{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: errDown},
 	}, obs.bound.Events())
 	require.Empty(t, obs.unbound.Events())
@@ -1243,6 +1243,7 @@ func TestBreaker_EV9_TransitionsReachTheObserver(t *testing.T) {
 		failed := observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Failure, Err: errDown}
 		trip := ev("closed", "open", errDown)
 		trip.Calls, trip.Failures = 2, 2 // the counts it tripped on
+		trip.Duration = time.Second      // its cool-down
 		require.Equal(t, []observe.Event{
 			failed,
 			trip,

@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -133,11 +134,11 @@ func (c Config) bind() observe.Observer {
 // validate checks c and fills defaults. Errors name the field.
 func (c Config) validate() (settings, error) {
 	s := settings{
-		cooldown:    orDefault(c.CoolDown, DefaultCoolDown),
+		cooldown:    cmp.Or(c.CoolDown, DefaultCoolDown),
 		maxCooldown: c.MaxCoolDown,
 		multiplier:  c.CoolDownMultiplier,
-		maxProbes:   orDefault(c.MaxProbes, 1),
-		lease:       orDefault(c.ProbeLease, DefaultProbeLease),
+		maxProbes:   cmp.Or(c.MaxProbes, 1),
+		lease:       cmp.Or(c.ProbeLease, DefaultProbeLease),
 		isFailure:   c.IsFailure,
 		name:        c.Name,
 		async:       c.AsyncListeners,
@@ -174,7 +175,7 @@ func (c Config) validate() (settings, error) {
 		if c.MaxCoolDown < s.cooldown {
 			return s, fmt.Errorf("circuitbreaker: MaxCoolDown must be >= CoolDown (%s), got %s", durationString(s.cooldown), durationString(c.MaxCoolDown))
 		}
-		s.multiplier = orDefault(s.multiplier, DefaultCoolDownMultiplier)
+		s.multiplier = cmp.Or(s.multiplier, DefaultCoolDownMultiplier)
 	}
 	if s.cooldown == Immediate {
 		s.cooldown = 0
@@ -214,7 +215,7 @@ func observeTransitions(name string, obs observe.Observer) func(Transition) {
 		obs.Observe(context.Background(), observe.Event{
 			Source: observe.Breaker, Name: name, Kind: observe.Transition,
 			From: tr.From.String(), To: tr.To.String(), Err: tr.Cause,
-			Calls: tr.Counts.Calls, Failures: tr.Counts.Failures,
+			Calls: tr.Counts.Calls, Failures: tr.Counts.Failures, Duration: tr.RetryAfter,
 		})
 	}
 }

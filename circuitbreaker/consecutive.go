@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"cmp"
 	"sync/atomic"
 
 	"github.com/rampart-go/rampart"
@@ -31,8 +32,8 @@ func (c Consecutive) NewTracker() (Tracker, error) {
 		return nil, err
 	}
 	return &consecutive{
-		failures:  orDefault(c.Failures, DefaultFailures),
-		successes: orDefault(c.Successes, 1),
+		failures:  cmp.Or(c.Failures, DefaultFailures),
+		successes: cmp.Or(c.Successes, 1),
 	}, nil
 }
 

@@ -3,8 +3,10 @@ package circuitbreaker_test
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 )
 
 // ErrAuth is a fatal error: the credentials were refused, so no call will
@@ -18,7 +20,12 @@ func ExampleTripFunc() {
 	policy := circuitbreaker.TripFunc(func(c circuitbreaker.Counts) bool {
 		return errors.Is(c.LastError, ErrAuth) || c.ConsecutiveFailures >= 5
 	})
-	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: policy})
+	br, err := circuitbreaker.New(circuitbreaker.Config{
+		Policy: policy,
+		// A fake clock, so that the rest of the cool-down printed below
+		// is exact however slow the machine; leave Clock unset in use.
+		Clock: clock.NewFake(time.Unix(0, 0), 0),
+	})
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,8 +143,8 @@ func (g *Group[K]) init(cfg GroupConfig) error {
 	}
 	g.cfg = cfg.Breaker
 	g.changes.onPanic, g.changes.name = cfg.Breaker.ListenerPanic, cfg.Breaker.Name
-	g.maxKeys = orDefault(cfg.MaxKeys, DefaultGroupMaxKeys)
-	g.idle = orDefault(cfg.IdleTimeout, DefaultGroupIdleTimeout)
+	g.maxKeys = cmp.Or(cfg.MaxKeys, DefaultGroupMaxKeys)
+	g.idle = cmp.Or(cfg.IdleTimeout, DefaultGroupIdleTimeout)
 	g.overflow = overflow
 	return nil
 }

@@ -857,7 +857,7 @@ func TestLayer_EV12_CallOutcomes(t *testing.T) {
 			ev(observe.Success, nil),
 			ev(observe.Ignored, context.Canceled),
 			ev(observe.Failure, errDown),
-			{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown, Calls: 2, Failures: 2},
+			{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Err: errDown, Calls: 2, Failures: 2, Duration: circuitbreaker.DefaultCoolDown},
 			ev(observe.Failure, errDown),
 			ev(observe.Rejected, errOpen),
 		}, rec.Events())

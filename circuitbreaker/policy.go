@@ -199,15 +199,6 @@ func checkCount(field string, v int) error {
 	return nil
 }
 
-// orDefault returns v, or def when v is zero.
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // newTracker is p.NewTracker for a policy held in the named field, with a
 // nil pointer or func inside the interface (a nil *FailureRate, say)
 // reported as an error naming the field instead of a panic.

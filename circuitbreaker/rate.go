@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"cmp"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -197,7 +198,7 @@ func (s SlowCalls) NewTracker() (Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &slowCalls{w: w, ratio: ratio, threshold: orDefault(s.Threshold, DefaultSlowCallThreshold)}, nil
+	return &slowCalls{w: w, ratio: ratio, threshold: cmp.Or(s.Threshold, DefaultSlowCallThreshold)}, nil
 }
 
 type slowCalls struct {

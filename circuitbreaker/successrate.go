@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/rampart-go/rampart/clock"
@@ -41,7 +42,7 @@ func (s SuccessRate) NewTracker() (Tracker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (SuccessRate.Trip)", err)
 	}
-	return &successRate{Tracker: t, probes: orDefault(s.Probes, 10), ratio: ratio}, nil
+	return &successRate{Tracker: t, probes: cmp.Or(s.Probes, 10), ratio: ratio}, nil
 }
 
 // successRate is the Trip tracker with its probe rule replaced.

@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -106,19 +107,19 @@ func newWindow(field string, w Window) (*window, error) {
 		return nil, err
 	}
 	if w.Period == 0 {
-		size := orDefault(w.Size, defaultWindowSize)
+		size := cmp.Or(w.Size, defaultWindowSize)
 		if w.MinCalls > size {
 			return nil, fmt.Errorf("circuitbreaker: %s.MinCalls must be <= Size (%d), got %d", field, size, w.MinCalls)
 		}
-		return &window{minCalls: orDefault(w.MinCalls, size), ring: make([]uint8, size)}, nil
+		return &window{minCalls: cmp.Or(w.MinCalls, size), ring: make([]uint8, size)}, nil
 	}
-	n := orDefault(w.Buckets, defaultBuckets)
+	n := cmp.Or(w.Buckets, defaultBuckets)
 	width := int64(w.Period) / int64(n)
 	if width == 0 {
 		return nil, fmt.Errorf("circuitbreaker: %s.Period must be at least Buckets (%d) nanoseconds, got %s", field, n, durationString(w.Period))
 	}
 	win := &window{
-		minCalls: orDefault(w.MinCalls, defaultTimedMinCalls),
+		minCalls: cmp.Or(w.MinCalls, defaultTimedMinCalls),
 		buckets:  make([]bucket, n),
 		width:    width,
 		base:     time.Now(),

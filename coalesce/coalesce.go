@@ -72,7 +72,7 @@ func (p *PanicError) Unwrap() error {
 // NewLayer returns an error when cfg.Key is nil.
 func NewLayer[Req, Resp any](cfg Config[Req]) (rampart.Layer[Req, Resp], error) {
 	if cfg.Key == nil {
-		return nil, errors.New("coalesce: key must not be nil")
+		return nil, errors.New("coalesce: Key must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {

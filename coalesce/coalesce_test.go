@@ -92,7 +92,7 @@ func start(ctx context.Context, svc rampart.Service[string, string], req string,
 
 func TestNewLayer_RequiresKey(t *testing.T) {
 	_, err := coalesce.NewLayer[string, string](coalesce.Config[string]{Key: nil})
-	assert.EqualError(t, err, "coalesce: key must not be nil")
+	assert.EqualError(t, err, "coalesce: Key must not be nil")
 }
 
 func TestLayer_ConcurrentEqualKeysShareOneCall(t *testing.T) {
@@ -337,7 +337,7 @@ func TestNewLayer_Wraps(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, 3, resp)
 	_, err = coalesce.NewLayer[string, int](coalesce.Config[string]{})
-	assert.EqualError(t, err, "coalesce: key must not be nil")
+	assert.EqualError(t, err, "coalesce: Key must not be nil")
 }
 
 // A shared call that ends with runtime.Goexit fails its callers with
@@ -385,7 +385,7 @@ func TestNilAndZeroValues(t *testing.T) {
 			Build: func() (rampart.Service[string, string], error) {
 				return wrap.Service(ok, coalesce.NewLayer, coalesce.Config[string]{})
 			},
-			Want: "coalesce: key must not be nil",
+			Want: "coalesce: Key must not be nil",
 		},
 		{
 			Name: "layer wraps nil service",

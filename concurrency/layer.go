@@ -91,7 +91,7 @@ func (cfg Config) check() error {
 		return err
 	}
 	if cfg.Mode != Wait && cfg.Mode != Refuse {
-		return fmt.Errorf("concurrency: mode must be Wait or Refuse, got %d", cfg.Mode)
+		return fmt.Errorf("concurrency: mode must be Wait or Refuse, got %v", cfg.Mode)
 	}
 	return nil
 }

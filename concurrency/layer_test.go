@@ -27,7 +27,7 @@ func TestNewLayer_RejectsBadArguments(t *testing.T) {
 	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: nil, Mode: concurrency.Wait})
 	assert.EqualError(t, err, "concurrency: limiter must not be nil")
 	_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Mode: concurrency.Mode(7)})
-	assert.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got 7")
+	assert.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got Mode(7)")
 }
 
 func TestLayer_Reject_RefusesWhenFull(t *testing.T) {
@@ -360,7 +360,7 @@ func TestTake_LM4_BadConfigAndDoneContext(t *testing.T) {
 	lim, err := concurrency.New(1)
 	require.NoError(t, err)
 	_, err = concurrency.Take(t.Context(), concurrency.Config{Limiter: lim, Mode: 7})
-	require.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got 7")
+	require.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got Mode(7)")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err = concurrency.Take(ctx, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})

@@ -147,10 +147,10 @@ type Config[Req, Resp any] struct {
 	// Accept reports whether an attempt's outcome is an answer: the first
 	// accepted outcome wins the call, is returned to the caller as it is
 	// (an accepted error included), and cancels the other attempts. An
-	// outcome it refuses is a failed attempt: it does not win, does not
+	// outcome it rejects is a failed attempt: it does not win, does not
 	// trigger a hedge, and when every attempt sent has failed the call
 	// ends (see [NewLayer] for what it then returns). Nil means an outcome
-	// is accepted when its error is nil. An HTTP client refuses a 503 so
+	// is accepted when its error is nil. An HTTP client rejects a 503 so
 	// that a fast 503 from one replica does not beat a slower 200 from
 	// another. Accept is called once for every attempt of a hedged call
 	// (not for calls passed through), on that attempt's goroutine when it
@@ -160,7 +160,7 @@ type Config[Req, Resp any] struct {
 
 	// Discard, if not nil, receives every response that the layer does not
 	// return to the caller: the responses of attempts that returned after
-	// another attempt won; a refused response (one Accept refused with a
+	// another attempt won; a rejected response (one Accept rejected with a
 	// nil error) unless it is the one returned because no attempt was
 	// accepted; and, when several attempts ran, the response that came
 	// with each attempt's error (often the zero Resp; Discard must accept
@@ -182,7 +182,7 @@ type Config[Req, Resp any] struct {
 	// cancelled either way. Without Detach, every attempt's context is
 	// cancelled before Call returns. Detach is called on the caller's
 	// goroutine, once per call that returns a response with a nil error
-	// (the accepted one, or a refused one when no attempt was accepted),
+	// (the accepted one, or a rejected one when no attempt was accepted),
 	// and never for calls that return an error or that the layer passes
 	// through (not hedgeable, or MaxAttempts 1), which get no context from
 	// it; it must be safe for concurrent use.

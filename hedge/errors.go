@@ -9,7 +9,7 @@ import (
 // AllFailedError is the error a hedged call returns when more than one
 // attempt ran and every one failed with an error. (When only the original
 // request ran, its response and error are returned unchanged; when some
-// attempt returned a response that [Config.Accept] refused with a nil
+// attempt returned a response that [Config.Accept] rejected with a nil
 // error, that response is returned instead.) It unwraps to every
 // attempt's error, so [errors.Is] and [errors.As] find any of them: when the
 // caller's context ended, each attempt's error normally wraps the context's

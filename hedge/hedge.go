@@ -19,7 +19,7 @@ import (
 // services it builds are safe for concurrent use.
 //
 // A call through a wrapped service behaves as follows. A request that
-// cfg.Hedgeable refuses goes to the inner service once, unchanged. For a
+// cfg.Hedgeable rejects goes to the inner service once, unchanged. For a
 // hedgeable request the layer deposits into the Budget once and sends the
 // original attempt; then, while no attempt has been accepted, each time the
 // delay (Delay or the learned percentile) has passed since the latest
@@ -27,7 +27,7 @@ import (
 // MaxAttempts in total. It stops sending when the Budget refuses (and does
 // not ask again in that call), when the caller's context is done, or when
 // every attempt sent so far has failed: a failure (an error, or an outcome
-// cfg.Accept refuses) does not trigger a hedge (retrying failures is the
+// cfg.Accept rejects) does not trigger a hedge (retrying failures is the
 // retry layer's job).
 //
 // The first accepted outcome (by default, the first with a nil error) is
@@ -41,7 +41,7 @@ import (
 //
 // When no outcome is accepted, no response is lost: if only the original
 // attempt ran, its response and error are returned unchanged; otherwise,
-// if some attempt returned a refused response with a nil error (an HTTP
+// if some attempt returned a rejected response with a nil error (an HTTP
 // 503, say), the first such response to arrive is returned with a nil
 // error and the others go to Discard; otherwise every attempt failed with
 // an error, and Call returns the zero Resp and an [*AllFailedError]
@@ -209,7 +209,7 @@ func (c *call[Req, Resp]) run(i int, start time.Time, ctx context.Context) {
 
 // finish records the outcome of attempt i, which started at start. The
 // first accepted outcome cancels every other attempt at once; the first
-// refused response with a nil error is kept in case no outcome is
+// rejected response with a nil error is kept in case no outcome is
 // accepted.
 func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 	var now time.Time // read only to learn a delay

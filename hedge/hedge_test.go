@@ -489,9 +489,9 @@ func TestHedge_DetachHandsTheWinnersContextToItsResponse(t *testing.T) {
 	})
 }
 
-// refusing returns an Accept that refuses the responses of the attempts
+// rejecting returns an Accept that rejects the responses of the attempts
 // numbered in bad (the backend answers "req#k" to attempt k), as an HTTP
-// client refuses a 503.
+// client rejects a 503.
 func rejecting(bad ...string) func(string, error) bool {
 	return func(resp string, err error) bool {
 		for _, k := range bad {
@@ -693,7 +693,7 @@ func TestHedge_RT10_CopyRefusedByTheBreakerIsRefunded(t *testing.T) {
 }
 
 // Many goroutines call one hedged service with random latencies, failures
-// and refused answers. Every call gets exactly one answer, every hedge was
+// and rejected answers. Every call gets exactly one answer, every hedge was
 // paid for by the budget, and every response that came with a nil error,
 // accepted or not, is either returned or discarded.
 func TestHedge_Hammer(t *testing.T) {

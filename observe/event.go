@@ -36,23 +36,58 @@ type Func func(ctx context.Context, e Event)
 func (f Func) Observe(ctx context.Context, e Event) { f(ctx, e) }
 
 // Join returns an Observer that hands each event to every non-nil
-// observer in obs, in order. It returns nil when none is left, so that a
-// layer given the result reports nothing, and the observer itself when
-// only one is left.
+// observer in obs, in order, but a breaker's [Success] only to those that
+// want it ([Wants]). It returns nil when none is left, so that a layer
+// given the result reports nothing, and the observer itself when only one
+// is left.
 func Join(obs ...Observer) Observer {
-	var kept joined
+	var kept, successes joined
 	for _, o := range obs {
 		if o != nil {
 			kept = append(kept, o)
+			if Wants(o, Success) {
+				successes = append(successes, o)
+			}
 		}
 	}
-	switch len(kept) {
-	case 0:
+	switch {
+	case len(kept) == 0:
 		return nil
-	case 1:
+	case len(kept) == 1:
 		return kept[0]
+	case len(successes) == len(kept):
+		return kept
 	}
-	return kept
+	s := selective{joined: kept}
+	if len(successes) == 1 {
+		s.successes = successes[0]
+	} else if len(successes) > 1 {
+		s.successes = successes
+	}
+	return s
+}
+
+// selective is observers joined of which only some want a breaker's
+// successes, one per call: a success goes to those alone.
+type selective struct {
+	joined
+	successes Observer // nil: none wants them
+}
+
+func (s selective) Observe(ctx context.Context, e Event) {
+	if e.Kind != Success {
+		s.joined.Observe(ctx, e)
+	} else if s.successes != nil {
+		s.successes.Observe(ctx, e)
+	}
+}
+
+// Wants reports whether any part of s wants events of kind k.
+func (s selective) Wants(k Kind) bool {
+	if k == Success {
+		return s.successes != nil
+	}
+	return s.joined.Wants(k)
 }
 
 type joined []Observer
@@ -270,7 +305,11 @@ type Kind uint8
 const (
 	// Transition: a breaker changed state. From, To; Err is the cause of
 	// a trip (a transition to open or forced-open), nil otherwise; Calls
-	// and Failures, for a trip, the counts it was decided on.
+	// and Failures, for a trip, the counts it was decided on; Duration,
+	// for a transition to open, its cool-down (math.MaxInt64, which is
+	// rampart.Forever, for one that lasts until a reset; zero for none),
+	// after which the breaker is half-open and lets a probe through,
+	// though it reports that transition only when the next call arrives.
 	Transition Kind = iota + 1
 	// Retrying: a retry layer is about to retry, after waiting Duration.
 	// Attempt is the number of the attempt it is about to make (2 for the

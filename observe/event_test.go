@@ -143,3 +143,40 @@ func TestWants_EV16_SelectorsSayPlainObserversWantAll(t *testing.T) {
 	bound := observe.Bind(observe.Join(log, &sel), observe.Breaker, "db")
 	require.False(t, observe.Wants(bound, observe.Success), "a joined observer, bound, still answers for its parts")
 }
+
+// Observers joined hand a breaker's success only to those that want it,
+// and every other event to all, bound or not.
+func TestJoin_EV16_SuccessesOnlyToThoseThatWantThem(t *testing.T) {
+	var sel failuresOnly
+	var plain, other observetest.Recorder
+	ctx := context.Background()
+	success := observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Success}
+	failure := observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Failure}
+	for _, j := range []observe.Observer{
+		observe.Join(&sel, &plain, &other),
+		observe.Bind(observe.Join(&sel, &plain, &other), observe.Breaker, "db"),
+	} {
+		sel, plain, other = failuresOnly{}, observetest.Recorder{}, observetest.Recorder{}
+		j.Observe(ctx, success)
+		j.Observe(ctx, failure)
+		require.Equal(t, []observe.Event{failure}, sel.Events(), "the Selector gets no success")
+		require.Equal(t, []observe.Event{success, failure}, plain.Events())
+		require.Equal(t, []observe.Event{success, failure}, other.Events())
+	}
+
+	sel = failuresOnly{}
+	plain = observetest.Recorder{}
+	one := observe.Join(&sel, &plain)
+	one.Observe(ctx, success)
+	require.Empty(t, sel.Events())
+	require.Equal(t, []observe.Event{success}, plain.Events())
+
+	var sel2 failuresOnly
+	sel = failuresOnly{}
+	none := observe.Join(&sel, &sel2)
+	require.False(t, observe.Wants(none, observe.Success))
+	none.Observe(ctx, success)
+	none.Observe(ctx, failure)
+	require.Equal(t, []observe.Event{failure}, sel.Events())
+	require.Equal(t, []observe.Event{failure}, sel2.Events())
+}

@@ -73,5 +73,5 @@ func ExampleNewLog() {
 		_, _ = svc.Call(context.Background(), "select 1")
 	}
 	// Output:
-	// level=WARN msg="circuitbreaker transition" layer=circuitbreaker name=db error="connection refused" from=closed to=open failures=2 calls=2
+	// level=WARN msg="circuitbreaker transition" layer=circuitbreaker name=db cool_down=30s error="connection refused" from=closed to=open failures=2 calls=2
 }

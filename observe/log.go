@@ -1,10 +1,12 @@
 package observe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -76,7 +78,8 @@ type LogConfig struct {
 // The message is the source and kind ("circuitbreaker transition",
 // "concurrency refused"); the attributes are "layer" (the Source), "name"
 // when not empty, then the event's fields that are set: "attempt",
-// "duration", "error", "from", "to", "failures", "calls" (a trip's
+// "duration" ("cool_down" for a transition to open: its cool-down, or
+// "forever"), "error", "from", "to", "failures", "calls" (a trip's
 // counts), and "suppressed".
 //
 // A Log is safe for concurrent use. It holds one small entry per kind of
@@ -131,8 +134,8 @@ func NewLog(cfg LogConfig) (*Log, error) {
 	}
 	l := &Log{
 		logger:  cfg.Logger,
-		every:   rate.Every(orDefault(cfg.Every, DefaultLogEvery)),
-		burst:   orDefault(cfg.Burst, DefaultLogBurst),
+		every:   rate.Every(cmp.Or(cfg.Every, DefaultLogEvery)),
+		burst:   cmp.Or(cfg.Burst, DefaultLogBurst),
 		level:   cfg.Level,
 		buckets: make(map[logKey]*logBucket),
 		pruneAt: LogPruneAt,
@@ -141,14 +144,6 @@ func NewLog(cfg LogConfig) (*Log, error) {
 		l.level = defaultLevel
 	}
 	return l, nil
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // defaultLevel is the level of an event when LogConfig.Level is nil.
@@ -192,7 +187,13 @@ func (l *Log) Observe(ctx context.Context, e Event) {
 	if e.Attempt != 0 {
 		attrs = append(attrs, slog.Int("attempt", e.Attempt))
 	}
-	if e.Duration != 0 {
+	switch {
+	case e.Duration == 0:
+	case e.Kind == Transition && e.Duration == math.MaxInt64:
+		attrs = append(attrs, slog.String("cool_down", "forever")) // until a reset
+	case e.Kind == Transition:
+		attrs = append(attrs, slog.Duration("cool_down", e.Duration))
+	default:
 		attrs = append(attrs, slog.Duration("duration", e.Duration))
 	}
 	if e.Err != nil {

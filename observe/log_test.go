@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -278,4 +279,25 @@ func (b *lockedBuffer) lines() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return lines(&b.buf)
+}
+
+// A trip's record carries its cool-down, "forever" for one that lasts
+// until a reset.
+func TestLog_EV17_TripCarriesItsCoolDown(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := observe.NewLog(observe.LogConfig{Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))})
+	require.NoError(t, err)
+	ctx := context.Background()
+	log.Observe(ctx, observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Duration: 5 * time.Second})
+	log.Observe(ctx, observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Transition, From: "closed", To: "open", Duration: rampart.Forever})
+	require.Equal(t, `level=WARN msg="circuitbreaker transition" layer=circuitbreaker name=db cool_down=5s from=closed to=open
+level=WARN msg="circuitbreaker transition" layer=circuitbreaker name=db cool_down=forever from=closed to=open
+`, buf.String())
 }

@@ -189,3 +189,20 @@ func TestObserver_EV1_ObservedBreakerCallsAllocateNothing(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkBare is the loop of the benchmarks without a call: the
+// baseline bench/instructions.sh subtracts (SET=otel).
+func BenchmarkBare(b *testing.B) {
+	b.Run("loop", bareLoop)
+}
+
+// bareLoop is b.Loop and a counter.
+func bareLoop(b *testing.B) {
+	var calls int
+	for b.Loop() {
+		calls++
+	}
+	if calls != b.N {
+		b.Errorf("%d calls, want %d", calls, b.N)
+	}
+}

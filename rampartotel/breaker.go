@@ -2,6 +2,8 @@ package rampartotel
 
 import (
 	"context"
+	"maps"
+	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -25,8 +27,10 @@ var breakerStates = [numStates]string{
 }
 
 const (
-	numStates = 5
-	closedIdx = 0
+	numStates   = 5
+	closedIdx   = 0
+	openIdx     = 1
+	halfOpenIdx = 2
 )
 
 // stateIndex returns the index of the state named s in breakerStates, and
@@ -74,6 +78,9 @@ type record struct {
 	since [numStates]int64
 	spent [numStates]int64
 	moves [numStates][numStates]int64
+	// cooling holds the record's breakers that are open with a finite
+	// cool-down, until they are seen past its end (see promote).
+	cooling map[*boundBreaker]struct{}
 
 	success [successStripes]stripe
 }
@@ -116,11 +123,17 @@ func stripeOf() uint32 {
 // knows the breaker's state, so that the record counts its breakers by
 // state and the time they spend in each.
 type boundBreaker struct {
-	o       *Observer
-	rec     *record
-	state   int   // guarded by Observer.mu
-	entered int64 // when it entered state (Observer.now); guarded by Observer.mu
-	removed atomic.Bool
+	o   *Observer
+	rec *record
+	// Guarded by Observer.mu: the state the breaker is counted in, since
+	// when (Observer.now); when open and in its record's cooling, when
+	// its cool-down ends; promoted, that it is counted half-open from the
+	// end of its cool-down and has not yet reported the transition.
+	state    int
+	entered  int64
+	ready    int64
+	promoted bool
+	removed  atomic.Bool
 }
 
 // Observe counts a call's outcome in b's record, and hands the other
@@ -231,6 +244,7 @@ func (o *Observer) bindLocked(k recordKey) *boundBreaker {
 		o.records[k] = r
 	}
 	r.refs++
+	o.peak = max(o.peak, len(o.records))
 	b := &boundBreaker{o: o, rec: r}
 	o.enter(b, closedIdx, o.now())
 	return b
@@ -248,13 +262,50 @@ func (o *Observer) move(b *boundBreaker, e *observe.Event) {
 		return
 	}
 	now := o.now()
+	o.promote(b, now)
+	if b.promoted && to == halfOpenIdx {
+		b.promoted = false // the transition promote counted at the cool-down's end
+		return
+	}
+	b.promoted = false
 	b.rec.moves[b.state][to]++
 	o.leave(b, now)
 	o.enter(b, to, now)
+	if d := int64(e.Duration); to == openIdx && d > 0 && d < math.MaxInt64-now {
+		b.ready = now + d
+		if b.rec.cooling == nil {
+			b.rec.cooling = make(map[*boundBreaker]struct{})
+		}
+		b.rec.cooling[b] = struct{}{}
+	}
+}
+
+// promote counts b's breaker half-open from the end of its cool-down when
+// it is open and now is past that end: the breaker lets the next call
+// through as a probe, and reports the transition only then, but an
+// operator looking at the state gauge between the two should see what
+// Breaker.State reports, half-open, not a breaker that refuses. The
+// transition and the time per state are counted as of the cool-down's
+// end, by the Observer's clock. Called with o.mu held.
+func (o *Observer) promote(b *boundBreaker, now int64) {
+	if b.state != openIdx {
+		return
+	}
+	if _, cooling := b.rec.cooling[b]; !cooling || now < b.ready {
+		return
+	}
+	delete(b.rec.cooling, b)
+	b.rec.moves[openIdx][halfOpenIdx]++
+	o.leave(b, b.ready)
+	o.enter(b, halfOpenIdx, b.ready)
+	b.promoted = true
 }
 
 // enter puts b's breaker in state to at now. Called with o.mu held.
 func (o *Observer) enter(b *boundBreaker, to int, now int64) {
+	if b.state == openIdx {
+		delete(b.rec.cooling, b)
+	}
 	b.state, b.entered = to, now
 	b.rec.in[to]++
 	b.rec.since[to] += now
@@ -276,6 +327,7 @@ func (o *Observer) unbind(b *boundBreaker) {
 	defer o.mu.Unlock()
 	o.leave(b, o.now())
 	r := b.rec
+	delete(r.cooling, b)
 	r.refs--
 	if r.refs > 0 || o.records[r.id] != r {
 		return
@@ -287,6 +339,11 @@ func (o *Observer) unbind(b *boundBreaker) {
 // held.
 func (o *Observer) forget(r *record) {
 	delete(o.records, r.id)
+	if n := len(o.records); n < o.peak/4 {
+		records := make(map[recordKey]*record, n)
+		maps.Copy(records, o.records)
+		o.records, o.peak = records, n
+	}
 	if r.id.keyed {
 		o.keyed--
 		return // the sets are the group's, which stays
@@ -304,10 +361,13 @@ func (o *Observer) forget(r *record) {
 // observeBreakers reports the breakers' observable instruments: calls by
 // outcome, breakers by state, time by state and transitions.
 func (o *Observer) observeBreakers(_ context.Context, obs metric.Observer) error {
-	o.mu.RLock()
-	defer o.mu.RUnlock()
+	o.mu.Lock() // promote writes
+	defer o.mu.Unlock()
 	now := o.now()
 	for _, r := range o.records {
+		for b := range r.cooling {
+			o.promote(b, now)
+		}
 		with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
 			return metric.WithAttributes(append(kv, r.attrs...)...)
 		}

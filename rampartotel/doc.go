@@ -44,6 +44,18 @@
 // A breaker inside a retry layer, as the package rampart documentation
 // orders them, sees each attempt: rampart.breaker.calls and
 // rampart.breaker.duration then count and time attempts, not requests.
+//
+// The breaker metrics say what circuitbreaker.Breaker.State says. An
+// open breaker whose cool-down has ended is half-open (it lets the next
+// call through as a probe) though it makes that transition only when the
+// call arrives: rampart.breaker.state counts it half-open from the end of
+// its cool-down (as the Observer's clock measures it from the trip), not
+// open until traffic comes, and rampart.breaker.transitions and
+// rampart.breaker.state.time count the transition as of that end, once.
+// A cool-down that lasts until a reset (rampart.Forever) stays open, and
+// so does one the transition does not give (zero: CoolDown Immediate, whose
+// next call probes at once, or an event not reported by a breaker) until
+// the next transition.
 // Through the OpenTelemetry Prometheus exporter the names become
 // rampart_breaker_calls_total, rampart_retry_delay_seconds,
 // rampart_breaker_state and so on, and the attributes rampart_name,

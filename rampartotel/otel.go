@@ -75,6 +75,15 @@ type Config struct {
 	// under the Group's Name; a key's series go when its breaker is
 	// dropped, which makes room for another. Either way every call is
 	// counted once, in one series. Negative is an error.
+	//
+	// Each key with series of its own adds five points to
+	// rampart.breaker.state and to rampart.breaker.state.time, four to
+	// rampart.breaker.calls and four or more to
+	// rampart.breaker.transitions. Keep 5 × KeySeries within the SDK's
+	// cardinality limit (2,000 points a metric by default; see
+	// sdkmetric.WithCardinalityLimit): past it the SDK folds the rest into
+	// one overflow point, where sums stay exact but the state gauge does
+	// not (an overflow gauge holds one of the values, not their sum).
 	KeySeries int
 }
 
@@ -118,6 +127,10 @@ type Observer struct {
 	records  map[recordKey]*record
 	implicit map[string]*boundBreaker
 	keyed    int
+	// peak is the most records held since records was last made: a Go
+	// map keeps its room after deletes, so forget makes a new one once
+	// it holds a quarter of that.
+	peak int
 	// sets holds the measurement options of each attribute combination
 	// seen, so that an event builds no attribute set. The map is never
 	// changed once stored: a new combination stores a copy, with mu held,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -332,18 +333,39 @@ func withZeroTransitions(want map[string]float64, names ...string) map[string]fl
 	return want
 }
 
-// Close stops the metrics and drops later events; a second Close does
-// nothing.
+// Close stops the metrics and drops later events, of a breaker bound
+// before it, of one created after it and of any other layer; a second
+// Close does nothing.
 func TestObserver_EV11_Close(t *testing.T) {
 	obs, reader := newObserver(t)
 	b, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: obs})
 	require.NoError(t, err)
-	require.NoError(t, obs.Close())
-	require.NoError(t, obs.Close())
 	p, _ := b.TryAcquire()
 	p.Success()
+	retrying := observe.Event{Source: observe.Retry, Name: "db", Kind: observe.Retrying, Attempt: 2}
+	obs.Observe(context.Background(), retrying)
 	points, _ := collect(t, reader)
-	require.Empty(t, points)
+	require.Equal(t, 1.0, points[point("rampart.breaker.calls", "db", "rampart.outcome=success")])
+	require.Equal(t, 1.0, points["rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=response}"])
+
+	require.NoError(t, obs.Close())
+	require.NoError(t, obs.Close())
+	p, _ = b.TryAcquire()
+	p.Success()
+	late, err := circuitbreaker.New(circuitbreaker.Config{Name: "late", Observer: obs})
+	require.NoError(t, err)
+	p, _ = late.TryAcquire()
+	p.Failure(errors.New("down"))
+	obs.Observe(context.Background(), retrying)
+	points, _ = collect(t, reader)
+	require.Equal(t, map[string]float64{
+		// The SDK keeps reporting what a synchronous instrument recorded
+		// (cumulative sums), unchanged: the later retry was dropped.
+		"rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=response}": 1,
+		"rampart.retry.delay{rampart.layer=retry,rampart.name=db}":                                 1,
+		"rampart.retry.delay{rampart.layer=retry,rampart.name=db} sum":                             0,
+	}, points, "no breaker series after Close: the callback is unregistered")
+	runtime.KeepAlive(b)
 }
 
 // Scenarios from fault reports against other libraries, in our words.

@@ -683,26 +683,87 @@ func TestCluster_FL20_LockstepEvidence(t *testing.T) {
 
 func TestCluster_FL20_MasterKilledMidRun(t *testing.T) {
 	cl := redistest.StartCluster(t)
+	master := cl.Master(stateKey)
+	killedMidRun(t, func() redis.UniversalClient { return redis.NewClusterClient(cl.Options()) },
+		master.Kill,
+		func() {
+			master.Restart() // empty, rejoins with its slots
+			cl.WaitOK()
+		},
+		func() map[string]string { return clusterRecord(t, cl) })
+}
+
+// killedMidRun: the master serving the breaker's keys is killed (kill)
+// while two replicas run; calls never wait, a trip stays the replica's
+// own, and once a master serves the keys again (back) the trip is
+// written there and reaches the other replica. With an hourly read, it
+// reaches it by pub/sub, so the subscription must have moved to the
+// serving master (a subscriber left on a dead node is a known fault of
+// cluster clients), or by the read it makes on resubscribing.
+func killedMidRun(t *testing.T, client func() redis.UniversalClient, kill, back func(), record func() map[string]string) {
 	cfg := breakerConfig()
 	cfg.CoolDown = time.Minute
-	// An hourly read: once the slot is served again, the trip reaches the
-	// other replica by pub/sub, so its subscription must have moved back
-	// to the slot's master (a subscriber left on a dead node is a known
-	// fault of cluster clients), or by the read it makes on resubscribing.
 	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: time.Hour, MaxBackoff: 200 * time.Millisecond}
 	rs := make([]*replica, 2)
 	for i := range rs {
-		rs[i] = joinWith(t, redis.NewClusterClient(cl.Options()), cfg, scfg)
+		rs[i] = joinWith(t, client(), cfg, scfg)
 	}
 	synced(t, rs...)
-	master := cl.Master(stateKey)
-	master.Kill() // the slot of the breaker's keys has no server
-	// Calls never wait for the cluster; a trip is the replica's own.
+	kill()
 	tripAndCall(t, "while the master is down", rs[0], rs[1], 100)
 	waitFor(t, "a failed command", func() bool { return rs[0].sh.Stats().Failures >= 1 })
 	assert.Equal(t, circuitbreaker.Closed, rs[1].br.State().State)
-	master.Restart() // empty, rejoins with its slots
-	cl.WaitOK()
-	waitFor(t, "the trip shared once the slot is served again", func() bool { return rs[1].br.State().Remote })
-	assert.Equal(t, "open", clusterRecord(t, cl)["state"])
+	back()
+	waitFor(t, "the trip shared once a master serves the keys again", func() bool { return rs[1].br.State().Remote })
+	assert.Equal(t, "open", record()["state"])
+}
+
+func TestCluster_FL20_MasterKilledItsReplicaTakesOver(t *testing.T) {
+	cl := redistest.StartReplicatedCluster(t)
+	master := cl.Master(stateKey)
+	killedMidRun(t, func() redis.UniversalClient { return redis.NewClusterClient(cl.Options()) },
+		master.Kill,
+		func() { cl.WaitTakenOver(stateKey, master) }, // the slot moves to the replica
+		func() map[string]string { return clusterRecord(t, cl) })
+}
+
+func TestCluster_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
+	cutOffAdopts(t, onCluster(t))
+}
+
+func TestCluster_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
+	lateVerdict(t, onCluster(t))
+}
+
+// Behind Redis Sentinel: go-redis's failover client (a *redis.Client that
+// asks the Sentinel for the master) against a master, its replica and a
+// Sentinel that each test starts on loopback.
+
+func TestSentinel_FL20_TripOpensEveryReplica(t *testing.T) {
+	st := redistest.StartSentinels(t)
+	rs := make([]*replica, 2)
+	for i := range rs {
+		opts := st.Options()
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+		rs[i] = joinWith(t, redis.NewFailoverClient(opts), breakerConfig(), clusterConfig(rampartredis.Config{}))
+	}
+	synced(t, rs...)
+	rs[0].trip(t)
+	waitFor(t, "the other replica open", func() bool { return rs[1].br.State().Remote })
+	state, err := st.Master.Client().HGet(context.Background(), stateKey, "state").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "open", state, "written on the master the Sentinel names")
+
+}
+
+func TestSentinel_FL20_FailoverMidRun(t *testing.T) {
+	st := redistest.StartSentinels(t)
+	killedMidRun(t, func() redis.UniversalClient { return redis.NewFailoverClient(st.Options()) },
+		st.Master.Kill, st.WaitPromoted, // the Sentinel promotes the replica
+		func() map[string]string {
+			m, err := st.Replica.Client().HGetAll(context.Background(), stateKey).Result()
+			require.NoError(t, err)
+			return m
+		})
+	assert.Equal(t, st.Replica.Addr, st.MasterAddr())
 }

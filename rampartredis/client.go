@@ -1,6 +1,7 @@
 package rampartredis
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -42,4 +43,17 @@ func randomID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// reloadSlots has a cluster client reload the cluster's slots after a
+// failed command, in the background (once at a time, as go-redis does on
+// a MOVED reply): a cluster client learns that a replica took over a
+// dead master's slots only from a MOVED reply, which the dead master
+// cannot send, or every ClusterOptions.ClusterStateReloadInterval (a
+// minute by default), so without it the fleet would stay cut off from
+// the new master for up to that long. Other clients need nothing.
+func reloadSlots(client redis.UniversalClient) {
+	if c, ok := client.(*redis.ClusterClient); ok {
+		c.ReloadState(context.Background())
+	}
 }

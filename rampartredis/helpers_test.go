@@ -149,6 +149,37 @@ func tripAndCall(t *testing.T, what string, tripper, other *replica, n int) {
 	})
 }
 
+// topology is where a test's replicas find Redis: one server, or a
+// cluster; the tests of partitions run on both.
+type topology struct {
+	// direct returns a new client of Redis with the package's short
+	// timeouts.
+	direct func() redis.UniversalClient
+	// proxied returns a new client whose connections pass through
+	// proxies that partition it from Redis when cut.
+	proxied func(t *testing.T) (redis.UniversalClient, redistest.Proxies)
+	// record reads the breaker's shared record.
+	record func(t *testing.T) map[string]string
+	// timeout is the Config.Timeout the tests give the replicas: what
+	// Redis takes to answer on a loaded machine, which the tests of
+	// partitions must not take for a partition.
+	timeout time.Duration
+}
+
+// single is a topology of one redis-server started for t.
+func single(t *testing.T) topology {
+	srv := server(t)
+	return topology{
+		direct: func() redis.UniversalClient { return redis.NewClient(srv.Options()) },
+		proxied: func(t *testing.T) (redis.UniversalClient, redistest.Proxies) {
+			p := redistest.NewProxy(t, srv.Addr)
+			return redis.NewClient(via(srv.Options(), p.Addr)), redistest.Proxies{p}
+		},
+		record:  func(t *testing.T) map[string]string { return recordFields(t, srv) },
+		timeout: 100 * time.Millisecond,
+	}
+}
+
 // waitFor polls cond until it holds, failing the test after 10 seconds.
 // Tests against a real redis-server cannot run on virtual time; they wait
 // for an outcome, never for a duration.
@@ -188,4 +219,26 @@ func clusterRecord(t *testing.T, cl *redistest.Cluster) map[string]string {
 	m, err := cl.Client().HGetAll(context.Background(), stateKey).Result()
 	require.NoError(t, err)
 	return m
+}
+
+// onCluster is a topology of a three-master cluster started for t: a
+// proxied client reaches every node through a proxy of its own. A
+// cluster client's commands under the race detector take longer than a
+// single node's (slot discovery, redirections): the replicas get a
+// Timeout of 500ms, and the clients' own timeouts leave it the bound.
+func onCluster(t *testing.T) topology {
+	cl := redistest.StartCluster(t)
+	patient := func(o *redis.ClusterOptions) *redis.ClusterOptions {
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+		return o
+	}
+	return topology{
+		direct: func() redis.UniversalClient { return redis.NewClusterClient(patient(cl.Options())) },
+		proxied: func(t *testing.T) (redis.UniversalClient, redistest.Proxies) {
+			o, ps := cl.ProxiedOptions()
+			return redis.NewClusterClient(patient(o)), ps
+		},
+		record:  func(t *testing.T) map[string]string { return clusterRecord(t, cl) },
+		timeout: 500 * time.Millisecond,
+	}
 }

@@ -404,7 +404,10 @@ func (h *hub) listen() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue // quiet channels
 			}
-			// Redis unreachable: try again later, backing off.
+			// Redis unreachable: try again later, backing off (on a
+			// cluster, once the client has reloaded the slots: the
+			// channel's node may have died and a replica taken over).
+			reloadSlots(h.client)
 			h.mu.Lock()
 			lo, hi := h.timeout, h.maxBackoff
 			h.mu.Unlock()

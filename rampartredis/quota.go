@@ -420,6 +420,7 @@ func (q *Quota) lease(demand float64) bool {
 			return false
 		}
 		q.failures.Add(1)
+		reloadSlots(q.client)
 		share = 0
 		if q.cfg.Unreachable == LocalShare {
 			share = float64(q.limit) / float64(q.replicas)

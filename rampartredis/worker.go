@@ -62,11 +62,12 @@ func (s *Shared) nextRead() time.Duration {
 // failed notes a failed command: background work backs off, and the
 // next read comes after the backoff, not a whole Refresh later (the
 // command may have been a publish: what it failed to write is written on
-// that read).
+// that read). On a cluster it also has the client reload the slots.
 func (s *Shared) failed() {
 	s.down = true
 	s.backoff = min(max(2*s.backoff, s.cfg.Timeout), s.cfg.MaxBackoff)
 	s.hub.schedule(s, s.backoff)
+	reloadSlots(s.client)
 }
 
 // succeeded notes a command that worked.

@@ -94,28 +94,33 @@ func TestShare_FL15_RestartedFleetProbesARecordWhoseCooldownEnded(t *testing.T) 
 }
 
 func TestShare_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
-	srv := server(t)
-	proxy := redistest.NewProxy(t, srv.Addr)
+	cutOffAdopts(t, single(t))
+}
+
+// cutOffAdopts: a replica cut off from Redis (top's proxies) while the
+// fleet opens trips alone, and adopts the fleet's record when it is back.
+func cutOffAdopts(t *testing.T, top topology) {
 	cfg := breakerConfig()
 	cfg.CoolDown = time.Minute
-	scfg := rampartredis.Config{Timeout: 100 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+	scfg := rampartredis.Config{Timeout: top.timeout, Refresh: 50 * time.Millisecond, MaxBackoff: 2 * top.timeout}
 	scfg.ID = "r0"
-	r0 := join(t, srv.Options(), cfg, scfg)
+	r0 := joinWith(t, top.direct(), cfg, scfg)
 	scfg.ID = "r1"
-	r1 := join(t, srv.Options(), cfg, scfg)
+	r1 := joinWith(t, top.direct(), cfg, scfg)
 	scfg.ID = "cut"
-	cut := join(t, via(srv.Options(), proxy.Addr), cfg, scfg)
+	c, proxies := top.proxied(t)
+	cut := joinWith(t, c, cfg, scfg)
 	synced(t, r0, r1, cut)
 
-	proxy.Cut()
+	proxies.Cut()
 	r0.trip(t)
 	waitFor(t, "the fleet open", stateIs(r1.br, circuitbreaker.Open))
 	cut.trip(t) // alone: its trip cannot be written
 	waitFor(t, "a failed command", func() bool { return cut.sh.Stats().Failures >= 1 })
-	proxy.Heal()
+	proxies.Heal()
 	waitFor(t, "the cut-off replica on the record", func() bool { return cut.br.State().Remote })
 
-	rec := recordFields(t, srv)
+	rec := top.record(t)
 	assert.Equal(t, "1", rec["gen"], "the fleet's record was not overwritten")
 	assert.Equal(t, "r0", rec["by"])
 	var fe *rampartredis.FleetOpenError
@@ -150,21 +155,29 @@ func TestShare_FL16_KilledRedisRestartsWithOneRecord(t *testing.T) {
 }
 
 func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
-	srv := server(t)
+	lateVerdict(t, single(t))
+}
+
+// lateVerdict: the round's winner is cut off (top's proxies) after it
+// admitted its probe; its success, arriving after its claim lapsed,
+// changes nothing, and the next claimant's verdict decides.
+func lateVerdict(t *testing.T, top topology) {
 	cfg := breakerConfig()
 	cfg.CoolDown = 200 * time.Millisecond
-	// A Timeout that a loaded machine's Redis meets: past it, the probing
-	// replica's renewal of its claim fails and its claim lapses (its
-	// verdict then rightly changes nothing), which is not what this tests.
+	// A Timeout that a loaded machine's Redis meets (a cluster's too):
+	// past it, the probing replica's renewal of its claim fails and its
+	// claim lapses (its verdict then rightly changes nothing), which is
+	// not what this tests.
 	scfg := rampartredis.Config{Timeout: time.Second, ProbeClaim: 2500 * time.Millisecond, Refresh: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
-	// Each replica reaches Redis through its own proxy, so that whichever
-	// wins the round can be cut off.
-	proxies := make([]*redistest.Proxy, 3)
+	// Each replica reaches Redis through its own proxies, so that
+	// whichever wins the round can be cut off.
+	proxies := make([]redistest.Proxies, 3)
 	rs := make([]*replica, 3)
 	for i := range rs {
-		proxies[i] = redistest.NewProxy(t, srv.Addr)
+		var c redis.UniversalClient
+		c, proxies[i] = top.proxied(t)
 		scfg.ID = string(rune('a' + i))
-		rs[i] = join(t, via(srv.Options(), proxies[i].Addr), cfg, scfg)
+		rs[i] = joinWith(t, c, cfg, scfg)
 	}
 	synced(t, rs...)
 	rs[0].trip(t)
@@ -193,7 +206,7 @@ func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
 	a, pa := probe(-1)
 	proxies[a].Cut()
 	b, pb := probe(a)
-	gen := recordFields(t, srv)["gen"]
+	gen := top.record(t)["gen"]
 
 	// The first probe's success arrives late: the fleet stays open, and
 	// the late replica adopts the record.
@@ -203,14 +216,14 @@ func TestShare_FL17_AVerdictAfterItsClaimLapsedChangesNothing(t *testing.T) {
 		s := rs[a].br.State()
 		return s.Remote && s.State == circuitbreaker.Open
 	})
-	rec := recordFields(t, srv)
+	rec := top.record(t)
 	assert.Equal(t, "open", rec["state"], "a late verdict does not close the fleet")
 	assert.Equal(t, gen, rec["gen"])
 
 	// The current round's verdict counts.
 	require.True(t, pb.Failure(errBackend))
-	waitFor(t, "the re-open written", func() bool { return recordFields(t, srv)["gen"] != gen })
-	rec = recordFields(t, srv)
+	waitFor(t, "the re-open written", func() bool { return top.record(t)["gen"] != gen })
+	rec = top.record(t)
 	assert.Equal(t, "open", rec["state"])
 	assert.Equal(t, string(rune('a'+b)), rec["by"])
 }
@@ -387,12 +400,23 @@ func TestShare_FL19_AnOpenArrivesWhileTheReplicasReportWaits(t *testing.T) {
 	cfg := breakerConfig()
 	cfg.Policy, cfg.CoolDown = circuitbreaker.Consecutive{Failures: 100}, time.Minute
 	opts, scfg := patient(srv.Options(), rampartredis.Config{Failures: 2, CoolDown: time.Minute, Refresh: time.Hour})
+	// a's report is held at the gate until the test opens it, past its
+	// Timeout only if b's evidence takes that long to reach a: on a
+	// loaded machine, more than patient's 2s.
+	scfg.Timeout, scfg.ProbeClaim = 20*time.Second, time.Minute
 	g := new(gate)
 	slow := redis.NewClient(opts)
 	slow.AddHook(g)
 	a := joinWith(t, slow, cfg, scfg)
 	b := join(t, opts, cfg, scfg)
 	synced(t, a, b)
+	c := srv.Client()
+	waitFor(t, "both subscribed", func() bool {
+		return c.PubSubNumSub(context.Background(), changesChannel).Val()[changesChannel] == 2
+	})
+	// a's two reads (at startup and on subscribing) are done: the only
+	// script it sends from now on is its report.
+	waitFor(t, "a's reads done", func() bool { return a.sh.Stats().Commands == 2 })
 	g.close()
 	fail := func(r *replica) {
 		p, err := r.br.TryAcquire()
@@ -410,5 +434,5 @@ func TestShare_FL19_AnOpenArrivesWhileTheReplicasReportWaits(t *testing.T) {
 	g.open()
 	waitFor(t, "a's report answered", func() bool { return a.sh.Stats().Reported == 1 })
 	assert.True(t, a.br.State().Remote, "the reply (the fleet open, nothing counted) changes nothing")
-	assert.Equal(t, "open", recordState(t, srv.Client()))
+	assert.Equal(t, "open", recordState(t, c))
 }

@@ -66,7 +66,7 @@ func TestNewKeyedLayer_RejectsBadArguments(t *testing.T) {
 	_, err = ratelimit.NewKeyedLayer[string, string](k, nil, ratelimit.Wait)
 	assert.EqualError(t, err, "ratelimit: key must not be nil")
 	_, err = ratelimit.NewKeyedLayer[string, string](k, key, ratelimit.Mode(2))
-	assert.EqualError(t, err, "ratelimit: mode must be Wait or Refuse, got 2")
+	assert.EqualError(t, err, "ratelimit: mode must be Wait or Refuse, got Mode(2)")
 }
 
 func TestKeyed_Defaults(t *testing.T) {

@@ -32,7 +32,7 @@ const (
 
 func checkMode(m Mode) error {
 	if m != Wait && m != Refuse {
-		return fmt.Errorf("ratelimit: mode must be Wait or Refuse, got %d", m)
+		return fmt.Errorf("ratelimit: mode must be Wait or Refuse, got %v", m)
 	}
 	return nil
 }

@@ -25,7 +25,7 @@ func TestNewLayer_RejectsBadArguments(t *testing.T) {
 	_, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: nil, Mode: ratelimit.Wait})
 	assert.EqualError(t, err, "ratelimit: limiter must not be nil")
 	_, err = ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Mode: ratelimit.Mode(-1)})
-	assert.EqualError(t, err, "ratelimit: mode must be Wait or Refuse, got -1")
+	assert.EqualError(t, err, "ratelimit: mode must be Wait or Refuse, got Mode(-1)")
 }
 
 func TestLayer_Reject_RetryAfterIsTimeToNextToken(t *testing.T) {

@@ -81,7 +81,7 @@ func TestShadow_SH1_MatchesReplay(t *testing.T) {
 			w := want[i]
 			w.Series, w.Resolution, w.Bursts, w.Detected, w.Recovered = []sim.Point{}, 0, 0, 0, 0
 			w.DetectMean, w.DetectMax, w.RecoverMean, w.RecoverMax = 0, 0, 0, 0
-			w.LatencyP50, w.LatencyP99, w.LatencyMax = 0, 0, 0
+			w.LatencyP50, w.LatencyP99, w.LatencyMax, w.LatencyMeasured = 0, 0, 0, false
 			assert.Equal(t, w, got[i], want[i].Name)
 		}
 		assert.Equal(t, 30, got[0].Refused)

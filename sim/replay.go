@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -85,6 +86,11 @@ type Result struct {
 	LatencyP50 time.Duration `json:"latency_p50_ns"`
 	LatencyP99 time.Duration `json:"latency_p99_ns"`
 	LatencyMax time.Duration `json:"latency_max_ns"`
+	// LatencyMeasured reports whether the latencies were measured: true
+	// for a replay of at least one call, whose latencies may all be 0 (a
+	// candidate that refused every call at once); false for a replay of
+	// no call and for a shadow's results, which time no calls.
+	LatencyMeasured bool `json:"latency_measured"`
 	// RetriesSent is the number of retries sent to the dependency.
 	RetriesSent int `json:"retries_sent"`
 	// RetriesRefusedByBudget is the number of calls whose retries stopped
@@ -254,18 +260,10 @@ func (o *Config) fill() error {
 	case o.MaxPoints < 0 || o.MaxPoints == 1:
 		return fmt.Errorf("sim: MaxPoints must be 0 (the default, %d) or at least 2, got %d", DefaultMaxPoints, o.MaxPoints)
 	}
-	o.BurstMin = orDefault(o.BurstMin, DefaultBurstMin)
-	o.Resolution = orDefault(o.Resolution, DefaultResolution)
-	o.MaxPoints = orDefault(o.MaxPoints, DefaultMaxPoints)
+	o.BurstMin = cmp.Or(o.BurstMin, DefaultBurstMin)
+	o.Resolution = cmp.Or(o.Resolution, DefaultResolution)
+	o.MaxPoints = cmp.Or(o.MaxPoints, DefaultMaxPoints)
 	return nil
-}
-
-func orDefault[T comparable](v, d T) T {
-	var zero T
-	if v == zero {
-		return d
-	}
-	return v
 }
 
 func newRun(c *Candidate, origin time.Time, opt Config) (*run, error) {
@@ -405,6 +403,7 @@ func (r *run) finish() Result {
 	r.res.Span = end
 	q := r.lat.quantiles(0.5, 0.99)
 	r.res.LatencyP50, r.res.LatencyP99, r.res.LatencyMax = q[0], q[1], r.lat.max
+	r.res.LatencyMeasured = r.res.Calls > 0
 	r.res.Resolution = r.series.width
 	r.res.Series = r.series.points
 	if r.res.Series == nil {

@@ -192,7 +192,8 @@ func TestReplay_SM2_TenCallsByHand(t *testing.T) {
 			assert.Equal(t, time.Second, got.Resolution)
 			got.Series, got.Resolution = nil, 0
 			// Latencies have tests of their own (latency_test.go).
-			got.LatencyP50, got.LatencyP99, got.LatencyMax = 0, 0, 0
+			assert.True(t, got.LatencyMeasured)
+			got.LatencyP50, got.LatencyP99, got.LatencyMax, got.LatencyMeasured = 0, 0, 0, false
 			tc.want.Name = tc.name
 			if tc.want.Span == 0 {
 				tc.want.Span = 9100 * ms
@@ -392,12 +393,12 @@ func TestReplay_SM11_UnknownOutcomes(t *testing.T) {
 	// Calls 2 and 3 (refused live) meet the recorded retry of 1.5s: a
 	// 20ms failure; call 5 the success of 4s.
 	assert.Equal(t, sim.Result{Name: "none", Calls: 7, Sent: 7, Succeeded: 3, Failed: 3, Ignored: 1, Unknown: 3,
-		LatencyP50: 10 * ms, LatencyP99: 20 * ms, LatencyMax: 20 * ms, Bursts: 1, Span: 6005 * ms}, res[0])
+		LatencyP50: 10 * ms, LatencyP99: 20 * ms, LatencyMax: 20 * ms, LatencyMeasured: true, Bursts: 1, Span: 6005 * ms}, res[0])
 	// Trips on call 2's guessed failure at 2.02s; refuses 3 (not lost:
 	// unknown), 4 (lost), 5 (unknown) and 6. The burst 1-3 was detected
 	// 1.02s after its start.
 	assert.Equal(t, sim.Result{Name: "2 in a row", Calls: 7, Sent: 3, Succeeded: 1, Failed: 2, Refused: 4, LostGoodput: 1, Unknown: 1,
-		LatencyP50: 0, LatencyP99: 20 * ms, LatencyMax: 20 * ms, Trips: 1, TimeOpen: 3980 * ms,
+		LatencyP50: 0, LatencyP99: 20 * ms, LatencyMax: 20 * ms, LatencyMeasured: true, Trips: 1, TimeOpen: 3980 * ms,
 		Bursts: 1, Detected: 1, DetectMean: 1020 * ms, DetectMax: 1020 * ms, Span: 6 * time.Second}, res[1])
 }
 
@@ -408,4 +409,5 @@ func TestReplay_SM11_UnknownFirst(t *testing.T) {
 	assert.Equal(t, 1, res[0].Failed)
 	assert.Equal(t, 1, res[0].Unknown)
 	assert.Equal(t, time.Duration(0), res[0].LatencyMax)
+	assert.True(t, res[0].LatencyMeasured, "a latency of 0 is measured")
 }

@@ -10,12 +10,13 @@ import (
 // WriteTable writes results as a table, one row per result, with a legend
 // after it: the table the command rampart-sim prints, and package shadow's
 // too, so a replay's candidates and a shadow's read alike. A delay over no
-// event, and a latency not measured (a shadow's), print as "-".
+// event, and latencies not measured ([Result.LatencyMeasured] false: a
+// shadow's), print as "-"; measured latencies print even when they are 0.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "candidate\tsent\tok\tfailed\trefused\tlost\tunknown\tretries\tbudget-refused\ttrips\topen\tdetected\tdetect\trecover\tp50\tp99\tmax\t")
 	for _, r := range results {
-		measured := r.LatencyMax > 0
+		measured := r.LatencyMeasured
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.Name, r.Sent, r.Succeeded, r.Failed, r.Refused, r.LostGoodput, r.Unknown, r.RetriesSent, r.RetriesRefusedByBudget,
 			r.Trips, seconds(r.TimeOpen, r.Trips), r.Detected, r.Bursts, seconds(r.DetectMean, r.Detected), seconds(r.RecoverMean, r.Recovered),

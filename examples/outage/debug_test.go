@@ -35,6 +35,13 @@ func TestDebugPage_OP4_Browser(t *testing.T) {
 	defer stop()
 	o := loaded()
 	o.registry = reg
+	shot := os.Getenv("RAMPART_DEBUG_SCREENSHOT")
+	if shot != "" {
+		// The README's picture needs a probe that fails: a fault that
+		// outlasts the trip (at 2s, the attempt timeout), a cool-down and
+		// a probe's timeout.
+		o.fault = 8 * time.Second
+	}
 	alloc, cancel := chromedp.NewExecAllocator(t.Context(),
 		chromedp.ExecPath(chromium),
 		chromedp.Headless,
@@ -94,7 +101,6 @@ func TestDebugPage_OP4_Browser(t *testing.T) {
 	require.NoError(t, err, "the trip is not listed")
 	assert.Equal(t, "timeout: deadline of 2s exceeded", cause)
 
-	shot := os.Getenv("RAMPART_DEBUG_SCREENSHOT")
 	if shot != "" {
 		// The README's picture: in the middle of the fault, after a probe
 		// (open, half-open, then open again), the breaker open.

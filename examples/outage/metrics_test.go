@@ -327,10 +327,13 @@ scrape_configs:
 	})
 
 	// A fault long enough for the breaker alert (its for: shortened to 2s)
-	// to fire however the breaker's cool-downs and probes fall, on the
-	// schedule a loaded machine meets while the backend is healthy.
+	// to fire however the breaker's cool-downs and probes fall, and a
+	// prometheus on a loaded machine misses a scrape (the breaker trips
+	// two seconds in, the attempt timeout, and is not closed for about
+	// ten), on the schedule a loaded machine meets while the backend is
+	// healthy.
 	o := loaded()
-	o.healthy, o.fault, o.after = 3*time.Second, 8*time.Second, 6*time.Second
+	o.healthy, o.fault, o.after = 3*time.Second, 12*time.Second, 6*time.Second
 	o.observer = obs
 	start := time.Now()
 	r, err := simulate(o, loopback, io.Discard)
@@ -370,6 +373,18 @@ scrape_configs:
 	faultStart, faultEnd := start.Add(o.healthy), start.Add(o.healthy+o.fault)
 	firing, err := rangeQuery(api, `ALERTS{alertname="RampartBreakerOpen",alertstate="firing"}`, start, stopAt)
 	require.NoError(t, err)
+	if len(firing) == 0 {
+		// A scrape that fails (past its timeout, the interval: 1s) marks
+		// the series stale, which resets the alert's for:. Say what
+		// prometheus saw.
+		for _, expr := range []string{`up{job="outage"}`, `scrape_duration_seconds{job="outage"}`, `ALERTS`} {
+			series, err := rangeQuery(api, expr, start, stopAt)
+			require.NoError(t, err)
+			for _, s := range series {
+				t.Logf("%s %v: %v", expr, s.labels, s.points)
+			}
+		}
+	}
 	require.NotEmpty(t, firing, "RampartBreakerOpen never fired")
 	at := map[float64]bool{} // step times at which it fired
 	first := math.Inf(1)

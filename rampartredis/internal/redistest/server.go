@@ -31,9 +31,11 @@ type Server struct {
 	Addr string // host:port
 
 	args []string // extra redis-server arguments (a cluster node's)
+	conf string   // a config file, the first argument (a Sentinel's)
 
-	mu  sync.Mutex
-	cmd *exec.Cmd // guarded by mu
+	mu   sync.Mutex
+	cmd  *exec.Cmd // guarded by mu
+	dead bool      // killed and not restarted; guarded by mu
 }
 
 // Binary returns the path of redis-server, or fails (CI) or skips the test.
@@ -54,7 +56,17 @@ func Binary(t testing.TB) string {
 // Start starts a redis-server for t and stops it when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return startWith(t, nil)
+}
+
+// startWith starts a redis-server for t, configured by set (nil: as
+// Start does), and stops it when t ends.
+func startWith(t testing.TB, set func(*Server)) *Server {
+	t.Helper()
 	s := &Server{t: t, bin: Binary(t)}
+	if set != nil {
+		set(s)
+	}
 	var err error
 	for range 5 { // a free port may be taken between asking and binding
 		s.Addr = freeAddr(t)
@@ -108,6 +120,9 @@ func (s *Server) start() error {
 	_, port, _ := net.SplitHostPort(s.Addr)
 	args := append([]string{"--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"}, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
 	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server: %w", err)
@@ -137,10 +152,17 @@ func (s *Server) start() error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.mu.Lock()
-	s.cmd = cmd
+	s.cmd, s.dead = cmd, false
 	s.mu.Unlock()
 	go func() { <-exited }() // reap
 	return nil
+}
+
+// Dead reports whether the server was killed and not restarted.
+func (s *Server) Dead() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dead
 }
 
 // PID returns the server process's id.
@@ -170,6 +192,7 @@ func (s *Server) Kill() {
 	s.t.Helper()
 	s.mu.Lock()
 	cmd := s.cmd
+	s.dead = true
 	s.mu.Unlock()
 	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
 	_ = cmd.Process.Kill()
