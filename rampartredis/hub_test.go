@@ -204,6 +204,26 @@ func TestHub_FL21_RestartResubscribesEveryBreaker(t *testing.T) {
 	}
 }
 
+// Redis forgets the scripts (SCRIPT FLUSH; a restart or a failover does
+// the same): the batched read, which sends scripts by their SHA in a
+// pipeline, where go-redis's Script.Run cannot fall back to EVAL, sends
+// them again with their body, and no read fails.
+func TestHub_FL21_ReadsSurviveAScriptFlush(t *testing.T) {
+	srv := server(t)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: 20 * time.Millisecond})
+	rs := many(t, opts, "replica", 20, scfg)
+	synced(t, rs...)
+	c := admin(t, srv)
+	readAfterNow(t, rs...)
+	failures := rs[3].sh.Stats().Failures
+	ctx := context.Background()
+	require.NoError(t, c.ScriptFlush(ctx).Err())
+	require.NoError(t, c.HSet(ctx, "rampart:{k3}:state", "gen", 1, "state", "open", "until", -1, "cause", "", "by", "x").Err())
+	waitFor(t, "k3 opened by a read", stateIs(rs[3].br, circuitbreaker.Open))
+	assert.Equal(t, failures, rs[3].sh.Stats().Failures, "no read failed")
+	assert.Equal(t, circuitbreaker.Closed, rs[4].br.State().State)
+}
+
 // valueClient is a client of a user's that is a struct value, which
 // cannot be a map key.
 type valueClient struct {
