@@ -376,10 +376,11 @@ const (
 	// Rejected, Transition and outcome events under Source Breaker.
 	Lost
 	// Tuned: a layer's settings were changed while it ran
-	// (circuitbreaker.Breaker.Tune, budget.Budget.Tune). For a breaker,
-	// Calls and Failures are the counts its policy kept through the change
-	// (zero outside Closed, or when its window was emptied); no other
-	// field.
+	// (circuitbreaker.Breaker.Tune, budget.Budget.Tune, retry.Tuner.Tune,
+	// concurrency.Limiter.SetMax, ratelimit.Tune). For a breaker, Calls
+	// and Failures are the counts its policy kept through the change
+	// (zero outside Closed, or when its window was emptied); for a retry
+	// layer, Attempt is the new MaxAttempts; no other field.
 	Tuned
 )
 
