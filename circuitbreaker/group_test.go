@@ -492,19 +492,21 @@ func TestClock_CB20_GroupIdleTime(t *testing.T) {
 }
 
 func TestGroup_CB19_BreakersAreNamedAfterTheirKey(t *testing.T) {
-	g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
-		Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour},
-	})
-	require.NoError(t, err)
-	fail(t, g.Breaker("a.example"), 1, errBoom)
-	oe := openErr(t, g.Breaker("a.example"))
-	assert.Equal(t, `circuitbreaker "hosts/a.example": open (retry after 1h0m0s): tripped by: boom`, oe.Error())
-	assert.Equal(t, "hosts/(overflow)", g.Overflow().State().Name)
+	synctest.Test(t, func(t *testing.T) { // the message prints the rest of the cool-down: exact on virtual time
+		g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{
+			Breaker: circuitbreaker.Config{Name: "hosts", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour},
+		})
+		require.NoError(t, err)
+		fail(t, g.Breaker("a.example"), 1, errBoom)
+		oe := openErr(t, g.Breaker("a.example"))
+		assert.Equal(t, `circuitbreaker "hosts/a.example": open (retry after 1h0m0s): tripped by: boom`, oe.Error())
+		assert.Equal(t, "hosts/(overflow)", g.Overflow().State().Name)
 
-	unnamed, err := circuitbreaker.NewGroup[int](circuitbreaker.GroupConfig{})
-	require.NoError(t, err)
-	assert.Equal(t, "42", unnamed.Breaker(42).State().Name)
-	assert.Equal(t, "(overflow)", unnamed.Overflow().State().Name)
+		unnamed, err := circuitbreaker.NewGroup[int](circuitbreaker.GroupConfig{})
+		require.NoError(t, err)
+		assert.Equal(t, "42", unnamed.Breaker(42).State().Name)
+		assert.Equal(t, "(overflow)", unnamed.Overflow().State().Name)
+	})
 }
 
 func TestGroup_EV14_ReportsEachDroppedBreakerAsRemoved(t *testing.T) {

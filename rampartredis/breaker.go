@@ -271,8 +271,8 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		cfg:      cfg,
 		keys:     []string{tag + "state", tag + "probe", tag + "reports", tag + "failures", tag + "failed"},
 		ch:       tag + "changes",
-		own:      make(chan circuitbreaker.Transition, 8),
-		msgs:     make(chan record, 8),
+		own:      make(chan circuitbreaker.Transition, 2),
+		msgs:     make(chan record, 2),
 		reads:    make(chan readResult, 1),
 		synced:   make(chan struct{}),
 		evidence: make(chan struct{}, 1),
@@ -289,9 +289,9 @@ func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config)
 		unsub := s.unsub
 		s.unsub = func() { unsub(); stop() }
 	}
+	join(s) // before the worker starts: it uses s.hub
 	s.wg.Add(1)
 	go s.work()
-	join(s)
 	return s, nil
 }
 

@@ -66,9 +66,9 @@ var (
 func join(s *Shared) {
 	hubsMu.Lock()
 	defer hubsMu.Unlock()
-	// A client of a type that cannot be a map key (a user's struct value)
-	// gets a hub of its own.
-	comparable := reflect.TypeOf(s.client).Comparable()
+	// A client that is not a pointer (a user's struct value, which may not
+	// be a valid map key) gets a hub of its own.
+	comparable := keyable(s.client)
 	h := (*hub)(nil)
 	if comparable {
 		h = hubs[s.client]
@@ -89,7 +89,7 @@ func leave(s *Shared) {
 	hubsMu.Lock()
 	h := s.hub
 	last := h.remove(s)
-	if last && hubs[h.client] == h {
+	if last && keyable(h.client) && hubs[h.client] == h {
 		delete(hubs, h.client)
 	}
 	hubsMu.Unlock()
@@ -99,6 +99,10 @@ func leave(s *Shared) {
 		h.wg.Wait()
 	}
 }
+
+// keyable reports whether c can be a key of hubs: go-redis's clients are
+// pointers.
+func keyable(c redis.UniversalClient) bool { return reflect.TypeOf(c).Kind() == reflect.Pointer }
 
 func newHub(client redis.UniversalClient) *hub {
 	_, single := client.(*redis.Client)
@@ -430,14 +434,20 @@ func (h *hub) listen() {
 			}
 		case *redis.Message:
 			if rec, ok := parseMessage(m.Payload); ok {
+				full := false
 				h.mu.Lock()
 				for _, s := range h.channels[m.Channel] {
 					select {
 					case s.msgs <- rec:
-					default: // the periodic read catches up
+					default: // a read catches up, at once
+						s.again.Store(true)
+						full = true
 					}
 				}
 				h.mu.Unlock()
+				if full {
+					h.signal()
+				}
 			}
 		}
 	}

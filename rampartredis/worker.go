@@ -46,6 +46,7 @@ func (s *Shared) work() {
 		}
 		if s.dropped.Swap(false) {
 			s.dirty = true
+			s.hub.schedule(s, 0) // reconcile at once
 		}
 	}
 }

@@ -79,3 +79,23 @@ func TestTune_LM13_BadTuning(t *testing.T) {
 	assert.Equal(t, rate.Limit(5), lim.Limit())
 	assert.Equal(t, 3, lim.Burst())
 }
+
+// Tune while calls flow through a layer (run with -race).
+func TestTune_LM13_WhileCallsFlow(t *testing.T) {
+	lim := rate.NewLimiter(1000, 10)
+	l, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: lim, Mode: ratelimit.Refuse, Observer: observe.Func(func(context.Context, observe.Event) {})})
+	require.NoError(t, err)
+	svc := l.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for j := range 300 {
+			assert.NoError(t, ratelimit.Tune(lim, ratelimit.Tuning{Limit: rate.Limit(100 * (1 + j%5)), Burst: 1 + j%10}))
+		}
+	}()
+	for range 1000 {
+		_, _ = svc.Call(context.Background(), 0)
+	}
+	<-done
+	assert.Equal(t, 10, lim.Burst(), "the last Tune")
+}

@@ -206,3 +206,22 @@ func TestDemo_SH4_Shadows(t *testing.T) {
 		assert.Contains(t, out.String(), "candidate  sent")
 	})
 }
+
+// -candidates shadows every breaker of a settings file, under the
+// candidates' names, as the replay of the same file names them.
+func TestLoadShadows_ST4(t *testing.T) {
+	got, err := loadShadows("../../cmd/rampart-sim/testdata/candidates.toml")
+	require.NoError(t, err)
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Name)
+	}
+	assert.Equal(t, []string{"5 in a row, 30s", "5 in a row, 2s..1m", "half of 20, 5s"}, names, "the candidate without a breaker is not shadowed")
+	assert.Equal(t, circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 20}, Ratio: 0.5}, got[2].Breaker.Policy)
+	assert.Equal(t, 5*time.Second, got[2].Breaker.CoolDown)
+
+	p := t.TempDir() + "/c.toml"
+	require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"none\"\n"), 0o600))
+	_, err = loadShadows(p)
+	assert.EqualError(t, err, p+": no candidate has a [candidate.breaker] table to shadow")
+}

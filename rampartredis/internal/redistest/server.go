@@ -32,6 +32,7 @@ type Server struct {
 
 	args []string // extra redis-server arguments (a cluster node's)
 	conf string   // a config file, the first argument (a Sentinel's)
+	dir  string   // the server's working directory: its dump.rdb lands here, never in the checkout
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd // guarded by mu
@@ -63,7 +64,7 @@ func Start(t testing.TB) *Server {
 // Start does), and stops it when t ends.
 func startWith(t testing.TB, set func(*Server)) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: Binary(t)}
+	s := &Server{t: t, bin: Binary(t), dir: t.TempDir()}
 	if set != nil {
 		set(s)
 	}
@@ -105,14 +106,20 @@ func Run() (addr string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
-	s := &Server{bin: bin}
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return "", nil, err
+	}
+	s := &Server{bin: bin, dir: dir}
 	if s.Addr, err = free(); err != nil {
+		os.RemoveAll(dir)
 		return "", nil, err
 	}
 	if err := s.start(); err != nil {
+		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	return s.Addr, s.stop, nil
+	return s.Addr, func() { s.stop(); os.RemoveAll(dir) }, nil
 }
 
 // start runs redis-server on s.Addr and waits until it answers PING.
@@ -124,6 +131,7 @@ func (s *Server) start() error {
 		args = append([]string{s.conf}, args...)
 	}
 	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.dir
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server: %w", err)
 	}
