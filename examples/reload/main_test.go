@@ -120,3 +120,29 @@ func TestStart_ST4_TimeoutPerAttempt(t *testing.T) {
 		assert.Equal(t, 100*time.Millisecond+10*time.Millisecond+90*time.Millisecond, time.Since(t0), "the first attempt's timeout, the backoff, the second attempt")
 	})
 }
+
+// A candidate without a breaker table has no breaker, as in a replay of
+// it (rampart-sim's "no breaker"): failures are never refused; a breaker
+// table added later needs a restart, as any other table does.
+func TestStart_ST4_NoBreakerTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "s.toml")
+		require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"a\"\ntimeout = \"1s\"\n"), 0o600))
+		down := errors.New("down")
+		failing := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", down })
+		st, err := startOn(failing, p, "a", nil, &bytes.Buffer{})
+		require.NoError(t, err)
+		for i := range 20 {
+			_, err := st.svc.Call(context.Background(), "req")
+			require.ErrorIs(t, err, down, "call %d", i)
+			require.NotErrorIs(t, err, circuitbreaker.ErrOpen, "call %d", i)
+		}
+		require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"a\"\ntimeout = \"1s\"\n[candidate.breaker]\ncool_down = \"5s\"\n"), 0o600))
+		var out bytes.Buffer
+		err = st.apply(p, &out)
+		assert.EqualError(t, err, `s.toml: candidate "a": breaker: a breaker table cannot be added or removed while the stack runs; restart with it`)
+		_, err = st.svc.Call(context.Background(), "req")
+		assert.ErrorIs(t, err, down)
+		assert.NotErrorIs(t, err, circuitbreaker.ErrOpen, "still no breaker")
+	})
+}
