@@ -33,7 +33,9 @@ type Limiter struct {
 	max atomic.Int64
 	// inFlight counts held slots. It is incremented after a slot is taken
 	// from sem and decremented before the slot is given back, so it never
-	// exceeds max; it may briefly read one low while a slot changes hands.
+	// exceeds max but after SetMax lowers it (until the calls holding the
+	// slots owed release them, see debt); it may briefly read one low
+	// while a slot changes hands.
 	inFlight atomic.Int64
 	// reserved counts the slots of the critical reserve held: see
 	// ReadyFor.
@@ -86,11 +88,11 @@ func (l *Limiter) Max() int { return int(l.max.Load()) }
 // waiting first. A smaller one takes back the free slots at once and the
 // others as the calls holding them release them: until InFlight is below
 // the new Max no call gets a slot (in Wait mode they wait, in order), and
-// meanwhile InFlight exceeds Max. Safe for concurrent use; a larger max
-// first forgives the slots a smaller one is still owed. Each layer built with l that has an
+// meanwhile InFlight exceeds Max. A larger max first forgives the slots
+// a smaller one is still owed. Each layer built with l that has an
 // Observer is told with an event of kind [observe.Tuned] (Source
 // Concurrency, the layer's Name); l keeps those Observers as long as it
-// lives.
+// lives. Safe for concurrent use.
 func (l *Limiter) SetMax(max int) error {
 	if max < 1 {
 		return fmt.Errorf("concurrency: max must be >= 1, got %d", max)
@@ -135,8 +137,9 @@ func (l *Limiter) watch(name string, obs observe.Observer) {
 	l.tune.watchers = append(l.tune.watchers[:len(l.tune.watchers):len(l.tune.watchers)], watcher{name: name, obs: obs})
 }
 
-// InFlight returns how many slots are held right now, between 0 and Max,
-// plus the slots of the critical reserve critical calls hold (see the
+// InFlight returns how many slots are held right now, between 0 and Max
+// (more than Max after [Limiter.SetMax] lowered it, until enough calls
+// release their slots), plus the slots of the critical reserve critical calls hold (see the
 // package documentation, Criticality). It is two atomic loads, cheap
 // enough for metrics on every call.
 func (l *Limiter) InFlight() int { return int(l.inFlight.Load() + l.reserved.Load()) }
