@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/tuned"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -52,15 +53,11 @@ type Limiter struct {
 	// tune serializes SetMax and holds what it needs; see SetMax.
 	tune struct {
 		sync.Mutex
-		spare    int64 // units of sem the Limiter holds
-		watchers []watcher
+		spare int64 // units of sem the Limiter holds
 	}
-}
-
-// watcher is the name and Observer of a layer built with a Limiter.
-type watcher struct {
-	name string
-	obs  observe.Observer
+	// watchers are the Observers of the layers built with the Limiter,
+	// told of each SetMax.
+	watchers tuned.Watchers
 }
 
 // noSlots is the refusal of the zero Limiter.
@@ -122,19 +119,9 @@ func (l *Limiter) SetMax(max int) error {
 	}
 	l.debt.Store(debt)
 	l.max.Store(int64(max))
-	ws := t.watchers
 	t.Unlock()
-	for _, w := range ws {
-		w.obs.Observe(context.Background(), observe.Event{Source: observe.Concurrency, Name: w.name, Kind: observe.Tuned})
-	}
+	l.watchers.Tell(observe.Event{Source: observe.Concurrency})
 	return nil
-}
-
-// watch adds a layer's Observer to those told of each SetMax.
-func (l *Limiter) watch(name string, obs observe.Observer) {
-	l.tune.Lock()
-	defer l.tune.Unlock()
-	l.tune.watchers = append(l.tune.watchers[:len(l.tune.watchers):len(l.tune.watchers)], watcher{name: name, obs: obs})
 }
 
 // InFlight returns how many slots are held right now, between 0 and Max
