@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 
 	"github.com/rampart-go/rampart/observe"
 )
@@ -19,8 +20,8 @@ type Tuning struct {
 }
 
 // Tune changes what b's requests earn while it is in use, keeping its
-// balance, or returns the error New would return for the same fields,
-// changing nothing. Safe for concurrent use, and free for Deposit, which
+// balance, or returns the error New would return for the same fields (or
+// one saying that b is nil), changing nothing. Safe for concurrent use, and free for Deposit, which
 // reads neither setting.
 //
 // What changes when: the credit already earned stays, to be spent or to
@@ -31,6 +32,9 @@ type Tuning struct {
 // change. The change is reported to the budget's Observer as an event of
 // kind [observe.Tuned].
 func (b *Budget) Tune(t Tuning) error {
+	if b == nil {
+		return errors.New("budget: Tune of a nil *Budget")
+	}
 	_, perSecond, ratio, err := resolve(Config{MinPerSecond: t.MinPerSecond, Ratio: t.Ratio})
 	if err != nil {
 		return err

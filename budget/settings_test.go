@@ -48,6 +48,12 @@ func TestTune_BU1_BadTuning(t *testing.T) {
 	})
 }
 
+// Tune of a nil *Budget is an error, not a panic.
+func TestTune_BU1_NilBudget(t *testing.T) {
+	var b *budget.Budget
+	assert.EqualError(t, b.Tune(budget.Tuning{}), "budget: Tune of a nil *Budget")
+}
+
 // Tune is safe while retries flow (run with -race), on a zero Budget too.
 func TestTune_BU1_WhileInUse(t *testing.T) {
 	var b budget.Budget

@@ -2,6 +2,7 @@ package circuitbreaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -35,7 +36,8 @@ type Tuning struct {
 // Tune changes b's cool-down schedule, probe settings and policy
 // thresholds while calls flow, keeping its state, or returns an error
 // changing nothing: the error circuitbreaker.New would return for the same
-// fields, or one saying that Policy is not of the breaker's kind. Safe for
+// fields, one saying that Policy is not of the breaker's kind, or one
+// saying that b is nil. Safe for
 // concurrent use, and free for calls: the settings it changes are read
 // only with the breaker's lock held (a time window's, with its own lock),
 // never on the Closed path.
@@ -71,6 +73,9 @@ type Tuning struct {
 // (a run of n consecutive failures as n calls, n failures), zero outside
 // Closed.
 func (b *Breaker) Tune(t Tuning) error {
+	if b == nil {
+		return errors.New("circuitbreaker: Tune of a nil *Breaker")
+	}
 	set, err := Config{
 		CoolDown:           t.CoolDown,
 		MaxCoolDown:        t.MaxCoolDown,

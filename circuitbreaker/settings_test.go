@@ -115,6 +115,12 @@ func TestTune_CB24_BadTuning(t *testing.T) {
 	})
 }
 
+// Tune of a nil *Breaker is an error, not a panic.
+func TestTune_CB24_NilBreaker(t *testing.T) {
+	var b *circuitbreaker.Breaker
+	assert.EqualError(t, b.Tune(circuitbreaker.Tuning{}), "circuitbreaker: Tune of a nil *Breaker")
+}
+
 // Tune is safe while calls flow (run with -race), and a zero Breaker can
 // be tuned.
 func TestTune_CB24_WhileCallsFlow(t *testing.T) {

@@ -80,7 +80,7 @@ func New(max int) (*Limiter, error) {
 func (l *Limiter) Max() int { return int(l.max.Load()) }
 
 // SetMax changes the number of slots to max while calls flow, or returns
-// an error naming max when max < 1 (or l is a zero Limiter), changing
+// an error naming max when max < 1 (or l is nil or a zero Limiter), changing
 // nothing. A larger max frees the new slots at once, to the callers
 // waiting first. A smaller one takes back the free slots at once and the
 // others as the calls holding them release them: until InFlight is below
@@ -91,6 +91,9 @@ func (l *Limiter) Max() int { return int(l.max.Load()) }
 // Concurrency, the layer's Name); l keeps those Observers as long as it
 // lives. Safe for concurrent use.
 func (l *Limiter) SetMax(max int) error {
+	if l == nil {
+		return errors.New("concurrency: SetMax of a nil *Limiter")
+	}
 	if max < 1 {
 		return fmt.Errorf("concurrency: max must be >= 1, got %d", max)
 	}

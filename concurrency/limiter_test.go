@@ -217,6 +217,12 @@ func TestLimiter_LM12_SetMaxErrorsAndEvents(t *testing.T) {
 	assert.Equal(t, []observe.Event{{Source: observe.Concurrency, Name: "db", Kind: observe.Tuned}}, rec.Events())
 }
 
+// SetMax of a nil *Limiter is an error, not a panic.
+func TestLimiter_LM12_SetMaxNilLimiter(t *testing.T) {
+	var l *concurrency.Limiter
+	assert.EqualError(t, l.SetMax(1), "concurrency: SetMax of a nil *Limiter")
+}
+
 // SetMax while calls flow through a layer (run with -race): every call
 // ends, and no slot is lost.
 func TestLimiter_LM12_SetMaxWhileCallsFlow(t *testing.T) {

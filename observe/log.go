@@ -41,9 +41,9 @@ type LogConfig struct {
 
 	// Level, if not nil, chooses each event's level. Nil means: a
 	// breaker's transition to open or forced-open is [slog.LevelWarn],
-	// its other transitions [slog.LevelInfo], and every other event (a
-	// retry, a refusal, a timeout: events of single calls)
-	// [slog.LevelDebug]. It must be safe for concurrent use.
+	// its other transitions and every change of settings ([Tuned])
+	// [slog.LevelInfo], and every other event (a retry, a refusal, a
+	// timeout: events of single calls) [slog.LevelDebug]. It must be safe for concurrent use.
 	Level func(Event) slog.Level
 }
 
@@ -149,6 +149,8 @@ func NewLog(cfg LogConfig) (*Log, error) {
 // defaultLevel is the level of an event when LogConfig.Level is nil.
 func defaultLevel(e Event) slog.Level {
 	switch {
+	case e.Kind == Tuned:
+		return slog.LevelInfo
 	case e.Kind != Transition:
 		return slog.LevelDebug
 	case e.To == "open" || e.To == "forced-open":

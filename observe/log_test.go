@@ -58,6 +58,20 @@ func TestLog_EV10_LevelsAndAttributes(t *testing.T) {
 	}, lines(&buf))
 }
 
+// A change of settings while the stack runs is rare and made by an
+// operator: a Logger at its default level (Info) writes it.
+func TestLog_EV10_TunedIsInfo(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := observe.NewLog(observe.LogConfig{Logger: textLogger(&buf, slog.LevelInfo)})
+	require.NoError(t, err)
+	log.Observe(context.Background(), observe.Event{Source: observe.Breaker, Name: "db", Kind: observe.Tuned, Calls: 4, Failures: 1})
+	log.Observe(context.Background(), observe.Event{Source: observe.Retry, Name: "db", Kind: observe.Tuned, Attempt: 3})
+	require.Equal(t, []string{
+		`level=INFO msg="circuitbreaker tuned" layer=circuitbreaker name=db failures=1 calls=4`,
+		`level=INFO msg="retry tuned" layer=retry name=db attempt=3`,
+	}, lines(&buf))
+}
+
 func TestLog_EV10_LimitsEachKindOfEventAndCountsTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf bytes.Buffer

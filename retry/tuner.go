@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -77,11 +78,15 @@ func (s Settings) schedule() (*schedule, error) {
 }
 
 // Tune replaces t's settings with s, or returns the error [NewLayer] would
-// return for the same fields, changing nothing. Each layer built with t
+// return for the same fields (or one saying that t is nil), changing
+// nothing. Each layer built with t
 // that has an Observer is told with an event of kind [observe.Tuned]
 // (Source [observe.Retry], the layer's Name, Attempt the new MaxAttempts).
 // Safe for concurrent use, with calls in flight.
 func (t *Tuner) Tune(s Settings) error {
+	if t == nil {
+		return errors.New("retry: Tune of a nil *Tuner")
+	}
 	sc, err := s.schedule()
 	if err != nil {
 		return err

@@ -93,6 +93,12 @@ func TestTuner_RT15_BadSettings(t *testing.T) {
 	assert.Equal(t, int64(retry.DefaultMaxAttempts), calls.Load())
 }
 
+// Tune of a nil *Tuner is an error, not a panic.
+func TestTuner_RT15_NilTuner(t *testing.T) {
+	var tu *retry.Tuner
+	assert.EqualError(t, tu.Tune(retry.Settings{}), "retry: Tune of a nil *Tuner")
+}
+
 // Tune is safe while calls retry (run with -race).
 func TestTuner_RT15_Race(t *testing.T) {
 	tu, err := retry.NewTuner(retry.Settings{MaxAttempts: 2, Backoff: constant(t, 0)})
