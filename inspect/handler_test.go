@@ -1,6 +1,7 @@
 package inspect_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -83,6 +84,27 @@ func TestServeHTTP_OP4_LongPoll(t *testing.T) {
 		code, _, body := get(t, &reg, "/?fragment=1&after=x")
 		assert.Equal(t, http.StatusBadRequest, code)
 		assert.Equal(t, "inspect: bad after \"x\": want the X-Rampart-Changes of an earlier answer\n", body)
+	})
+}
+
+// TestServeHTTP_OP4_LongPollEndsWithItsRequest checks that a long poll
+// whose client goes away answers at that instant, not at RefreshInterval
+// (a poll whose client stays waits RefreshInterval at most, so that a
+// server shutting down waits no longer for it: TestServeHTTP_OP4_LongPoll).
+func TestServeHTTP_OP4_LongPollEndsWithItsRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reg inspect.Registry
+		reg.AddBreaker(newBreaker(t, circuitbreaker.Config{Name: "db"}))
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			cancel()
+		}()
+		start := time.Now()
+		rec := httptest.NewRecorder()
+		reg.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/?fragment=1&after=1", nil))
+		assert.Equal(t, 100*time.Millisecond, time.Since(start), "answered when the client went away")
+		assert.Equal(t, "1", rec.Header().Get("X-Rampart-Changes"))
 	})
 }
 

@@ -549,3 +549,92 @@ func TestStream_GR18_AbandonedStreamHoldsItsSlotUntilItsContextEnds(t *testing.T
 		assert.Equal(t, 0, lim.InFlight())
 	})
 }
+
+// A stream that never opens, or that SendMsg or Header ends, gives its
+// slot of ClientConfig.Limit back at once: the breaker refusing it, the
+// opening failing, SendMsg failing (io.EOF excepted: RecvMsg tells the
+// end then), Header failing; and a slot given back twice (Header, then
+// RecvMsg's final status) is given back once.
+func TestStream_GR18_EndsBeforeRecvGiveTheSlotBack(t *testing.T) {
+	unavailable := status.Error(codes.Unavailable, "gone")
+	for _, tc := range []struct {
+		name string
+		open error         // the opening's error
+		st   *endingStream // the stream opened, when open is nil
+		// use uses the stream opened and reports whether it holds its
+		// slot still.
+		use     func(t *testing.T, cs grpc.ClientStream) bool
+		tripped bool // the breaker is open
+	}{
+		{name: "breaker open", tripped: true},
+		{name: "opening fails", open: unavailable},
+		{name: "SendMsg fails", st: &endingStream{send: unavailable, recv: unavailable}, use: func(t *testing.T, cs grpc.ClientStream) bool {
+			assert.Equal(t, unavailable, cs.SendMsg(&testgrpc.StreamingOutputCallRequest{}))
+			return false
+		}},
+		{name: "SendMsg io.EOF", st: &endingStream{send: io.EOF, recv: unavailable}, use: func(t *testing.T, cs grpc.ClientStream) bool {
+			assert.Equal(t, io.EOF, cs.SendMsg(&testgrpc.StreamingOutputCallRequest{}))
+			return true
+		}},
+		{name: "Header fails, then RecvMsg", st: &endingStream{header: unavailable, recv: unavailable}, use: func(t *testing.T, cs grpc.ClientStream) bool {
+			_, err := cs.Header()
+			assert.Equal(t, unavailable, err)
+			assert.Equal(t, unavailable, cs.RecvMsg(&testgrpc.StreamingOutputCallResponse{}))
+			return false
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim, err := concurrency.New(1)
+			require.NoError(t, err)
+			sw := &circuitbreaker.Switch{}
+			br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 100}, Switch: sw})
+			if tc.tripped {
+				sw.ForceOpen(nil)
+			}
+			ic, err := rampartgrpc.NewStreamClientInterceptor(rampartgrpc.ClientConfig{Limit: lim, Breaker: br, Retry: rampartgrpc.RetryConfig{MaxAttempts: 1}})
+			require.NoError(t, err)
+			opened := 0
+			streamer := func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+				opened++
+				if tc.open != nil {
+					return nil, tc.open
+				}
+				return tc.st, nil
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			cs, err := ic(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, nil, streamMethod, streamer)
+			if tc.use == nil {
+				require.Error(t, err)
+				assert.Equal(t, map[bool]int{true: 0, false: 1}[tc.tripped], opened)
+				assert.Equal(t, 0, lim.InFlight(), "the slot is back")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 1, lim.InFlight(), "the open stream holds its slot")
+			if tc.use(t, cs) {
+				assert.Equal(t, 1, lim.InFlight(), "the stream has not ended")
+				assert.Equal(t, unavailable, cs.RecvMsg(&testgrpc.StreamingOutputCallResponse{}))
+			}
+			assert.Equal(t, 0, lim.InFlight(), "the slot is back")
+			cancel() // the watch on ctx finds the stream ended: nothing more to give back
+			other, err := ic(t.Context(), &grpc.StreamDesc{ServerStreams: true}, nil, streamMethod, streamer)
+			require.NoError(t, err, "the one slot is free again")
+			assert.Equal(t, 1, lim.InFlight())
+			_ = other.RecvMsg(&testgrpc.StreamingOutputCallResponse{})
+			assert.Equal(t, 0, lim.InFlight())
+		})
+	}
+}
+
+// endingStream is a stream whose SendMsg, Header and RecvMsg return the
+// errors set.
+type endingStream struct {
+	grpc.ClientStream
+	send, header, recv error
+}
+
+func (s *endingStream) Context() context.Context     { return context.Background() }
+func (s *endingStream) SendMsg(any) error            { return s.send }
+func (s *endingStream) Header() (metadata.MD, error) { return nil, s.header }
+func (s *endingStream) RecvMsg(any) error            { return s.recv }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/timeout"
 )
@@ -442,3 +443,89 @@ func TestBreakerLayer_HT12_NegativeBodyLease(t *testing.T) {
 	_, err = ramparthttp.NewTransport(ramparthttp.ClientConfig{Breaker: br, BodyLease: -1})
 	assert.EqualError(t, err, "ramparthttp: ClientConfig.BodyLease must be >= 0 (0 means DefaultBodyLease, 5s), got -1ns")
 }
+
+// However the layers share the response body's wrapper (a breaker over an
+// attempt timeout or under it, a header timeout as well, two breakers in
+// one stack), a body read in part, closed twice and read after Close
+// finishes each breaker's permit once, as a success (the read that fails
+// because of the Close is not the server's failure), and ends the
+// attempt's context at the first Close, not before.
+func TestBreakerLayer_CB8_BodyClosedTwiceIsJudgedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		layers []string // outermost first
+	}{
+		{"breaker over timeout", []string{"breaker", "timeout"}},
+		{"timeout over breaker", []string{"timeout", "breaker"}},
+		{"breaker over timeout over header timeout", []string{"breaker", "timeout", "header"}},
+		{"two breakers over timeout", []string{"breaker", "breaker", "timeout"}},
+		{"breaker, timeout, breaker", []string{"breaker", "timeout", "breaker"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := rampart.NewBuilder[*http.Request, *http.Response]()
+			var counters []*observetest.Counter
+			for _, l := range tc.layers {
+				switch l {
+				case "breaker":
+					c := &observetest.Counter{}
+					counters = append(counters, c)
+					br, err := circuitbreaker.New(circuitbreaker.Config{Observer: c})
+					require.NoError(t, err)
+					b = b.With(ramparthttp.BreakerLayer(ramparthttp.BreakerConfig{Breaker: br}))
+				case "timeout":
+					b = b.With(ramparthttp.TimeoutLayer(time.Hour))
+				case "header":
+					b = b.With(ramparthttp.HeaderTimeoutLayer(time.Hour))
+				}
+			}
+			var attempt context.Context
+			inner := &closingBody{r: strings.NewReader("hello")}
+			svc, err := b.Build(rampart.ServiceFunc[*http.Request, *http.Response](func(ctx context.Context, req *http.Request) (*http.Response, error) {
+				attempt = ctx
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: inner, Request: req}, nil
+			}))
+			require.NoError(t, err)
+			resp, err := svc.Call(context.Background(), get())
+			require.NoError(t, err)
+
+			buf := make([]byte, 2)
+			n, err := resp.Body.Read(buf)
+			require.NoError(t, err)
+			assert.Equal(t, "he", string(buf[:n]))
+			none := map[string]int{"success": 0, "failure": 0, "ignored": 0, "rejected": 0}
+			for _, c := range counters {
+				assert.Equal(t, none, c.Outcomes(), "not judged before the body ends")
+			}
+			require.NoError(t, attempt.Err(), "the attempt's context lives until the body is closed")
+
+			require.NoError(t, resp.Body.Close())
+			assert.ErrorIs(t, attempt.Err(), context.Canceled, "the first Close ends the attempt's context")
+			assert.NoError(t, resp.Body.Close())
+			_, err = resp.Body.Read(buf)
+			assert.ErrorIs(t, err, errReadAfterClose)
+			once := map[string]int{"success": 1, "failure": 0, "ignored": 0, "rejected": 0}
+			for i, c := range counters {
+				assert.Equal(t, once, c.Outcomes(), "breaker %d", i)
+			}
+			assert.Equal(t, int32(2), inner.closes.Load(), "each Close reaches the body")
+		})
+	}
+}
+
+var errReadAfterClose = errors.New("read on closed body")
+
+// closingBody counts its Close calls and fails a Read after one, as
+// net/http's bodies do.
+type closingBody struct {
+	r      io.Reader
+	closes atomic.Int32
+}
+
+func (b *closingBody) Read(p []byte) (int, error) {
+	if b.closes.Load() > 0 {
+		return 0, errReadAfterClose
+	}
+	return b.r.Read(p)
+}
+
+func (b *closingBody) Close() error { b.closes.Add(1); return nil }

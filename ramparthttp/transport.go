@@ -10,8 +10,10 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilvalue"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/shadow"
+	"github.com/rampart-go/rampart/timeout"
 )
 
 // ClientConfig configures [NewTransport]. The zero ClientConfig is valid:
@@ -108,6 +110,14 @@ type ClientConfig struct {
 	// AttemptTimeout when the whole exchange must end in time; with both,
 	// a HeaderTimeout not shorter than AttemptTimeout has no effect.
 	HeaderTimeout time.Duration
+	// Name names the Limit and AttemptTimeout layers in their events;
+	// Observer, if not nil, is told of the attempts the limit refuses, of
+	// each change of the limit (concurrency.Limiter.SetMax), and of the
+	// attempts the attempt timeout ends (see package observe). The retries
+	// and hedges take theirs from Retry and Hedge, and a breaker from its
+	// own Config, as rampartgrpc's do. It must be safe for concurrent use.
+	Name     string
+	Observer observe.Observer
 }
 
 // NewTransport returns an [http.RoundTripper] with the recommended client
@@ -182,7 +192,7 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		b = b.Layer(shadow.NewLayer[*http.Request, *http.Response](cfg.Shadow, classify))
 	}
 	if cfg.Limit != nil {
-		l, err := concurrency.NewLayer[*http.Request, *http.Response](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Refuse})
+		l, err := concurrency.NewLayer[*http.Request, *http.Response](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Refuse, Name: cfg.Name, Observer: cfg.Observer})
 		if err != nil {
 			return nil, fmt.Errorf("ramparthttp: ClientConfig.Limit: %w", err)
 		}
@@ -196,7 +206,7 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		b = b.Layer(cb)
 	}
 	if cfg.AttemptTimeout > 0 {
-		to, err := TimeoutLayer(cfg.AttemptTimeout)
+		to, err := timeout.NewLayer(timeout.Config[*http.Request, *http.Response]{Timeout: cfg.AttemptTimeout, Detach: cancelOnClose, Name: cfg.Name, Observer: cfg.Observer})
 		if err != nil {
 			return nil, fmt.Errorf("ramparthttp: ClientConfig.AttemptTimeout: %w", err)
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
@@ -448,6 +449,59 @@ func TestNewTransport_HT10_LimitRefusesUnsentAndUnretried(t *testing.T) {
 	resp, err := c.Get(srv.URL)
 	require.NoError(t, err, "the slot was given back")
 	require.NoError(t, resp.Body.Close())
+}
+
+// ClientConfig.Observer is told, under ClientConfig.Name, of the attempts
+// the limit refuses, of a change of the limit, and of the attempts the
+// attempt timeout ends, as rampartgrpc's is: what the callers got is what
+// the metrics count.
+func TestNewTransport_HT10_LimitAndTimeoutReportToTheObserver(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 1:
+			entered <- struct{}{}
+			<-release
+		case 2:
+			<-r.Context().Done() // until the attempt timeout ends it
+			return
+		}
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	lim, err := concurrency.New(1)
+	require.NoError(t, err)
+	var obs observetest.Recorder
+	c := newClient(t, ramparthttp.ClientConfig{
+		Limit:          lim,
+		AttemptTimeout: 100 * time.Millisecond,
+		Retry:          ramparthttp.RetryConfig{MaxAttempts: 1},
+		Name:           "backend",
+		Observer:       &obs,
+	})
+	first := make(chan error)
+	go func() {
+		resp, err := c.Get(srv.URL)
+		if err == nil {
+			err = resp.Body.Close()
+		}
+		first <- err
+	}()
+	<-entered
+	_, err = c.Get(srv.URL)
+	require.ErrorIs(t, err, concurrency.ErrLimited)
+	close(release)
+	require.NoError(t, <-first)
+	require.NoError(t, lim.SetMax(2))
+	_, err = c.Get(srv.URL)
+	require.ErrorIs(t, err, timeout.ErrTimeout)
+
+	var got []string
+	for _, e := range obs.Events() {
+		got = append(got, fmt.Sprintf("%s %s %s", e.Source, e.Name, e.Kind))
+	}
+	assert.Equal(t, []string{"concurrency backend refused", "concurrency backend tuned", "timeout backend timeout-fired"}, got)
 }
 
 // ClientConfig.Hedge hedges through the transport against a real server:

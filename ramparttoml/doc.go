@@ -25,7 +25,7 @@
 //
 //	[[candidate]]               # one or more, each with its own name
 //	name = "half of 20, 5s"
-//	timeout = "1s"              # per attempt; durations as time.ParseDuration reads them
+//	timeout = "1s"              # per attempt, inside the breaker; durations as time.ParseDuration reads them
 //
 //	[candidate.breaker]         # circuitbreaker.Config
 //	cool_down = "5s"            # or "immediate", "forever"

@@ -51,7 +51,7 @@ type rateLimit struct {
 }
 
 type breaker struct {
-	CoolDown           duration     `toml:"cool_down"`
+	CoolDown           coolDown     `toml:"cool_down"`
 	MaxCoolDown        duration     `toml:"max_cool_down"`
 	CoolDownMultiplier float64      `toml:"cool_down_multiplier"`
 	MaxProbes          int          `toml:"max_probes"`
@@ -110,22 +110,35 @@ type budgetConfig struct {
 	Ratio        float64  `toml:"ratio"`
 }
 
-// duration is a TOML string read by time.ParseDuration, or "immediate" or
-// "forever" (for a breaker's cool-down).
+// duration is a TOML string read by time.ParseDuration.
 type duration time.Duration
 
 func (d *duration) UnmarshalText(b []byte) error {
-	switch s := string(b); s {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("must be a duration such as 1.5s or 300ms, got %q", b)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// coolDown is a breaker's cool-down: a duration, or "immediate" or
+// "forever" (circuitbreaker.Immediate, rampart.Forever), words no other
+// duration key takes.
+type coolDown time.Duration
+
+func (d *coolDown) UnmarshalText(b []byte) error {
+	switch string(b) {
 	case "immediate":
-		*d = duration(circuitbreaker.Immediate)
+		*d = coolDown(circuitbreaker.Immediate)
 	case "forever":
-		*d = duration(rampart.Forever)
+		*d = coolDown(rampart.Forever)
 	default:
-		v, err := time.ParseDuration(s)
+		v, err := time.ParseDuration(string(b))
 		if err != nil {
-			return fmt.Errorf("must be a duration such as 1.5s or 300ms (or immediate, forever), got %q", s)
+			return fmt.Errorf("must be a duration such as 1.5s or 300ms, or immediate or forever, got %q", b)
 		}
-		*d = duration(v)
+		*d = coolDown(v)
 	}
 	return nil
 }

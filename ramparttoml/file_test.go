@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/ramparttoml"
 	"github.com/rampart-go/rampart/ratelimit"
@@ -100,7 +101,27 @@ func TestLoad(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "s.toml")
 	require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n"), 0o600))
 	_, err := ramparttoml.Load(p)
-	assert.EqualError(t, err, p+`:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`)
+	assert.EqualError(t, err, p+`:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms, got "soon"`)
 	_, err = ramparttoml.Load(filepath.Join(t.TempDir(), "missing.toml"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// "immediate" and "forever" are a cool-down's words: every other duration
+// key refuses them, as it refuses a number without a unit.
+func TestParse_DurationWords(t *testing.T) {
+	for _, tc := range []struct{ name, toml, want string }{
+		{"timeout forever", "timeout = \"forever\"\n", `c.toml:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms, got "forever"`},
+		{"base forever", "[candidate.retry]\nbase = \"forever\"\n", `c.toml:4: candidate.0.retry.base: must be a duration such as 1.5s or 300ms, got "forever"`},
+		{"probe lease immediate", "[candidate.breaker]\nprobe_lease = \"immediate\"\n", `c.toml:4: candidate.0.breaker.probe_lease: must be a duration such as 1.5s or 300ms, got "immediate"`},
+		{"max cool-down forever", "[candidate.breaker]\nmax_cool_down = \"forever\"\n", `c.toml:4: candidate.0.breaker.max_cool_down: must be a duration such as 1.5s or 300ms, got "forever"`},
+		{"no unit", "[candidate.breaker]\ncool_down = 5\n", `c.toml:4: candidate.0.breaker.cool_down: must be a duration such as 1.5s or 300ms, or immediate or forever, got "5"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ramparttoml.Parse("c.toml", []byte("[[candidate]]\nname = \"a\"\n"+tc.toml))
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+	f, err := ramparttoml.Parse("c.toml", []byte("[[candidate]]\nname = \"a\"\n[candidate.breaker]\ncool_down = \"forever\"\n"))
+	require.NoError(t, err)
+	assert.Equal(t, rampart.Forever, f.Candidates[0].Breaker.CoolDown)
 }

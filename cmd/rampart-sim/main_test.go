@@ -70,7 +70,7 @@ func TestRun_SM7_BadCandidates(t *testing.T) {
 		{"policy out of range", "[[candidate]]\nname = \"a\"\n[candidate.breaker.failure_rate]\nratio = 1.5\n", `c.toml:4: candidate.0.breaker.failure_rate.ratio: circuitbreaker: FailureRate.Ratio must be in (0, 1], got 1.5`},
 		{"budget out of range", "[[candidate]]\nname = \"a\"\n[candidate.retry.budget]\nwindow = \"2h\"\n", `c.toml:4: candidate.0.retry.budget.window: budget: Window must be 0 (the default, 10s) or between 1s and 1m0s, got 2h0m0s`},
 		{"negative timeout", "[[candidate]]\nname = \"a\"\ntimeout = \"-1s\"\n", `c.toml:3: candidate.0.timeout: candidate "a": Timeout must be 0 (none) or positive, got -1s`},
-		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
+		{"bad duration", "[[candidate]]\nname = \"a\"\ntimeout = \"soon\"\n", `c.toml:3: candidate.0.timeout: must be a duration such as 1.5s or 300ms, got "soon"`},
 		{"budget and no budget", "[[candidate]]\nname = \"a\"\n[candidate.retry]\nno_budget = true\n[candidate.retry.budget]\nratio = 0.5\n", `c.toml:4: candidate.0.retry.no_budget: no_budget = true and a [retry.budget] table exclude each other`},
 		{"bad jitter", "[[candidate]]\nname = \"a\"\n[candidate.retry]\njitter = \"lots\"\n", `c.toml:4: candidate.0.retry.jitter: must be full, equal, decorrelated or none, got "lots"`},
 		{"wrong type", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:4: candidate.0.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
@@ -85,7 +85,7 @@ func TestRun_SM7_BadCandidates(t *testing.T) {
 		{"inline table out of range", "[[candidate]]\nname = \"a\"\nbreaker = {cool_down = \"1s\", failure_rate = {window = {size = -2}}}\n", `c.toml:3: candidate.0.breaker.failure_rate.window.size: circuitbreaker: FailureRate.Window.Size must be >= 0, got -2`},
 		{"wrong type in the second candidate", "[[candidate]]\nname = \"a\"\n[[candidate]]\nname = \"b\"\n[candidate.breaker]\nmax_probes = \"two\"\n", `c.toml:6: candidate.1.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer`},
 		{"wrong type in an inline table", "[[candidate]]\nname = \"a\"\n[candidate.breaker.slow_calls]\nwindow = {size = \"x\"}\n", `c.toml:4: candidate.0.breaker.slow_calls.window.size: incompatible types: TOML value has type string; destination has type integer`},
-		{"bad duration, dotted", "[[candidate]]\nname = \"a\"\nretry.budget.window = \"soon\"\n", `c.toml:3: candidate.0.retry.budget.window: must be a duration such as 1.5s or 300ms (or immediate, forever), got "soon"`},
+		{"bad duration, dotted", "[[candidate]]\nname = \"a\"\nretry.budget.window = \"soon\"\n", `c.toml:3: candidate.0.retry.budget.window: must be a duration such as 1.5s or 300ms, got "soon"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := write(t, "c.toml", tc.toml)

@@ -81,7 +81,9 @@ func main() {
 	}
 }
 
-// stack is a running stack built from one candidate, and what changes it.
+// stack is a running stack built from one candidate, and what changes it:
+// retries, breaker, concurrency and rate limits, and the per-attempt
+// timeout innermost.
 type stack struct {
 	name    string // the candidate's
 	svc     rampart.Service[string, string]
@@ -98,6 +100,11 @@ type stack struct {
 // start loads the candidate name of the file at path and builds its
 // stack, around a backend that always succeeds, reporting to obs.
 func start(path, name string, obs observe.Observer, w io.Writer) (*stack, error) {
+	return startOn(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil }), path, name, obs, w)
+}
+
+// startOn is start around the backend dep.
+func startOn(dep rampart.Service[string, string], path, name string, obs observe.Observer, w io.Writer) (*stack, error) {
 	c, err := load(path, name)
 	if err != nil {
 		return nil, err
@@ -123,7 +130,6 @@ func start(path, name string, obs observe.Observer, w io.Writer) (*stack, error)
 			b = b.Layer(l)
 		}
 	}
-	add(timeout.NewLayer(timeout.Config[string, string]{For: func(string) time.Duration { return time.Duration(st.timeout.Load()) }}))
 	if r := c.Retry; r != nil {
 		s, err := settingsOf(r)
 		if err != nil {
@@ -159,10 +165,15 @@ func start(path, name string, obs observe.Observer, w io.Writer) (*stack, error)
 		st.rate = rate.NewLimiter(t.Limit, t.Burst)
 		add(ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: st.rate, Mode: ratelimit.Refuse, Name: "backend", Observer: obs}))
 	}
+	// The timeout is per attempt, innermost, as a replay of the same
+	// candidate has it: inside the breaker, so a slow attempt is a
+	// failure it counts, and inside the retries, so each attempt has its
+	// own.
+	add(timeout.NewLayer(timeout.Config[string, string]{For: func(string) time.Duration { return time.Duration(st.timeout.Load()) }}))
 	if lerr != nil {
 		return nil, lerr
 	}
-	st.svc = b.Service(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "ok", nil }))
+	st.svc = b.Service(dep)
 	fmt.Fprintf(w, "started with %s\n", describe(filepath.Base(path), c))
 	return st, nil
 }
@@ -262,7 +273,6 @@ func (st *stack) try(path string, w io.Writer) error {
 		return fmt.Errorf("%s: candidate %q: a concurrency or rate_limit table cannot be added or removed while the stack runs; restart with it", base, c.Name)
 	}
 	// Apply: nothing below fails on values checked above.
-	st.timeout.Store(int64(timeoutOf(c)))
 	if err := st.breaker.Tune(tn); err != nil {
 		return err
 	}
@@ -290,6 +300,7 @@ func (st *stack) try(path string, w io.Writer) error {
 			return err
 		}
 	}
+	st.timeout.Store(int64(timeoutOf(c)))
 	st.policy.Policy = tn.Policy
 	fmt.Fprintf(w, "applied %s\n", describe(base, c))
 	return nil

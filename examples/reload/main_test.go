@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
@@ -89,4 +91,32 @@ func TestApply_ST1_Shipped(t *testing.T) {
 	assert.Equal(t, 64, st.limit.Max())
 	assert.Equal(t, 20, st.rate.Burst())
 	assert.Equal(t, time.Second, time.Duration(st.timeout.Load()))
+}
+
+// The timeout is per attempt, as a replay of the same candidate has it:
+// an attempt that overruns it is retried, and the retry, within its own
+// timeout (not what the first left of it), succeeds.
+func TestStart_TimeoutPerAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "s.toml")
+		require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"a\"\ntimeout = \"100ms\"\n[candidate.retry]\nmax_attempts = 2\nbase = \"10ms\"\njitter = \"none\"\nno_budget = true\n"), 0o600))
+		attempts := 0
+		slowFirst := rampart.ServiceFunc[string, string](func(ctx context.Context, _ string) (string, error) {
+			attempts++
+			if attempts == 1 {
+				<-ctx.Done() // overruns the timeout
+				return "", context.Cause(ctx)
+			}
+			time.Sleep(90 * time.Millisecond) // within its own timeout, not the first's
+			return "ok", nil
+		})
+		st, err := startOn(slowFirst, p, "a", nil, &bytes.Buffer{})
+		require.NoError(t, err)
+		t0 := time.Now()
+		got, err := st.svc.Call(context.Background(), "req")
+		require.NoError(t, err)
+		assert.Equal(t, "ok", got)
+		assert.Equal(t, 2, attempts)
+		assert.Equal(t, 100*time.Millisecond+10*time.Millisecond+90*time.Millisecond, time.Since(t0), "the first attempt's timeout, the backoff, the second attempt")
+	})
 }
