@@ -97,6 +97,8 @@ func TestTuner_RT15_BadSettings(t *testing.T) {
 func TestTuner_RT15_NilTuner(t *testing.T) {
 	var tu *retry.Tuner
 	assert.EqualError(t, tu.Tune(retry.Settings{}), "retry: Tune of a nil *Tuner")
+	assert.Equal(t, retry.DefaultMaxAttempts, tu.Settings().MaxAttempts, "a nil Tuner's Settings are the defaults")
+	assert.NotNil(t, tu.Settings().Backoff, "the default backoff")
 }
 
 // Tune is safe while calls retry (run with -race): each call makes 1 to
