@@ -67,7 +67,8 @@ var epoch = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
 // Monotonic readings, so a step of its wall reading moves nothing, and
 // two users of one Clock that both call MonotonicTime (the ratelimit
 // layer and a limiter's owner that sets its rate) count on one time. The
-// result is not a wall time: it is not for people to read.
+// result is not a wall time: it is not for people to read. Safe for
+// concurrent use, as a Clock is.
 func MonotonicTime(c Clock) time.Time {
 	if c == nil {
 		return time.Now()

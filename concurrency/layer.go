@@ -77,7 +77,7 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 		return nil, err
 	}
 	if l, ok := cfg.Limiter.(*Limiter); ok && cfg.Observer != nil {
-		l.watch(cfg.Name, cfg.Observer)
+		l.watchers.Add(cfg.Name, cfg.Observer)
 	}
 	return layer[Req, Resp]{cfg: cfg}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/tuned"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -33,7 +34,9 @@ type Limiter struct {
 	max atomic.Int64
 	// inFlight counts held slots. It is incremented after a slot is taken
 	// from sem and decremented before the slot is given back, so it never
-	// exceeds max; it may briefly read one low while a slot changes hands.
+	// exceeds max but after SetMax lowers it (until the calls holding the
+	// slots owed release them, see debt); it may briefly read one low
+	// while a slot changes hands.
 	inFlight atomic.Int64
 	// reserved counts the slots of the critical reserve held: see
 	// ReadyFor.
@@ -50,15 +53,11 @@ type Limiter struct {
 	// tune serializes SetMax and holds what it needs; see SetMax.
 	tune struct {
 		sync.Mutex
-		spare    int64 // units of sem the Limiter holds
-		watchers []watcher
+		spare int64 // units of sem the Limiter holds
 	}
-}
-
-// watcher is the name and Observer of a layer built with a Limiter.
-type watcher struct {
-	name string
-	obs  observe.Observer
+	// watchers are the Observers of the layers built with the Limiter,
+	// told of each SetMax.
+	watchers tuned.Watchers
 }
 
 // noSlots is the refusal of the zero Limiter.
@@ -86,11 +85,11 @@ func (l *Limiter) Max() int { return int(l.max.Load()) }
 // waiting first. A smaller one takes back the free slots at once and the
 // others as the calls holding them release them: until InFlight is below
 // the new Max no call gets a slot (in Wait mode they wait, in order), and
-// meanwhile InFlight exceeds Max. Safe for concurrent use; a larger max
-// first forgives the slots a smaller one is still owed. Each layer built with l that has an
+// meanwhile InFlight exceeds Max. A larger max first forgives the slots
+// a smaller one is still owed. Each layer built with l that has an
 // Observer is told with an event of kind [observe.Tuned] (Source
 // Concurrency, the layer's Name); l keeps those Observers as long as it
-// lives.
+// lives. Safe for concurrent use.
 func (l *Limiter) SetMax(max int) error {
 	if l == nil {
 		return errors.New("concurrency: SetMax of a nil *Limiter")
@@ -123,23 +122,14 @@ func (l *Limiter) SetMax(max int) error {
 	}
 	l.debt.Store(debt)
 	l.max.Store(int64(max))
-	ws := t.watchers
 	t.Unlock()
-	for _, w := range ws {
-		w.obs.Observe(context.Background(), observe.Event{Source: observe.Concurrency, Name: w.name, Kind: observe.Tuned})
-	}
+	l.watchers.Tell(observe.Event{Source: observe.Concurrency})
 	return nil
 }
 
-// watch adds a layer's Observer to those told of each SetMax.
-func (l *Limiter) watch(name string, obs observe.Observer) {
-	l.tune.Lock()
-	defer l.tune.Unlock()
-	l.tune.watchers = append(l.tune.watchers[:len(l.tune.watchers):len(l.tune.watchers)], watcher{name: name, obs: obs})
-}
-
-// InFlight returns how many slots are held right now, between 0 and Max,
-// plus the slots of the critical reserve critical calls hold (see the
+// InFlight returns how many slots are held right now, between 0 and Max
+// (more than Max after [Limiter.SetMax] lowered it, until enough calls
+// release their slots), plus the slots of the critical reserve critical calls hold (see the
 // package documentation, Criticality). It is two atomic loads, cheap
 // enough for metrics on every call.
 func (l *Limiter) InFlight() int { return int(l.inFlight.Load() + l.reserved.Load()) }

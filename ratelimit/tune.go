@@ -1,18 +1,17 @@
 package ratelimit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
 	"sync"
-	"time"
 	"weak"
 
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/tuned"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -47,21 +46,18 @@ func Tune(lim *rate.Limiter, t Tuning) error {
 		return fmt.Errorf("ratelimit: Tuning.Burst must be >= 0, got %d", t.Burst)
 	}
 	var clk clock.Clock
-	var ws []watcher
+	var u *limiterUsers
 	if v, ok := users.Load(weak.Make(lim)); ok {
-		u := v.(*limiterUsers)
+		u = v.(*limiterUsers)
 		u.mu.Lock()
-		clk, ws = u.clk, u.watchers
+		clk = u.clk
 		u.mu.Unlock()
 	}
-	now := time.Now()
-	if clk != nil {
-		now = clock.MonotonicTime(clk)
-	}
+	now := clock.MonotonicTime(clk)
 	lim.SetLimitAt(now, t.Limit)
 	lim.SetBurstAt(now, t.Burst)
-	for _, w := range ws {
-		w.obs.Observe(context.Background(), observe.Event{Source: observe.RateLimit, Name: w.name, Kind: observe.Tuned})
+	if u != nil {
+		u.watchers.Tell(observe.Event{Source: observe.RateLimit})
 	}
 	return nil
 }
@@ -74,14 +70,8 @@ var users sync.Map
 // limiterUsers is what Tune needs of the layers built with one limiter.
 type limiterUsers struct {
 	mu       sync.Mutex
-	clk      clock.Clock // the layers' Clock; nil: the system's
-	watchers []watcher
-}
-
-// watcher is the name and Observer of a layer.
-type watcher struct {
-	name string
-	obs  observe.Observer
+	clk      clock.Clock // the layers' Clock, guarded by mu; nil: the system's
+	watchers tuned.Watchers
 }
 
 // register records a layer built with lim, for Tune.
@@ -95,12 +85,12 @@ func register(lim *rate.Limiter, clk clock.Clock, name string, obs observe.Obser
 		runtime.AddCleanup(lim, func(k weak.Pointer[rate.Limiter]) { users.Delete(k) }, key)
 	}
 	u := v.(*limiterUsers)
-	u.mu.Lock()
-	defer u.mu.Unlock()
 	if clk != nil {
+		u.mu.Lock()
 		u.clk = clk
+		u.mu.Unlock()
 	}
 	if obs != nil {
-		u.watchers = append(u.watchers[:len(u.watchers):len(u.watchers)], watcher{name: name, obs: obs})
+		u.watchers.Add(name, obs)
 	}
 }

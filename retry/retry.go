@@ -202,7 +202,7 @@ func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error)
 		return nil, fmt.Errorf("retry: MaxAttempts and Backoff must be zero with a Tuner, which holds them; got MaxAttempts %d, Backoff %T", cfg.MaxAttempts, cfg.Backoff)
 	default:
 		if p.obs != nil {
-			cfg.Tuner.watch(cfg.Name, p.obs)
+			cfg.Tuner.watchers.Add(cfg.Name, p.obs)
 		}
 	}
 	switch {

@@ -1,13 +1,12 @@
 package retry
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/rampart-go/rampart/internal/nilvalue"
+	"github.com/rampart-go/rampart/internal/tuned"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -33,23 +32,16 @@ type Settings struct {
 type Tuner struct {
 	cur atomic.Pointer[schedule]
 
-	mu sync.Mutex
-	// watchers are the named Observers of the layers built with the
-	// Tuner, told of each change; guarded by mu. A Tuner keeps them for
-	// its lifetime: share one among layers that live as long as it.
-	watchers []watcher
+	// watchers are the Observers of the layers built with the Tuner,
+	// told of each change. A Tuner keeps them for its lifetime: share one
+	// among layers that live as long as it.
+	watchers tuned.Watchers
 }
 
 // schedule is a validated Settings with its defaults filled in.
 type schedule struct {
 	maxAttempts int
 	backoff     Backoff
-}
-
-// watcher is the name and Observer of a layer built with a Tuner.
-type watcher struct {
-	name string
-	obs  observe.Observer
 }
 
 // defaultSchedule is the zero Settings' schedule.
@@ -100,12 +92,7 @@ func (t *Tuner) Tune(s Settings) error {
 		return err
 	}
 	t.cur.Store(sc)
-	t.mu.Lock()
-	ws := t.watchers
-	t.mu.Unlock()
-	for _, w := range ws {
-		w.obs.Observe(context.Background(), observe.Event{Source: observe.Retry, Name: w.name, Kind: observe.Tuned, Attempt: sc.maxAttempts})
-	}
+	t.watchers.Tell(observe.Event{Source: observe.Retry, Attempt: sc.maxAttempts})
 	return nil
 }
 
@@ -121,11 +108,4 @@ func (t *Tuner) schedule() *schedule {
 		return sc
 	}
 	return defaultSchedule
-}
-
-// watch adds a layer's Observer to those told of each change.
-func (t *Tuner) watch(name string, obs observe.Observer) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.watchers = append(t.watchers[:len(t.watchers):len(t.watchers)], watcher{name: name, obs: obs})
 }
