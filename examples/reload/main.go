@@ -21,7 +21,7 @@
 // The whole file is read and checked before anything changes: a syntax
 // error, an unknown key, a value of the wrong type or out of range, or a
 // change that cannot be made while the stack runs (a trip rule of another
-// kind, a budget's window, a limit added or removed) is reported with the
+// kind, a budget's window, a breaker or limit added or removed) is reported with the
 // file and the key, and the old settings stay.
 //
 // Run without -settings it demonstrates itself: it writes a settings
@@ -87,14 +87,14 @@ func main() {
 type stack struct {
 	name    string // the candidate's
 	svc     rampart.Service[string, string]
-	timeout atomic.Int64 // the per-attempt timeout; -1 for none
-	breaker *circuitbreaker.Breaker
-	policy  circuitbreaker.Config // the breaker's as built, for checks
-	retries *retry.Tuner          // nil without a retry table
-	budget  *budget.Budget        // nil without retries or with no_budget
-	window  time.Duration         // the budget's, which cannot change
-	limit   *concurrency.Limiter  // nil without a concurrency table
-	rate    *rate.Limiter         // nil without a rate_limit table
+	timeout atomic.Int64            // the per-attempt timeout; -1 for none
+	breaker *circuitbreaker.Breaker // nil without a breaker table
+	policy  circuitbreaker.Policy   // the breaker's, for checks
+	retries *retry.Tuner            // nil without a retry table
+	budget  *budget.Budget          // nil without retries or with no_budget
+	window  time.Duration           // the budget's, which cannot change
+	limit   *concurrency.Limiter    // nil without a concurrency table
+	rate    *rate.Limiter           // nil without a rate_limit table
 }
 
 // start loads the candidate name of the file at path and builds its
@@ -111,15 +111,14 @@ func startOn(dep rampart.Service[string, string], path, name string, obs observe
 	}
 	st := &stack{name: c.Name}
 	st.timeout.Store(int64(timeoutOf(c)))
-	cfg := circuitbreaker.Config{}
 	if c.Breaker != nil {
-		cfg = *c.Breaker
+		cfg := *c.Breaker
+		cfg.Name, cfg.Observer = "backend", obs
+		if st.breaker, err = circuitbreaker.New(cfg); err != nil {
+			return nil, err
+		}
+		st.policy = cfg.Policy
 	}
-	cfg.Name, cfg.Observer = "backend", obs
-	if st.breaker, err = circuitbreaker.New(cfg); err != nil {
-		return nil, err
-	}
-	st.policy = cfg
 	b := rampart.NewBuilder[string, string]()
 	var lerr error // the first error of a layer's constructor
 	add := func(l rampart.Layer[string, string], err error) {
@@ -154,7 +153,9 @@ func startOn(dep rampart.Service[string, string], path, name string, obs observe
 		}
 		add(retry.NewLayer(rc))
 	}
-	add(circuitbreaker.NewLayer[string, string](st.breaker, nil), nil)
+	if st.breaker != nil {
+		add(circuitbreaker.NewLayer[string, string](st.breaker, nil), nil)
+	}
 	if c.Concurrency != 0 {
 		if st.limit, err = concurrency.New(c.Concurrency); err != nil {
 			return nil, err
@@ -236,22 +237,21 @@ func (st *stack) try(path string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bc := circuitbreaker.Config{}
-	if c.Breaker != nil {
-		bc = *c.Breaker
-	}
-	tn := circuitbreaker.Tuning{CoolDown: bc.CoolDown, MaxCoolDown: bc.MaxCoolDown, CoolDownMultiplier: bc.CoolDownMultiplier,
-		MaxProbes: bc.MaxProbes, ProbeLease: bc.ProbeLease, Policy: bc.Policy}
-	if tn.Policy == nil {
-		tn.Policy = circuitbreaker.Consecutive{} // what the file means
-	}
-	// Check every change on scratch copies first.
-	scratch, err := circuitbreaker.New(circuitbreaker.Config{Policy: st.policy.Policy})
-	if err != nil {
-		return err
-	}
-	if err := scratch.Tune(tn); err != nil {
-		return fmt.Errorf("%s: candidate %q: breaker: %w", base, c.Name, err)
+	// Check every change first (the breaker's on a scratch copy).
+	var tn circuitbreaker.Tuning
+	if bc := c.Breaker; bc != nil && st.breaker != nil {
+		tn = circuitbreaker.Tuning{CoolDown: bc.CoolDown, MaxCoolDown: bc.MaxCoolDown, CoolDownMultiplier: bc.CoolDownMultiplier,
+			MaxProbes: bc.MaxProbes, ProbeLease: bc.ProbeLease, Policy: bc.Policy}
+		if tn.Policy == nil {
+			tn.Policy = circuitbreaker.Consecutive{} // what the file means
+		}
+		scratch, err := circuitbreaker.New(circuitbreaker.Config{Policy: st.policy})
+		if err != nil {
+			return err
+		}
+		if err := scratch.Tune(tn); err != nil {
+			return fmt.Errorf("%s: candidate %q: breaker: %w", base, c.Name, err)
+		}
 	}
 	var rs retry.Settings
 	switch r := c.Retry; {
@@ -272,9 +272,14 @@ func (st *stack) try(path string, w io.Writer) error {
 	if (c.Concurrency != 0) != (st.limit != nil) || (c.RateLimit != nil) != (st.rate != nil) {
 		return fmt.Errorf("%s: candidate %q: a concurrency or rate_limit table cannot be added or removed while the stack runs; restart with it", base, c.Name)
 	}
+	if (c.Breaker != nil) != (st.breaker != nil) {
+		return fmt.Errorf("%s: candidate %q: breaker: a breaker table cannot be added or removed while the stack runs; restart with it", base, c.Name)
+	}
 	// Apply: nothing below fails on values checked above.
-	if err := st.breaker.Tune(tn); err != nil {
-		return err
+	if st.breaker != nil {
+		if err := st.breaker.Tune(tn); err != nil {
+			return err
+		}
 	}
 	if st.retries != nil {
 		if err := st.retries.Tune(rs); err != nil {
@@ -301,7 +306,7 @@ func (st *stack) try(path string, w io.Writer) error {
 		}
 	}
 	st.timeout.Store(int64(timeoutOf(c)))
-	st.policy.Policy = tn.Policy
+	st.policy = tn.Policy
 	fmt.Fprintf(w, "applied %s\n", describe(base, c))
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // The self-demonstration keeps the old settings on a bad file and on a
 // change that cannot be made, applies a good one, and leaves the Open
 // breaker's cool-down alone.
-func TestDemo_ST1(t *testing.T) {
+func TestDemo_ST4(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, demo(&out))
 	assert.Equal(t, `started with settings.toml "live": timeout 1s, cool_down 1h0m0s, max_probes 1, Consecutive {Failures:1 Successes:0}, max_attempts 2, concurrency 8
@@ -34,7 +34,7 @@ still open, for about 1h0m0s more: the cool-down it opened with
 
 // Every kind of bad file, and every change that cannot be made while the
 // stack runs, is reported with the file and the key, and changes nothing.
-func TestApply_ST1_BadFiles(t *testing.T) {
+func TestApply_ST4_BadFiles(t *testing.T) {
 	const good = "[[candidate]]\nname = \"a\"\n[candidate.breaker]\ncool_down = \"3s\"\n[candidate.retry]\nmax_attempts = 2\n[candidate.concurrency]\nmax = 4\n"
 	for _, tc := range []struct{ name, toml, want string }{
 		{"syntax", "[[candidate]\n", `s.toml:2: expected end of table array name delimiter ']', but got '\n' instead`},
@@ -80,7 +80,7 @@ func TestApply_ST1_BadFiles(t *testing.T) {
 
 // The shipped settings file starts a stack, and applies again as it is,
 // with every setting reloaded.
-func TestApply_ST1_Shipped(t *testing.T) {
+func TestApply_ST4_Shipped(t *testing.T) {
 	var out bytes.Buffer
 	st, err := start("settings.toml", "", nil, &out)
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestApply_ST1_Shipped(t *testing.T) {
 // The timeout is per attempt, as a replay of the same candidate has it:
 // an attempt that overruns it is retried, and the retry, within its own
 // timeout (not what the first left of it), succeeds.
-func TestStart_TimeoutPerAttempt(t *testing.T) {
+func TestStart_ST4_TimeoutPerAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "s.toml")
 		require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"a\"\ntimeout = \"100ms\"\n[candidate.retry]\nmax_attempts = 2\nbase = \"10ms\"\njitter = \"none\"\nno_budget = true\n"), 0o600))
@@ -118,5 +118,31 @@ func TestStart_TimeoutPerAttempt(t *testing.T) {
 		assert.Equal(t, "ok", got)
 		assert.Equal(t, 2, attempts)
 		assert.Equal(t, 100*time.Millisecond+10*time.Millisecond+90*time.Millisecond, time.Since(t0), "the first attempt's timeout, the backoff, the second attempt")
+	})
+}
+
+// A candidate without a breaker table has no breaker, as in a replay of
+// it (rampart-sim's "no breaker"): failures are never refused; a breaker
+// table added later needs a restart, as any other table does.
+func TestStart_ST4_NoBreakerTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "s.toml")
+		require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"a\"\ntimeout = \"1s\"\n"), 0o600))
+		down := errors.New("down")
+		failing := rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", down })
+		st, err := startOn(failing, p, "a", nil, &bytes.Buffer{})
+		require.NoError(t, err)
+		for i := range 20 {
+			_, err := st.svc.Call(context.Background(), "req")
+			require.ErrorIs(t, err, down, "call %d", i)
+			require.NotErrorIs(t, err, circuitbreaker.ErrOpen, "call %d", i)
+		}
+		require.NoError(t, os.WriteFile(p, []byte("[[candidate]]\nname = \"a\"\ntimeout = \"1s\"\n[candidate.breaker]\ncool_down = \"5s\"\n"), 0o600))
+		var out bytes.Buffer
+		err = st.apply(p, &out)
+		assert.EqualError(t, err, `s.toml: candidate "a": breaker: a breaker table cannot be added or removed while the stack runs; restart with it`)
+		_, err = st.svc.Call(context.Background(), "req")
+		assert.ErrorIs(t, err, down)
+		assert.NotErrorIs(t, err, circuitbreaker.ErrOpen, "still no breaker")
 	})
 }
