@@ -32,8 +32,11 @@ type Candidate struct {
 	// cool-down and probes, and the trip rule of its
 	// [candidate.breaker.consecutive], failure_rate, slow_calls tables
 	// (an Any of them when there are several) and probes table (a
-	// SuccessRate around them). Its Policy is nil (Consecutive{}) when no
-	// trip rule is given.
+	// SuccessRate around them). Its Policy is never nil: Consecutive{}
+	// (what a nil Policy means to circuitbreaker.New) when no trip rule
+	// is given, so that it is what the file means as a
+	// circuitbreaker.Tuning's Policy too, where nil keeps the running
+	// breaker's policy.
 	Breaker *circuitbreaker.Config
 	// Retry is the [candidate.retry] table, nil without one.
 	Retry *sim.Retry

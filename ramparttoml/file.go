@@ -282,6 +282,9 @@ func (c *candidate) build() (Candidate, error) {
 		}
 		switch len(trips) {
 		case 0:
+			// What circuitbreaker.New makes of a nil Policy, given as it
+			// is: Tuning.Policy nil would keep the running breaker's.
+			cfg.Policy = circuitbreaker.Consecutive{}
 		case 1:
 			cfg.Policy = trips[0]
 		default:
