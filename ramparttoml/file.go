@@ -160,7 +160,8 @@ var jitters = map[string]retry.Jitter{
 //
 //	c.toml:4: candidate.0.breaker.max_probes: circuitbreaker: MaxProbes must be in [0, 1024], got 5000
 //
-// or an [io/fs] error for a file it cannot read.
+// or an [io/fs] error for a file it cannot read (matching
+// [io/fs.ErrNotExist] and the like). Safe for concurrent use.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -169,7 +170,8 @@ func Load(path string) (*File, error) {
 	return Parse(path, data)
 }
 
-// Parse is [Load] for the contents data of a file named path (in errors).
+// Parse is [Load] for the contents data of a file named path (in errors),
+// Safe for concurrent use.
 func Parse(path string, data []byte) (*File, error) {
 	cands, opt, err := parse(path, data)
 	if err != nil {
