@@ -170,7 +170,7 @@ func Load(path string) (*File, error) {
 	return Parse(path, data)
 }
 
-// Parse is [Load] for the contents data of a file named path (in errors),
+// Parse is [Load] for the contents data of a file named path (in errors).
 // Safe for concurrent use.
 func Parse(path string, data []byte) (*File, error) {
 	cands, opt, err := parse(path, data)
