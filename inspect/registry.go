@@ -133,9 +133,9 @@ func (r *Registry) changes() uint64 {
 }
 
 // wait returns the count of the Registry's changes once it is not after,
-// or at the latest when max has passed or ctx is done, with the count
+// or at the latest when d has passed or ctx is done, with the count
 // then.
-func (r *Registry) wait(ctx context.Context, after uint64, max time.Duration) uint64 {
+func (r *Registry) wait(ctx context.Context, after uint64, d time.Duration) uint64 {
 	r.mu.Lock()
 	if r.version != after {
 		defer r.mu.Unlock()
@@ -146,7 +146,7 @@ func (r *Registry) wait(ctx context.Context, after uint64, max time.Duration) ui
 	}
 	changed := r.changed
 	r.mu.Unlock()
-	t := time.NewTimer(max)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-changed:

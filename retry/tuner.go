@@ -96,9 +96,13 @@ func (t *Tuner) Tune(s Settings) error {
 	return nil
 }
 
-// Settings returns the settings t holds, defaults filled in.
+// Settings returns the settings t holds, defaults filled in: for a nil
+// Tuner, as for the zero one, the defaults. Safe for concurrent use.
 func (t *Tuner) Settings() Settings {
-	sc := t.schedule()
+	sc := defaultSchedule
+	if t != nil {
+		sc = t.schedule()
+	}
 	return Settings{MaxAttempts: sc.maxAttempts, Backoff: sc.backoff}
 }
 

@@ -97,9 +97,12 @@ func TestTuner_RT15_BadSettings(t *testing.T) {
 func TestTuner_RT15_NilTuner(t *testing.T) {
 	var tu *retry.Tuner
 	assert.EqualError(t, tu.Tune(retry.Settings{}), "retry: Tune of a nil *Tuner")
+	assert.Equal(t, retry.DefaultMaxAttempts, tu.Settings().MaxAttempts, "a nil Tuner's Settings are the defaults")
+	assert.NotNil(t, tu.Settings().Backoff, "the default backoff")
 }
 
-// Tune is safe while calls retry (run with -race).
+// Tune is safe while calls retry (run with -race): each call makes 1 to
+// 4 attempts, and the last Tune holds afterwards.
 func TestTuner_RT15_Race(t *testing.T) {
 	tu, err := retry.NewTuner(retry.Settings{MaxAttempts: 2, Backoff: constant(t, 0)})
 	require.NoError(t, err)
@@ -118,6 +121,12 @@ func TestTuner_RT15_Race(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	n := calls.Load()
+	assert.True(t, n >= 600 && n <= 600*4, "600 calls of 1 to 4 attempts each, got %d attempts", n)
+	calls.Store(0)
+	_, err = s.Call(context.Background(), "x")
+	require.Error(t, err)
+	assert.Equal(t, int64(4), calls.Load(), "a call after the race makes the last Tune's MaxAttempts (1+199%4)")
 }
 
 // A layer built with a Tuner succeeds without allocating, as one without.

@@ -64,8 +64,9 @@ import (
 )
 
 // loadShadows returns the breakers of the settings file at path as shadow
-// candidates: every candidate with a [candidate.breaker] table, at most
-// shadow.MaxCandidates.
+// candidates: every candidate with a [candidate.breaker] table (the run
+// fails with shadow.New's error if they are more than
+// shadow.MaxCandidates).
 func loadShadows(path string) ([]shadow.Candidate, error) {
 	f, err := ramparttoml.Load(path)
 	if err != nil {
