@@ -198,7 +198,7 @@ func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
 	case cfg.Key == "":
 		return nil, errors.New("rampartredis: QuotaConfig.Key must not be empty")
 	case !finite(cfg.Limit):
-		return nil, fmt.Errorf("rampartredis: QuotaConfig.Limit must be positive and finite, got %v", cfg.Limit)
+		return nil, fmt.Errorf("rampartredis: QuotaConfig.Limit must be positive and finite, got %s", limitString(cfg.Limit))
 	case cfg.Slice < 0:
 		return nil, fmt.Errorf("rampartredis: QuotaConfig.Slice must be >= 0 (0 means %v), got %v", DefaultSlice, cfg.Slice)
 	case cfg.Timeout < 0:
@@ -234,6 +234,15 @@ func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
 
 // finite reports whether l is a usable Limit: positive and finite.
 func finite(l rate.Limit) bool { return l > 0 && l != rate.Inf && !math.IsInf(float64(l), 1) }
+
+// limitString formats l for an error: rate.Inf by its name, not as the
+// largest float64 it is.
+func limitString(l rate.Limit) string {
+	if l == rate.Inf {
+		return "rate.Inf"
+	}
+	return fmt.Sprint(float64(l))
+}
 
 // orDefault returns v, or def when v is the zero value.
 func orDefault[T comparable](v, def T) T {
@@ -276,7 +285,7 @@ func (q *Quota) SetLimit(limit rate.Limit) error {
 		return errNotQuota
 	}
 	if !finite(limit) {
-		return fmt.Errorf("rampartredis: Quota.SetLimit: the limit must be positive and finite, got %v", limit)
+		return fmt.Errorf("rampartredis: Quota.SetLimit: the limit must be positive and finite, got %s", limitString(limit))
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

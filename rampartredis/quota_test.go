@@ -2,7 +2,6 @@ package rampartredis_test
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -135,7 +134,7 @@ func TestQuota_FL14_BadInput(t *testing.T) {
 	}{
 		{name: "key", cfg: rampartredis.QuotaConfig{Limit: 1}, want: "rampartredis: QuotaConfig.Key must not be empty"},
 		{name: "limit", cfg: rampartredis.QuotaConfig{Key: "k"}, want: "rampartredis: QuotaConfig.Limit must be positive and finite, got 0"},
-		{name: "infinite", cfg: rampartredis.QuotaConfig{Key: "k", Limit: rate.Inf}, want: "rampartredis: QuotaConfig.Limit must be positive and finite, got 1.7976931348623157e+308"},
+		{name: "infinite", cfg: rampartredis.QuotaConfig{Key: "k", Limit: rate.Inf}, want: "rampartredis: QuotaConfig.Limit must be positive and finite, got rate.Inf"},
 		{name: "slice", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, Slice: -1}, want: "rampartredis: QuotaConfig.Slice must be >= 0 (0 means 100ms), got -1ns"},
 		{name: "timeout", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, Timeout: -1}, want: "rampartredis: QuotaConfig.Timeout must be >= 0 (0 means 50ms), got -1ns"},
 		{name: "backoff", cfg: rampartredis.QuotaConfig{Key: "k", Limit: 1, MaxBackoff: -1}, want: "rampartredis: QuotaConfig.MaxBackoff must be >= 0 (0 means 1s), got -1ns"},
@@ -168,8 +167,8 @@ func TestQuota_FL14_BadInput(t *testing.T) {
 func TestQuota_FL14_SetLimitBadInput(t *testing.T) {
 	srv := server(t)
 	q := quotas(t, srv.Options(), 1, rampartredis.QuotaConfig{Key: "api", Limit: 10})[0]
-	for _, l := range []rate.Limit{0, -1, rate.Inf, rate.Limit(math.NaN())} {
-		require.EqualError(t, q.SetLimit(l), fmt.Sprintf("rampartredis: Quota.SetLimit: the limit must be positive and finite, got %v", l))
+	for l, got := range map[rate.Limit]string{0: "0", -1: "-1", rate.Inf: "rate.Inf", rate.Limit(math.NaN()): "NaN"} {
+		require.EqualError(t, q.SetLimit(l), "rampartredis: Quota.SetLimit: the limit must be positive and finite, got "+got)
 	}
 	assert.Equal(t, rate.Limit(10), q.Stats().Share, "unchanged")
 	require.NoError(t, q.Close())
