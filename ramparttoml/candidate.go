@@ -11,7 +11,8 @@ import (
 )
 
 // File is a settings file, checked: the replay's options and the
-// candidates, in file order.
+// candidates, in file order. Its methods only read it: safe for
+// concurrent use while nothing changes its fields.
 type File struct {
 	// Replay is the [options] table, for a replay (rampart-sim).
 	Replay sim.Config
@@ -22,7 +23,9 @@ type File struct {
 
 // Candidate is one [[candidate]] table: a stack's settings, as a replay
 // ([Candidate.Sim]), a shadow ([Candidate.Shadow]) and a running program
-// (its fields, given to the packages' Tune methods) take them.
+// (its fields, given to the packages' Tune methods) take them. Its
+// durations are [time.Duration]s; the values its pointers share with
+// what Sim and Shadow return are not to be changed while in use.
 type Candidate struct {
 	// Name is the candidate's name = "...".
 	Name string
@@ -32,8 +35,11 @@ type Candidate struct {
 	// cool-down and probes, and the trip rule of its
 	// [candidate.breaker.consecutive], failure_rate, slow_calls tables
 	// (an Any of them when there are several) and probes table (a
-	// SuccessRate around them). Its Policy is nil (Consecutive{}) when no
-	// trip rule is given.
+	// SuccessRate around them). Its Policy is never nil: Consecutive{}
+	// (what a nil Policy means to circuitbreaker.New) when no trip rule
+	// is given, so that it is what the file means as a
+	// circuitbreaker.Tuning's Policy too, where nil keeps the running
+	// breaker's policy.
 	Breaker *circuitbreaker.Config
 	// Retry is the [candidate.retry] table, nil without one.
 	Retry *sim.Retry

@@ -160,7 +160,8 @@ var jitters = map[string]retry.Jitter{
 //
 //	c.toml:4: candidate.0.breaker.max_probes: circuitbreaker: MaxProbes must be in [0, 1024], got 5000
 //
-// or an [io/fs] error for a file it cannot read.
+// or an [io/fs] error for a file it cannot read (matching
+// [io/fs.ErrNotExist] and the like). Safe for concurrent use.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -170,6 +171,7 @@ func Load(path string) (*File, error) {
 }
 
 // Parse is [Load] for the contents data of a file named path (in errors).
+// Safe for concurrent use.
 func Parse(path string, data []byte) (*File, error) {
 	cands, opt, err := parse(path, data)
 	if err != nil {
@@ -282,6 +284,9 @@ func (c *candidate) build() (Candidate, error) {
 		}
 		switch len(trips) {
 		case 0:
+			// What circuitbreaker.New makes of a nil Policy, given as it
+			// is: Tuning.Policy nil would keep the running breaker's.
+			cfg.Policy = circuitbreaker.Consecutive{}
 		case 1:
 			cfg.Policy = trips[0]
 		default:

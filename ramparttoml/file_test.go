@@ -126,3 +126,14 @@ func TestParse_DurationWords(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, rampart.Forever, f.Candidates[0].Breaker.CoolDown)
 }
+
+// A breaker table without a trip rule means five in a row, as a nil
+// Policy does to circuitbreaker.New, and says so: as a Tuning's Policy it
+// must not be nil, which would keep a running breaker's rule.
+func TestParse_NoTripRule(t *testing.T) {
+	f, err := ramparttoml.Parse("c.toml", []byte("[[candidate]]\nname = \"a\"\n[candidate.breaker]\ncool_down = \"5s\"\n"+
+		"[[candidate]]\nname = \"b\"\n[candidate.breaker.probes]\nprobes = 4\n"))
+	require.NoError(t, err)
+	assert.Equal(t, circuitbreaker.Consecutive{}, f.Candidates[0].Breaker.Policy)
+	assert.Equal(t, circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{}, Probes: 4}, f.Candidates[1].Breaker.Policy)
+}

@@ -242,9 +242,6 @@ func (st *stack) try(path string, w io.Writer) error {
 	if bc := c.Breaker; bc != nil && st.breaker != nil {
 		tn = circuitbreaker.Tuning{CoolDown: bc.CoolDown, MaxCoolDown: bc.MaxCoolDown, CoolDownMultiplier: bc.CoolDownMultiplier,
 			MaxProbes: bc.MaxProbes, ProbeLease: bc.ProbeLease, Policy: bc.Policy}
-		if tn.Policy == nil {
-			tn.Policy = circuitbreaker.Consecutive{} // what the file means
-		}
 		scratch, err := circuitbreaker.New(circuitbreaker.Config{Policy: st.policy})
 		if err != nil {
 			return err
