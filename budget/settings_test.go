@@ -16,7 +16,7 @@ import (
 
 // A Tune keeps the balance; later deposits earn the new ratio, and the
 // new floor fills the window slot by slot.
-func TestTune_BU1_KeepsTheBalance(t *testing.T) {
+func TestTune_ST2_KeepsTheBalance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec observetest.Recorder
 		b := mustNew(t, budget.Config{Window: 10 * time.Second, MinPerSecond: budget.NoFloor, Ratio: 0.5, Name: "b", Observer: &rec})
@@ -39,7 +39,7 @@ func TestTune_BU1_KeepsTheBalance(t *testing.T) {
 }
 
 // A bad Tuning is New's error, and changes nothing.
-func TestTune_BU1_BadTuning(t *testing.T) {
+func TestTune_ST2_BadTuning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := mustNew(t, budget.Config{MinPerSecond: budget.NoFloor, Ratio: 0.5})
 		assert.EqualError(t, b.Tune(budget.Tuning{Ratio: -1}), "budget: Ratio must be 0 (the default, 0.2) or between 1e-06 and 100, got -1")
@@ -49,13 +49,13 @@ func TestTune_BU1_BadTuning(t *testing.T) {
 }
 
 // Tune of a nil *Budget is an error, not a panic.
-func TestTune_BU1_NilBudget(t *testing.T) {
+func TestTune_ST2_NilBudget(t *testing.T) {
 	var b *budget.Budget
 	assert.EqualError(t, b.Tune(budget.Tuning{}), "budget: Tune of a nil *Budget")
 }
 
 // Tune is safe while retries flow (run with -race), on a zero Budget too.
-func TestTune_BU1_WhileInUse(t *testing.T) {
+func TestTune_ST2_WhileInUse(t *testing.T) {
 	var b budget.Budget
 	var wg sync.WaitGroup
 	for i := range 4 {

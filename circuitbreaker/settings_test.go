@@ -308,7 +308,8 @@ func TestTune_CB24_AnyAndSuccessRate(t *testing.T) {
 	})
 }
 
-// Policy changes while calls flow on a time window (run with -race).
+// Policy changes while calls flow on a time window (run with -race), and
+// the breaker judges by the last one afterwards.
 func TestTune_CB24_PolicyWhileCallsFlow(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{CoolDown: circuitbreaker.Immediate,
 		Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: 100 * time.Millisecond}}})
@@ -332,6 +333,21 @@ func TestTune_CB24_PolicyWhileCallsFlow(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Afterwards the breaker judges by the last Tune: a change of Period
+	// empties the window, and three failures of three calls trip it.
+	b.Reset()
+	require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Hour,
+		Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Period: time.Hour, MinCalls: 3}, Ratio: 0.5}}))
+	for range 2 {
+		p, err := b.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errBoom)
+	}
+	assert.Equal(t, circuitbreaker.Closed, b.State().State, "below MinCalls")
+	p, err := b.TryAcquire()
+	require.NoError(t, err)
+	p.Failure(errBoom)
+	assert.Equal(t, circuitbreaker.Open, b.State().State)
 }
 
 // A tuned breaker's Closed success costs what an untuned one's does: Tune

@@ -87,6 +87,7 @@ func TestParse_BadLimits(t *testing.T) {
 		{"concurrency", "[[candidate]]\nname = \"a\"\n[candidate.concurrency]\nmax = 0\n", "c.toml:4: candidate.0.concurrency.max: concurrency: max must be >= 1, got 0"},
 		{"rate", "[[candidate]]\nname = \"a\"\n[candidate.rate_limit]\nlimit = -1.0\n", "c.toml:4: candidate.0.rate_limit.limit: ratelimit: Tuning.Limit must be >= 0 (or rate.Inf), got -1"},
 		{"burst", "[[candidate]]\nname = \"a\"\n[candidate.rate_limit]\nlimit = 1.0\nburst = -1\n", "c.toml:5: candidate.0.rate_limit.burst: ratelimit: Tuning.Burst must be >= 0, got -1"},
+		{"no burst", "[[candidate]]\nname = \"a\"\n[candidate.rate_limit]\nlimit = 100.0\n", "c.toml:4: candidate.0.rate_limit.limit: ratelimit: Tuning.Burst must be >= 1 with a Limit of 100 per second (a zero Burst admits no call; a Limit of 0 admits none), got 0"},
 		{"misspelt", "[[candidate]]\nname = \"a\"\n[candidate.rate_limit]\nlimt = 1.0\n", `c.toml:4: candidate.0.rate_limit.limt: unknown key "limt" (misspelt?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,14 +20,17 @@ type Tuning struct {
 	// Limit is how many tokens the bucket gains per second; [rate.Inf]
 	// for no limit. It must be >= 0.
 	Limit rate.Limit
-	// Burst is how many tokens the bucket holds. It must be >= 0.
+	// Burst is how many tokens the bucket holds. It must be >= 0, and
+	// >= 1 with a positive, finite Limit: a bucket that holds no token
+	// admits no call (x/time/rate's zero Burst); to admit none, set Limit
+	// to 0.
 	Burst int
 }
 
 // Tune sets lim's rate and burst while calls flow through the layers
 // built with it (and through any other user of lim), or returns an error
 // naming the bad field, changing nothing: lim nil, Limit negative or NaN,
-// Burst negative. It uses [rate.Limiter.SetLimitAt] and
+// Burst negative, or zero with a positive, finite Limit. It uses [rate.Limiter.SetLimitAt] and
 // [rate.Limiter.SetBurstAt] at the time of those layers' Clock
 // ([clock.MonotonicTime]; the system's clock when they have none), so
 // the tokens earned so far are kept, at the old rate until now, and
@@ -44,6 +47,8 @@ func Tune(lim *rate.Limiter, t Tuning) error {
 		return fmt.Errorf("ratelimit: Tuning.Limit must be >= 0 (or rate.Inf), got %v", t.Limit)
 	case t.Burst < 0:
 		return fmt.Errorf("ratelimit: Tuning.Burst must be >= 0, got %d", t.Burst)
+	case t.Burst == 0 && t.Limit > 0 && t.Limit != rate.Inf:
+		return fmt.Errorf("ratelimit: Tuning.Burst must be >= 1 with a Limit of %v per second (a zero Burst admits no call; a Limit of 0 admits none), got 0", float64(t.Limit))
 	}
 	var clk clock.Clock
 	var u *limiterUsers

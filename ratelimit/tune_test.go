@@ -76,6 +76,7 @@ func TestTune_LM13_BadTuning(t *testing.T) {
 	assert.EqualError(t, ratelimit.Tune(lim, ratelimit.Tuning{Limit: -1}), "ratelimit: Tuning.Limit must be >= 0 (or rate.Inf), got -1")
 	assert.EqualError(t, ratelimit.Tune(lim, ratelimit.Tuning{Limit: rate.Limit(math.NaN())}), "ratelimit: Tuning.Limit must be >= 0 (or rate.Inf), got NaN")
 	assert.EqualError(t, ratelimit.Tune(lim, ratelimit.Tuning{Limit: 1, Burst: -2}), "ratelimit: Tuning.Burst must be >= 0, got -2")
+	assert.EqualError(t, ratelimit.Tune(lim, ratelimit.Tuning{Limit: 100}), "ratelimit: Tuning.Burst must be >= 1 with a Limit of 100 per second (a zero Burst admits no call; a Limit of 0 admits none), got 0")
 	assert.Equal(t, rate.Limit(5), lim.Limit())
 	assert.Equal(t, 3, lim.Burst())
 }
