@@ -137,3 +137,22 @@ func TestParse_NoTripRule(t *testing.T) {
 	assert.Equal(t, circuitbreaker.Consecutive{}, f.Candidates[0].Breaker.Policy)
 	assert.Equal(t, circuitbreaker.SuccessRate{Trip: circuitbreaker.Consecutive{}, Probes: 4}, f.Candidates[1].Breaker.Policy)
 }
+
+// A value's error is reported at its own key, even when another table has
+// a key of the same name, or the message names a second field.
+func TestParse_ErrorAtItsKey(t *testing.T) {
+	const head = "[[candidate]]\nname = \"a\"\n[candidate.breaker.failure_rate]\nratio = 0.5\nwindow = {size = 20}\n"
+	for _, tc := range []struct{ name, toml, want string }{
+		{"slow calls' ratio", head + "[candidate.breaker.slow_calls]\nthreshold = \"1s\"\nratio = 2.0\nwindow = {size = 20}\n",
+			"c.toml:8: candidate.0.breaker.slow_calls.ratio: circuitbreaker: SlowCalls.Ratio must be in (0, 1], got 2 (Any policy 1)"},
+		{"probes' ratio", head + "[candidate.breaker.probes]\nratio = 2.0\n",
+			"c.toml:7: candidate.0.breaker.probes.ratio: circuitbreaker: SuccessRate.Ratio must be in (0, 1], got 2"},
+		{"max cool-down", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\ncool_down = \"10s\"\nmax_cool_down = \"1s\"\n",
+			"c.toml:5: candidate.0.breaker.max_cool_down: circuitbreaker: MaxCoolDown must be >= CoolDown (10s), got 1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ramparttoml.Parse("c.toml", []byte(tc.toml))
+			assert.EqualError(t, err, tc.want)
+		})
+	}
+}

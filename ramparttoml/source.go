@@ -31,18 +31,44 @@ func (s source) errorf(key toml.Key, format string, args ...any) error {
 	return fmt.Errorf("%s:%d: %s: %s", s.path, s.line(key), dotted(key), fmt.Sprintf(format, args...))
 }
 
-// fieldError reports err, a rampart error naming a Go field, at the
-// deepest key under section whose Go name it mentions, or at the section.
+// fieldError reports err, a rampart error naming a Go field, at the key
+// under section whose Go name it mentions most fully (SlowCalls.Ratio is
+// slow_calls.ratio, not failure_rate.ratio), the first mentioned of
+// those (MaxCoolDown must be >= CoolDown is max_cool_down), or at the
+// section.
 func (s source) fieldError(section toml.Key, err error) error {
 	msg := err.Error()
-	best := section
+	best, bestScore, bestAt := section, 0, 0
 	for _, k := range s.keysUnder(section) {
-		last := k[len(k)-1]
-		if len(k) > len(best) && regexp.MustCompile(`\b`+camel(last)+`\b`).MatchString(msg) {
-			best = k
+		score, at := mentions(msg, unindexed(k[len(section):]))
+		if score > bestScore || score > 0 && score == bestScore && at < bestAt {
+			best, bestScore, bestAt = k, score, at
 		}
 	}
 	return fmt.Errorf("%s:%d: %s: %s", s.path, s.line(best), dotted(best), msg)
+}
+
+// goNames are the Go names of the tables not named as camel names them.
+var goNames = map[string]string{"probes": "SuccessRate"}
+
+// mentions returns how many trailing parts of key msg names as a dotted
+// Go name (ratio as Ratio is 1, slow_calls.ratio as SlowCalls.Ratio 2),
+// and where; 0 when it names none.
+func mentions(msg string, key toml.Key) (parts, at int) {
+	for n := len(key); n > 0; n-- {
+		var names []string
+		for i, p := range key[len(key)-n:] {
+			name, ok := goNames[p]
+			if !ok || i == n-1 { // a field is named as camel names it
+				name = camel(p)
+			}
+			names = append(names, name)
+		}
+		if loc := regexp.MustCompile(`\b` + regexp.QuoteMeta(strings.Join(names, ".")) + `\b`).FindStringIndex(msg); loc != nil {
+			return n, loc[0]
+		}
+	}
+	return 0, 0
 }
 
 // keysUnder lists the keys set under section (candidate indexes as
