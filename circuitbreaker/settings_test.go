@@ -122,7 +122,7 @@ func TestTune_CB24_NilBreaker(t *testing.T) {
 }
 
 // Tune is safe while calls flow (run with -race), and a zero Breaker can
-// be tuned.
+// be tuned; afterwards it runs on the last Tune.
 func TestTune_CB24_WhileCallsFlow(t *testing.T) {
 	var b circuitbreaker.Breaker
 	var wg sync.WaitGroup
@@ -144,6 +144,20 @@ func TestTune_CB24_WhileCallsFlow(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Afterwards the breaker runs on the last Tune: a trip's cool-down is
+	// the new CoolDown, to the nanosecond.
+	b.Reset()
+	require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Hour}))
+	var trips []circuitbreaker.Transition
+	b.Subscribe(func(tr circuitbreaker.Transition) { trips = append(trips, tr) })
+	for range circuitbreaker.DefaultFailures {
+		p, err := b.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errBoom)
+	}
+	require.Len(t, trips, 1)
+	assert.Equal(t, circuitbreaker.Open, trips[0].To)
+	assert.Equal(t, time.Hour, trips[0].RetryAfter)
 }
 
 // tunedEvents returns the Calls and Failures of each Tuned event.

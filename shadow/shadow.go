@@ -174,8 +174,12 @@ func (s *Shadow) transition(c *candidate, t circuitbreaker.Transition) {
 // replay's other fields (retries, bursts, latencies, series) are zero:
 // a shadow has no retries of its own, and times no calls, to stay cheap.
 // While calls are in flight the counts are each exact but may not add up
-// (a call counted as refused and not yet as a call).
+// (a call counted as refused and not yet as a call). A nil s has no
+// results.
 func (s *Shadow) Results() []sim.Result {
+	if s == nil {
+		return nil
+	}
 	now := s.now()
 	calls := int(s.calls.Load())
 	var span time.Duration

@@ -111,6 +111,8 @@ func TestNew_SH2_BadConfig(t *testing.T) {
 	}
 	_, err := shadow.NewLayer[int, int](nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil })).Call(context.Background(), 0)
 	assert.ErrorIs(t, err, rampart.ErrNilService)
+	var nilShadow *shadow.Shadow
+	assert.Nil(t, nilShadow.Results(), "a nil Shadow, as NewLayer takes it, has no results")
 }
 
 // A call the live breaker refused has an unknown outcome: a candidate
