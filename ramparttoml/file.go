@@ -15,6 +15,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/sim"
@@ -33,15 +34,15 @@ type options struct {
 }
 
 type candidate struct {
-	Name        string       `toml:"name"`
-	Timeout     duration     `toml:"timeout"`
-	Breaker     *breaker     `toml:"breaker"`
-	Retry       *retries     `toml:"retry"`
-	Concurrency *concurrency `toml:"concurrency"`
-	RateLimit   *rateLimit   `toml:"rate_limit"`
+	Name        string            `toml:"name"`
+	Timeout     duration          `toml:"timeout"`
+	Breaker     *breaker          `toml:"breaker"`
+	Retry       *retries          `toml:"retry"`
+	Concurrency *concurrencyLimit `toml:"concurrency"`
+	RateLimit   *rateLimit        `toml:"rate_limit"`
 }
 
-type concurrency struct {
+type concurrencyLimit struct {
 	Max int `toml:"max"`
 }
 
@@ -325,8 +326,8 @@ func (c *candidate) build() (Candidate, error) {
 		}
 	}
 	if l := c.Concurrency; l != nil {
-		if l.Max < 1 {
-			return out, sectionError{toml.Key{"concurrency", "max"}, fmt.Errorf("concurrency: max must be >= 1, got %d", l.Max)}
+		if _, err := concurrency.New(l.Max); err != nil {
+			return out, sectionError{toml.Key{"concurrency", "max"}, err}
 		}
 		out.Concurrency = l.Max
 	}

@@ -140,7 +140,7 @@ func main() {
 	flag.StringVar(&o.chart, "chart", o.chart, "write the timeline chart, a PNG, to this file; empty (the default) for none")
 	flag.BoolVar(&o.jsonOut, "json", false, "print the summary as one JSON object instead of the table")
 	flag.BoolVar(&o.shadows, "shadows", false, "run two candidate breakers (package shadow) beside the rampart client's on the same attempts, and print their table next to the live breaker's")
-	cands := flag.String("candidates", "", "with -shadows, shadow the breakers of this settings `file`'s candidates (package ramparttoml: rampart-sim's candidates file) instead of the two built in")
+	cands := flag.String("candidates", "", "shadow the breakers of this settings `file`'s candidates (package ramparttoml: rampart-sim's candidates file) instead of the two built in; implies -shadows")
 	flag.StringVar(&o.metrics, "metrics", "", "serve the rampart client's metrics for Prometheus at this address (such as :9090) on /metrics, until interrupted after the run; empty for none")
 	flag.StringVar(&o.debug, "debug", "", "serve the live page of the rampart client's breaker and budget at this address (such as :8080) on /debug/rampart, until interrupted after the run; empty for none")
 	flag.Parse()
