@@ -3,6 +3,7 @@ package retry
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/rampart-go/rampart/internal/nilvalue"
@@ -31,6 +32,10 @@ type Settings struct {
 // Tuner holds the defaults.
 type Tuner struct {
 	cur atomic.Pointer[schedule]
+
+	// tuning orders the changes: each is stored and told before the
+	// next, so the last event told is of the settings held.
+	tuning sync.Mutex
 
 	// watchers are the Observers of the layers built with the Tuner,
 	// told of each change. A Tuner keeps them for its lifetime: share one
@@ -82,6 +87,8 @@ func (s Settings) schedule() (*schedule, error) {
 // nothing. Each layer built with t
 // that has an Observer is told with an event of kind [observe.Tuned]
 // (Source [observe.Retry], the layer's Name, Attempt the new MaxAttempts).
+// Concurrent changes are told in the order they take effect, each before
+// the next is made, so an Observer must not call Tune from the event.
 // Safe for concurrent use, with calls in flight.
 func (t *Tuner) Tune(s Settings) error {
 	if t == nil {
@@ -91,6 +98,8 @@ func (t *Tuner) Tune(s Settings) error {
 	if err != nil {
 		return err
 	}
+	t.tuning.Lock()
+	defer t.tuning.Unlock()
 	t.cur.Store(sc)
 	t.watchers.Tell(observe.Event{Source: observe.Retry, Attempt: sc.maxAttempts})
 	return nil

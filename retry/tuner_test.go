@@ -139,3 +139,36 @@ func TestTuner_RT15_SuccessAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { _, _ = s.Call(ctx, "x") }))
 }
+
+// Concurrent Tunes are told in the order they took effect: each layer's
+// last event has the MaxAttempts the Tuner holds.
+func TestTuner_RT15_EventsInTheOrderOfTheChanges(t *testing.T) {
+	tu, err := retry.NewTuner(retry.Settings{})
+	require.NoError(t, err)
+	first, release := make(chan struct{}), make(chan struct{})
+	var n atomic.Int32
+	_, err = retry.NewLayer(retry.Config[string, string]{Tuner: tu, Observer: observe.Func(func(context.Context, observe.Event) {
+		if n.Add(1) == 1 {
+			close(first)
+			<-release // the first change is being told, to this layer first
+		}
+	})})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var told []int
+	_, err = retry.NewLayer(retry.Config[string, string]{Tuner: tu, Observer: observe.Func(func(_ context.Context, e observe.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, e.Attempt)
+	})})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() { assert.NoError(t, tu.Tune(retry.Settings{MaxAttempts: 2})) })
+	<-first
+	wg.Go(func() { assert.NoError(t, tu.Tune(retry.Settings{MaxAttempts: 5})) })
+	time.Sleep(50 * time.Millisecond) // room for the second to overtake the first
+	close(release)
+	wg.Wait()
+	assert.Equal(t, []int{2, 5}, told)
+	assert.Equal(t, 5, tu.Settings().MaxAttempts)
+}
