@@ -14,9 +14,13 @@ import (
 // Stats.Failures when it fails), and changes nothing: the record is not
 // applied to the breaker. An open record whose cool-down has ended (a
 // probe round is being decided) reads as "half-open". It returns the
-// client's error when Redis does not answer. Safe for concurrent use,
-// also after Close (it needs the client open).
+// client's error when Redis does not answer, and an error for a Shared
+// that Share did not return. Safe for concurrent use, also after Close
+// (it needs the client open).
 func (s *Shared) Record(ctx context.Context) (inspect.FleetRecord, error) {
+	if s == nil || s.br == nil {
+		return inspect.FleetRecord{}, errNotShared
+	}
 	rec, _, _, err := s.runContext(ctx, readScript)
 	if err != nil {
 		return inspect.FleetRecord{}, err

@@ -77,3 +77,11 @@ func TestRecord_OP5_FleetView(t *testing.T) {
 	assert.True(t, fleets[0].Agree, "unknown: not a disagreement")
 	assert.Equal(t, "open", fleets[0].Local.State)
 }
+
+// Record of a Shared that Share did not return is an error, as Close's.
+func TestRecord_OP5_NotShared(t *testing.T) {
+	for _, s := range []*rampartredis.Shared{nil, {}} {
+		_, err := s.Record(context.Background())
+		require.EqualError(t, err, "rampartredis: the Shared was not returned by Share")
+	}
+}
