@@ -59,7 +59,9 @@ func (c Candidate) Sim() sim.Candidate {
 }
 
 // Shadow returns the candidate's breaker as a shadow candidate, under the
-// candidate's name, or an error if the candidate has no breaker.
+// candidate's name, or an error if the candidate has no breaker. Its
+// Timeout, Retry and limits are left out: a shadow only judges the live
+// calls, as the live stack's own timeout and retries made them.
 func (c Candidate) Shadow() (shadow.Candidate, error) {
 	if c.Breaker == nil {
 		return shadow.Candidate{}, fmt.Errorf("ramparttoml: candidate %q has no [candidate.breaker] table to shadow", c.Name)
