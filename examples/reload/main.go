@@ -30,6 +30,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -92,7 +93,7 @@ type stack struct {
 	policy  circuitbreaker.Policy   // the breaker's, for checks
 	retries *retry.Tuner            // nil without a retry table
 	budget  *budget.Budget          // nil without retries or with no_budget
-	window  time.Duration           // the budget's, which cannot change
+	window  time.Duration           // the budget's (its default for 0), which cannot change
 	limit   *concurrency.Limiter    // nil without a concurrency table
 	rate    *rate.Limiter           // nil without a rate_limit table
 }
@@ -149,7 +150,7 @@ func startOn(dep rampart.Service[string, string], path, name string, obs observe
 			if st.budget, err = budget.New(bc); err != nil {
 				return nil, err
 			}
-			st.window, rc.Budget = bc.Window, st.budget
+			st.window, rc.Budget = cmp.Or(bc.Window, budget.DefaultWindow), st.budget
 		}
 		add(retry.NewLayer(rc))
 	}
@@ -258,9 +259,9 @@ func (st *stack) try(path string, w io.Writer) error {
 		if rs, err = settingsOf(r); err != nil {
 			return fmt.Errorf("%s: candidate %q: retry: %w", base, c.Name, err)
 		}
-		var window time.Duration
+		window := budget.DefaultWindow
 		if r.Budget != nil {
-			window = r.Budget.Window
+			window = cmp.Or(r.Budget.Window, budget.DefaultWindow)
 		}
 		if r.NoBudget != (st.budget == nil) || window != st.window {
 			return fmt.Errorf("%s: candidate %q: retry.budget: the budget's window and no_budget cannot change while the stack runs; restart with them", base, c.Name)

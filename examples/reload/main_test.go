@@ -146,3 +146,16 @@ func TestStart_ST4_NoBreakerTable(t *testing.T) {
 		assert.NotErrorIs(t, err, circuitbreaker.ErrOpen, "still no breaker")
 	})
 }
+
+// A budget's window written out as its default is no change of window.
+func TestApply_ST4_DefaultWindowWrittenOut(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s.toml")
+	const head = "[[candidate]]\nname = \"a\"\n[candidate.retry]\nmax_attempts = 2\n"
+	require.NoError(t, os.WriteFile(p, []byte(head), 0o600))
+	st, err := start(p, "a", nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(p, []byte(head+"[candidate.retry.budget]\nwindow = \"10s\"\nratio = 0.5\n"), 0o600))
+	require.NoError(t, st.apply(p, &bytes.Buffer{}))
+	require.NoError(t, os.WriteFile(p, []byte(head+"[candidate.retry.budget]\nwindow = \"20s\"\n"), 0o600))
+	assert.EqualError(t, st.apply(p, &bytes.Buffer{}), `s.toml: candidate "a": retry.budget: the budget's window and no_budget cannot change while the stack runs; restart with them`)
+}
