@@ -148,7 +148,27 @@ type retuner interface {
 // otherKind is the error of a Tuning.Policy of another kind than the
 // breaker's policy (named want).
 func otherKind(want string, next Tracker) error {
-	return fmt.Errorf("must be a %s, as the breaker's policy is (got a policy whose tracker is %T)", want, next)
+	return fmt.Errorf("must be a %s, as the breaker's policy is (got %s)", want, policyName(next))
+}
+
+// policyName names the Policy that made t, as its user wrote it: the
+// built-ins by their type's name, any other by its tracker's type.
+func policyName(t Tracker) string {
+	switch t.(type) {
+	case *consecutive:
+		return "a Consecutive"
+	case *failureRate:
+		return "a FailureRate"
+	case *slowCalls:
+		return "a SlowCalls"
+	case *successRate:
+		return "a SuccessRate"
+	case *anyTracker:
+		return "an Any"
+	case *tripFunc:
+		return "a TripFunc"
+	}
+	return fmt.Sprintf("a policy of its own (tracker %T)", t)
 }
 
 func (c *consecutive) retunable(next Tracker) error {
@@ -201,7 +221,7 @@ func (s *slowCalls) retune(next Tracker) {
 func (a *anyTracker) retunable(next Tracker) error {
 	n, ok := next.(*anyTracker)
 	if !ok || len(n.ts) != len(a.ts) {
-		return fmt.Errorf("must be an Any of %d policies, as the breaker's policy is (got a policy whose tracker is %T)", len(a.ts), next)
+		return fmt.Errorf("must be an Any of %d policies, as the breaker's policy is (got %s)", len(a.ts), policyName(next))
 	}
 	for i, t := range a.ts {
 		r, ok := t.(retuner)

@@ -22,8 +22,9 @@
 // for a shared breaker, the fleet's record next to this replica's view and
 // whether they agree; and the latest transitions with their causes. It
 // shows a transition the moment it happens (the page's script waits at
-// the server for the next change) and reads the status again at least
-// every half second. ?format=json gives the same
+// the server for the next change, or for RefreshInterval, 500 ms by
+// default, when nothing changes) and asks again 100 ms after each answer,
+// so an unchanged page is read about every 600 ms. ?format=json gives the same
 // data (a [Status]) for scripts.
 //
 // # Exposure

@@ -25,7 +25,7 @@ func TestDemo_ST4(t *testing.T) {
 	require.NoError(t, demo(&out))
 	assert.Equal(t, `started with settings.toml "live": timeout 1s, cool_down 1h0m0s, max_probes 1, Consecutive {Failures:1 Successes:0}, max_attempts 2, concurrency 8
 kept the old settings: settings.toml:10: candidate.0.breaker.max_probez: unknown key "max_probez" (misspelt?)
-kept the old settings: settings.toml: candidate "live": breaker: circuitbreaker: Tuning.Policy: must be a Consecutive, as the breaker's policy is (got a policy whose tracker is *circuitbreaker.failureRate)
+kept the old settings: settings.toml: candidate "live": breaker: circuitbreaker: Tuning.Policy: must be a Consecutive, as the breaker's policy is (got a FailureRate)
 applied settings.toml "live": timeout 500ms, cool_down 2s, max_probes 2, Consecutive {Failures:3 Successes:0}, max_attempts 3, concurrency 16
 still open, for about 1h0m0s more: the cool-down it opened with
 4 changes reported to the observer (breaker, retry, budget, concurrency)
@@ -41,7 +41,7 @@ func TestApply_ST4_BadFiles(t *testing.T) {
 		{"unknown key", good + "colour = 1\n", `s.toml:9: candidate.0.concurrency.colour: unknown key "colour" (misspelt?)`},
 		{"wrong type", good + "[candidate.rate_limit]\nburst = \"two\"\n", `s.toml:10: candidate.0.rate_limit.burst: incompatible types: TOML value has type string; destination has type integer`},
 		{"out of range", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = 5000\n", "s.toml:4: candidate.0.breaker.max_probes: circuitbreaker: MaxProbes must be in [0, 1024], got 5000"},
-		{"another trip rule", good + "[candidate.breaker.slow_calls]\nratio = 0.5\n", `s.toml: candidate "a": breaker: circuitbreaker: Tuning.Policy: must be a Consecutive, as the breaker's policy is (got a policy whose tracker is *circuitbreaker.slowCalls)`},
+		{"another trip rule", good + "[candidate.breaker.slow_calls]\nratio = 0.5\n", `s.toml: candidate "a": breaker: circuitbreaker: Tuning.Policy: must be a Consecutive, as the breaker's policy is (got a SlowCalls)`},
 		{"no candidate of that name", "[[candidate]]\nname = \"b\"\n", `s.toml: ramparttoml: no candidate named "a"`},
 		{"a budget's window", good + "[candidate.retry.budget]\nwindow = \"20s\"\n", `s.toml: candidate "a": retry.budget: the budget's window and no_budget cannot change while the stack runs; restart with them`},
 		{"a limit removed", "[[candidate]]\nname = \"a\"\n[candidate.retry]\nmax_attempts = 2\n", `s.toml: candidate "a": a concurrency or rate_limit table cannot be added or removed while the stack runs; restart with it`},
