@@ -184,7 +184,8 @@ func outcomes(t *testing.T, b *circuitbreaker.Breaker, seq string) {
 	}
 }
 
-// timed records one success that took d.
+// timed records one success that took d. It sleeps for d: call it only
+// inside synctest.Test, where the sleep is virtual, exact and instant.
 func timed(t *testing.T, b *circuitbreaker.Breaker, d time.Duration) {
 	t.Helper()
 	p, err := b.TryAcquire()

@@ -42,7 +42,8 @@ func buildBlocking(t *testing.T, max int, mode concurrency.Mode) (*concurrency.L
 	return l, build(t, l, mode, blocking(release, calls)), release, calls
 }
 
-// sleeper is a service that takes as long as its request says.
+// sleeper is a service that takes as long as its request says. It
+// sleeps: use it only inside synctest.Test, where time is virtual.
 var sleeper = rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
 	time.Sleep(d)
 	return "ok", nil
