@@ -74,7 +74,37 @@ const cacheLine = 64
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	b := s.b
 	w := b.word.Load()
-	var zero Resp
+	if w&fastMask == fastWord {
+		if ctx.Err() != nil {
+			var zero Resp
+			return zero, ctxerr.Reason(ctx)
+		}
+		// TryAcquire's Closed fast path, written out because the
+		// compiler does not inline TryAcquire: this is the hottest line
+		// of the package.
+		p := Permit{b: b, word: w}
+		defer p.abandon(ctx)
+		resp, err := s.inner.Call(ctx, req)
+		quiet := false
+		if err == nil && s.classify == nil {
+			// quiet, with the default policy's test (Consecutive: no
+			// failures pending) written out.
+			if run := b.run; run != nil {
+				quiet = b.word.Load() == w && run.Load() == 0
+			} else {
+				quiet = b.quiet(w)
+			}
+		}
+		if quiet {
+			p.b = nil // Success's fast path, also written out
+			if b.set.successes != nil {
+				b.observeSuccess(ctx)
+			}
+			return resp, nil
+		}
+		s.done(ctx, &p, resp, err)
+		return resp, err
+	}
 	if w&rejectMask == uint64(Open) {
 		// TryAcquire's Open fast path, written out: an Open period whose
 		// cool-down is not near its end (flagReady clear) refuses with
@@ -85,30 +115,11 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 			if b.set.observer != nil {
 				b.observe(ctx, observe.Rejected, per.reject, 0)
 			}
+			var zero Resp
 			return zero, per.reject
 		}
 	}
-	if w&fastMask != fastWord {
-		return s.call(ctx, req)
-	}
-	if ctx.Err() != nil {
-		return zero, ctxerr.Reason(ctx)
-	}
-	// TryAcquire's Closed fast path, written out because the compiler
-	// does not inline TryAcquire: this is the hottest line of the package.
-	p := Permit{b: b, word: w}
-	defer p.abandon(ctx)
-	resp, err := s.inner.Call(ctx, req)
-	if err == nil && s.classify == nil && b.quiet(w) {
-		p.b = nil // Success's fast path, also written out
-		if obs := b.set.successes; obs != nil {
-			// A quiet success is untimed: the word had no flagTimed.
-			obs.Observe(ctx, b.set.success)
-		}
-		return resp, nil
-	}
-	s.done(ctx, &p, resp, err)
-	return resp, err
+	return s.call(ctx, req)
 }
 
 // call is Call for a state word that is neither Closed and untimed nor
