@@ -96,7 +96,7 @@ func (cfg Config) check() error {
 	return nil
 }
 
-// Take takes a slot of cfg.Limiter for work that outlives the function
+// Acquire takes a slot of cfg.Limiter for work that outlives the function
 // call that starts it, such as a stream that stays open after the call
 // that opened it returns. It takes the slot as a layer built by [NewLayer]
 // with cfg takes one for each call (by cfg.Mode and the criticality ctx
@@ -104,10 +104,12 @@ func (cfg Config) check() error {
 // cfg.Observer. On success it returns release, which gives the slot back:
 // call it when the work ends, however it ends; it is safe to call from any
 // goroutine, and calls after the first do nothing. The time an
-// [*AdaptiveLimiter]'s slot is held through Take is not one of its latency
-// samples: how long such work lasts is its caller's choice, not the
-// dependency's latency. Take returns NewLayer's error for a bad cfg.
-func Take(ctx context.Context, cfg Config) (release func(), err error) {
+// [*AdaptiveLimiter]'s slot is held through Acquire is not one of its
+// latency samples: how long such work lasts is its caller's choice, not
+// the dependency's latency. Acquire returns NewLayer's error for a bad
+// cfg. It is the package-level twin of the limiters' own Acquire methods,
+// which take a slot without the layer's mode, criticality and events.
+func Acquire(ctx context.Context, cfg Config) (release func(), err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}

@@ -324,18 +324,18 @@ func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 	})
 }
 
-// Take holds its slot until release, refuses as the layer does (with the
+// Acquire holds its slot until release, refuses as the layer does (with the
 // same event), and a second release gives nothing more back.
-func TestTake_LM4_HoldsTheSlotUntilRelease(t *testing.T) {
+func TestAcquire_LM4_HoldsTheSlotUntilRelease(t *testing.T) {
 	lim, err := concurrency.New(1)
 	require.NoError(t, err)
 	var obs observetest.Recorder
 	cfg := concurrency.Config{Limiter: lim, Mode: concurrency.Refuse, Name: "stream", Observer: &obs}
-	release, err := concurrency.Take(t.Context(), cfg)
+	release, err := concurrency.Acquire(t.Context(), cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, lim.InFlight())
 
-	_, err = concurrency.Take(t.Context(), cfg)
+	_, err = concurrency.Acquire(t.Context(), cfg)
 	require.ErrorIs(t, err, concurrency.ErrLimited)
 	events := obs.Events()
 	require.Len(t, events, 1)
@@ -344,34 +344,34 @@ func TestTake_LM4_HoldsTheSlotUntilRelease(t *testing.T) {
 	release()
 	release()
 	assert.Equal(t, 0, lim.InFlight())
-	again, err := concurrency.Take(t.Context(), cfg)
+	again, err := concurrency.Acquire(t.Context(), cfg)
 	require.NoError(t, err)
-	_, err = concurrency.Take(t.Context(), cfg)
+	_, err = concurrency.Acquire(t.Context(), cfg)
 	require.ErrorIs(t, err, concurrency.ErrLimited, "the second release freed no other slot")
 	again()
 	assert.Equal(t, 0, lim.InFlight())
 }
 
-// Take rejects what NewLayer rejects, with the same errors, and takes no
+// Acquire rejects what NewLayer rejects, with the same errors, and takes no
 // slot for a context already done.
-func TestTake_LM4_BadConfigAndDoneContext(t *testing.T) {
-	_, err := concurrency.Take(t.Context(), concurrency.Config{})
+func TestAcquire_LM4_BadConfigAndDoneContext(t *testing.T) {
+	_, err := concurrency.Acquire(t.Context(), concurrency.Config{})
 	require.EqualError(t, err, "concurrency: limiter must not be nil")
 	lim, err := concurrency.New(1)
 	require.NoError(t, err)
-	_, err = concurrency.Take(t.Context(), concurrency.Config{Limiter: lim, Mode: 7})
+	_, err = concurrency.Acquire(t.Context(), concurrency.Config{Limiter: lim, Mode: 7})
 	require.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got Mode(7)")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = concurrency.Take(ctx, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
+	_, err = concurrency.Acquire(ctx, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, lim.InFlight())
 }
 
-// How long an AdaptiveLimiter's slot is held through Take is no latency
+// How long an AdaptiveLimiter's slot is held through Acquire is no latency
 // sample: a second-long hold moves the layer's baseline to a second, and
-// Take's leaves it unset.
-func TestTake_LM6_HoldIsNoLatencySample(t *testing.T) {
+// Acquire's leaves it unset.
+func TestAcquire_LM6_HoldIsNoLatencySample(t *testing.T) {
 	baseline := func(hold func(cfg concurrency.Config)) time.Duration {
 		var got time.Duration
 		synctest.Test(t, func(t *testing.T) {
@@ -394,12 +394,12 @@ func TestTake_LM6_HoldIsNoLatencySample(t *testing.T) {
 		})).Call(t.Context(), 0)
 		require.NoError(t, err)
 	})
-	take := baseline(func(cfg concurrency.Config) {
-		release, err := concurrency.Take(t.Context(), cfg)
+	acquired := baseline(func(cfg concurrency.Config) {
+		release, err := concurrency.Acquire(t.Context(), cfg)
 		require.NoError(t, err)
 		time.Sleep(time.Second)
 		release()
 	})
 	assert.Equal(t, time.Second, layer)
-	assert.Zero(t, take)
+	assert.Zero(t, acquired)
 }

@@ -30,7 +30,7 @@
 //	rampart.breaker.state.time   Float64ObservableCounter s           rampart.breaker.state       seconds the name's breakers have spent in each state, by the Observer's clock when told of each transition
 //	rampart.retry.retries        Int64Counter           {retry}       rampart.retry.reason        each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
 //	rampart.retry.delay          Float64Histogram       s             -                           each retry's wait
-//	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "canceled" (the caller's context), "committed" (a gRPC stream's response reached the caller)
+//	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "upstream_retry" (the request is a retry at the hop that sent it), "canceled" (the caller's context), "committed" (a gRPC stream's response reached the caller)
 //	rampart.retry.attempts       Int64Histogram         {attempt}     rampart.retry.stop          the attempts made by each loop that ended
 //	rampart.budget.refusals      Int64Counter           {withdrawal}  -                           each withdrawal a budget refused
 //	rampart.timeout.fired        Int64Counter           {call}        -                           each call a timeout layer ended

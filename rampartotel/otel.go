@@ -400,6 +400,8 @@ func retryStop(why error) string {
 		return "hint_forever"
 	case errors.Is(why, circuitbreaker.ErrOpen):
 		return "breaker_open"
+	case errors.Is(why, retry.ErrUpstreamRetry):
+		return "upstream_retry"
 	}
 	var named interface{ RetryStop() string }
 	if errors.As(why, &named) {

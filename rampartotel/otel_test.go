@@ -439,3 +439,24 @@ func noBackoff(t *testing.T) retry.Backoff {
 	require.NoError(t, err)
 	return b
 }
+
+// A retry loop that stops because its request is already a retry
+// upstream (a trusted peer's attempt 2) is counted under that reason, not
+// as the caller's cancellation: the operator sees why the hop made one
+// attempt.
+func TestScenario_EV2_UpstreamRetryStopIsNamed(t *testing.T) {
+	obs, reader := newObserver(t)
+	retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs, Backoff: noBackoff(t), Budget: budget.Always})
+	require.NoError(t, err)
+	calls := 0
+	svc := retried.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+		calls++
+		return 0, errors.New("down")
+	}))
+	_, err = svc.Call(rampart.WithAttempt(context.Background(), 2), 1)
+	require.ErrorIs(t, err, retry.ErrUpstreamRetry)
+	require.Equal(t, 1, calls)
+	points, _ := collect(t, reader)
+	require.Equal(t, 1.0, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=upstream_retry}"])
+	require.Zero(t, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=canceled}"])
+}

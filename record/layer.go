@@ -44,6 +44,9 @@ type LayerConfig[Req, Resp any] struct {
 // with the time it was given and its timeout. Replay its trace with
 // package sim.
 //
+// A call whose service or Classify panics is recorded as a [Failure] of
+// class [ClassPanic], as a breaker counts it, and the panic goes on.
+//
 // A nil service or a nil or zero Recorder gives a service whose every
 // call fails, matching [rampart.ErrNilService] or naming the zero
 // Recorder.
@@ -79,12 +82,29 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		return s.inner.Call(ctx, req)
 	}
 	start := time.Now()
+	ok := false
+	defer func() {
+		if !ok { // the call or the classifier panicked: a failure, as a breaker counts it
+			s.add(ctx, req, start, Failure, ClassPanic)
+		}
+	}()
 	resp, err := s.inner.Call(ctx, req)
-	e := Entry{Start: start, Duration: time.Since(start), Attempt: max(1, rampart.AttemptOf(ctx))}
-	e.Outcome, e.Class = s.judge(ctx, resp, err)
+	o, class := s.judge(ctx, resp, err)
+	ok = true
+	s.add(ctx, req, start, o, class)
+	return resp, err
+}
+
+// ClassPanic is the class of a call whose service or classifier panicked:
+// the layer records it as a [Failure], as a circuit breaker counts it, and
+// the panic goes on.
+const ClassPanic = "panic"
+
+// add records the call to req that started at start.
+func (s *service[Req, Resp]) add(ctx context.Context, req Req, start time.Time, o Outcome, class string) {
+	e := Entry{Start: start, Duration: time.Since(start), Attempt: max(1, rampart.AttemptOf(ctx)), Outcome: o, Class: class}
 	if s.key != nil {
 		e.Key = s.key(req)
 	}
 	s.r.add(&e)
-	return resp, err
 }

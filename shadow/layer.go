@@ -15,7 +15,10 @@ import (
 // Every call goes on as if the layer were not there: the candidates only
 // watch, and their refusals are counted, never returned. A nil service or
 // a nil s gives a service whose every call fails with an error matching
-// [rampart.ErrNilService]. classify must be safe for concurrent use.
+// [rampart.ErrNilService]. classify must be safe for concurrent use. A
+// call whose service or classify panics is a failure
+// (circuitbreaker.ErrPanicked) for the candidates, as the live breaker
+// counts it, and the panic goes on.
 //
 // A call that every candidate lets through, Closed, and that succeeds
 // costs per candidate a breaker's Closed permit and its success (bench:
@@ -74,8 +77,16 @@ type slot struct {
 func (s *service[Req, Resp]) call(ctx context.Context, req Req, slots []slot) (Resp, error) {
 	sh := s.s
 	sh.admit(slots)
+	ok := false
+	defer func() {
+		if !ok { // the call or the classifier panicked: a failure, as the live breaker counts it
+			sh.latest.Store(knownFailure)
+			sh.settle(ctx, slots, failure, circuitbreaker.ErrPanicked, circuitbreaker.ErrPanicked)
+		}
+	}()
 	resp, err := s.inner.Call(ctx, req)
 	v, judged := s.judge(ctx, resp, err)
+	ok = true
 	sh.settle(ctx, slots, v, judged, err)
 	return resp, err
 }

@@ -137,3 +137,36 @@ func TestShadow_SH1_LiveRefusalIsUnknown(t *testing.T) {
 	assert.Equal(t, 2, r.Succeeded, "the first, and the refusal after it")
 	assert.Equal(t, 2, r.Failed, "the failure, and the refusal after it")
 }
+
+// A dependency that panics trips the live breaker (it counts each panic
+// as a failure) and the same candidate beside it: the candidates see the
+// failures the live breaker counted, not calls that never ended, and the
+// live row of the table counts them too. The panic reaches the caller.
+func TestShadow_SH1_PanicIsAFailure(t *testing.T) {
+	cfg := circuitbreaker.Config{Name: "live", Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: time.Minute}
+	live, err := circuitbreaker.New(cfg)
+	require.NoError(t, err)
+	cand := cfg
+	cand.Name = ""
+	sh, err := shadow.New(shadow.Config{Live: live, Candidates: []shadow.Candidate{{Name: "same", Breaker: cand}}})
+	require.NoError(t, err)
+	svc := rampart.NewBuilder[int, int]().
+		Layer(shadow.NewLayer[int, int](sh, nil)).
+		Layer(circuitbreaker.NewLayer[int, int](live, nil)).
+		Service(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { panic("dependency bug") }))
+	for range 3 {
+		assert.PanicsWithValue(t, "dependency bug", func() { _, _ = svc.Call(context.Background(), 0) })
+	}
+	_, err = svc.Call(context.Background(), 0)
+	require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+
+	rs := sh.Results()
+	require.Len(t, rs, 2)
+	for _, r := range rs {
+		assert.Equal(t, 4, r.Calls, r.Name)
+		assert.Equal(t, 1, r.Trips, r.Name)
+		assert.Equal(t, 1, r.Refused, r.Name)
+	}
+	assert.Equal(t, 3, rs[1].Failed, "the candidate")
+	assert.Equal(t, 3, rs[0].Failed, "the live row")
+}
