@@ -61,7 +61,19 @@ type service[Req, Resp any] struct {
 	b        *Breaker
 	classify Classifier[Resp]
 	inner    rampart.Service[Req, Resp]
-	_        [cacheLine - 32]byte
+	// checked is true for the service Unchecked returns: its caller has
+	// just found the context not done, and Call does not look again.
+	checked bool
+	_       [cacheLine - 33]byte
+}
+
+// Unchecked returns a copy of s that skips the context check every call
+// begins with, for a caller that has just made it (package ctxcheck): a
+// retry layer's first attempt.
+func (s *service[Req, Resp]) Unchecked() rampart.Service[Req, Resp] {
+	c := *s
+	c.checked = true
+	return &c
 }
 
 // cacheLine is the size of a cache line on the machines that matter
@@ -75,7 +87,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	b := s.b
 	w := b.word.Load()
 	if w&fastMask == fastWord {
-		if ctx.Err() != nil {
+		if !s.checked && ctx.Err() != nil {
 			var zero Resp
 			return zero, ctxerr.Reason(ctx)
 		}
@@ -111,7 +123,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		// the period's prebuilt error without reading the clock, if the
 		// period read is the word's (else a transition is being
 		// published, and call looks again).
-		if per := b.period.Load(); per.word == w && ctx.Err() == nil {
+		if per := b.period.Load(); per.word == w && (s.checked || ctx.Err() == nil) {
 			if b.set.observer != nil {
 				b.observe(ctx, observe.Rejected, per.reject, 0)
 			}
@@ -126,7 +138,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 // Open without flagReady: HalfOpen, ForcedOpen, ForcedClosed, the end of a
 // cool-down, a policy that measures latency, a zero Breaker's first use.
 func (s *service[Req, Resp]) call(ctx context.Context, req Req) (resp Resp, err error) {
-	if ctx.Err() != nil {
+	if !s.checked && ctx.Err() != nil {
 		return resp, ctxerr.Reason(ctx)
 	}
 	p, err := s.b.tryAcquire(ctx)
