@@ -64,7 +64,9 @@ type Config struct {
 // one Limiter that mutex is the layer's cost (see BenchmarkLayer). With an
 // [*AdaptiveLimiter], each call's latency, measured from when it gets its
 // slot until the inner service returns or panics, feeds the limiter's
-// estimate.
+// estimate; a call that fails (an error or a panic) gives its slot back
+// with [AdaptiveLimiter.ReleaseFailed], so a failure faster than the
+// baseline is no sample.
 //
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
@@ -124,7 +126,7 @@ func Acquire(ctx context.Context, cfg Config) (release func(), err error) {
 	var done atomic.Bool
 	return func() {
 		if done.CompareAndSwap(false, true) {
-			cfg.Limiter.give(p)
+			cfg.Limiter.give(p, false)
 		}
 	}, nil
 }
@@ -140,8 +142,9 @@ type Slots interface {
 	// take gets a slot as mode says, or returns the refusal or the
 	// context's error.
 	take(ctx context.Context, mode Mode) (Permit, error)
-	// give returns the slot p was taken with.
-	give(p Permit)
+	// give returns the slot p was taken with, for a call that failed or
+	// not.
+	give(p Permit, failed bool)
 	// valid reports a limiter not made by its constructor.
 	valid() error
 }
@@ -171,8 +174,11 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		var zero Resp
 		return zero, err
 	}
-	defer s.lim.give(p)
-	return s.inner.Call(ctx, req)
+	failed := true // a panic fails the call
+	defer func() { s.lim.give(p, failed) }()
+	resp, err := s.inner.Call(ctx, req)
+	failed = err != nil
+	return resp, err
 }
 
 // take takes the slot of a call with ctx, reporting to the Observer if

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/rampart-go/rampart"
 )
 
 func TestMain(m *testing.M) {
@@ -102,4 +104,19 @@ func (d *discards) got() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]string(nil), d.resps...)
+}
+
+// pushback is an error carrying a server's retry-after hint.
+type pushback time.Duration
+
+func (p pushback) Error() string             { return fmt.Sprintf("pushback %v", time.Duration(p)) }
+func (p pushback) RetryAfter() time.Duration { return time.Duration(p) }
+
+// mustLayer returns l, panicking on err: for layers built from valid
+// configurations.
+func mustLayer[Req, Resp any](l rampart.Layer[Req, Resp], err error) rampart.Layer[Req, Resp] {
+	if err != nil {
+		panic(err)
+	}
+	return l
 }

@@ -56,7 +56,7 @@ func TestShadow_SH1_MatchesReplay(t *testing.T) {
 		require.NoError(t, err)
 		svc := rampart.NewBuilder[int, string]().
 			Layer(record.NewLayer[int, string](record.LayerConfig[int, string]{Recorder: rec})).
-			Layer(shadow.NewLayer[int, string](sh, nil)).
+			Layer(shadow.NewLayer[int, string](sh, nil, nil)).
 			Service(outage())
 		live := 0
 		start := time.Now()
@@ -109,7 +109,7 @@ func TestNew_SH2_BadConfig(t *testing.T) {
 		_, err := shadow.New(tc.cfg)
 		assert.EqualError(t, err, tc.want)
 	}
-	_, err := shadow.NewLayer[int, int](nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil })).Call(context.Background(), 0)
+	_, err := shadow.NewLayer[int, int](nil, nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil })).Call(context.Background(), 0)
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	var nilShadow *shadow.Shadow
 	assert.Nil(t, nilShadow.Results(), "a nil Shadow, as NewLayer takes it, has no results")
@@ -123,7 +123,7 @@ func TestShadow_SH1_LiveRefusalIsUnknown(t *testing.T) {
 	require.NoError(t, err)
 	results := []error{nil, &circuitbreaker.OpenError{}, errors.New("down"), &circuitbreaker.OpenError{}}
 	i := 0
-	svc := shadow.NewLayer[int, int](sh, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+	svc := shadow.NewLayer[int, int](sh, nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
 		err := results[i]
 		i++
 		return 0, err
@@ -151,7 +151,7 @@ func TestShadow_SH1_PanicIsAFailure(t *testing.T) {
 	sh, err := shadow.New(shadow.Config{Live: live, Candidates: []shadow.Candidate{{Name: "same", Breaker: cand}}})
 	require.NoError(t, err)
 	svc := rampart.NewBuilder[int, int]().
-		Layer(shadow.NewLayer[int, int](sh, nil)).
+		Layer(shadow.NewLayer[int, int](sh, nil, nil)).
 		Layer(circuitbreaker.NewLayer[int, int](live, nil)).
 		Service(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { panic("dependency bug") }))
 	for range 3 {
