@@ -87,7 +87,9 @@ type Config[Req, Resp any] struct {
 
 	// Retryable reports whether an attempt's outcome is worth retrying.
 	// It sees every outcome, successes included, so a response can
-	// ask for a retry (an HTTP 503, say) with a nil error. Nil means "retry
+	// ask for a retry (an HTTP 503, say) with a nil error; a first
+	// attempt's outcome is judged before the layer reads its attempts, so
+	// it is asked even when MaxAttempts is 1. Nil means "retry
 	// every non-nil error". Whatever it returns, the layer never retries an
 	// error matching [rampart.ErrOpen], an error marked with
 	// [Permanent], or any outcome once the caller's context is done. It
