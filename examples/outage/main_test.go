@@ -45,20 +45,22 @@ func loaded() options {
 // started calls (lag, the larger p99 of the two clients'; 0 on synctest's
 // clock, 5 to 7 ms for a run with the machine to itself).
 //
-// Whatever the lag, it checks what the algorithms decide and no machine's
-// speed changes: the load is the schedule's, no call is lost, the open
-// breaker fails calls at once and lets through at most 5% of the naive
-// client's load while the fault lasts (2.3% in the model, 0.1% to 3.6%
-// in real runs at loads of 20 to 31 on 2 cores, lags up to 1.7 s
-// included).
+// Whatever the lag, it checks what no machine's speed changes: the load is
+// the schedule's, no call is lost, and the open breaker fails calls at
+// once.
 //
 // If the lag is under the attempt timeout, the calls went out about when
 // the schedule says, and it checks the claims that compare the two
-// clients in the same run: the naive client's retry storm (at least 3
-// attempts per call of the fault reach its backend; 4 in the model) and
-// its metastable failure (its callers are not served after the fault),
-// and that the rampart client's callers are served again after the fault
-// and more often than the naive client's, after it and over the run.
+// clients in the same run: the open breaker lets through at most 5% of
+// the naive client's load while the fault lasts (2.3% in the model, 0.1%
+// to 3.6% in real runs at loads of 15 to 31 on 2 cores), the naive
+// client's retry storm (at least 3 attempts per call of the fault reach
+// its backend; 4 in the model) and its metastable failure (its callers
+// are not served after the fault), and that the rampart client's callers
+// are served again after the fault and more often than the naive
+// client's, after it and over the run. (With calls started seconds late,
+// the schedule is not kept at all: then even the first of these fails in
+// one run of five.)
 //
 // If the lag is under [busyLag], the machine kept up, and it checks the
 // claims that need a loopback call answered within its 250ms attempt
@@ -79,14 +81,14 @@ func assertTargets(t *testing.T, r *result) {
 	assert.Zero(t, n.Lost, "naive calls lost")
 	assert.Zero(t, rp.Lost, "rampart calls lost")
 	assert.Positive(t, rp.FastFails, "rampart's open breaker fails calls at once")
-	assert.LessOrEqual(t, float64(rp.BackendHitsOutage), 0.05*float64(n.BackendHitsOutage),
-		"rampart sends at most 5% of the naive client's load during the fault")
 
 	lag := max(n.StartLagP99ms, rp.StartLagP99ms)
 	if lag >= ms(o.attemptTimeout) {
 		t.Logf("calls started %.0f ms late (p99), more than an attempt timeout: the comparisons of the two clients are not checked", lag)
 		return
 	}
+	assert.LessOrEqual(t, float64(rp.BackendHitsOutage), 0.05*float64(n.BackendHitsOutage),
+		"rampart sends at most 5% of the naive client's load during the fault")
 	inFault := int64(o.rate * o.fault.Seconds())
 	assert.GreaterOrEqual(t, n.BackendHitsOutage, 3*inFault, "the naive client sends the failing backend at least 3 attempts per call")
 	if n.OutageOver {
