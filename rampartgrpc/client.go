@@ -250,7 +250,8 @@ type call struct {
 	cc         *grpc.ClientConn
 	opts       []grpc.CallOption
 	invoker    grpc.UnaryInvoker
-	repeat     bool // the method is safe to send more than once
+	repeat     bool                // the method is safe to send more than once
+	crit       rampart.Criticality // the caller's context's
 }
 
 // result is what an attempt returns besides its error.
@@ -273,7 +274,7 @@ type attemptOpts struct {
 }
 
 func (*invokeService) Call(ctx context.Context, c call) (result, error) {
-	ctx = outgoing(ctx)
+	ctx = outgoing(ctx, c.crit)
 	if !c.repeat {
 		return result{}, c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
 	}
@@ -492,7 +493,7 @@ func NewUnaryClientInterceptor(cfg ClientConfig) (grpc.UnaryClientInterceptor, e
 		if c.skip != nil && c.skip(method) {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		r := call{method: method, req: req, reply: reply, cc: cc, opts: opts, invoker: invoker, repeat: c.methods != nil && c.methods(method)}
+		r := call{method: method, req: req, reply: reply, cc: cc, opts: opts, invoker: invoker, repeat: c.methods != nil && c.methods(method), crit: rampart.CriticalityOf(ctx)}
 		var err error
 		if r.repeat {
 			_, err = c.unary.Call(ctx, r)

@@ -166,7 +166,7 @@ func (o streamOpener) Call(ctx context.Context, s streamCall) (grpc.ClientStream
 // a deadline: a timer cancels the opening if it has not returned in time,
 // and is stopped once it has.
 func (c *client) open(ctx context.Context, s streamCall) (grpc.ClientStream, error) {
-	ctx = outgoing(ctx)
+	ctx = outgoing(ctx, rampart.CriticalityOf(ctx))
 	if c.attemptTimeout <= 0 {
 		return s.streamer(ctx, s.desc, s.cc, s.method, s.opts...)
 	}
