@@ -857,6 +857,28 @@ func TestAdaptive_LM14_FastFailuresAreNoSamples(t *testing.T) {
 	})
 }
 
+// One window slowed ten times (a stop-the-world pause, a noisy neighbour:
+// Netflix concurrency-limits#155) costs at most half the limit, never a
+// collapse to MinLimit, and the limit climbs back by a tenth a window: 22
+// → 11, then back to 22 or more after 8 normal windows.
+func TestAdaptive_LM6_OneSlowWindowHalvesAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		ms := time.Millisecond
+		runWindow(t, l, 20, 10*ms)
+		require.Equal(t, 22, l.Limit())
+		runWindow(t, l, 22, 110*ms) // 20 queued by Vegas: to 3.1, held at half
+		limits := []int{l.Limit()}
+		for range 8 {
+			runWindow(t, l, l.Limit(), 10*ms)
+			limits = append(limits, l.Limit())
+		}
+		assert.Equal(t, []int{11, 12, 13, 14, 15, 17, 19, 21, 23}, limits)
+		assert.Equal(t, 10*ms, l.Baseline(), "the pause did not move the baseline")
+	})
+}
+
 // ReleaseFailed: a failed call faster than the baseline is no sample, one
 // at least as slow is; before the first window there is no baseline and
 // no failed call counts.

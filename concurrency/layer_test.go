@@ -403,3 +403,54 @@ func TestAcquire_LM6_HoldIsNoLatencySample(t *testing.T) {
 	assert.Equal(t, time.Second, layer)
 	assert.Zero(t, acquired)
 }
+
+// Waiters that give up at the very instant a slot frees leak nothing: a
+// slot handed to a waiter whose context ended goes to the next in line or
+// back to the limiter (failsafe-lib/failsafe#393: a bulkhead lost a permit
+// to each abandoned waiter until it had none). 200 rounds: one call holds
+// the only slot for 10 ms while eight wait with deadlines at 9, 10 and
+// 11 ms; after each round nothing is held, and the next call takes the
+// slot at once.
+func TestLayer_LM4_WaitersGivingUpAsASlotFreesLeakNothing(t *testing.T) {
+	fixed, err := concurrency.New(1)
+	require.NoError(t, err)
+	adaptive := fixedAdaptive(t, 1, 0)
+	for name, lim := range map[string]concurrency.Slots{"Limiter": fixed, "AdaptiveLimiter": adaptive} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				layer, err := concurrency.NewLayer[time.Duration, string](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
+				require.NoError(t, err)
+				svc := layer.Wrap(sleeper)
+				var served, gaveUp atomic.Int64
+				for range 200 {
+					var wg sync.WaitGroup
+					wg.Go(func() {
+						_, err := svc.Call(t.Context(), 10*time.Millisecond)
+						assert.NoError(t, err)
+					})
+					synctest.Wait()
+					for i := range 8 {
+						wg.Go(func() {
+							ctx, cancel := context.WithTimeout(t.Context(), time.Duration(9+i%3)*time.Millisecond)
+							defer cancel()
+							if _, err := svc.Call(ctx, 0); err != nil {
+								require.ErrorIs(t, err, context.DeadlineExceeded)
+								gaveUp.Add(1)
+								return
+							}
+							served.Add(1)
+						})
+					}
+					wg.Wait()
+					free, cancel := context.WithTimeout(t.Context(), time.Nanosecond)
+					_, err := svc.Call(free, 0)
+					cancel()
+					require.NoError(t, err, "the slot is free again")
+				}
+				assert.Equal(t, int64(200*8), served.Load()+gaveUp.Load())
+				assert.Positive(t, served.Load(), "some waiters got the slot")
+				assert.Positive(t, gaveUp.Load(), "some gave up")
+			})
+		})
+	}
+}

@@ -955,8 +955,8 @@ func TestHedge_PG7_CopiesCarryTheirAttemptNumber(t *testing.T) {
 		backoff, err := retry.NewConstant(ms)
 		require.NoError(t, err)
 		svc := rampart.NewBuilder[string, string]().
-			Layer(mustLayer(hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budget.Always, Delay: 10 * ms, MaxAttempts: 3}))).
-			Layer(mustLayer(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Budget: budget.Always, Backoff: backoff}))).
+			With(hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budget.Always, Delay: 10 * ms, MaxAttempts: 3})).
+			With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Budget: budget.Always, Backoff: backoff})).
 			Service(inner)
 
 		_, err = svc.Call(t.Context(), "req")

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/rampart-go/rampart"
 )
 
 func TestMain(m *testing.M) {
@@ -111,12 +109,3 @@ type pushback time.Duration
 
 func (p pushback) Error() string             { return fmt.Sprintf("pushback %v", time.Duration(p)) }
 func (p pushback) RetryAfter() time.Duration { return time.Duration(p) }
-
-// mustLayer returns l, panicking on err: for layers built from valid
-// configurations.
-func mustLayer[Req, Resp any](l rampart.Layer[Req, Resp], err error) rampart.Layer[Req, Resp] {
-	if err != nil {
-		panic(err)
-	}
-	return l
-}
