@@ -111,9 +111,13 @@ const minSamples = 10
 // No other window moves it. A re-learned baseline says the dependency is
 // slower at every load; it says nothing about how many calls the
 // dependency can take. The limiter therefore returns to the limit of the
-// last window that did not call for a drop (the capacity it measured
-// before the latency rose) and does not grow past it until the baseline
-// returns to the lowest one: when every call takes the same time whatever
+// last window that used at least half of it and did not call for a drop
+// (the capacity it measured before the latency rose) and does not grow
+// past it until the baseline returns to the lowest one. A window with
+// fewer calls in flight measured no capacity: when no window has measured
+// one yet (a quiet spell of cheap calls, one at a time, taught the
+// baseline), the limit returns to at least its initial value and grows
+// from there as usual. When every call takes the same time whatever
 // the load (every call ends at the same timeout, say), latency no longer
 // counts a queue, and the last measured capacity is the best estimate.
 // Netflix's limiters show what happens otherwise: a Gradient2 limit fed a
@@ -199,11 +203,15 @@ type AdaptiveLimiter struct {
 	mu      sync.Mutex
 	waiters list.List // of chan struct{}; guarded by mu
 	// Guarded by mu: the baseline; the lowest window average ever seen;
-	// the limit of the last window that did not call for a drop; and the
+	// the limit of the last window that used half of it and did not call
+	// for a drop (or the initial limit: see measured); and the
 	// limit not to grow past while the baseline is a re-learned one, 0
 	// when there is none.
 	baseline, lowest time.Duration
 	held, ceiling    int64
+	// measured reports whether held was measured, by a window that used
+	// at least half its limit, or is only the initial limit. Guarded by mu.
+	measured bool
 	// base is baseline in nanoseconds, for ReleaseFailed to read without
 	// the lock; written under mu.
 	base atomic.Int64
@@ -631,11 +639,15 @@ func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, peak int64) i
 	switch {
 	case relearned:
 		// The latency rose at the least load too: it was not a queue. Go
-		// back to the capacity measured before, and no further.
+		// back to the capacity measured before, and no further; with none
+		// measured yet, there is nothing to hold it to.
 		n = max(l.held, limit)
-		l.ceiling = n
-	case !drop:
-		l.held = limit
+		if l.measured {
+			l.ceiling = n
+		}
+	case !drop && 2*peak >= limit:
+		// A window that used its limit without a queue measured it.
+		l.held, l.measured = limit, true
 	}
 	if l.ceiling > 0 {
 		n = min(n, l.ceiling)

@@ -879,6 +879,46 @@ func TestAdaptive_LM6_OneSlowWindowHalvesAtMost(t *testing.T) {
 	})
 }
 
+// A quiet period of cheap calls (one call at a time taking 100µs: health
+// checks or cache hits at night, Netflix concurrency-limits#125) teaches a
+// baseline that the day's 10ms calls cannot meet: the limit falls to
+// MinLimit, re-learns 10ms there and returns to 20. Only a window that used
+// at least half its limit measured a capacity, and the quiet windows did
+// not, so 20 is no ceiling: the limit climbs on to the dependency's 40
+// (10ms up to 40 in flight, 10ms × n/40 above) and stays within ±20% of
+// it. Before, the quiet windows' 20 held it at half the capacity for good.
+func TestAdaptive_LM7_QuietCheapCallsSetNoCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		for range 5 {
+			runWindow(t, l, 1, 100*time.Microsecond)
+		}
+		require.Equal(t, 100*time.Microsecond, l.Baseline())
+		require.Equal(t, 20, l.Limit(), "one call at a time: no growth")
+
+		var limits []int
+		for r := range 1000 { // rounds of the day's callers, as many as the limit admits
+			var ps []concurrency.Permit
+			for p, ok := l.TryAcquire(); ok && len(ps) < 200; p, ok = l.TryAcquire() {
+				ps = append(ps, p)
+			}
+			time.Sleep(10 * time.Millisecond * time.Duration(max(40, len(ps))) / 40)
+			for _, p := range ps {
+				l.Release(p)
+			}
+			if r%25 == 0 {
+				limits = append(limits, l.Limit())
+			}
+		}
+		assert.Equal(t, []int{17, 5, 2, 20, 24, 29, 35, 43}, limits[:8])
+		for i, n := range limits[7:] {
+			assert.True(t, n >= 32 && n <= 48, "limit %d at sample %d", n, i+7)
+		}
+		assert.Equal(t, 10*time.Millisecond, l.Baseline())
+	})
+}
+
 // ReleaseFailed: a failed call faster than the baseline is no sample, one
 // at least as slow is; before the first window there is no baseline and
 // no failed call counts.

@@ -731,6 +731,33 @@ func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
 	}
 }
 
+// Over a circuit breaker, whose own check of the context the first
+// attempt skips, since the retry layer has just made it.
+func TestRetry_RT8_NoAttemptThroughABreakerForDoneContext(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+	require.NoError(t, err)
+	b := budgettest.New(10)
+	rl, err := retry.NewLayer(retry.Config[string, string]{Backoff: constant(t, 0), Budget: b})
+	require.NoError(t, err)
+	s := newScript(fail("boom"), fail("boom"))
+	svc := rampart.NewBuilder[string, string]().Layer(rl).Layer(circuitbreaker.NewLayer[string, string](br, nil)).Service(s)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = svc.Call(ctx, "req")
+
+	assert.Same(t, context.Canceled, err)
+	assert.Zero(t, s.calls(), "no attempt")
+	assert.Zero(t, b.Counts().Deposits, "no deposit")
+	assert.Equal(t, circuitbreaker.Closed, br.State().State)
+	assert.Equal(t, circuitbreaker.Counts{}, br.State().Counts, "nothing reached the breaker")
+
+	_, err = svc.Call(t.Context(), "req")
+	assert.ErrorIs(t, err, circuitbreaker.ErrOpen, "the first attempt's failure trips the breaker, which refuses the retry")
+	assert.Equal(t, 1, s.calls())
+	assert.Equal(t, int64(1), b.Counts().Deposits)
+}
+
 func TestRetry_RT8_NoAttemptForDoneContextWithOneAttempt(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
