@@ -107,9 +107,13 @@ const minSamples = 10
 // No other window moves it. A re-learned baseline says the dependency is
 // slower at every load; it says nothing about how many calls the
 // dependency can take. The limiter therefore returns to the limit of the
-// last window that did not call for a drop (the capacity it measured
-// before the latency rose) and does not grow past it until the baseline
-// returns to the lowest one: when every call takes the same time whatever
+// last window that used at least half of it and did not call for a drop
+// (the capacity it measured before the latency rose) and does not grow
+// past it until the baseline returns to the lowest one. A window with
+// fewer calls in flight measured no capacity: when no window has measured
+// one yet (a quiet spell of cheap calls, one at a time, taught the
+// baseline), the limit returns to at least its initial value and grows
+// from there as usual. When every call takes the same time whatever
 // the load (every call ends at the same timeout, say), latency no longer
 // counts a queue, and the last measured capacity is the best estimate.
 // Netflix's limiters show what happens otherwise: a Gradient2 limit fed a
@@ -133,8 +137,16 @@ const minSamples = 10
 // gets its slot, so time spent waiting for a slot in this limiter does not
 // count as the dependency's. The first 256 calls of a window are all
 // timed, then one call in eight (a clock read costs about as much as the
-// rest of the acquire and release). Timed calls count whatever their
-// outcome: a dependency that fails fast looks fast. A timed call counts in
+// rest of the acquire and release). A timed call that failed (its slot
+// given back by [AdaptiveLimiter.ReleaseFailed], as [NewLayer] does for a
+// call whose inner service returned an error or panicked) counts only
+// when it took at least the baseline: a dependency failing fast (an
+// outage answered at once, a breaker below refusing) is not fast, and
+// its failures' speed says nothing about its queue, so it would teach a
+// baseline the dependency cannot keep (Netflix's limiters take no sample
+// from a dropped call for the same reason); a slow failure (a timeout)
+// is the latency the caller felt, and counts. Before the first window
+// closes there is no baseline, and no failed call counts. A timed call counts in
 // the window in which it finishes, its latency and its count together,
 // even when it finishes as another call closes that window, so a window's
 // average is never below its fastest call. A window counts at most 65535
@@ -177,11 +189,18 @@ type AdaptiveLimiter struct {
 	mu      sync.Mutex
 	waiters list.List // of chan struct{}; guarded by mu
 	// Guarded by mu: the baseline; the lowest window average ever seen;
-	// the limit of the last window that did not call for a drop; and the
+	// the limit of the last window that used half of it and did not call
+	// for a drop (or the initial limit: see measured); and the
 	// limit not to grow past while the baseline is a re-learned one, 0
 	// when there is none.
 	baseline, lowest time.Duration
 	held, ceiling    int64
+	// measured reports whether held was measured, by a window that used
+	// at least half its limit, or is only the initial limit. Guarded by mu.
+	measured bool
+	// base is baseline in nanoseconds, for ReleaseFailed to read without
+	// the lock; written under mu.
+	base atomic.Int64
 }
 
 const (
@@ -387,14 +406,31 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 // window it moves the limit (see [AdaptiveLimiter]). It never blocks on
 // other callers, except for the brief lock of a handoff, and never panics.
 // A zero Permit is ignored, and so is a Release while no slot is held.
-func (l *AdaptiveLimiter) Release(p Permit) {
+func (l *AdaptiveLimiter) Release(p Permit) { l.release(p, false) }
+
+// ReleaseFailed is [AdaptiveLimiter.Release] for a call that failed: its
+// latency is a sample only when it is at least the baseline (see
+// [AdaptiveLimiter]), so a dependency failing fast does not look fast.
+// Which outcomes are failures is the caller's choice; [NewLayer] calls it
+// for an error or a panic of the inner service.
+func (l *AdaptiveLimiter) ReleaseFailed(p Permit) { l.release(p, true) }
+
+func (l *AdaptiveLimiter) release(p Permit, failed bool) {
 	if p.start == 0 || !decrementHeld(&l.inFlight) {
 		return
 	}
 	if p.start != untimed {
 		now := time.Since(l.epoch) + 1
-		if n := l.record(uint64(max(0, now-p.start))); n >= minSamples && int64(now) >= l.windowEnd.Load() {
-			l.closeWindow(now)
+		d := max(0, now-p.start)
+		if failed {
+			if b := l.base.Load(); b == 0 || int64(d) < b {
+				d = untimed // failing fast: no sample
+			}
+		}
+		if d != untimed {
+			if n := l.record(uint64(d)); n >= minSamples && int64(now) >= l.windowEnd.Load() {
+				l.closeWindow(now)
+			}
 		}
 	}
 	if l.waiting.Load() > 0 {
@@ -470,6 +506,7 @@ func (l *AdaptiveLimiter) closeWindow(now time.Duration) {
 	avg := time.Duration(sum / n)
 	limit := l.limit.Load()
 	next := l.estimate(limit, avg, peak)
+	l.base.Store(int64(l.baseline))
 	l.refusal.Store(&LimitedError{Wait: avg})
 	if next != limit {
 		l.limit.Store(next)
@@ -512,11 +549,15 @@ func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, peak int64) i
 	switch {
 	case relearned:
 		// The latency rose at the least load too: it was not a queue. Go
-		// back to the capacity measured before, and no further.
+		// back to the capacity measured before, and no further; with none
+		// measured yet, there is nothing to hold it to.
 		n = max(l.held, limit)
-		l.ceiling = n
-	case !drop:
-		l.held = limit
+		if l.measured {
+			l.ceiling = n
+		}
+	case !drop && 2*peak >= limit:
+		// A window that used its limit without a queue measured it.
+		l.held, l.measured = limit, true
 	}
 	if l.ceiling > 0 {
 		n = min(n, l.ceiling)
@@ -554,4 +595,4 @@ func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
 	return p, nil
 }
 
-func (l *AdaptiveLimiter) give(p Permit) { l.Release(p) }
+func (l *AdaptiveLimiter) give(p Permit, failed bool) { l.release(p, failed) }

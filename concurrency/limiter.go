@@ -250,7 +250,7 @@ func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
 	return Permit{}, nil
 }
 
-func (l *Limiter) give(p Permit) {
+func (l *Limiter) give(p Permit, _ bool) {
 	if p.start == reservedSlot {
 		l.reserved.Add(-1)
 		return

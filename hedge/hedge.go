@@ -25,10 +25,21 @@ import (
 // delay (Delay or the learned percentile) has passed since the latest
 // attempt started, it withdraws from the Budget and sends one more, up to
 // MaxAttempts in total. It stops sending when the Budget refuses (and does
-// not ask again in that call), when the caller's context is done, or when
-// every attempt sent so far has failed: a failure (an error, or an outcome
-// cfg.Accept rejects) does not trigger a hedge (retrying failures is the
-// retry layer's job).
+// not ask again in that call), when the caller's context is done, when
+// every attempt sent so far has failed (a failure, an error or an outcome
+// cfg.Accept rejects, does not trigger a hedge: retrying failures is the
+// retry layer's job), or when an attempt fails with an error that refuses
+// copies: one matching [rampart.ErrOpen] (a breaker below is open), or one
+// whose [rampart.Hint] is [rampart.Forever] (the server says not to
+// retry, as a negative grpc-retry-pushback-ms does; gRFC A6 sends no
+// further hedges then). Attempts already sent go on.
+//
+// Each copy's context says which attempt it is ([rampart.WithAttempt]):
+// the caller's attempt ([rampart.AttemptOf], 1 when it carries none) plus
+// the copy's number, 1 for the first hedge. So a copy reaches the next
+// hop as a retry does, and a retry layer there does not retry it again:
+// a hedge adds one attempt at each hop below, not one per retry there.
+// The original attempt runs with the caller's context.
 //
 // The first accepted outcome (by default, the first with a nil error) is
 // the answer, returned as the attempt returned it. Each attempt gets its
@@ -176,7 +187,9 @@ func (c *call[Req, Resp]) hedge() {
 		return
 	}
 	i := c.started
-	actx, cancel := context.WithCancel(c.parent)
+	// The copy says which attempt it is, as a retry does, so that a hop
+	// below does not retry it again: see rampart.WithAttempt.
+	actx, cancel := context.WithCancel(rampart.WithAttempt(c.parent, max(1, rampart.AttemptOf(c.parent))+i))
 	c.cancels[i] = cancel
 	c.started++
 	c.inflight++
@@ -256,6 +269,9 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 				c.errs = make([]error, c.s.maxAttempts)
 			}
 			c.errs[i] = err
+			if refusesCopies(err) {
+				c.stopLocked()
+			}
 		}
 		if c.inflight == 0 {
 			// Every attempt sent has failed: the call ends now rather than
@@ -333,4 +349,17 @@ func (c *call[Req, Resp]) abort() {
 	if c.kept >= 0 && c.s.discard != nil {
 		c.s.discard(c.resp)
 	}
+}
+
+// refusesCopies reports whether a failed attempt's error says that no
+// copy should follow it: a breaker below is open (it would refuse them
+// too), or the server's hint says not to retry ([rampart.Forever], as a
+// negative grpc-retry-pushback-ms is: gRFC A6 sends no further hedges
+// after it).
+func refusesCopies(err error) bool {
+	if errors.Is(err, rampart.ErrOpen) {
+		return true
+	}
+	d, ok := rampart.RetryAfter(err)
+	return ok && d == rampart.Forever
 }

@@ -122,7 +122,7 @@ func (o streamOpener) Call(ctx context.Context, s streamCall) (grpc.ClientStream
 	var release func()
 	if o.c.limit != nil {
 		var err error
-		if release, err = concurrency.Take(ctx, *o.c.limit); err != nil {
+		if release, err = concurrency.Acquire(ctx, *o.c.limit); err != nil {
 			return nil, err
 		}
 	}
