@@ -6,6 +6,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // HedgeConfig configures [HedgeLayer]. Budget is required; every other zero
@@ -40,6 +41,11 @@ type HedgeConfig struct {
 	// delay replaces Delay; only with a Quantile. Zero means
 	// [hedge.DefaultMinSamples], or Window if that is smaller.
 	MinSamples int
+	// Name names the hedge layer in its events; Observer, if not nil, is
+	// told of each copy sent and each hedged call's winner (see
+	// [hedge.Config]), as rampartgrpc.HedgeConfig's are.
+	Name     string
+	Observer observe.Observer
 }
 
 // HedgeLayer returns a layer that sends another copy of a slow request and
@@ -91,6 +97,8 @@ func HedgeLayer(cfg HedgeConfig) (Layer, error) {
 		Quantile:    cfg.Quantile,
 		Window:      cfg.Window,
 		MinSamples:  cfg.MinSamples,
+		Name:        cfg.Name,
+		Observer:    cfg.Observer,
 		Accept:      answered,
 		Discard:     discard,
 		Detach:      cancelOnClose,

@@ -164,6 +164,12 @@ func TestRecordLayer_SM8_BodyCutMidwayIsAFailure(t *testing.T) {
 		got = append(got, string(e.Outcome)+"/"+e.Class)
 	}
 	assert.Equal(t, []string{"failure/error", "failure/error", "failure/error", "refused/open"}, got)
+	// Replayed through the live configuration, the trace trips it as the
+	// live breaker tripped.
+	replayed, err := sim.Replay(sim.NewTraceReader(strings.NewReader(out.String()), "trace"), []sim.Candidate{{Name: "live", Breaker: &bcfg}}, sim.Config{})
+	require.NoError(t, err)
+	require.Len(t, replayed, 1)
+	assert.Equal(t, [4]int{4, 3, 1, 1}, [4]int{replayed[0].Calls, replayed[0].Failed, replayed[0].Refused, replayed[0].Trips}, "replay: calls, failed, refused, trips")
 	rs := sh.Results()
 	require.Len(t, rs, 2)
 	for _, r := range rs {
