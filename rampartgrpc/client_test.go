@@ -814,3 +814,55 @@ func TestMethods_GR1_ExactNames(t *testing.T) {
 		assert.False(t, safe(""), "%d names", n)
 	}
 }
+
+// Two deadlines that both read DEADLINE_EXCEEDED to the caller, told
+// apart on every view: the attempt's own AttemptTimeout (a timeout event,
+// a retry for a timeout, class "timeout" in the trace) and a
+// DEADLINE_EXCEEDED the server sends (its own downstream ran out: not
+// retried, class "error", no timeout event). The breaker counts both as
+// failures, and the observer, the trace and the breaker agree on two.
+func TestUnary_GR6_DeadlinesToldApartOnEveryView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		rec, err := record.New(&out, record.Config{})
+		require.NoError(t, err)
+		var seen observetest.Recorder
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "api", Policy: circuitbreaker.Consecutive{Failures: 5}, Observer: &seen})
+		require.NoError(t, err)
+		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			if n == 1 {
+				<-ctx.Done() // hangs past the attempt's deadline
+				return nil, ctx.Err()
+			}
+			return nil, status.Error(codes.DeadlineExceeded, "the server's own downstream ran out of time")
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Breaker: br, Recorder: rec, AttemptTimeout: 300 * time.Millisecond, Name: "api", Observer: &seen,
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: noWait(t), Budget: budget.Always, Name: "api", Observer: &seen},
+		}))
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+		assert.NotErrorIs(t, err, timeout.ErrTimeout, "the caller gets the server's answer")
+		require.NoError(t, rec.Close())
+
+		var kinds []string
+		for _, ev := range seen.Events() {
+			kinds = append(kinds, ev.Source.String()+"."+ev.Kind.String())
+		}
+		assert.Equal(t, []string{"timeout.timeout-fired", "circuitbreaker.failure", "retry.retrying", "circuitbreaker.failure", "retry.retry-end"}, kinds)
+		evs := seen.Events()
+		assert.ErrorIs(t, evs[2].Err, timeout.ErrTimeout, "retried for the attempt's timeout")
+		assert.NoError(t, evs[4].Err, "then stopped: the server's DEADLINE_EXCEEDED is not retried")
+		assert.Equal(t, 2, br.State().Counts.ConsecutiveFailures)
+		var lines []string
+		tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
+		for {
+			en, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err)
+			lines = append(lines, fmt.Sprintf("%s/%s/%d", en.Outcome, en.Class, en.Attempt))
+		}
+		assert.Equal(t, []string{"failure/timeout/1", "failure/error/2"}, lines)
+	})
+}

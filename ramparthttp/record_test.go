@@ -211,3 +211,36 @@ func TestRecordLayer_SM8_BodyJudgedAllocations(t *testing.T) {
 	})
 	assert.Equal(t, 1.0, allocs(noBody, rec, nil)-allocs(noBody, nil, nil), "recorder, no body")
 }
+
+// A server that sends 103 Early Hints and then a 503: the client stack
+// judges the final status, never the informational one. The breaker, its
+// observer and the trace each count failures, and the response the caller
+// gets is the 503.
+func TestRecordLayer_SM8_InformationalThenFailureIsAFailure(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	var out bytes.Buffer
+	rec, err := record.New(&out, record.Config{})
+	require.NoError(t, err)
+	var seen observetest.Counter
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Hour, Observer: &seen})
+	require.NoError(t, err)
+	rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Breaker: br, Recorder: rec, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	require.NoError(t, err)
+	client := &http.Client{Transport: rt}
+	for range 2 {
+		resp, err := client.Get(srv.URL)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+	}
+	require.NoError(t, rec.Close())
+	assert.Equal(t, circuitbreaker.Open, br.State().State)
+	assert.Equal(t, map[string]int{"success": 0, "failure": 2, "ignored": 0, "rejected": 0}, seen.Outcomes())
+	assert.Equal(t, 2, strings.Count(out.String(), `"outcome":"failure","class":"response"`), out.String())
+}
