@@ -27,7 +27,6 @@ import (
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartgrpc"
 	"github.com/rampart-go/rampart/record"
-	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -770,13 +769,7 @@ func TestRecorder_GR_JudgesAsTheBreaker(t *testing.T) {
 			attempt int
 		}
 		var got []line
-		tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
-		for {
-			e, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
+		for _, e := range readTrace(t, out.String()) {
 			assert.Equal(t, unaryMethod, e.Key)
 			got = append(got, line{e.Outcome, e.Class, e.Attempt})
 		}
@@ -854,13 +847,7 @@ func TestUnary_GR6_DeadlinesToldApartOnEveryView(t *testing.T) {
 		assert.NoError(t, evs[4].Err, "then stopped: the server's DEADLINE_EXCEEDED is not retried")
 		assert.Equal(t, 2, br.State().Counts.ConsecutiveFailures)
 		var lines []string
-		tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
-		for {
-			en, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
+		for _, en := range readTrace(t, out.String()) {
 			lines = append(lines, fmt.Sprintf("%s/%s/%d", en.Outcome, en.Class, en.Attempt))
 		}
 		assert.Equal(t, []string{"failure/timeout/1", "failure/error/2"}, lines)
