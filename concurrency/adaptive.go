@@ -1,6 +1,7 @@
 package concurrency
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart/internal/tuned"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // AdaptiveConfig configures an [AdaptiveLimiter]. Every zero field means
@@ -153,16 +157,26 @@ const minSamples = 10
 // calls and about 78 hours of summed latency; a call beyond either is not
 // counted.
 //
+// Its bounds, window and MaxWaiting can change while calls flow, with
+// [AdaptiveLimiter.Tune].
+//
 // The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
 // InFlight are 0, Ready is false, Acquire refuses at once with a
 // RetryAfter of the largest time.Duration, TryAcquire fails, and
 // [NewLayer] refuses it. Make one with [NewAdaptive].
 type AdaptiveLimiter struct {
 	// Set by NewAdaptive, never modified.
+	made  bool      // the zero AdaptiveLimiter, not made by NewAdaptive, has no slots
+	epoch time.Time // windowEnd is measured from it
+
+	// The settings Tune changes, guarded by mu.
 	minLimit, maxLimit int64
 	window             time.Duration
 	maxWaiting         int
-	epoch              time.Time // windowEnd is measured from it
+
+	// watchers are the Observers of the layers built with the limiter,
+	// told of each Tune.
+	watchers tuned.Watchers
 
 	limit    atomic.Int64 // current limit; written under mu
 	inFlight atomic.Int64
@@ -252,46 +266,122 @@ func (l *AdaptiveLimiter) permit(n int64) Permit {
 // error naming the field when a field is outside the accepted values given
 // in [AdaptiveConfig].
 func NewAdaptive(cfg AdaptiveConfig) (*AdaptiveLimiter, error) {
+	set, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	initial := cfg.InitialLimit
+	switch {
+	case initial == 0:
+		initial = int(min(max(20, set.minLimit), set.maxLimit))
+	case int64(initial) < set.minLimit || int64(initial) > set.maxLimit:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.InitialLimit must be between MinLimit %d and MaxLimit %d (or 0), got %d", set.minLimit, set.maxLimit, initial)
+	}
+	l := &AdaptiveLimiter{
+		made:       true,
+		minLimit:   set.minLimit,
+		maxLimit:   set.maxLimit,
+		window:     set.window,
+		maxWaiting: set.maxWaiting,
+		epoch:      time.Now(),
+	}
+	l.limit.Store(int64(initial))
+	l.held = int64(initial)
+	l.windowEnd.Store(int64(set.window) + 1) // times since epoch are counted from 1: see Permit
+	l.refusal.Store(&LimitedError{})
+	return l, nil
+}
+
+// adaptiveSettings are the settings of an AdaptiveConfig that Tune
+// changes, defaults applied.
+type adaptiveSettings struct {
+	minLimit, maxLimit int64
+	window             time.Duration
+	maxWaiting         int
+}
+
+// settings validates cfg's fields but InitialLimit and returns them with
+// their defaults applied, or the error naming the first bad one.
+func (cfg AdaptiveConfig) settings() (adaptiveSettings, error) {
 	switch {
 	case cfg.MinLimit < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got %d", cfg.MinLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got %d", cfg.MinLimit)
 	case cfg.MaxLimit < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got %d", cfg.MaxLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got %d", cfg.MaxLimit)
 	case cfg.MaxLimit > 0 && cfg.MaxLimit < cfg.MinLimit:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit %d (or 0), got %d", cfg.MinLimit, cfg.MaxLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit %d (or 0), got %d", cfg.MinLimit, cfg.MaxLimit)
 	case cfg.Window < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got %v", cfg.Window)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got %v", cfg.Window)
 	case cfg.MaxWaiting < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got %d", cfg.MaxWaiting)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got %d", cfg.MaxWaiting)
 	}
 	lo := max(1, cfg.MinLimit)
 	hi := cfg.MaxLimit
 	if hi == 0 {
 		hi = max(1000, lo)
 	}
-	initial := cfg.InitialLimit
-	switch {
-	case initial == 0:
-		initial = min(max(20, lo), hi)
-	case initial < lo || initial > hi:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.InitialLimit must be between MinLimit %d and MaxLimit %d (or 0), got %d", lo, hi, initial)
+	return adaptiveSettings{minLimit: int64(lo), maxLimit: int64(hi), window: cmp.Or(cfg.Window, time.Second), maxWaiting: cfg.MaxWaiting}, nil
+}
+
+// AdaptiveTuning is the part of an [AdaptiveConfig] that
+// [AdaptiveLimiter.Tune] changes while the limiter is in use: the bounds
+// of the limit, the window and MaxWaiting. Each field means what the
+// AdaptiveConfig field of the same name means, zero values and defaults
+// included. InitialLimit has no counterpart: the limit a limiter in use
+// has is the one it learnt.
+type AdaptiveTuning struct {
+	// MinLimit is the smallest the limit goes; zero means 1.
+	MinLimit int
+	// MaxLimit is the largest the limit goes; zero means 1000, or
+	// MinLimit when that is larger.
+	MaxLimit int
+	// Window is the smoothing window; zero means 1s.
+	Window time.Duration
+	// MaxWaiting bounds the calls that wait for a slot; zero means no
+	// bound.
+	MaxWaiting int
+}
+
+// Tune changes l's settings while calls flow, keeping what l has learnt
+// (its baseline and the open window's samples), or returns the error
+// [NewAdaptive] would return for the same fields (or one saying that l
+// is nil or a zero AdaptiveLimiter), changing nothing. What changes
+// when:
+//
+//   - the limit is brought within the new [MinLimit, MaxLimit] at once (a
+//     documented clamp, as each window's move is clamped): slots a higher
+//     limit frees go to the callers waiting first; under a lower one no
+//     call gets a slot until InFlight is below it, as after a drop;
+//   - the open window closes when it would have; the next lasts the new
+//     Window;
+//   - a new MaxWaiting applies to the calls that come to wait after it:
+//     the calls waiting keep their place.
+//
+// Each layer built with l that has an Observer is told with an event of
+// kind [observe.Tuned] (Source Concurrency, the layer's Name); l keeps
+// those Observers as long as it lives. Safe for concurrent use; the
+// settings are read only with l's lock held, so taking and giving back a
+// slot costs what it cost.
+func (l *AdaptiveLimiter) Tune(t AdaptiveTuning) error {
+	if l == nil {
+		return errors.New("concurrency: Tune of a nil *AdaptiveLimiter")
 	}
-	window := cfg.Window
-	if window == 0 {
-		window = time.Second
+	set, err := AdaptiveConfig{MinLimit: t.MinLimit, MaxLimit: t.MaxLimit, Window: t.Window, MaxWaiting: t.MaxWaiting}.settings()
+	if err != nil {
+		return err
 	}
-	l := &AdaptiveLimiter{
-		minLimit:   int64(lo),
-		maxLimit:   int64(hi),
-		window:     window,
-		maxWaiting: cfg.MaxWaiting,
-		epoch:      time.Now(),
+	if !l.made {
+		return errors.New("concurrency: Tune of a zero AdaptiveLimiter: make it with NewAdaptive")
 	}
-	l.limit.Store(int64(initial))
-	l.held = int64(initial)
-	l.windowEnd.Store(int64(window) + 1) // times since epoch are counted from 1: see Permit
-	l.refusal.Store(&LimitedError{})
-	return l, nil
+	l.mu.Lock()
+	l.minLimit, l.maxLimit, l.window, l.maxWaiting = set.minLimit, set.maxLimit, set.window, set.maxWaiting
+	if limit := l.limit.Load(); limit < set.minLimit || limit > set.maxLimit {
+		l.limit.Store(min(max(limit, set.minLimit), set.maxLimit))
+		l.wakeLocked()
+	}
+	l.mu.Unlock()
+	l.watchers.Tell(observe.Event{Source: observe.Concurrency})
+	return nil
 }
 
 // Limit returns the current limit: how many calls may run at once now.
@@ -347,7 +437,7 @@ func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
 // Acquire allocates nothing when a slot is free; waiting allocates a
 // channel.
 func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
-	if l.maxLimit == 0 {
+	if !l.made {
 		return Permit{}, noSlots
 	}
 	if err := ctx.Err(); err != nil {
@@ -569,7 +659,7 @@ func (l *AdaptiveLimiter) valid() error {
 	if l == nil {
 		return errors.New("concurrency: limiter must not be nil")
 	}
-	if l.maxLimit == 0 {
+	if !l.made {
 		return errors.New("concurrency: limiter must be made by NewAdaptive, got a zero AdaptiveLimiter")
 	}
 	return nil
