@@ -617,3 +617,32 @@ func TestScenario_EV5_HedgedRequestCountedOnEachLayer(t *testing.T) {
 		require.Equal(t, int32(2), copies.Load())
 	})
 }
+
+// Errors whose text is unique to each call (an ID, a URL in the message)
+// never become metric attributes: 500 calls failing with 500 distinct
+// errors, retried, make exactly as many series as one error would, so no
+// backend's cardinality limit folds them into an overflow point.
+func TestScenario_EV14_DistinctErrorsMakeNoSeries(t *testing.T) {
+	series := func(calls int) (int, map[string]float64) {
+		obs, reader := newObserver(t)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1000000}, Observer: obs})
+		require.NoError(t, err)
+		retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs, Backoff: noBackoff(t), Budget: budget.Always, MaxAttempts: 2})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).
+			Service(rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) {
+				return 0, fmt.Errorf("request %d to /users/%d failed", i, i)
+			}))
+		for i := range calls {
+			_, _ = svc.Call(context.Background(), i)
+		}
+		points, _ := collect(t, reader)
+		return len(points), points
+	}
+	one, _ := series(1)
+	many, points := series(500)
+	require.Equal(t, one, many)
+	require.Equal(t, 1000.0, points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}"])
+	require.Equal(t, 500.0, points["rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=error}"])
+	require.Equal(t, 500.0, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=max_attempts}"])
+}
