@@ -1,6 +1,7 @@
 package concurrency
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart/internal/tuned"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // AdaptiveConfig configures an [AdaptiveLimiter]. Every zero field means
@@ -107,9 +111,13 @@ const minSamples = 10
 // No other window moves it. A re-learned baseline says the dependency is
 // slower at every load; it says nothing about how many calls the
 // dependency can take. The limiter therefore returns to the limit of the
-// last window that did not call for a drop (the capacity it measured
-// before the latency rose) and does not grow past it until the baseline
-// returns to the lowest one: when every call takes the same time whatever
+// last window that used at least half of it and did not call for a drop
+// (the capacity it measured before the latency rose) and does not grow
+// past it until the baseline returns to the lowest one. A window with
+// fewer calls in flight measured no capacity: when no window has measured
+// one yet (a quiet spell of cheap calls, one at a time, taught the
+// baseline), the limit returns to at least its initial value and grows
+// from there as usual. When every call takes the same time whatever
 // the load (every call ends at the same timeout, say), latency no longer
 // counts a queue, and the last measured capacity is the best estimate.
 // Netflix's limiters show what happens otherwise: a Gradient2 limit fed a
@@ -149,16 +157,26 @@ const minSamples = 10
 // calls and about 78 hours of summed latency; a call beyond either is not
 // counted.
 //
+// Its bounds, window and MaxWaiting can change while calls flow, with
+// [AdaptiveLimiter.Tune].
+//
 // The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
 // InFlight are 0, Ready is false, Acquire refuses at once with a
 // RetryAfter of the largest time.Duration, TryAcquire fails, and
 // [NewLayer] refuses it. Make one with [NewAdaptive].
 type AdaptiveLimiter struct {
 	// Set by NewAdaptive, never modified.
+	made  bool      // the zero AdaptiveLimiter, not made by NewAdaptive, has no slots
+	epoch time.Time // windowEnd is measured from it
+
+	// The settings Tune changes, guarded by mu.
 	minLimit, maxLimit int64
 	window             time.Duration
 	maxWaiting         int
-	epoch              time.Time // windowEnd is measured from it
+
+	// watchers are the Observers of the layers built with the limiter,
+	// told of each Tune.
+	watchers tuned.Watchers
 
 	limit    atomic.Int64 // current limit; written under mu
 	inFlight atomic.Int64
@@ -185,11 +203,15 @@ type AdaptiveLimiter struct {
 	mu      sync.Mutex
 	waiters list.List // of chan struct{}; guarded by mu
 	// Guarded by mu: the baseline; the lowest window average ever seen;
-	// the limit of the last window that did not call for a drop; and the
+	// the limit of the last window that used half of it and did not call
+	// for a drop (or the initial limit: see measured); and the
 	// limit not to grow past while the baseline is a re-learned one, 0
 	// when there is none.
 	baseline, lowest time.Duration
 	held, ceiling    int64
+	// measured reports whether held was measured, by a window that used
+	// at least half its limit, or is only the initial limit. Guarded by mu.
+	measured bool
 	// base is baseline in nanoseconds, for ReleaseFailed to read without
 	// the lock; written under mu.
 	base atomic.Int64
@@ -244,46 +266,122 @@ func (l *AdaptiveLimiter) permit(n int64) Permit {
 // error naming the field when a field is outside the accepted values given
 // in [AdaptiveConfig].
 func NewAdaptive(cfg AdaptiveConfig) (*AdaptiveLimiter, error) {
+	set, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	initial := cfg.InitialLimit
+	switch {
+	case initial == 0:
+		initial = int(min(max(20, set.minLimit), set.maxLimit))
+	case int64(initial) < set.minLimit || int64(initial) > set.maxLimit:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.InitialLimit must be between MinLimit %d and MaxLimit %d (or 0), got %d", set.minLimit, set.maxLimit, initial)
+	}
+	l := &AdaptiveLimiter{
+		made:       true,
+		minLimit:   set.minLimit,
+		maxLimit:   set.maxLimit,
+		window:     set.window,
+		maxWaiting: set.maxWaiting,
+		epoch:      time.Now(),
+	}
+	l.limit.Store(int64(initial))
+	l.held = int64(initial)
+	l.windowEnd.Store(int64(set.window) + 1) // times since epoch are counted from 1: see Permit
+	l.refusal.Store(&LimitedError{})
+	return l, nil
+}
+
+// adaptiveSettings are the settings of an AdaptiveConfig that Tune
+// changes, defaults applied.
+type adaptiveSettings struct {
+	minLimit, maxLimit int64
+	window             time.Duration
+	maxWaiting         int
+}
+
+// settings validates cfg's fields but InitialLimit and returns them with
+// their defaults applied, or the error naming the first bad one.
+func (cfg AdaptiveConfig) settings() (adaptiveSettings, error) {
 	switch {
 	case cfg.MinLimit < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got %d", cfg.MinLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got %d", cfg.MinLimit)
 	case cfg.MaxLimit < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got %d", cfg.MaxLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got %d", cfg.MaxLimit)
 	case cfg.MaxLimit > 0 && cfg.MaxLimit < cfg.MinLimit:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit %d (or 0), got %d", cfg.MinLimit, cfg.MaxLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit %d (or 0), got %d", cfg.MinLimit, cfg.MaxLimit)
 	case cfg.Window < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got %v", cfg.Window)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got %v", cfg.Window)
 	case cfg.MaxWaiting < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got %d", cfg.MaxWaiting)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got %d", cfg.MaxWaiting)
 	}
 	lo := max(1, cfg.MinLimit)
 	hi := cfg.MaxLimit
 	if hi == 0 {
 		hi = max(1000, lo)
 	}
-	initial := cfg.InitialLimit
-	switch {
-	case initial == 0:
-		initial = min(max(20, lo), hi)
-	case initial < lo || initial > hi:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.InitialLimit must be between MinLimit %d and MaxLimit %d (or 0), got %d", lo, hi, initial)
+	return adaptiveSettings{minLimit: int64(lo), maxLimit: int64(hi), window: cmp.Or(cfg.Window, time.Second), maxWaiting: cfg.MaxWaiting}, nil
+}
+
+// AdaptiveTuning is the part of an [AdaptiveConfig] that
+// [AdaptiveLimiter.Tune] changes while the limiter is in use: the bounds
+// of the limit, the window and MaxWaiting. Each field means what the
+// AdaptiveConfig field of the same name means, zero values and defaults
+// included. InitialLimit has no counterpart: the limit a limiter in use
+// has is the one it learnt.
+type AdaptiveTuning struct {
+	// MinLimit is the smallest the limit goes; zero means 1.
+	MinLimit int
+	// MaxLimit is the largest the limit goes; zero means 1000, or
+	// MinLimit when that is larger.
+	MaxLimit int
+	// Window is the smoothing window; zero means 1s.
+	Window time.Duration
+	// MaxWaiting bounds the calls that wait for a slot; zero means no
+	// bound.
+	MaxWaiting int
+}
+
+// Tune changes l's settings while calls flow, keeping what l has learnt
+// (its baseline and the open window's samples), or returns the error
+// [NewAdaptive] would return for the same fields (or one saying that l
+// is nil or a zero AdaptiveLimiter), changing nothing. What changes
+// when:
+//
+//   - the limit is brought within the new [MinLimit, MaxLimit] at once (a
+//     documented clamp, as each window's move is clamped): slots a higher
+//     limit frees go to the callers waiting first; under a lower one no
+//     call gets a slot until InFlight is below it, as after a drop;
+//   - the open window closes when it would have; the next lasts the new
+//     Window;
+//   - a new MaxWaiting applies to the calls that come to wait after it:
+//     the calls waiting keep their place.
+//
+// Each layer built with l that has an Observer is told with an event of
+// kind [observe.Tuned] (Source Concurrency, the layer's Name); l keeps
+// those Observers as long as it lives. Safe for concurrent use; the
+// settings are read only with l's lock held, so taking and giving back a
+// slot costs what it cost.
+func (l *AdaptiveLimiter) Tune(t AdaptiveTuning) error {
+	if l == nil {
+		return errors.New("concurrency: Tune of a nil *AdaptiveLimiter")
 	}
-	window := cfg.Window
-	if window == 0 {
-		window = time.Second
+	set, err := AdaptiveConfig{MinLimit: t.MinLimit, MaxLimit: t.MaxLimit, Window: t.Window, MaxWaiting: t.MaxWaiting}.settings()
+	if err != nil {
+		return err
 	}
-	l := &AdaptiveLimiter{
-		minLimit:   int64(lo),
-		maxLimit:   int64(hi),
-		window:     window,
-		maxWaiting: cfg.MaxWaiting,
-		epoch:      time.Now(),
+	if !l.made {
+		return errors.New("concurrency: Tune of a zero AdaptiveLimiter: make it with NewAdaptive")
 	}
-	l.limit.Store(int64(initial))
-	l.held = int64(initial)
-	l.windowEnd.Store(int64(window) + 1) // times since epoch are counted from 1: see Permit
-	l.refusal.Store(&LimitedError{})
-	return l, nil
+	l.mu.Lock()
+	l.minLimit, l.maxLimit, l.window, l.maxWaiting = set.minLimit, set.maxLimit, set.window, set.maxWaiting
+	if limit := l.limit.Load(); limit < set.minLimit || limit > set.maxLimit {
+		l.limit.Store(min(max(limit, set.minLimit), set.maxLimit))
+		l.wakeLocked()
+	}
+	l.mu.Unlock()
+	l.watchers.Tell(observe.Event{Source: observe.Concurrency})
+	return nil
 }
 
 // Limit returns the current limit: how many calls may run at once now.
@@ -339,7 +437,7 @@ func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
 // Acquire allocates nothing when a slot is free; waiting allocates a
 // channel.
 func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
-	if l.maxLimit == 0 {
+	if !l.made {
 		return Permit{}, noSlots
 	}
 	if err := ctx.Err(); err != nil {
@@ -541,11 +639,15 @@ func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, peak int64) i
 	switch {
 	case relearned:
 		// The latency rose at the least load too: it was not a queue. Go
-		// back to the capacity measured before, and no further.
+		// back to the capacity measured before, and no further; with none
+		// measured yet, there is nothing to hold it to.
 		n = max(l.held, limit)
-		l.ceiling = n
-	case !drop:
-		l.held = limit
+		if l.measured {
+			l.ceiling = n
+		}
+	case !drop && 2*peak >= limit:
+		// A window that used its limit without a queue measured it.
+		l.held, l.measured = limit, true
 	}
 	if l.ceiling > 0 {
 		n = min(n, l.ceiling)
@@ -557,7 +659,7 @@ func (l *AdaptiveLimiter) valid() error {
 	if l == nil {
 		return errors.New("concurrency: limiter must not be nil")
 	}
-	if l.maxLimit == 0 {
+	if !l.made {
 		return errors.New("concurrency: limiter must be made by NewAdaptive, got a zero AdaptiveLimiter")
 	}
 	return nil

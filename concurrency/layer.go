@@ -78,8 +78,13 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if l, ok := cfg.Limiter.(*Limiter); ok && cfg.Observer != nil {
-		l.watchers.Add(cfg.Name, cfg.Observer)
+	if cfg.Observer != nil {
+		switch l := cfg.Limiter.(type) {
+		case *Limiter:
+			l.watchers.Add(cfg.Name, cfg.Observer)
+		case *AdaptiveLimiter:
+			l.watchers.Add(cfg.Name, cfg.Observer)
+		}
 	}
 	return layer[Req, Resp]{cfg: cfg}, nil
 }

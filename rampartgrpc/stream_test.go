@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -638,6 +639,31 @@ func (s *endingStream) Context() context.Context     { return context.Background
 func (s *endingStream) SendMsg(any) error            { return s.send }
 func (s *endingStream) Header() (metadata.MD, error) { return nil, s.header }
 func (s *endingStream) RecvMsg(any) error            { return s.recv }
+
+// A stream to a method Skip names (a health Watch) bypasses an open
+// breaker, as a unary call does; every other stream is refused.
+func TestStream_GR17_SkipBypassesOpenBreaker(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
+		p, err := br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errors.New("tripped"))
+		e := start(t, n, &testServer{}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Skip:    rampartgrpc.Methods("/grpc.health.v1.Health/Watch"),
+			Breaker: br,
+		}))
+		w, err := e.hc.Watch(t.Context(), &healthgrpc.HealthCheckRequest{})
+		require.NoError(t, err)
+		resp, err := w.Recv()
+		require.NoError(t, err, "the health watch reaches the server")
+		assert.Equal(t, healthgrpc.HealthCheckResponse_SERVING, resp.GetStatus())
+
+		_, err = e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.Equal(t, circuitbreaker.Open, br.State().State)
+	})
+}
 
 // A stream's end is seen by every later call the caller makes on it: more
 // Recvs after the error, Header, CloseSend, then its context cancelled.

@@ -46,3 +46,34 @@ func TestClient_RT7_HugeRetryAfterIsCappedAtMaxHint(t *testing.T) {
 		})
 	}
 }
+
+// A Retry-After date in the past asks for no wait: the backoff's own delay
+// applies, never a negative wait or a retry at once (httpx-retries#13,
+// curl#15833); a date ahead is a wait until then.
+func TestClient_RT7_RetryAfterDate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		at      time.Duration // from now
+		wantGap time.Duration
+	}{
+		"an hour ago":      {at: -time.Hour, wantGap: 10 * time.Millisecond},
+		"now":              {at: 0, wantGap: 10 * time.Millisecond},
+		"in three seconds": {at: 3 * time.Second, wantGap: 3 * time.Second},
+		"in a day":         {at: 24 * time.Hour, wantGap: 5 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				date := time.Now().Add(tc.at).UTC().Format(http.TimeFormat)
+				ft := &fakeTransport{statuses: []int{503, 200}, header: http.Header{"Retry-After": {date}}}
+				small, err := retry.NewConstant(10 * time.Millisecond)
+				require.NoError(t, err)
+				c := newClient(t, ramparthttp.ClientConfig{Base: ft, Retry: ramparthttp.RetryConfig{Backoff: small, MaxHint: 5 * time.Second}})
+
+				resp, err := c.Get("http://backend/x")
+				require.NoError(t, err)
+				resp.Body.Close()
+				require.Len(t, ft.at, 2)
+				assert.Equal(t, tc.wantGap, ft.at[1].Sub(ft.at[0]))
+			})
+		})
+	}
+}

@@ -32,7 +32,7 @@
 //	rampart.retry.delay          Float64Histogram             s             -                          each retry's wait
 //	rampart.retry.ends           Int64Counter                 {call}        rampart.retry.stop         each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "upstream_retry" (the request is a retry at the hop that sent it), "canceled" (the caller's context), "committed" (a gRPC stream's response reached the caller)
 //	rampart.retry.attempts       Int64Histogram               {attempt}     rampart.retry.stop         the attempts made by each loop that ended
-//	rampart.budget.refusals      Int64Counter                 {withdrawal}  -                          each withdrawal a budget refused
+//	rampart.budget.refusals      Int64Counter                 {withdrawal}  -                          each withdrawal a budget refused; at zero from the budget's creation (budget.Config.Observer), so rate and increase see its first refusals
 //	rampart.timeout.fired        Int64Counter                 {call}        -                          each call a timeout layer ended
 //	rampart.hedge.sent           Int64Counter                 {request}     -                          each hedge copy sent
 //	rampart.hedge.wins           Int64Counter                 {call}        rampart.hedge.winner       each hedged call with a winner: "original" or "hedge"

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -547,4 +548,101 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// A counter born at its first increment hides that increment from
+// Prometheus (rate and increase need an earlier sample: a process that
+// restarts and at once refuses retries shows nothing). The budget's
+// refusals, which the alert rules read, exist at zero from the budget's
+// creation, and then count every refusal.
+func TestScenario_EV3_BudgetRefusalsExistAtZero(t *testing.T) {
+	obs, reader := newObserver(t)
+	b, err := budget.New(budget.Config{Name: "backend", Observer: obs, MinPerSecond: 1, Ratio: 0.000001})
+	require.NoError(t, err)
+	key := "rampart.budget.refusals{rampart.layer=budget,rampart.name=backend}"
+	points, _ := collect(t, reader)
+	v, ok := points[key]
+	require.True(t, ok, "the series exists before any refusal")
+	require.Zero(t, v)
+	refused := 0
+	for range 20 {
+		if !b.Withdraw() {
+			refused++
+		}
+	}
+	require.Positive(t, refused)
+	points, _ = collect(t, reader)
+	require.Equal(t, float64(refused), points[key])
+}
+
+// A hedged GET whose original is slow and whose copy answers at once:
+// the caller gets one success; the breaker counts both attempts it saw
+// (the winner a success, the cancelled loser ignored, since the hedge
+// gave it up, not the server), and the hedge's own metrics, which
+// ramparthttp's HedgeConfig now names and observes as rampartgrpc's does,
+// say one copy was sent and it won.
+func TestScenario_EV5_HedgedRequestCountedOnEachLayer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "api", Observer: obs})
+		require.NoError(t, err)
+		var copies atomic.Int32
+		base := roundTripper(func(r *http.Request) (*http.Response, error) {
+			if copies.Add(1) == 1 {
+				select { // the original: slow, gives up when the hedge wins
+				case <-time.After(time.Second):
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+		})
+		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base, Breaker: br,
+			Retry: ramparthttp.RetryConfig{MaxAttempts: 1},
+			Hedge: &ramparthttp.HedgeConfig{Budget: budget.Always, Delay: 10 * time.Millisecond, Name: "api", Observer: obs}})
+		require.NoError(t, err)
+		resp, err := rt.RoundTrip(httptest.NewRequest(http.MethodGet, "http://api.test/", nil))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		synctest.Wait()
+
+		points, _ := collect(t, reader)
+		calls := func(o string) float64 {
+			return points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=api,rampart.outcome="+o+"}"]
+		}
+		require.Equal(t, []float64{1, 0, 1, 0}, []float64{calls("success"), calls("failure"), calls("ignored"), calls("rejected")})
+		require.Equal(t, 1.0, points["rampart.hedge.sent{rampart.layer=hedge,rampart.name=api}"])
+		require.Equal(t, 1.0, points["rampart.hedge.wins{rampart.hedge.winner=hedge,rampart.layer=hedge,rampart.name=api}"])
+		require.Equal(t, int32(2), copies.Load())
+	})
+}
+
+// Errors whose text is unique to each call (an ID, a URL in the message)
+// never become metric attributes: 500 calls failing with 500 distinct
+// errors, retried, make exactly as many series as one error would, so no
+// backend's cardinality limit folds them into an overflow point.
+func TestScenario_EV14_DistinctErrorsMakeNoSeries(t *testing.T) {
+	series := func(calls int) (int, map[string]float64) {
+		obs, reader := newObserver(t)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1000000}, Observer: obs})
+		require.NoError(t, err)
+		retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs, Backoff: noBackoff(t), Budget: budget.Always, MaxAttempts: 2})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).
+			Service(rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) {
+				return 0, fmt.Errorf("request %d to /users/%d failed", i, i)
+			}))
+		for i := range calls {
+			_, _ = svc.Call(context.Background(), i)
+		}
+		points, _ := collect(t, reader)
+		return len(points), points
+	}
+	one, _ := series(1)
+	many, points := series(500)
+	require.Equal(t, one, many)
+	require.Equal(t, 1000.0, points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}"])
+	require.Equal(t, 500.0, points["rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=error}"])
+	require.Equal(t, 500.0, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=max_attempts}"])
 }
