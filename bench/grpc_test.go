@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -38,35 +39,110 @@ func BenchmarkGRPCUnary(b *testing.B) {
 	// server's timer). rampart's attempt timeout sets one; failsafe-go's
 	// timeout cancels a context without a deadline, so grpc-go sends none.
 	b.Run("bare-deadline", func(b *testing.B) { benchGRPCDeadline(b, limit) })
-	b.Run("rampart", func(b *testing.B) {
-		br, err := circuitbreaker.New(circuitbreaker.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		rb, err := budget.New(budget.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{
-			Breaker:        br,
-			Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods("/grpc.testing.TestService/UnaryCall"), Budget: rb, MaxAttempts: attempts},
-			AttemptTimeout: limit,
+	b.Run("rampart", func(b *testing.B) { benchGRPC(b, grpc.WithUnaryInterceptor(rampartInterceptor(b))) })
+	b.Run("failsafe", func(b *testing.B) { benchGRPC(b, grpc.WithUnaryInterceptor(failsafeInterceptor())) })
+	// failsafegrpc with the caller setting the attempt's deadline as
+	// well (the same hour, one context.WithTimeout per call, as in
+	// bare-deadline): the one way to give its server the deadline that
+	// rampart's attempt timeout sends, so that both servers do the same
+	// work.
+	b.Run("failsafe-deadline", func(b *testing.B) {
+		benchGRPCDeadline(b, limit, grpc.WithUnaryInterceptor(failsafeInterceptor()))
+	})
+}
+
+// rampartInterceptor is rampartgrpc's unary client interceptor with the
+// stack of BenchmarkGRPCUnary.
+func rampartInterceptor(b *testing.B) grpc.UnaryClientInterceptor {
+	br, err := circuitbreaker.New(circuitbreaker.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rb, err := budget.New(budget.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{
+		Breaker:        br,
+		Retry:          rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(grpcMethod), Budget: rb, MaxAttempts: attempts},
+		AttemptTimeout: limit,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ic
+}
+
+// failsafeInterceptor is failsafegrpc's unary client interceptor with the
+// stack of BenchmarkGRPCUnary.
+func failsafeInterceptor() grpc.UnaryClientInterceptor {
+	rp := failsafegrpc.NewRetryPolicyBuilder[any]().
+		WithMaxAttempts(attempts).
+		WithBackoff(100*time.Millisecond, 10*time.Second).
+		WithBudget(fsbudget.New()).
+		Build()
+	cb := fscircuitbreaker.NewBuilder[any]().WithFailureThreshold(5).WithDelay(time.Minute).Build()
+	return failsafegrpc.NewUnaryClientInterceptorWithExecutor(failsafe.With[any](rp, cb, fstimeout.New[any](limit)))
+}
+
+// grpcMethod is the method the gRPC benchmarks call.
+const grpcMethod = "/grpc.testing.TestService/UnaryCall"
+
+// BenchmarkGRPCInterceptor measures the client interceptors alone, the
+// stacks of BenchmarkGRPCUnary: each iteration calls the interceptor with
+// an invoker that returns at once, without grpc-go, a connection or a
+// server, so that a row is the interceptor's own work on the caller's
+// goroutine (its contexts, its timer, its breaker and budget, the call
+// options it adds), and what a deadline costs grpc-go and the server is
+// left out. bare calls the invoker directly. The loop is interceptLoop, a
+// named function, so that instructions.sh can count it alone.
+//
+// bare-deadline calls the invoker with a deadline of its own
+// (context.WithTimeoutCause, the attempt timeout's hour, and its cancel):
+// the floor of an interceptor that gives each attempt a deadline, as
+// rampart's does, so that rampart less bare-deadline is what rampart's
+// interceptor does beyond the deadline.
+func BenchmarkGRPCInterceptor(b *testing.B) {
+	b.Run("bare", func(b *testing.B) { interceptLoop(b, nil) })
+	b.Run("bare-deadline", func(b *testing.B) {
+		cause := errors.New("attempt timeout")
+		interceptLoop(b, func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			ctx, cancel := context.WithTimeoutCause(ctx, limit, cause)
+			defer cancel()
+			return invoker(ctx, method, req, reply, cc, opts...)
 		})
+	})
+	b.Run("rampart", func(b *testing.B) { interceptLoop(b, rampartInterceptor(b)) })
+	b.Run("failsafe", func(b *testing.B) { interceptLoop(b, failsafeInterceptor()) })
+}
+
+// interceptLoop makes one call per iteration through ic (directly to the
+// invoker when ic is nil), and checks that each reached the invoker once.
+func interceptLoop(b *testing.B, ic grpc.UnaryClientInterceptor) {
+	var calls int
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		calls++
+		return nil
+	}
+	req, reply := &testgrpc.SimpleRequest{}, &testgrpc.SimpleResponse{}
+	ctx := context.Background()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		var err error
+		if ic == nil {
+			err = invoker(ctx, grpcMethod, req, reply, nil)
+		} else {
+			err = ic(ctx, grpcMethod, req, reply, nil, invoker)
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
-		benchGRPC(b, grpc.WithUnaryInterceptor(ic))
-	})
-	b.Run("failsafe", func(b *testing.B) {
-		rp := failsafegrpc.NewRetryPolicyBuilder[any]().
-			WithMaxAttempts(attempts).
-			WithBackoff(100*time.Millisecond, 10*time.Second).
-			WithBudget(fsbudget.New()).
-			Build()
-		cb := fscircuitbreaker.NewBuilder[any]().WithFailureThreshold(5).WithDelay(time.Minute).Build()
-		ic := failsafegrpc.NewUnaryClientInterceptorWithExecutor(failsafe.With[any](rp, cb, fstimeout.New[any](limit)))
-		benchGRPC(b, grpc.WithUnaryInterceptor(ic))
-	})
+		n++
+	}
+	if calls != n {
+		b.Fatalf("%d calls reached the invoker, want %d", calls, n)
+	}
 }
 
 type grpcServer struct {

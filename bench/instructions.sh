@@ -44,6 +44,10 @@
 # but how the scheduler interleaves those goroutines moves a row by a few
 # hundred instructions per call from one run to the next (rerun it, or
 # use SCALE, before trusting a difference under 1,000).
+# "grpc.UnaryClientInterceptor" rows call a client interceptor directly
+# with an invoker that returns at once (no grpc-go, no server), counted
+# in the loop's function as the Service rows are: the interceptor's own
+# work, exact from run to run.
 #
 # GODEBUG=asyncpreemptoff=1 is set because callgrind aborts on the signal Go
 # preempts goroutines with. GOGC=off keeps the collector from running: an
@@ -104,6 +108,11 @@ gRPC unary call over bufconn (whole program)|floor: bare client|grpc.ClientConn|
 gRPC unary call over bufconn (whole program)|bare client, the caller sets a deadline|grpc.ClientConn|^BenchmarkGRPCUnary\$/^bare-deadline\$|-|2000
 gRPC unary call over bufconn (whole program)|rampart interceptors|grpc.ClientConn|^BenchmarkGRPCUnary\$/^rampart\$|-|2000
 gRPC unary call over bufconn (whole program)|failsafe-go failsafegrpc|grpc.ClientConn|^BenchmarkGRPCUnary\$/^failsafe\$|-|2000
+gRPC unary call over bufconn (whole program)|failsafe-go failsafegrpc, the caller sets the attempt's deadline|grpc.ClientConn|^BenchmarkGRPCUnary\$/^failsafe-deadline\$|-|2000
+gRPC unary client interceptor alone (no grpc-go)|floor: the invoker called directly|grpc.UnaryClientInterceptor|^BenchmarkGRPCInterceptor\$/^bare\$|bench_test.interceptLoop|20000
+gRPC unary client interceptor alone (no grpc-go)|an interceptor that only sets a deadline|grpc.UnaryClientInterceptor|^BenchmarkGRPCInterceptor\$/^bare-deadline\$|bench_test.interceptLoop|10000
+gRPC unary client interceptor alone (no grpc-go)|rampart interceptors|grpc.UnaryClientInterceptor|^BenchmarkGRPCInterceptor\$/^rampart\$|bench_test.interceptLoop|10000
+gRPC unary client interceptor alone (no grpc-go)|failsafe-go failsafegrpc|grpc.UnaryClientInterceptor|^BenchmarkGRPCInterceptor\$/^failsafe\$|bench_test.interceptLoop|5000
 shadow layer, 1 candidate, Closed success|floor: direct call|Service|^BenchmarkShadow\$/^floor\$|$loop|50000
 shadow layer, 1 candidate, Closed success|rampart|Service|^BenchmarkShadow\$/^1\$|$loop|25000
 shadow layer, 2 candidates, Closed success|rampart|Service|^BenchmarkShadow\$/^2\$|$loop|25000

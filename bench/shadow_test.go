@@ -30,7 +30,7 @@ func shadowScenario() scenario {
 			if err != nil {
 				b.Fatal(err)
 			}
-			return shadow.NewLayer[Req, Resp](sh, nil)
+			return shadow.NewLayer[Req, Resp](sh, nil, nil)
 		}})
 	}
 	return scenario{want: allSucceed, contenders: cs}

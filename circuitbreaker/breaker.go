@@ -81,6 +81,10 @@ type Breaker struct {
 
 	// events delivers transitions to the listeners (see notify.go).
 	events dispatcher[Transition]
+	// tunes delivers Tune's events to the Observer in the order the
+	// changes were applied (pushed with mu held); nil without an
+	// Observer. Set by New, read-only afterwards.
+	tunes *dispatcher[observe.Event]
 
 	// onFailure holds the functions registered with SubscribeFailures (nil
 	// if none), copied on write with mu held; failureID numbers them.
@@ -160,6 +164,8 @@ func New(cfg Config) (*Breaker, error) {
 	b.init(set, tracker)
 	if set.observer != nil {
 		b.events.subscribe(observeTransitions(cfg.Name, set.observer))
+		b.tunes = &dispatcher[observe.Event]{async: set.async, onPanic: set.onPanic, name: set.name}
+		b.tunes.subscribe(func(e observe.Event) { set.observer.Observe(context.Background(), e) })
 	}
 	if _, binds := cfg.Observer.(observe.Binder); binds && set.observer != nil {
 		// An Observer that bound itself to the breaker keeps something

@@ -61,7 +61,19 @@ type service[Req, Resp any] struct {
 	b        *Breaker
 	classify Classifier[Resp]
 	inner    rampart.Service[Req, Resp]
-	_        [cacheLine - 32]byte
+	// checked is true for the service Unchecked returns: its caller has
+	// just found the context not done, and Call does not look again.
+	checked bool
+	_       [cacheLine - 33]byte
+}
+
+// Unchecked returns a copy of s that skips the context check every call
+// begins with, for a caller that has just made it (package ctxcheck): a
+// retry layer's first attempt.
+func (s *service[Req, Resp]) Unchecked() rampart.Service[Req, Resp] {
+	c := *s
+	c.checked = true
+	return &c
 }
 
 // cacheLine is the size of a cache line on the machines that matter
@@ -74,48 +86,59 @@ const cacheLine = 64
 func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	b := s.b
 	w := b.word.Load()
-	var zero Resp
+	if w&fastMask == fastWord {
+		if !s.checked && ctx.Err() != nil {
+			var zero Resp
+			return zero, ctxerr.Reason(ctx)
+		}
+		// TryAcquire's Closed fast path, written out because the
+		// compiler does not inline TryAcquire: this is the hottest line
+		// of the package.
+		p := Permit{b: b, word: w}
+		defer p.abandon(ctx)
+		resp, err := s.inner.Call(ctx, req)
+		quiet := false
+		if err == nil && s.classify == nil {
+			// quiet, with the default policy's test (Consecutive: no
+			// failures pending) written out.
+			if run := b.run; run != nil {
+				quiet = b.word.Load() == w && run.Load() == 0
+			} else {
+				quiet = b.quiet(w)
+			}
+		}
+		if quiet {
+			p.b = nil // Success's fast path, also written out
+			if b.set.successes != nil {
+				b.observeSuccess(ctx)
+			}
+			return resp, nil
+		}
+		s.done(ctx, &p, resp, err)
+		return resp, err
+	}
 	if w&rejectMask == uint64(Open) {
 		// TryAcquire's Open fast path, written out: an Open period whose
 		// cool-down is not near its end (flagReady clear) refuses with
 		// the period's prebuilt error without reading the clock, if the
 		// period read is the word's (else a transition is being
 		// published, and call looks again).
-		if per := b.period.Load(); per.word == w && ctx.Err() == nil {
+		if per := b.period.Load(); per.word == w && (s.checked || ctx.Err() == nil) {
 			if b.set.observer != nil {
 				b.observe(ctx, observe.Rejected, per.reject, 0)
 			}
+			var zero Resp
 			return zero, per.reject
 		}
 	}
-	if w&fastMask != fastWord {
-		return s.call(ctx, req)
-	}
-	if ctx.Err() != nil {
-		return zero, ctxerr.Reason(ctx)
-	}
-	// TryAcquire's Closed fast path, written out because the compiler
-	// does not inline TryAcquire: this is the hottest line of the package.
-	p := Permit{b: b, word: w}
-	defer p.abandon(ctx)
-	resp, err := s.inner.Call(ctx, req)
-	if err == nil && s.classify == nil && b.quiet(w) {
-		p.b = nil // Success's fast path, also written out
-		if obs := b.set.successes; obs != nil {
-			// A quiet success is untimed: the word had no flagTimed.
-			obs.Observe(ctx, b.set.success)
-		}
-		return resp, nil
-	}
-	s.done(ctx, &p, resp, err)
-	return resp, err
+	return s.call(ctx, req)
 }
 
 // call is Call for a state word that is neither Closed and untimed nor
 // Open without flagReady: HalfOpen, ForcedOpen, ForcedClosed, the end of a
 // cool-down, a policy that measures latency, a zero Breaker's first use.
 func (s *service[Req, Resp]) call(ctx context.Context, req Req) (resp Resp, err error) {
-	if ctx.Err() != nil {
+	if !s.checked && ctx.Err() != nil {
 		return resp, ctxerr.Reason(ctx)
 	}
 	p, err := s.b.tryAcquire(ctx)

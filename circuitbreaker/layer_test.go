@@ -13,6 +13,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/ctxcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
@@ -91,6 +92,38 @@ func TestLayer_CB8_DoneContextNotCalledNotCounted(t *testing.T) {
 
 	assert.Equal(t, int64(0), be.calls.Load(), "not made")
 	assert.Equal(t, 1, b.State().Counts.ConsecutiveFailures, "not counted")
+}
+
+// The service a retry layer makes its first attempt with, right after
+// checking the context itself: the same breaker, the same outcomes, only
+// without the layer's own check of the context.
+func TestLayer_CB8_UncheckedSkipsOnlyTheContextCheck(t *testing.T) {
+	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+	be := &backend{err: errBoom}
+	svc := guard(b, be)
+	u := ctxcheck.Unchecked(svc)
+	require.NotSame(t, svc, u)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := svc.Call(ctx, "x")
+	assert.Equal(t, context.Canceled, err, "the layer itself still checks")
+	assert.Equal(t, int64(0), be.calls.Load())
+	_, err = u.Call(ctx, "x")
+	assert.Same(t, errBoom, err, "the unchecked service makes the call")
+	assert.Equal(t, int64(1), be.calls.Load())
+	assert.Equal(t, 0, b.State().Counts.ConsecutiveFailures, "an error after the caller cancelled is ignored")
+
+	for range 2 {
+		_, err = u.Call(context.Background(), "x")
+		assert.Same(t, errBoom, err)
+	}
+	assert.Equal(t, circuitbreaker.Open, b.State().State, "its failures trip the breaker the layer guards with")
+	_, err = u.Call(context.Background(), "x")
+	assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+	_, err = svc.Call(ctx, "x")
+	assert.Equal(t, context.Canceled, err, "a done context first, also when Open")
+	assert.Equal(t, int64(3), be.calls.Load(), "refused")
 }
 
 func TestLayer_CB8_CancelIgnoredDeadlineFails(t *testing.T) {

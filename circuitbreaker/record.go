@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"context"
 	"time"
 
 	"github.com/rampart-go/rampart"
@@ -45,6 +46,15 @@ func (b *Breaker) quiet(w uint64) bool {
 		return run.Load() == 0
 	}
 	return !b.wanter.wantsSuccess() || b.counter != nil && b.counter.countSuccess()
+}
+
+// observeSuccess reports a quiet success, untimed, to the breaker's
+// success Observer, which must be set. It is not inlined, so that the
+// layer's Call keeps the event off its frame.
+//
+//go:noinline
+func (b *Breaker) observeSuccess(ctx context.Context) {
+	b.set.successes.Observe(ctx, b.set.success)
 }
 
 // recordSlow is record for everything but the fast path.

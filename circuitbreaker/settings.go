@@ -1,7 +1,6 @@
 package circuitbreaker
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -71,7 +70,12 @@ type Tuning struct {
 // The change is reported to the breaker's Observer as an event of kind
 // [observe.Tuned] whose Calls and Failures are the counts the policy kept
 // (a run of n consecutive failures as n calls, n failures), zero outside
-// Closed.
+// Closed. The events are delivered as transitions are to listeners (see
+// [Breaker.Subscribe] and [Config.AsyncListeners]): in the order the
+// changes were applied, one at a time, without the breaker's lock (the
+// Observer may call Tune), a panic going to [Config.ListenerPanic]. A
+// Tune that finds another Tune's event being delivered leaves its own to
+// that delivery, and may return before it is delivered.
 func (b *Breaker) Tune(t Tuning) error {
 	if b == nil {
 		return errors.New("circuitbreaker: Tune of a nil *Breaker")
@@ -126,10 +130,15 @@ func (b *Breaker) Tune(t Tuning) error {
 			kept.Calls, kept.Failures = kept.ConsecutiveFailures, kept.ConsecutiveFailures
 		}
 	}
-	b.mu.Unlock()
-	if obs := b.set.observer; obs != nil {
-		obs.Observe(context.Background(), observe.Event{Source: observe.Breaker, Name: b.set.name, Kind: observe.Tuned,
+	if b.tunes != nil {
+		// Queued with mu held, so that the events are in the order the
+		// changes were applied; delivered after unlocking.
+		b.tunes.push(observe.Event{Source: observe.Breaker, Name: b.set.name, Kind: observe.Tuned,
 			Calls: kept.Calls, Failures: kept.Failures})
+	}
+	b.mu.Unlock()
+	if b.tunes != nil {
+		b.tunes.flush()
 	}
 	return nil
 }

@@ -47,6 +47,15 @@ func (p *PanicError) Unwrap() error {
 //
 // Each wrapped service coalesces its own calls.
 //
+// Criticality: the shared call runs with the criticality of the caller
+// that started it ([rampart.CriticalityOf]), and a limit or shedder below
+// judges it by that. So a caller joins a shared call only when that call
+// is at least as critical as its own (one of its own criticality first,
+// else a more critical one); a more critical caller starts a call of its
+// own, which later callers of its criticality or below join. A critical
+// request is never shed because it waited on a sheddable one. Without
+// criticalities in the contexts, all calls with a key share one call.
+//
 // Contexts: the shared call runs with a context that carries the values of
 // the caller that started it (context.WithoutCancel), but none of its
 // callers' deadlines or cancellations. A caller whose context is done
@@ -78,7 +87,7 @@ func NewLayer[Req, Resp any](cfg Config[Req]) (rampart.Layer[Req, Resp], error) 
 		if inner == nil {
 			return rampart.Failing[Req, Resp]("coalesce: Wrap")
 		}
-		return &group[Req, Resp]{inner: inner, key: cfg.Key, name: cfg.Name, obs: cfg.Observer, flights: make(map[string]*flight)}
+		return &group[Req, Resp]{inner: inner, key: cfg.Key, name: cfg.Name, obs: cfg.Observer, flights: make(map[flightKey]*flight)}
 	}), nil
 }
 
@@ -103,16 +112,28 @@ type group[Req, Resp any] struct {
 	key   func(Req) string
 	name  string
 	obs   observe.Observer
-	calls singleflight.Group
+	// calls holds the shared calls of each criticality, indexed by the
+	// criticality + 1, so that equal keys of different criticalities are
+	// different calls.
+	calls [3]singleflight.Group
 
 	mu sync.Mutex
-	// flights holds, for each key with callers waiting, the context its
-	// shared calls run with and how many callers wait. Every singleflight
-	// call for a key belongs to the flight held for that key: a flight is
-	// created only when none is held, and when its last caller leaves it is
-	// removed and its key forgotten by singleflight under mu, so a later
-	// caller never joins a call whose context was cancelled. guarded by mu
-	flights map[string]*flight
+	// flights holds, for each key and criticality with callers waiting,
+	// the context its shared calls run with and how many callers wait.
+	// Every singleflight call for a flight's key, in the group of its
+	// criticality, belongs to that flight:
+	// a flight is created only when none is held, and when its last caller
+	// leaves it is removed and its key forgotten by singleflight under mu,
+	// so a later caller never joins a call whose context was cancelled.
+	// guarded by mu
+	flights map[flightKey]*flight
+}
+
+// flightKey names a flight: the request's key and the criticality of the
+// caller that started it.
+type flightKey struct {
+	key  string
+	crit rampart.Criticality
 }
 
 // ErrGoexit is the error of every caller of a shared call that ended with
@@ -123,6 +144,7 @@ var ErrGoexit = errors.New("coalesce: the shared call exited its goroutine (runt
 // context, detached from every caller's cancellation, kept here because
 // the call outlives whichever caller started it.
 type flight struct {
+	fk      flightKey
 	ctx     context.Context
 	cancel  context.CancelFunc
 	exited  chan struct{} // closed if the call ends with runtime.Goexit
@@ -145,16 +167,22 @@ func (g *group[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		return g.inner.Call(ctx, req)
 	}
 
+	crit := rampart.CriticalityOf(ctx)
 	g.mu.Lock()
-	f := g.flights[key]
+	// Join the flight of this criticality, else a more critical one.
+	var f *flight
+	for c := crit; f == nil && c <= rampart.Critical; c++ {
+		f = g.flights[flightKey{key, c}]
+	}
 	joined := f != nil
 	if f == nil {
-		f = &flight{exited: make(chan struct{})}
+		fk := flightKey{key, crit}
+		f = &flight{fk: fk, exited: make(chan struct{})}
 		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
-		g.flights[key] = f
+		g.flights[fk] = f
 	}
 	f.waiters++
-	ch := g.calls.DoChan(key, func() (any, error) { return g.run(key, f, req) })
+	ch := g.group(f).DoChan(key, func() (any, error) { return g.run(f, req) })
 	g.mu.Unlock()
 	if joined && g.obs != nil {
 		g.obs.Observe(ctx, observe.Event{Source: observe.Coalesce, Name: g.name, Kind: observe.Joined})
@@ -162,32 +190,37 @@ func (g *group[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 
 	select {
 	case <-f.exited:
-		g.leave(key, f)
+		g.leave(f)
 		return zero, ErrGoexit
 	case r := <-ch:
-		g.leave(key, f)
+		g.leave(f)
 		o := r.Val.(outcome[Resp])
 		if o.panic != nil {
 			panic(o.panic)
 		}
 		return o.resp, r.Err
 	case <-ctx.Done():
-		g.leave(key, f)
+		g.leave(f)
 		return zero, ctx.Err()
 	}
 }
 
+// group returns the singleflight group of f's criticality.
+func (g *group[Req, Resp]) group(f *flight) *singleflight.Group {
+	return &g.calls[f.fk.crit-rampart.Sheddable]
+}
+
 // leave removes one caller from f, and f itself with its last caller.
-func (g *group[Req, Resp]) leave(key string, f *flight) {
+func (g *group[Req, Resp]) leave(f *flight) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f.waiters--
 	if f.waiters > 0 {
 		return
 	}
-	if g.flights[key] == f { // not replaced after a Goexit
-		delete(g.flights, key)
-		g.calls.Forget(key)
+	if g.flights[f.fk] == f { // not replaced after a Goexit
+		delete(g.flights, f.fk)
+		g.group(f).Forget(f.fk.key)
 	}
 	f.cancel()
 }
@@ -199,7 +232,7 @@ func (g *group[Req, Resp]) leave(key string, f *flight) {
 // A nil recover means runtime.Goexit, after which singleflight sends
 // nothing: run then tells the flight's callers through f.exited, and
 // retires the flight so that later callers start a new one.
-func (g *group[Req, Resp]) run(key string, f *flight, req Req) (v any, err error) {
+func (g *group[Req, Resp]) run(f *flight, req Req) (v any, err error) {
 	normal := false
 	defer func() {
 		if normal {
@@ -210,9 +243,9 @@ func (g *group[Req, Resp]) run(key string, f *flight, req Req) (v any, err error
 			return
 		}
 		g.mu.Lock()
-		if g.flights[key] == f {
-			delete(g.flights, key)
-			g.calls.Forget(key) // a caller arriving now starts a new call
+		if g.flights[f.fk] == f {
+			delete(g.flights, f.fk)
+			g.group(f).Forget(f.fk.key) // a caller arriving now starts a new call
 		}
 		g.mu.Unlock()
 		close(f.exited)

@@ -423,3 +423,38 @@ func TestCoalesce_EV8_Joined(t *testing.T) {
 		require.Len(t, rec.Events(), 2)
 	})
 }
+
+// A caller joins a shared call only when that call is at least as
+// critical as its own: the shared call runs with the criticality of the
+// caller that started it, and a limit or shedder below judges it by that.
+// A critical caller that joined a sheddable call would be shed with it (a
+// priority inversion); it starts a call of its own instead, which later
+// callers of its criticality or below join.
+func TestCoalesce_PG8_JoinsOnlyAsCriticalACall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		svc := build(t, g)
+		sheddable := rampart.WithCriticality(t.Context(), rampart.Sheddable)
+		critical := rampart.WithCriticality(t.Context(), rampart.Critical)
+
+		first := start(sheddable, svc, "a", 1)
+		synctest.Wait()
+		second := start(critical, svc, "a", 1)
+		synctest.Wait()
+		require.Equal(t, int64(2), g.calls.Load(), "the critical caller started its own call")
+		assert.Equal(t, rampart.Sheddable, rampart.CriticalityOf(g.ctx(0)))
+		assert.Equal(t, rampart.Critical, rampart.CriticalityOf(g.ctx(1)))
+
+		// Default and sheddable callers join the critical call (the most
+		// critical in flight); another sheddable one would too.
+		rest := start(t.Context(), svc, "a", 2)
+		more := start(sheddable, svc, "a", 1)
+		synctest.Wait()
+		assert.Equal(t, int64(2), g.calls.Load(), "no third call")
+
+		close(g.release)
+		for _, ch := range []<-chan result{first, second, rest, rest, more} {
+			assert.Equal(t, result{resp: "resp:a"}, <-ch)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package concurrency
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart/internal/tuned"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // AdaptiveConfig configures an [AdaptiveLimiter]. Every zero field means
@@ -107,9 +111,13 @@ const minSamples = 10
 // No other window moves it. A re-learned baseline says the dependency is
 // slower at every load; it says nothing about how many calls the
 // dependency can take. The limiter therefore returns to the limit of the
-// last window that did not call for a drop (the capacity it measured
-// before the latency rose) and does not grow past it until the baseline
-// returns to the lowest one: when every call takes the same time whatever
+// last window that used at least half of it and did not call for a drop
+// (the capacity it measured before the latency rose) and does not grow
+// past it until the baseline returns to the lowest one. A window with
+// fewer calls in flight measured no capacity: when no window has measured
+// one yet (a quiet spell of cheap calls, one at a time, taught the
+// baseline), the limit returns to at least its initial value and grows
+// from there as usual. When every call takes the same time whatever
 // the load (every call ends at the same timeout, say), latency no longer
 // counts a queue, and the last measured capacity is the best estimate.
 // Netflix's limiters show what happens otherwise: a Gradient2 limit fed a
@@ -133,13 +141,24 @@ const minSamples = 10
 // gets its slot, so time spent waiting for a slot in this limiter does not
 // count as the dependency's. The first 256 calls of a window are all
 // timed, then one call in eight (a clock read costs about as much as the
-// rest of the acquire and release). Timed calls count whatever their
-// outcome: a dependency that fails fast looks fast. A timed call counts in
+// rest of the acquire and release). A timed call that failed (its slot
+// given back by [AdaptiveLimiter.ReleaseFailed], as [NewLayer] does for a
+// call whose inner service returned an error or panicked) counts only
+// when it took at least the baseline: a dependency failing fast (an
+// outage answered at once, a breaker below refusing) is not fast, and
+// its failures' speed says nothing about its queue, so it would teach a
+// baseline the dependency cannot keep (Netflix's limiters take no sample
+// from a dropped call for the same reason); a slow failure (a timeout)
+// is the latency the caller felt, and counts. Before the first window
+// closes there is no baseline, and no failed call counts. A timed call counts in
 // the window in which it finishes, its latency and its count together,
 // even when it finishes as another call closes that window, so a window's
 // average is never below its fastest call. A window counts at most 65535
 // calls and about 78 hours of summed latency; a call beyond either is not
 // counted.
+//
+// Its bounds, window and MaxWaiting can change while calls flow, with
+// [AdaptiveLimiter.Tune].
 //
 // The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
 // InFlight are 0, Ready is false, Acquire refuses at once with a
@@ -147,10 +166,17 @@ const minSamples = 10
 // [NewLayer] refuses it. Make one with [NewAdaptive].
 type AdaptiveLimiter struct {
 	// Set by NewAdaptive, never modified.
+	made  bool      // the zero AdaptiveLimiter, not made by NewAdaptive, has no slots
+	epoch time.Time // windowEnd is measured from it
+
+	// The settings Tune changes, guarded by mu.
 	minLimit, maxLimit int64
 	window             time.Duration
 	maxWaiting         int
-	epoch              time.Time // windowEnd is measured from it
+
+	// watchers are the Observers of the layers built with the limiter,
+	// told of each Tune.
+	watchers tuned.Watchers
 
 	limit    atomic.Int64 // current limit; written under mu
 	inFlight atomic.Int64
@@ -176,12 +202,24 @@ type AdaptiveLimiter struct {
 
 	mu      sync.Mutex
 	waiters list.List // of chan struct{}; guarded by mu
+	// critical holds the critical calls waiting with the critical reserve
+	// taken too, served before waiters (see criticality.go). Of chan
+	// struct{}; guarded by mu.
+	critical    list.List
+	critWaiting atomic.Int64 // critical.Len(), for takeBy to read without mu
 	// Guarded by mu: the baseline; the lowest window average ever seen;
-	// the limit of the last window that did not call for a drop; and the
+	// the limit of the last window that used half of it and did not call
+	// for a drop (or the initial limit: see measured); and the
 	// limit not to grow past while the baseline is a re-learned one, 0
 	// when there is none.
 	baseline, lowest time.Duration
 	held, ceiling    int64
+	// measured reports whether held was measured, by a window that used
+	// at least half its limit, or is only the initial limit. Guarded by mu.
+	measured bool
+	// base is baseline in nanoseconds, for ReleaseFailed to read without
+	// the lock; written under mu.
+	base atomic.Int64
 }
 
 const (
@@ -233,46 +271,122 @@ func (l *AdaptiveLimiter) permit(n int64) Permit {
 // error naming the field when a field is outside the accepted values given
 // in [AdaptiveConfig].
 func NewAdaptive(cfg AdaptiveConfig) (*AdaptiveLimiter, error) {
+	set, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	initial := cfg.InitialLimit
+	switch {
+	case initial == 0:
+		initial = int(min(max(20, set.minLimit), set.maxLimit))
+	case int64(initial) < set.minLimit || int64(initial) > set.maxLimit:
+		return nil, fmt.Errorf("concurrency: AdaptiveConfig.InitialLimit must be between MinLimit %d and MaxLimit %d (or 0), got %d", set.minLimit, set.maxLimit, initial)
+	}
+	l := &AdaptiveLimiter{
+		made:       true,
+		minLimit:   set.minLimit,
+		maxLimit:   set.maxLimit,
+		window:     set.window,
+		maxWaiting: set.maxWaiting,
+		epoch:      time.Now(),
+	}
+	l.limit.Store(int64(initial))
+	l.held = int64(initial)
+	l.windowEnd.Store(int64(set.window) + 1) // times since epoch are counted from 1: see Permit
+	l.refusal.Store(&LimitedError{})
+	return l, nil
+}
+
+// adaptiveSettings are the settings of an AdaptiveConfig that Tune
+// changes, defaults applied.
+type adaptiveSettings struct {
+	minLimit, maxLimit int64
+	window             time.Duration
+	maxWaiting         int
+}
+
+// settings validates cfg's fields but InitialLimit and returns them with
+// their defaults applied, or the error naming the first bad one.
+func (cfg AdaptiveConfig) settings() (adaptiveSettings, error) {
 	switch {
 	case cfg.MinLimit < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got %d", cfg.MinLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got %d", cfg.MinLimit)
 	case cfg.MaxLimit < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got %d", cfg.MaxLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= 0 (0 means 1000), got %d", cfg.MaxLimit)
 	case cfg.MaxLimit > 0 && cfg.MaxLimit < cfg.MinLimit:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit %d (or 0), got %d", cfg.MinLimit, cfg.MaxLimit)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit %d (or 0), got %d", cfg.MinLimit, cfg.MaxLimit)
 	case cfg.Window < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got %v", cfg.Window)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got %v", cfg.Window)
 	case cfg.MaxWaiting < 0:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got %d", cfg.MaxWaiting)
+		return adaptiveSettings{}, fmt.Errorf("concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got %d", cfg.MaxWaiting)
 	}
 	lo := max(1, cfg.MinLimit)
 	hi := cfg.MaxLimit
 	if hi == 0 {
 		hi = max(1000, lo)
 	}
-	initial := cfg.InitialLimit
-	switch {
-	case initial == 0:
-		initial = min(max(20, lo), hi)
-	case initial < lo || initial > hi:
-		return nil, fmt.Errorf("concurrency: AdaptiveConfig.InitialLimit must be between MinLimit %d and MaxLimit %d (or 0), got %d", lo, hi, initial)
+	return adaptiveSettings{minLimit: int64(lo), maxLimit: int64(hi), window: cmp.Or(cfg.Window, time.Second), maxWaiting: cfg.MaxWaiting}, nil
+}
+
+// AdaptiveTuning is the part of an [AdaptiveConfig] that
+// [AdaptiveLimiter.Tune] changes while the limiter is in use: the bounds
+// of the limit, the window and MaxWaiting. Each field means what the
+// AdaptiveConfig field of the same name means, zero values and defaults
+// included. InitialLimit has no counterpart: the limit a limiter in use
+// has is the one it learnt.
+type AdaptiveTuning struct {
+	// MinLimit is the smallest the limit goes; zero means 1.
+	MinLimit int
+	// MaxLimit is the largest the limit goes; zero means 1000, or
+	// MinLimit when that is larger.
+	MaxLimit int
+	// Window is the smoothing window; zero means 1s.
+	Window time.Duration
+	// MaxWaiting bounds the calls that wait for a slot; zero means no
+	// bound.
+	MaxWaiting int
+}
+
+// Tune changes l's settings while calls flow, keeping what l has learnt
+// (its baseline and the open window's samples), or returns the error
+// [NewAdaptive] would return for the same fields (or one saying that l
+// is nil or a zero AdaptiveLimiter), changing nothing. What changes
+// when:
+//
+//   - the limit is brought within the new [MinLimit, MaxLimit] at once (a
+//     documented clamp, as each window's move is clamped): slots a higher
+//     limit frees go to the callers waiting first; under a lower one no
+//     call gets a slot until InFlight is below it, as after a drop;
+//   - the open window closes when it would have; the next lasts the new
+//     Window;
+//   - a new MaxWaiting applies to the calls that come to wait after it:
+//     the calls waiting keep their place.
+//
+// Each layer built with l that has an Observer is told with an event of
+// kind [observe.Tuned] (Source Concurrency, the layer's Name); l keeps
+// those Observers as long as it lives. Safe for concurrent use; the
+// settings are read only with l's lock held, so taking and giving back a
+// slot costs what it cost.
+func (l *AdaptiveLimiter) Tune(t AdaptiveTuning) error {
+	if l == nil {
+		return errors.New("concurrency: Tune of a nil *AdaptiveLimiter")
 	}
-	window := cfg.Window
-	if window == 0 {
-		window = time.Second
+	set, err := AdaptiveConfig{MinLimit: t.MinLimit, MaxLimit: t.MaxLimit, Window: t.Window, MaxWaiting: t.MaxWaiting}.settings()
+	if err != nil {
+		return err
 	}
-	l := &AdaptiveLimiter{
-		minLimit:   int64(lo),
-		maxLimit:   int64(hi),
-		window:     window,
-		maxWaiting: cfg.MaxWaiting,
-		epoch:      time.Now(),
+	if !l.made {
+		return errors.New("concurrency: Tune of a zero AdaptiveLimiter: make it with NewAdaptive")
 	}
-	l.limit.Store(int64(initial))
-	l.held = int64(initial)
-	l.windowEnd.Store(int64(window) + 1) // times since epoch are counted from 1: see Permit
-	l.refusal.Store(&LimitedError{})
-	return l, nil
+	l.mu.Lock()
+	l.minLimit, l.maxLimit, l.window, l.maxWaiting = set.minLimit, set.maxLimit, set.window, set.maxWaiting
+	if limit := l.limit.Load(); limit < set.minLimit || limit > set.maxLimit {
+		l.limit.Store(min(max(limit, set.minLimit), set.maxLimit))
+		l.wakeLocked()
+	}
+	l.mu.Unlock()
+	l.watchers.Tell(observe.Event{Source: observe.Concurrency})
+	return nil
 }
 
 // Limit returns the current limit: how many calls may run at once now.
@@ -328,7 +442,7 @@ func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
 // Acquire allocates nothing when a slot is free; waiting allocates a
 // channel.
 func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
-	if l.maxLimit == 0 {
+	if !l.made {
 		return Permit{}, noSlots
 	}
 	if err := ctx.Err(); err != nil {
@@ -339,6 +453,13 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 			return l.permit(n), nil
 		}
 	}
+	return l.wait(ctx, &l.waiters, l.limit.Load)
+}
+
+// wait waits in line for a slot below bound(): in waiters for an
+// ordinary call, in critical for a critical call that found its reserve
+// taken too. It returns Acquire's results.
+func (l *AdaptiveLimiter) wait(ctx context.Context, line *list.List, bound func() int64) (Permit, error) {
 	l.mu.Lock()
 	// Count this call as waiting before looking for a slot: a Release
 	// decrements inFlight and then loads waiting, this call increments
@@ -346,20 +467,23 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 	// either this call sees the freed slot or that Release sees this call
 	// and hands it the slot once this call is in waiters.
 	l.waiting.Add(1)
-	if l.waiters.Len() == 0 {
-		if n, ok := l.takeSlot(); ok {
+	if line.Len() == 0 && (line == &l.critical || l.critical.Len() == 0) {
+		if n, ok := l.takeSlotBelow(bound()); ok {
 			l.waiting.Add(-1)
 			l.mu.Unlock()
 			return l.permit(n), nil
 		}
 	}
-	if l.maxWaiting > 0 && l.waiters.Len() >= l.maxWaiting {
+	if l.maxWaiting > 0 && l.waiters.Len()+l.critical.Len() >= l.maxWaiting {
 		l.waiting.Add(-1)
 		l.mu.Unlock()
 		return Permit{}, l.refusal.Load()
 	}
 	ready := make(chan struct{})
-	elem := l.waiters.PushBack(ready)
+	elem := line.PushBack(ready)
+	if line == &l.critical {
+		l.critWaiting.Add(1)
+	}
 	l.mu.Unlock()
 
 	select {
@@ -374,8 +498,11 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 			l.inFlight.Add(-1)
 			l.wake()
 		default:
-			l.waiters.Remove(elem)
+			line.Remove(elem)
 			l.waiting.Add(-1)
+			if line == &l.critical {
+				l.critWaiting.Add(-1)
+			}
 			l.mu.Unlock()
 		}
 		return Permit{}, fmt.Errorf("concurrency: waiting for a slot: %w", ctx.Err())
@@ -387,14 +514,31 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 // window it moves the limit (see [AdaptiveLimiter]). It never blocks on
 // other callers, except for the brief lock of a handoff, and never panics.
 // A zero Permit is ignored, and so is a Release while no slot is held.
-func (l *AdaptiveLimiter) Release(p Permit) {
+func (l *AdaptiveLimiter) Release(p Permit) { l.release(p, false) }
+
+// ReleaseFailed is [AdaptiveLimiter.Release] for a call that failed: its
+// latency is a sample only when it is at least the baseline (see
+// [AdaptiveLimiter]), so a dependency failing fast does not look fast.
+// Which outcomes are failures is the caller's choice; [NewLayer] calls it
+// for an error or a panic of the inner service.
+func (l *AdaptiveLimiter) ReleaseFailed(p Permit) { l.release(p, true) }
+
+func (l *AdaptiveLimiter) release(p Permit, failed bool) {
 	if p.start == 0 || !decrementHeld(&l.inFlight) {
 		return
 	}
 	if p.start != untimed {
 		now := time.Since(l.epoch) + 1
-		if n := l.record(uint64(max(0, now-p.start))); n >= minSamples && int64(now) >= l.windowEnd.Load() {
-			l.closeWindow(now)
+		d := max(0, now-p.start)
+		if failed {
+			if b := l.base.Load(); b == 0 || int64(d) < b {
+				d = untimed // failing fast: no sample
+			}
+		}
+		if d != untimed {
+			if n := l.record(uint64(d)); n >= minSamples && int64(now) >= l.windowEnd.Load() {
+				l.closeWindow(now)
+			}
 		}
 	}
 	if l.waiting.Load() > 0 {
@@ -419,10 +563,14 @@ func (l *AdaptiveLimiter) record(d uint64) int64 {
 
 // takeSlot takes a slot if fewer than limit are held, and returns how
 // many are held with it.
-func (l *AdaptiveLimiter) takeSlot() (int64, bool) {
+func (l *AdaptiveLimiter) takeSlot() (int64, bool) { return l.takeSlotBelow(l.limit.Load()) }
+
+// takeSlotBelow takes a slot if fewer than bound are held, and returns
+// how many are held with it.
+func (l *AdaptiveLimiter) takeSlotBelow(bound int64) (int64, bool) {
 	for {
 		n := l.inFlight.Load()
-		if n >= l.limit.Load() {
+		if n >= bound {
 			return n, false
 		}
 		if l.inFlight.CompareAndSwap(n, n+1) {
@@ -439,7 +587,16 @@ func (l *AdaptiveLimiter) wake() {
 }
 
 func (l *AdaptiveLimiter) wakeLocked() {
-	for l.waiters.Len() > 0 {
+	for l.critical.Len() > 0 {
+		if _, ok := l.takeSlotBelow(l.criticalBound()); !ok {
+			break
+		}
+		ready := l.critical.Remove(l.critical.Front()).(chan struct{})
+		l.waiting.Add(-1)
+		l.critWaiting.Add(-1)
+		close(ready)
+	}
+	for l.waiters.Len() > 0 && l.critical.Len() == 0 {
 		if _, ok := l.takeSlot(); !ok {
 			return
 		}
@@ -470,6 +627,7 @@ func (l *AdaptiveLimiter) closeWindow(now time.Duration) {
 	avg := time.Duration(sum / n)
 	limit := l.limit.Load()
 	next := l.estimate(limit, avg, peak)
+	l.base.Store(int64(l.baseline))
 	l.refusal.Store(&LimitedError{Wait: avg})
 	if next != limit {
 		l.limit.Store(next)
@@ -512,11 +670,15 @@ func (l *AdaptiveLimiter) estimate(limit int64, avg time.Duration, peak int64) i
 	switch {
 	case relearned:
 		// The latency rose at the least load too: it was not a queue. Go
-		// back to the capacity measured before, and no further.
+		// back to the capacity measured before, and no further; with none
+		// measured yet, there is nothing to hold it to.
 		n = max(l.held, limit)
-		l.ceiling = n
-	case !drop:
-		l.held = limit
+		if l.measured {
+			l.ceiling = n
+		}
+	case !drop && 2*peak >= limit:
+		// A window that used its limit without a queue measured it.
+		l.held, l.measured = limit, true
 	}
 	if l.ceiling > 0 {
 		n = min(n, l.ceiling)
@@ -528,7 +690,7 @@ func (l *AdaptiveLimiter) valid() error {
 	if l == nil {
 		return errors.New("concurrency: limiter must not be nil")
 	}
-	if l.maxLimit == 0 {
+	if !l.made {
 		return errors.New("concurrency: limiter must be made by NewAdaptive, got a zero AdaptiveLimiter")
 	}
 	return nil
@@ -538,8 +700,15 @@ func (l *AdaptiveLimiter) valid() error {
 // mode at once or not at all, refusing with the window's shared refusal. A
 // ctx already done takes no slot, in either mode.
 func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
-	if p, err, done := l.takeBy(ctx); done {
+	p, done, critical, err := l.takeBy(ctx)
+	if done {
 		return p, err
+	}
+	if mode == Wait && critical {
+		if !l.made {
+			return Permit{}, noSlots
+		}
+		return l.wait(ctx, &l.critical, l.criticalBound)
 	}
 	if mode == Wait {
 		return l.Acquire(ctx)
@@ -554,4 +723,4 @@ func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
 	return p, nil
 }
 
-func (l *AdaptiveLimiter) give(p Permit) { l.Release(p) }
+func (l *AdaptiveLimiter) give(p Permit, failed bool) { l.release(p, failed) }

@@ -217,6 +217,12 @@ const stepWindow = 110*time.Millisecond + time.Nanosecond
 // average). d must divide 110ms.
 func runWindow(t *testing.T, l *concurrency.AdaptiveLimiter, n int, d time.Duration) {
 	t.Helper()
+	runWindowWith(t, l, n, d, l.Release)
+}
+
+// runWindowWith is runWindow giving each slot back with release.
+func runWindowWith(t *testing.T, l *concurrency.AdaptiveLimiter, n int, d time.Duration, release func(concurrency.Permit)) {
+	t.Helper()
 	rounds := int((stepWindow - time.Nanosecond) / d)
 	for k := 1; k <= rounds; k++ {
 		ps := make([]concurrency.Permit, n)
@@ -228,13 +234,13 @@ func runWindow(t *testing.T, l *concurrency.AdaptiveLimiter, n int, d time.Durat
 		time.Sleep(d)
 		if k == rounds {
 			for _, p := range ps[1:] {
-				l.Release(p)
+				release(p)
 			}
 			time.Sleep(time.Nanosecond)
 			ps = ps[:1]
 		}
 		for _, p := range ps {
-			l.Release(p)
+			release(p)
 		}
 	}
 }
@@ -545,8 +551,12 @@ type simBackend struct {
 	capacity atomic.Int64
 	unloaded atomic.Int64 // time.Duration
 	fixed    atomic.Int64 // time.Duration; 0 means none
+	failFast atomic.Int64 // time.Duration; when set, every call fails after it
 	inFlight atomic.Int64
 }
+
+// errFailFast is the error of a simBackend failing fast.
+var errFailFast = errors.New("sim: failing fast")
 
 func (b *simBackend) Call(ctx context.Context, req int) (int, error) {
 	n := b.inFlight.Add(1)
@@ -558,6 +568,10 @@ func (b *simBackend) Call(ctx context.Context, req int) (int, error) {
 	if f := time.Duration(b.fixed.Load()); f > 0 {
 		d = f
 	}
+	if f := time.Duration(b.failFast.Load()); f > 0 {
+		time.Sleep(f)
+		return 0, errFailFast
+	}
 	time.Sleep(d)
 	return req, nil
 }
@@ -568,6 +582,7 @@ type simPhase struct {
 	capacity int64
 	unloaded time.Duration
 	fixed    time.Duration // every call takes this long whatever the load, if set
+	failFast time.Duration // every call fails after this long, if set
 }
 
 // simResult is what a simulation saw in one phase.
@@ -617,6 +632,7 @@ func simulate(t *testing.T, lim *concurrency.AdaptiveLimiter, clients int, phase
 		be.capacity.Store(ph.capacity)
 		be.unloaded.Store(int64(ph.unloaded))
 		be.fixed.Store(int64(ph.fixed))
+		be.failFast.Store(int64(ph.failFast))
 		lo, hi := band(ph)
 		r := simResult{settled: -1, minLimit: 1 << 30}
 		for at := time.Duration(0); at < ph.length; at += simTick {
@@ -812,6 +828,135 @@ func TestAdaptive_LM7_LongIncidentIsNotTheNewNormal(t *testing.T) {
 	}
 }
 
+// A dependency that fails fast (every call an error after 1ms, a tenth of
+// its unloaded latency: an outage answered at once, or a breaker below
+// refusing) for a minute teaches the limiter nothing: a failed call
+// faster than the baseline is no latency sample, since its speed says
+// nothing about a queue in the dependency. So the limit and the baseline
+// stay where they were through the outage, and the limit is at the
+// capacity from the first tick after it (Netflix concurrency-limits
+// issue 176: dropped calls with about no latency). Before, the baseline
+// fell to 1ms, the limit climbed, and the recovered dependency's 10ms
+// looked like ten times the baseline: the limit collapsed to MinLimit.
+func TestAdaptive_LM14_FastFailuresAreNoSamples(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.NewAdaptive(simConfig)
+		require.NoError(t, err)
+		const unloaded = 10 * time.Millisecond
+		phases := []simPhase{
+			{length: 5 * time.Second, capacity: 20, unloaded: unloaded},
+			{length: time.Minute, capacity: 20, unloaded: unloaded, failFast: time.Millisecond},
+			{length: 5 * time.Second, capacity: 20, unloaded: unloaded},
+		}
+		res := simulate(t, lim, 80, phases, within20)
+		t.Logf("before, during and after the outage: %+v", res)
+		assert.Equal(t, []time.Duration{unloaded, unloaded, unloaded},
+			[]time.Duration{res[0].baseline, res[1].baseline, res[2].baseline}, "baselines")
+		assert.Equal(t, simTick, res[1].settled, "the outage moved the limit out of 16..24")
+		assert.Equal(t, simTick, res[2].settled, "after the outage the limit left 16..24")
+	})
+}
+
+// One window slowed ten times (a stop-the-world pause, a noisy neighbour:
+// Netflix concurrency-limits#155) costs at most half the limit, never a
+// collapse to MinLimit, and the limit climbs back by a tenth a window: 22
+// → 11, then back to 22 or more after 8 normal windows.
+func TestAdaptive_LM6_OneSlowWindowHalvesAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		ms := time.Millisecond
+		runWindow(t, l, 20, 10*ms)
+		require.Equal(t, 22, l.Limit())
+		runWindow(t, l, 22, 110*ms) // 20 queued by Vegas: to 3.1, held at half
+		limits := []int{l.Limit()}
+		for range 8 {
+			runWindow(t, l, l.Limit(), 10*ms)
+			limits = append(limits, l.Limit())
+		}
+		assert.Equal(t, []int{11, 12, 13, 14, 15, 17, 19, 21, 23}, limits)
+		assert.Equal(t, 10*ms, l.Baseline(), "the pause did not move the baseline")
+	})
+}
+
+// A quiet period of cheap calls (one call at a time taking 100µs: health
+// checks or cache hits at night, Netflix concurrency-limits#125) teaches a
+// baseline that the day's 10ms calls cannot meet: the limit falls to
+// MinLimit, re-learns 10ms there and returns to 20. Only a window that used
+// at least half its limit measured a capacity, and the quiet windows did
+// not, so 20 is no ceiling: the limit climbs on to the dependency's 40
+// (10ms up to 40 in flight, 10ms × n/40 above) and stays within ±20% of
+// it. Before, the quiet windows' 20 held it at half the capacity for good.
+func TestAdaptive_LM7_QuietCheapCallsSetNoCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		for range 5 {
+			runWindow(t, l, 1, 100*time.Microsecond)
+		}
+		require.Equal(t, 100*time.Microsecond, l.Baseline())
+		require.Equal(t, 20, l.Limit(), "one call at a time: no growth")
+
+		var limits []int
+		for r := range 1000 { // rounds of the day's callers, as many as the limit admits
+			var ps []concurrency.Permit
+			for p, ok := l.TryAcquire(); ok && len(ps) < 200; p, ok = l.TryAcquire() {
+				ps = append(ps, p)
+			}
+			time.Sleep(10 * time.Millisecond * time.Duration(max(40, len(ps))) / 40)
+			for _, p := range ps {
+				l.Release(p)
+			}
+			if r%25 == 0 {
+				limits = append(limits, l.Limit())
+			}
+		}
+		assert.Equal(t, []int{17, 5, 2, 20, 24, 29, 35, 43}, limits[:8])
+		for i, n := range limits[7:] {
+			assert.True(t, n >= 32 && n <= 48, "limit %d at sample %d", n, i+7)
+		}
+		assert.Equal(t, 10*time.Millisecond, l.Baseline())
+	})
+}
+
+// ReleaseFailed: a failed call faster than the baseline is no sample, one
+// at least as slow is; before the first window there is no baseline and
+// no failed call counts.
+func TestAdaptive_LM14_ReleaseFailed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ms := time.Millisecond
+		fresh, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		runWindowWith(t, fresh, 20, 10*ms, fresh.ReleaseFailed)
+		assert.Equal(t, time.Duration(0), fresh.Baseline(), "no baseline from failures alone")
+		assert.Equal(t, 20, fresh.Limit())
+
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 20, Window: stepWindow})
+		require.NoError(t, err)
+		runWindow(t, l, 20, 10*ms) // baseline 10ms; no queue: 22
+		require.Equal(t, 22, l.Limit())
+		runWindowWith(t, l, 22, 5*ms, l.ReleaseFailed)
+		assert.Equal(t, 10*ms, l.Baseline(), "failing fast lowers nothing")
+		assert.Equal(t, 22, l.Limit(), "no window closed")
+
+		// A failure at 22ms is the latency the caller felt: the window,
+		// past its end, closes at the tenth: 12 queued at 22, down to 11
+		// as in TestAdaptive_LM6_EstimatorSteps.
+		ps := make([]concurrency.Permit, 22)
+		for i := range ps {
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			ps[i] = p
+		}
+		time.Sleep(22 * ms)
+		for _, p := range ps {
+			l.ReleaseFailed(p)
+		}
+		assert.Equal(t, 11, l.Limit())
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
 func TestConcurrency_EV6_AdaptiveRefusedAndQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec observetest.Recorder
@@ -833,4 +978,163 @@ func TestConcurrency_EV6_AdaptiveRefusedAndQueued(t *testing.T) {
 			{Source: observe.Concurrency, Name: "adaptive", Kind: observe.Queued, Duration: 2 * time.Second},
 		}, rec.Events())
 	})
+}
+
+// Tune brings the limit within the new bounds at once, handing the slots
+// a higher limit frees to the callers waiting, in order; a lower one gives
+// no slot until InFlight is below it. Each layer's Observer is told.
+func TestAdaptiveTune_LM15_BoundsMoveTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 4})
+		require.NoError(t, err)
+		var rec observetest.Recorder
+		_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: l, Name: "db", Observer: &rec})
+		require.NoError(t, err)
+		var held []concurrency.Permit
+		for range 4 {
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			held = append(held, p)
+		}
+		got := make(chan int, 2)
+		finish := make(chan struct{})
+		for i := range 2 {
+			go func() {
+				p, err := l.Acquire(t.Context())
+				assert.NoError(t, err)
+				got <- i
+				<-finish
+				l.Release(p)
+			}()
+			synctest.Wait() // in line in order
+		}
+		require.NoError(t, l.Tune(concurrency.AdaptiveTuning{MinLimit: 5}))
+		synctest.Wait()
+		assert.Equal(t, 5, l.Limit())
+		assert.Equal(t, 0, <-got, "the first in line")
+		assert.Empty(t, got)
+
+		require.NoError(t, l.Tune(concurrency.AdaptiveTuning{MaxLimit: 2}))
+		assert.Equal(t, 2, l.Limit())
+		for _, p := range held[:3] {
+			l.Release(p)
+		}
+		synctest.Wait()
+		assert.Equal(t, 2, l.InFlight(), "5 held, 3 given back: none handed on")
+		assert.Empty(t, got)
+		l.Release(held[3])
+		synctest.Wait()
+		assert.Equal(t, 1, <-got, "a slot under the new limit")
+		assert.Equal(t, []observe.Event{
+			{Source: observe.Concurrency, Name: "db", Kind: observe.Tuned},
+			{Source: observe.Concurrency, Name: "db", Kind: observe.Tuned},
+		}, rec.Events())
+		close(finish)
+		synctest.Wait()
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
+// A new Window applies from the next window: the open one closes when it
+// would have. The baseline is kept.
+func TestAdaptiveTune_LM15_WindowFromTheNextWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 1, MaxLimit: 1, Window: stepWindow})
+		require.NoError(t, err)
+		ms := time.Millisecond
+		runWindow(t, l, 1, 10*ms)
+		require.Equal(t, 10*ms, l.Baseline())
+		require.NoError(t, l.Tune(concurrency.AdaptiveTuning{MaxLimit: 1, Window: 10 * stepWindow}))
+		runWindow(t, l, 1, 5*ms) // closes the window open at the Tune
+		assert.Equal(t, 5*ms, l.Baseline())
+		for range 9 {
+			runWindow(t, l, 1, 2*ms)
+			assert.Equal(t, 5*ms, l.Baseline(), "the window of 10 × stepWindow is still open")
+		}
+		runWindow(t, l, 1, 2*ms)
+		for range 8 { // past 256 samples one call in eight is timed: the window closes at most eight calls late
+			p, ok := l.TryAcquire()
+			require.True(t, ok)
+			time.Sleep(2 * ms)
+			l.Release(p)
+		}
+		assert.Equal(t, 2*ms, l.Baseline(), "closed after 10 × stepWindow")
+	})
+}
+
+// A new MaxWaiting applies to the calls that come to wait after it; the
+// calls already waiting keep their place.
+func TestAdaptiveTune_LM15_MaxWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := fixedAdaptive(t, 1, 0)
+		p, ok := l.TryAcquire()
+		require.True(t, ok)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		for range 2 {
+			go func() { _, _ = l.Acquire(ctx) }()
+		}
+		synctest.Wait()
+		require.NoError(t, l.Tune(concurrency.AdaptiveTuning{MinLimit: 1, MaxLimit: 1, MaxWaiting: 1}))
+		_, err := l.Acquire(t.Context())
+		require.ErrorIs(t, err, concurrency.ErrLimited, "two wait: the new bound of one refuses")
+		l.Release(p)
+		cancel()
+		synctest.Wait()
+	})
+}
+
+// Bad tunings are NewAdaptive's errors and change nothing; a nil or zero
+// limiter is refused.
+func TestAdaptiveTune_LM15_BadTuning(t *testing.T) {
+	l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{MinLimit: 2, MaxLimit: 8, InitialLimit: 4})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		t    concurrency.AdaptiveTuning
+		want string
+	}{
+		{name: "negative MinLimit", t: concurrency.AdaptiveTuning{MinLimit: -1},
+			want: "concurrency: AdaptiveConfig.MinLimit must be >= 0 (0 means 1), got -1"},
+		{name: "MaxLimit below MinLimit", t: concurrency.AdaptiveTuning{MinLimit: 10, MaxLimit: 5},
+			want: "concurrency: AdaptiveConfig.MaxLimit must be >= MinLimit 10 (or 0), got 5"},
+		{name: "negative Window", t: concurrency.AdaptiveTuning{Window: -time.Second},
+			want: "concurrency: AdaptiveConfig.Window must be >= 0 (0 means 1s), got -1s"},
+		{name: "negative MaxWaiting", t: concurrency.AdaptiveTuning{MaxWaiting: -1},
+			want: "concurrency: AdaptiveConfig.MaxWaiting must be >= 0 (0 means no bound), got -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.EqualError(t, l.Tune(tc.t), tc.want)
+			assert.Equal(t, 4, l.Limit())
+		})
+	}
+	assert.EqualError(t, (*concurrency.AdaptiveLimiter)(nil).Tune(concurrency.AdaptiveTuning{}), "concurrency: Tune of a nil *AdaptiveLimiter")
+	assert.EqualError(t, new(concurrency.AdaptiveLimiter).Tune(concurrency.AdaptiveTuning{}), "concurrency: Tune of a zero AdaptiveLimiter: make it with NewAdaptive")
+}
+
+// Tune while calls flow (run with -race): the limit stays within the
+// bounds of the last Tune.
+func TestAdaptiveTune_LM15_WhileCallsFlow(t *testing.T) {
+	l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{Window: time.Millisecond, MaxWaiting: 4})
+	require.NoError(t, err)
+	svc, err := wrap.Service(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil }), concurrency.NewLayer, concurrency.Config{Limiter: l})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, _ = svc.Call(ctx, 0)
+			}
+		})
+	}
+	for i := range 200 {
+		require.NoError(t, l.Tune(concurrency.AdaptiveTuning{MinLimit: 1 + i%3, MaxLimit: 3 + i%5, Window: time.Duration(1+i%4) * time.Millisecond, MaxWaiting: i % 3}))
+	}
+	require.NoError(t, l.Tune(concurrency.AdaptiveTuning{MinLimit: 2, MaxLimit: 3}))
+	cancel()
+	wg.Wait()
+	assert.GreaterOrEqual(t, l.Limit(), 2)
+	assert.LessOrEqual(t, l.Limit(), 3)
+	assert.Equal(t, 0, l.InFlight())
 }

@@ -64,7 +64,9 @@ type Config struct {
 // one Limiter that mutex is the layer's cost (see BenchmarkLayer). With an
 // [*AdaptiveLimiter], each call's latency, measured from when it gets its
 // slot until the inner service returns or panics, feeds the limiter's
-// estimate.
+// estimate; a call that fails (an error or a panic) gives its slot back
+// with [AdaptiveLimiter.ReleaseFailed], so a failure faster than the
+// baseline is no sample.
 //
 // The layer's Wrap given a nil service returns a service that fails every
 // call with an error matching [rampart.ErrNilService].
@@ -76,8 +78,13 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	if l, ok := cfg.Limiter.(*Limiter); ok && cfg.Observer != nil {
-		l.watchers.Add(cfg.Name, cfg.Observer)
+	if cfg.Observer != nil {
+		switch l := cfg.Limiter.(type) {
+		case *Limiter:
+			l.watchers.Add(cfg.Name, cfg.Observer)
+		case *AdaptiveLimiter:
+			l.watchers.Add(cfg.Name, cfg.Observer)
+		}
 	}
 	return layer[Req, Resp]{cfg: cfg}, nil
 }
@@ -96,7 +103,7 @@ func (cfg Config) check() error {
 	return nil
 }
 
-// Take takes a slot of cfg.Limiter for work that outlives the function
+// Acquire takes a slot of cfg.Limiter for work that outlives the function
 // call that starts it, such as a stream that stays open after the call
 // that opened it returns. It takes the slot as a layer built by [NewLayer]
 // with cfg takes one for each call (by cfg.Mode and the criticality ctx
@@ -104,10 +111,12 @@ func (cfg Config) check() error {
 // cfg.Observer. On success it returns release, which gives the slot back:
 // call it when the work ends, however it ends; it is safe to call from any
 // goroutine, and calls after the first do nothing. The time an
-// [*AdaptiveLimiter]'s slot is held through Take is not one of its latency
-// samples: how long such work lasts is its caller's choice, not the
-// dependency's latency. Take returns NewLayer's error for a bad cfg.
-func Take(ctx context.Context, cfg Config) (release func(), err error) {
+// [*AdaptiveLimiter]'s slot is held through Acquire is not one of its
+// latency samples: how long such work lasts is its caller's choice, not
+// the dependency's latency. Acquire returns NewLayer's error for a bad
+// cfg. It is the package-level twin of the limiters' own Acquire methods,
+// which take a slot without the layer's mode, criticality and events.
+func Acquire(ctx context.Context, cfg Config) (release func(), err error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
@@ -122,7 +131,7 @@ func Take(ctx context.Context, cfg Config) (release func(), err error) {
 	var done atomic.Bool
 	return func() {
 		if done.CompareAndSwap(false, true) {
-			cfg.Limiter.give(p)
+			cfg.Limiter.give(p, false)
 		}
 	}, nil
 }
@@ -138,8 +147,9 @@ type Slots interface {
 	// take gets a slot as mode says, or returns the refusal or the
 	// context's error.
 	take(ctx context.Context, mode Mode) (Permit, error)
-	// give returns the slot p was taken with.
-	give(p Permit)
+	// give returns the slot p was taken with, for a call that failed or
+	// not.
+	give(p Permit, failed bool)
 	// valid reports a limiter not made by its constructor.
 	valid() error
 }
@@ -169,8 +179,11 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		var zero Resp
 		return zero, err
 	}
-	defer s.lim.give(p)
-	return s.inner.Call(ctx, req)
+	failed := true // a panic fails the call
+	defer func() { s.lim.give(p, failed) }()
+	resp, err := s.inner.Call(ctx, req)
+	failed = err != nil
+	return resp, err
 }
 
 // take takes the slot of a call with ctx, reporting to the Observer if

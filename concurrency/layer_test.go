@@ -324,18 +324,18 @@ func TestConcurrency_EV6_RefusedAndQueued(t *testing.T) {
 	})
 }
 
-// Take holds its slot until release, refuses as the layer does (with the
+// Acquire holds its slot until release, refuses as the layer does (with the
 // same event), and a second release gives nothing more back.
-func TestTake_LM4_HoldsTheSlotUntilRelease(t *testing.T) {
+func TestAcquire_LM4_HoldsTheSlotUntilRelease(t *testing.T) {
 	lim, err := concurrency.New(1)
 	require.NoError(t, err)
 	var obs observetest.Recorder
 	cfg := concurrency.Config{Limiter: lim, Mode: concurrency.Refuse, Name: "stream", Observer: &obs}
-	release, err := concurrency.Take(t.Context(), cfg)
+	release, err := concurrency.Acquire(t.Context(), cfg)
 	require.NoError(t, err)
 	assert.Equal(t, 1, lim.InFlight())
 
-	_, err = concurrency.Take(t.Context(), cfg)
+	_, err = concurrency.Acquire(t.Context(), cfg)
 	require.ErrorIs(t, err, concurrency.ErrLimited)
 	events := obs.Events()
 	require.Len(t, events, 1)
@@ -344,34 +344,34 @@ func TestTake_LM4_HoldsTheSlotUntilRelease(t *testing.T) {
 	release()
 	release()
 	assert.Equal(t, 0, lim.InFlight())
-	again, err := concurrency.Take(t.Context(), cfg)
+	again, err := concurrency.Acquire(t.Context(), cfg)
 	require.NoError(t, err)
-	_, err = concurrency.Take(t.Context(), cfg)
+	_, err = concurrency.Acquire(t.Context(), cfg)
 	require.ErrorIs(t, err, concurrency.ErrLimited, "the second release freed no other slot")
 	again()
 	assert.Equal(t, 0, lim.InFlight())
 }
 
-// Take rejects what NewLayer rejects, with the same errors, and takes no
+// Acquire rejects what NewLayer rejects, with the same errors, and takes no
 // slot for a context already done.
-func TestTake_LM4_BadConfigAndDoneContext(t *testing.T) {
-	_, err := concurrency.Take(t.Context(), concurrency.Config{})
+func TestAcquire_LM4_BadConfigAndDoneContext(t *testing.T) {
+	_, err := concurrency.Acquire(t.Context(), concurrency.Config{})
 	require.EqualError(t, err, "concurrency: limiter must not be nil")
 	lim, err := concurrency.New(1)
 	require.NoError(t, err)
-	_, err = concurrency.Take(t.Context(), concurrency.Config{Limiter: lim, Mode: 7})
+	_, err = concurrency.Acquire(t.Context(), concurrency.Config{Limiter: lim, Mode: 7})
 	require.EqualError(t, err, "concurrency: mode must be Wait or Refuse, got Mode(7)")
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = concurrency.Take(ctx, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
+	_, err = concurrency.Acquire(ctx, concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 0, lim.InFlight())
 }
 
-// How long an AdaptiveLimiter's slot is held through Take is no latency
+// How long an AdaptiveLimiter's slot is held through Acquire is no latency
 // sample: a second-long hold moves the layer's baseline to a second, and
-// Take's leaves it unset.
-func TestTake_LM6_HoldIsNoLatencySample(t *testing.T) {
+// Acquire's leaves it unset.
+func TestAcquire_LM6_HoldIsNoLatencySample(t *testing.T) {
 	baseline := func(hold func(cfg concurrency.Config)) time.Duration {
 		var got time.Duration
 		synctest.Test(t, func(t *testing.T) {
@@ -394,12 +394,63 @@ func TestTake_LM6_HoldIsNoLatencySample(t *testing.T) {
 		})).Call(t.Context(), 0)
 		require.NoError(t, err)
 	})
-	take := baseline(func(cfg concurrency.Config) {
-		release, err := concurrency.Take(t.Context(), cfg)
+	acquired := baseline(func(cfg concurrency.Config) {
+		release, err := concurrency.Acquire(t.Context(), cfg)
 		require.NoError(t, err)
 		time.Sleep(time.Second)
 		release()
 	})
 	assert.Equal(t, time.Second, layer)
-	assert.Zero(t, take)
+	assert.Zero(t, acquired)
+}
+
+// Waiters that give up at the very instant a slot frees leak nothing: a
+// slot handed to a waiter whose context ended goes to the next in line or
+// back to the limiter (failsafe-lib/failsafe#393: a bulkhead lost a permit
+// to each abandoned waiter until it had none). 200 rounds: one call holds
+// the only slot for 10 ms while eight wait with deadlines at 9, 10 and
+// 11 ms; after each round nothing is held, and the next call takes the
+// slot at once.
+func TestLayer_LM4_WaitersGivingUpAsASlotFreesLeakNothing(t *testing.T) {
+	fixed, err := concurrency.New(1)
+	require.NoError(t, err)
+	adaptive := fixedAdaptive(t, 1, 0)
+	for name, lim := range map[string]concurrency.Slots{"Limiter": fixed, "AdaptiveLimiter": adaptive} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				layer, err := concurrency.NewLayer[time.Duration, string](concurrency.Config{Limiter: lim, Mode: concurrency.Wait})
+				require.NoError(t, err)
+				svc := layer.Wrap(sleeper)
+				var served, gaveUp atomic.Int64
+				for range 200 {
+					var wg sync.WaitGroup
+					wg.Go(func() {
+						_, err := svc.Call(t.Context(), 10*time.Millisecond)
+						assert.NoError(t, err)
+					})
+					synctest.Wait()
+					for i := range 8 {
+						wg.Go(func() {
+							ctx, cancel := context.WithTimeout(t.Context(), time.Duration(9+i%3)*time.Millisecond)
+							defer cancel()
+							if _, err := svc.Call(ctx, 0); err != nil {
+								require.ErrorIs(t, err, context.DeadlineExceeded)
+								gaveUp.Add(1)
+								return
+							}
+							served.Add(1)
+						})
+					}
+					wg.Wait()
+					free, cancel := context.WithTimeout(t.Context(), time.Nanosecond)
+					_, err := svc.Call(free, 0)
+					cancel()
+					require.NoError(t, err, "the slot is free again")
+				}
+				assert.Equal(t, int64(200*8), served.Load()+gaveUp.Load())
+				assert.Positive(t, served.Load(), "some waiters got the slot")
+				assert.Positive(t, gaveUp.Load(), "some gave up")
+			})
+		})
+	}
 }

@@ -25,10 +25,22 @@ import (
 // delay (Delay or the learned percentile) has passed since the latest
 // attempt started, it withdraws from the Budget and sends one more, up to
 // MaxAttempts in total. It stops sending when the Budget refuses (and does
-// not ask again in that call), when the caller's context is done, or when
-// every attempt sent so far has failed: a failure (an error, or an outcome
-// cfg.Accept rejects) does not trigger a hedge (retrying failures is the
-// retry layer's job).
+// not ask again in that call), when the caller's context is done, when
+// every attempt sent so far has failed (a failure, an error or an outcome
+// cfg.Accept rejects, does not trigger a hedge: retrying failures is the
+// retry layer's job), or when an attempt fails with an error that refuses
+// copies: one matching [rampart.ErrOpen] (a breaker below is open), or one
+// whose [rampart.Hint] is [rampart.Forever] (the server says not to
+// retry, as a negative grpc-retry-pushback-ms does; gRFC A6 sends no
+// further hedges then), or one whose outcome cfg.Hint says so of. Attempts
+// already sent go on.
+//
+// Each copy's context says which attempt it is ([rampart.WithAttempt]):
+// the caller's attempt ([rampart.AttemptOf], 1 when it carries none) plus
+// the copy's number, 1 for the first hedge. So a copy reaches the next
+// hop as a retry does, and a retry layer there does not retry it again:
+// a hedge adds one attempt at each hop below, not one per retry there.
+// The original attempt runs with the caller's context.
 //
 // The first accepted outcome (by default, the first with a nil error) is
 // the answer, returned as the attempt returned it. Each attempt gets its
@@ -176,7 +188,9 @@ func (c *call[Req, Resp]) hedge() {
 		return
 	}
 	i := c.started
-	actx, cancel := context.WithCancel(c.parent)
+	// The copy says which attempt it is, as a retry does, so that a hop
+	// below does not retry it again: see rampart.WithAttempt.
+	actx, cancel := context.WithCancel(rampart.WithAttempt(c.parent, max(1, rampart.AttemptOf(c.parent))+i))
 	c.cancels[i] = cancel
 	c.started++
 	c.inflight++
@@ -220,6 +234,7 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 	if c.s.accept != nil {
 		accepted = c.s.accept(resp, err)
 	}
+	refuses := !accepted && c.refusesCopies(resp, err)
 	var (
 		keep, won bool
 		dropped   Resp // an earlier rejected response, dropped for the winner
@@ -247,6 +262,9 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 		keep, won = true, true
 		c.stopLocked()
 	default:
+		if refuses {
+			c.stopLocked()
+		}
 		if err == nil && c.kept < 0 {
 			c.kept, c.resp = i, resp
 			keep = true
@@ -333,4 +351,25 @@ func (c *call[Req, Resp]) abort() {
 	if c.kept >= 0 && c.s.discard != nil {
 		c.s.discard(c.resp)
 	}
+}
+
+// refusesCopies reports whether a failed attempt's outcome says that no
+// copy should follow it: a breaker below is open (it would refuse them
+// too), or the server's hint, in the error or by Config.Hint, says not to
+// retry ([rampart.Forever], as a negative grpc-retry-pushback-ms is:
+// gRFC A6 sends no further hedges after it).
+func (c *call[Req, Resp]) refusesCopies(resp Resp, err error) bool {
+	if c.s.hint != nil {
+		if d, ok := c.s.hint(resp, err); ok && d == rampart.Forever {
+			return true
+		}
+	}
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, rampart.ErrOpen) {
+		return true
+	}
+	d, ok := rampart.RetryAfter(err)
+	return ok && d == rampart.Forever
 }

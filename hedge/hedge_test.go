@@ -30,6 +30,7 @@ import (
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
+	"github.com/rampart-go/rampart/retry"
 )
 
 const ms = time.Millisecond
@@ -930,5 +931,147 @@ func TestHedge_LearnedP95HedgesAboutFivePercent(t *testing.T) {
 		counts := budget.Counts()
 		share := float64(counts.Granted) / float64(counts.Deposits)
 		assert.InDelta(t, 0.05, share, 0.005, "share of requests hedged")
+	})
+}
+
+// Each copy says which attempt it is, as a retry does, so that a retry
+// layer at the hop below makes one attempt for it and no more (Envoy's
+// x-envoy-attempt-count and gRPC's grpc-previous-rpc-attempts count hedges
+// with retries). Here the original's retry layer makes its 3 attempts and
+// each of the two copies' makes 1: 5 attempts at the dependency, not 9.
+func TestHedge_PG7_CopiesCarryTheirAttemptNumber(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu       sync.Mutex
+			attempts []int
+		)
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			mu.Lock()
+			attempts = append(attempts, rampart.AttemptOf(ctx))
+			mu.Unlock()
+			time.Sleep(30 * ms)
+			return "", errors.New("unavailable")
+		})
+		backoff, err := retry.NewConstant(ms)
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[string, string]().
+			With(hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budget.Always, Delay: 10 * ms, MaxAttempts: 3})).
+			With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Budget: budget.Always, Backoff: backoff})).
+			Service(inner)
+
+		_, err = svc.Call(t.Context(), "req")
+
+		require.Error(t, err)
+		mu.Lock()
+		defer mu.Unlock()
+		// 0 ms: the original (no attempt number); 10 ms: copy 2; 20 ms:
+		// copy 3; 31 ms and 62 ms: the original's retries 2 and 3. The
+		// copies' retry layers stop at once (retry.ErrUpstreamRetry).
+		assert.Equal(t, []int{0, 2, 3, 2, 3}, attempts)
+
+		// A request that is already attempt 2 at the caller numbers its
+		// copies from there.
+		attempts = attempts[:0]
+		mu.Unlock()
+		_, err = svc.Call(rampart.WithAttempt(t.Context(), 2), "req")
+		mu.Lock()
+		require.Error(t, err)
+		assert.Equal(t, []int{2, 3, 4}, attempts)
+	})
+}
+
+// An attempt whose error says "do not retry" (a hint of rampart.Forever:
+// a negative grpc-retry-pushback-ms) or that a breaker below refused ends
+// the hedging of its call: no copy follows it (gRFC A6), and the attempts
+// in flight go on; before, the third copy was sent 10 ms later all the
+// same.
+func TestHedge_PG7_RefusingErrorStopsFurtherCopies(t *testing.T) {
+	for name, refusal := range map[string]error{
+		"do not retry":    pushback(rampart.Forever),
+		"breaker is open": &circuitbreaker.OpenError{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBackend(step{latency: 100 * ms}, step{latency: 0, err: refusal}, step{latency: 0})
+				bud := budgettest.New(budgettest.Unlimited)
+				svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: bud, Delay: 10 * ms, MaxAttempts: 3})
+				start := time.Now()
+
+				resp, err := svc.Call(t.Context(), "req")
+
+				require.NoError(t, err)
+				assert.Equal(t, "req#0", resp, "the original answers")
+				assert.Equal(t, 100*ms, time.Since(start))
+				assert.Equal(t, 2, b.Calls(), "no third copy")
+				assert.Equal(t, int64(1), bud.Counts().Granted)
+			})
+		})
+	}
+	// A rejected answer that Config.Hint says "never" of (an HTTP 503
+	// with Rampart-Retry: no) refuses copies too.
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms}, step{latency: 0}, step{latency: 0})
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget.Always, Delay: 10 * ms, MaxAttempts: 3,
+			Accept: func(resp string, err error) bool { return err == nil && resp != "req#1" },
+			Hint: func(resp string, _ error) (time.Duration, bool) {
+				return rampart.Forever, resp == "req#1"
+			},
+		})
+		resp, err := svc.Call(t.Context(), "req")
+		require.NoError(t, err)
+		assert.Equal(t, "req#0", resp)
+		assert.Equal(t, 2, b.Calls())
+	})
+	// A finite hint is no refusal: the third copy is sent.
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms}, step{latency: 0, err: pushback(time.Second)}, step{latency: 5 * ms})
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: budget.Always, Delay: 10 * ms, MaxAttempts: 3})
+		resp, err := svc.Call(t.Context(), "req")
+		require.NoError(t, err)
+		assert.Equal(t, "req#2", resp)
+		assert.Equal(t, 3, b.Calls())
+	})
+}
+
+// A hedge the budget refuses leaves the call to its original attempt,
+// which returns as soon as it fails: the call does not hang until its
+// deadline waiting for a copy that was never sent (grpc-java#7222).
+func TestHedge_RT6_ThrottledHedgeDoesNotWaitForTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		unavailable := errors.New("unavailable")
+		b := newBackend(step{latency: 15 * ms, err: unavailable})
+		bud := budgettest.New(0)
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: bud, Delay: 10 * ms})
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		defer cancel()
+		start := time.Now()
+
+		_, err := svc.Call(ctx, "req")
+
+		assert.Same(t, unavailable, err, "the only attempt's error, unchanged")
+		assert.Equal(t, 15*ms, time.Since(start))
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Refused: 1}, bud.Counts())
+	})
+}
+
+// A caller's deadline shorter than the hedge delay sends no copy and asks
+// the budget for nothing: the call ends at the deadline with the
+// deadline's error.
+func TestHedge_RT10_DeadlineBeforeTheDelaySendsNoCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: time.Second})
+		bud := budgettest.New(budgettest.Unlimited)
+		svc := newHedged(t, b, hedge.Config[string, string]{Hedgeable: always, Budget: bud, Delay: 50 * ms})
+		ctx, cancel := context.WithTimeout(t.Context(), 30*ms)
+		defer cancel()
+		start := time.Now()
+
+		_, err := svc.Call(ctx, "req")
+
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 30*ms, time.Since(start))
+		assert.Equal(t, 1, b.Calls())
+		assert.Equal(t, budgettest.Counts{Deposits: 1}, bud.Counts())
 	})
 }

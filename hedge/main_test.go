@@ -103,3 +103,9 @@ func (d *discards) got() []string {
 	defer d.mu.Unlock()
 	return append([]string(nil), d.resps...)
 }
+
+// pushback is an error carrying a server's retry-after hint.
+type pushback time.Duration
+
+func (p pushback) Error() string             { return fmt.Sprintf("pushback %v", time.Duration(p)) }
+func (p pushback) RetryAfter() time.Duration { return time.Duration(p) }

@@ -38,10 +38,10 @@ type breakerRow struct {
 //
 //	(none)           the page, in HTML, with its styles and script inline (no
 //	                 external asset: it works offline); it shows a change
-//	                 (a transition, a value added or removed) as soon as it
-//	                 happens and reads the status again at least every
-//	                 RefreshInterval, and works without JavaScript as a
-//	                 snapshot
+//	                 (a transition, a value added or removed, a setting
+//	                 tuned) as soon as it happens and reads the status
+//	                 again at least every RefreshInterval, and works
+//	                 without JavaScript as a snapshot
 //	?format=json     the Status, as JSON (indented)
 //	?fragment=1      the page's live part alone, as the page's script reads it
 //

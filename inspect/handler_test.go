@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/inspect"
 )
 
@@ -84,6 +85,42 @@ func TestServeHTTP_OP4_LongPoll(t *testing.T) {
 		code, _, body := get(t, &reg, "/?fragment=1&after=x")
 		assert.Equal(t, http.StatusBadRequest, code)
 		assert.Equal(t, "inspect: bad after \"x\": want the X-Rampart-Changes of an earlier answer\n", body)
+	})
+}
+
+// TestServeHTTP_OP4_LongPollWakesAtATune checks that a setting tuned at
+// run time is a change: a read waiting for one answers at the instant a
+// breaker is tuned, and at the instant a limiter's Max is set.
+func TestServeHTTP_OP4_LongPollWakesAtATune(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reg inspect.Registry
+		br := newBreaker(t, circuitbreaker.Config{Name: "db", Observer: reg.Observer()})
+		reg.AddBreaker(br)
+		lim, err := concurrency.New(4)
+		require.NoError(t, err)
+		_, err = concurrency.NewLayer[int, int](concurrency.Config{Limiter: lim, Name: "db", Observer: reg.Observer()})
+		require.NoError(t, err)
+		reg.AddLimiter("db", lim)
+		poll := func(after string, tune func() error) (string, time.Duration) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				time.Sleep(200 * time.Millisecond)
+				assert.NoError(t, tune())
+			}()
+			start := time.Now()
+			rec := httptest.NewRecorder()
+			reg.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/?format=json&after="+after, nil))
+			took := time.Since(start)
+			<-done
+			return rec.Header().Get("X-Rampart-Changes"), took
+		}
+		n, took := poll("2", func() error { return br.Tune(circuitbreaker.Tuning{CoolDown: time.Minute}) })
+		assert.Equal(t, "3", n, "the breaker's tune")
+		assert.Equal(t, 200*time.Millisecond, took, "answered at the tune")
+		n, took = poll("3", func() error { return lim.SetMax(8) })
+		assert.Equal(t, "4", n, "the limiter's SetMax")
+		assert.Equal(t, 200*time.Millisecond, took, "answered at the SetMax")
 	})
 }
 

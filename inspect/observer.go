@@ -26,7 +26,9 @@ type record struct {
 // values do not keep themselves: since when each breaker is in its state
 // (from its creation, or its latest transition), the latest transitions
 // with their causes, and how many calls each breaker, budget and
-// concurrency limit refused. Give it to their Configs, beside any other
+// concurrency limit refused. It also wakes an open page when a layer's
+// settings are tuned at run time (an [observe.Tuned] event), as it does
+// at a transition. Give it to their Configs, beside any other
 // observer, with observe.Join:
 //
 //	obs := observe.Join(metrics, reg.Observer())
@@ -63,6 +65,9 @@ func (o *observer) Bind(source observe.Source, name string) observe.Observer {
 func (o *observer) Observe(_ context.Context, e observe.Event) {
 	switch e.Kind {
 	case observe.Rejected, observe.Refused, observe.BudgetRefused, observe.Transition, observe.Removed:
+	case observe.Tuned:
+		(*Registry)(o).tuned()
+		return
 	default:
 		return
 	}
@@ -77,7 +82,19 @@ func (b *bound) Observe(_ context.Context, e observe.Event) {
 		b.rec.refused.Add(1)
 	case observe.Transition, observe.Removed:
 		b.r.handle(b.rec, e)
+	case observe.Tuned:
+		b.r.tuned()
 	}
+}
+
+// tuned counts a layer's settings changed at run time (an [observe.Tuned]
+// event: a breaker's cool-down or policy, a limiter's Max or bounds, a
+// budget's ratio) as a change, so that an open page reads what they changed at
+// once.
+func (r *Registry) tuned() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.change()
 }
 
 // record returns the record of k, creating it when create is set (and

@@ -250,7 +250,8 @@ type call struct {
 	cc         *grpc.ClientConn
 	opts       []grpc.CallOption
 	invoker    grpc.UnaryInvoker
-	repeat     bool // the method is safe to send more than once
+	repeat     bool                // the method is safe to send more than once
+	crit       rampart.Criticality // the caller's context's
 }
 
 // result is what an attempt returns besides its error.
@@ -272,8 +273,8 @@ type attemptOpts struct {
 	buf     [4]grpc.CallOption
 }
 
-func (invokeService) Call(ctx context.Context, c call) (result, error) {
-	ctx = outgoing(ctx)
+func (*invokeService) Call(ctx context.Context, c call) (result, error) {
+	ctx = outgoing(ctx, c.crit)
 	if !c.repeat {
 		return result{}, c.invoker(ctx, c.method, c.req, c.reply, c.cc, c.opts...)
 	}
@@ -287,22 +288,23 @@ func (invokeService) Call(ctx context.Context, c call) (result, error) {
 type client struct {
 	unary service           // the full stack, for methods that may be repeated
 	once  service           // the stack without retry and hedge
-	skip  func(string) bool // never nil
+	skip  func(string) bool // nil: no method is skipped
 	// budget receives a deposit for every call sent once, so that such
 	// calls still earn retries for the others; never nil (newClient gives
 	// a default one).
 	budget retry.Budget
 
 	// For streams.
-	breaker        *circuitbreaker.Breaker
-	breakers       *circuitbreaker.Group[string]
-	breakerKey     func(string, *grpc.ClientConn) string
-	classify       func(error) rampart.Outcome
-	methods        func(string) bool
-	limit          *concurrency.Config // nil without ClientConfig.Limit
-	streamRetry    rampart.Layer[streamCall, grpc.ClientStream]
-	commitRetry    rampart.Layer[*commitCall, commitResult]
-	attemptTimeout time.Duration
+	breaker         *circuitbreaker.Breaker
+	breakers        *circuitbreaker.Group[string]
+	breakerKey      func(string, *grpc.ClientConn) string
+	classify        func(error) rampart.Outcome
+	classifyDefault bool                // classify is Classify
+	methods         func(string) bool   // nil: no method is safe to repeat
+	limit           *concurrency.Config // nil without ClientConfig.Limit
+	streamRetry     rampart.Layer[streamCall, grpc.ClientStream]
+	commitRetry     rampart.Layer[*commitCall, commitResult]
+	attemptTimeout  time.Duration
 }
 
 func newClient(cfg ClientConfig) (*client, error) {
@@ -333,13 +335,7 @@ func newClient(cfg ClientConfig) (*client, error) {
 		c.breakerKey = PerMethod
 	}
 	if c.classify == nil {
-		c.classify = Classify
-	}
-	if c.methods == nil {
-		c.methods = func(string) bool { return false }
-	}
-	if c.skip == nil {
-		c.skip = func(string) bool { return false }
+		c.classify, c.classifyDefault = Classify, true
 	}
 	retryable := Retryable
 	if cfg.Retry.Retryable != nil {
@@ -378,7 +374,9 @@ func newClient(cfg ClientConfig) (*client, error) {
 		}
 		inner = inner.Layer(to)
 	}
-	c.once = inner.Service(invokeService{})
+	// A pointer: a value would be called through the wrapper the
+	// compiler makes for a value's method called through an interface.
+	c.once = inner.Service(&invokeService{})
 
 	rt, err := retry.NewLayer(retry.Config[call, result]{
 		MaxAttempts: cfg.Retry.MaxAttempts,
@@ -405,6 +403,8 @@ func newClient(cfg ClientConfig) (*client, error) {
 			MinSamples:  cfg.Hedge.MinSamples,
 			Name:        cfg.Hedge.Name,
 			Observer:    cfg.Hedge.Observer,
+			// A negative pushback ends the hedging too (gRFC A6).
+			Hint: func(r result, _ error) (time.Duration, bool) { return pushback(r.trailer) },
 			// A copy the limit refused is no answer: another copy may be
 			// on its way to one.
 			Accept: func(_ result, err error) bool {
@@ -440,6 +440,15 @@ func newClient(cfg ClientConfig) (*client, error) {
 // there is no breaker.
 func (c *client) breakerLayer() rampart.Layer[call, result] {
 	classify := func(_ result, err error) rampart.Outcome { return c.classify(err) }
+	if c.classifyDefault {
+		// A success is told without asking grpc-go for its code.
+		classify = func(_ result, err error) rampart.Outcome {
+			if err == nil {
+				return rampart.Success
+			}
+			return Classify(err)
+		}
+	}
 	switch {
 	case c.breaker != nil:
 		return circuitbreaker.NewLayer[call, result](c.breaker, classify)
@@ -479,22 +488,23 @@ func NewUnaryClientInterceptor(cfg ClientConfig) (grpc.UnaryClientInterceptor, e
 	if err != nil {
 		return nil, err
 	}
-	return c.interceptUnary, nil
-}
-
-func (c *client) interceptUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if c.skip(method) {
-		return invoker(ctx, method, req, reply, cc, opts...)
-	}
-	r := call{method: method, req: req, reply: reply, cc: cc, opts: opts, invoker: invoker, repeat: c.methods(method)}
-	var err error
-	if r.repeat {
-		_, err = c.unary.Call(ctx, r)
-	} else {
-		c.budget.Deposit()
-		_, err = c.once.Call(ctx, r)
-	}
-	return statusOf(err)
+	// The interceptor is a closure rather than the method value
+	// c.interceptUnary, whose wrapper would move the eight arguments once
+	// more on every call.
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if c.skip != nil && c.skip(method) {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		r := call{method: method, req: req, reply: reply, cc: cc, opts: opts, invoker: invoker, repeat: c.methods != nil && c.methods(method), crit: rampart.CriticalityOf(ctx)}
+		var err error
+		if r.repeat {
+			_, err = c.unary.Call(ctx, r)
+		} else {
+			c.budget.Deposit()
+			_, err = c.once.Call(ctx, r)
+		}
+		return statusOf(err)
+	}, nil
 }
 
 // statusOf makes sure that an error the call was refused with, without

@@ -27,7 +27,6 @@ import (
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartgrpc"
 	"github.com/rampart-go/rampart/record"
-	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -57,6 +56,14 @@ func TestUnary_GR16_StackAllocations(t *testing.T) {
 			assert.Equal(t, tc.want, allocs)
 		})
 	}
+	t.Run("may be retried, with an attempt timeout", func(t *testing.T) {
+		// context.WithDeadlineCause's 4 (its context, cancel func, timer
+		// and the timer's callback) and the attempt's trailer and options.
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(fullStack(t))
+		require.NoError(t, err)
+		ctx := context.Background()
+		assert.Equal(t, 5.0, testing.AllocsPerRun(1000, func() { _ = ic(ctx, unaryMethod, nil, nil, nil, invoker) }))
+	})
 	t.Run("one breaker", func(t *testing.T) {
 		ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{Breaker: newBreaker(t, circuitbreaker.Config{})})
 		require.NoError(t, err)
@@ -336,6 +343,31 @@ func TestUnary_GR7_HedgeAnswersFromTheFasterCopy(t *testing.T) {
 		assert.Equal(t, "hedge", resp.GetUsername())
 		assert.Equal(t, 40*time.Millisecond, time.Since(begin))
 		assert.Equal(t, int32(2), e.srv.calls.Load())
+	})
+}
+
+// A copy answered with a negative grpc-retry-pushback-ms ends the
+// hedging (gRFC A6: no further hedged requests; PG7): of three copies 10ms
+// apart, the second pushes back at once, the third is never sent, and
+// the first answers at 100ms.
+func TestUnary_PG7_NegativePushbackEndsTheHedging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			if n == 2 {
+				return pushingBack(1, "-1")(ctx, 1)
+			}
+			time.Sleep(100 * time.Millisecond)
+			return &testgrpc.SimpleResponse{Username: fmt.Sprint("copy ", n)}, nil
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod)},
+			Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 10 * time.Millisecond, MaxAttempts: 3},
+		}))
+		begin := time.Now()
+		resp, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		require.NoError(t, err)
+		assert.Equal(t, "copy 1", resp.GetUsername())
+		assert.Equal(t, 100*time.Millisecond, time.Since(begin))
+		assert.Equal(t, int32(2), e.srv.calls.Load(), "no third copy")
 	})
 }
 
@@ -745,13 +777,7 @@ func TestRecorder_GR_JudgesAsTheBreaker(t *testing.T) {
 			attempt int
 		}
 		var got []line
-		tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
-		for {
-			e, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
+		for _, e := range readTrace(t, out.String()) {
 			assert.Equal(t, unaryMethod, e.Key)
 			got = append(got, line{e.Outcome, e.Class, e.Attempt})
 		}
@@ -788,4 +814,50 @@ func TestMethods_GR1_ExactNames(t *testing.T) {
 		assert.False(t, safe("/pkg.Service/M"), "%d names: a prefix", n)
 		assert.False(t, safe(""), "%d names", n)
 	}
+}
+
+// Two deadlines that both read DEADLINE_EXCEEDED to the caller, told
+// apart on every view: the attempt's own AttemptTimeout (a timeout event,
+// a retry for a timeout, class "timeout" in the trace) and a
+// DEADLINE_EXCEEDED the server sends (its own downstream ran out: not
+// retried, class "error", no timeout event). The breaker counts both as
+// failures, and the observer, the trace and the breaker agree on two.
+func TestUnary_GR6_DeadlinesToldApartOnEveryView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		rec, err := record.New(&out, record.Config{})
+		require.NoError(t, err)
+		var seen observetest.Recorder
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "api", Policy: circuitbreaker.Consecutive{Failures: 5}, Observer: &seen})
+		require.NoError(t, err)
+		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			if n == 1 {
+				<-ctx.Done() // hangs past the attempt's deadline
+				return nil, ctx.Err()
+			}
+			return nil, status.Error(codes.DeadlineExceeded, "the server's own downstream ran out of time")
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Breaker: br, Recorder: rec, AttemptTimeout: 300 * time.Millisecond, Name: "api", Observer: &seen,
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod), Backoff: noWait(t), Budget: budget.Always, Name: "api", Observer: &seen},
+		}))
+		_, err = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+		assert.NotErrorIs(t, err, timeout.ErrTimeout, "the caller gets the server's answer")
+		require.NoError(t, rec.Close())
+
+		var kinds []string
+		for _, ev := range seen.Events() {
+			kinds = append(kinds, ev.Source.String()+"."+ev.Kind.String())
+		}
+		assert.Equal(t, []string{"timeout.timeout-fired", "circuitbreaker.failure", "retry.retrying", "circuitbreaker.failure", "retry.retry-end"}, kinds)
+		evs := seen.Events()
+		assert.ErrorIs(t, evs[2].Err, timeout.ErrTimeout, "retried for the attempt's timeout")
+		assert.NoError(t, evs[4].Err, "then stopped: the server's DEADLINE_EXCEEDED is not retried")
+		assert.Equal(t, 2, br.State().Counts.ConsecutiveFailures)
+		var lines []string
+		for _, en := range readTrace(t, out.String()) {
+			lines = append(lines, fmt.Sprintf("%s/%s/%d", en.Outcome, en.Class, en.Attempt))
+		}
+		assert.Equal(t, []string{"failure/timeout/1", "failure/error/2"}, lines)
+	})
 }

@@ -26,11 +26,11 @@ const (
 	AttemptKey = "rampart-attempt"
 )
 
-// outgoing returns ctx with the criticality and the attempt number it
-// carries added to its outgoing metadata, and ctx itself, at no cost,
-// when it carries neither.
-func outgoing(ctx context.Context) context.Context {
-	c := rampart.CriticalityOf(ctx)
+// outgoing returns ctx with the call's criticality c (which no layer
+// changes, so the interceptor reads it once per call, from the caller's
+// context) and the attempt number ctx carries added to its outgoing
+// metadata, and ctx itself, at no cost, when there is neither to send.
+func outgoing(ctx context.Context, c rampart.Criticality) context.Context {
 	n := rampart.AttemptOf(ctx)
 	switch {
 	case c == rampart.DefaultCriticality && n == 0:

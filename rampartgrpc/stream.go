@@ -82,12 +82,15 @@ func NewStreamClientInterceptor(cfg ClientConfig) (grpc.StreamClientInterceptor,
 	once := streamOpener{c}
 	commit := c.commitRetry.Wrap(committer{streamOpener{c}})
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if c.skip != nil && c.skip(method) {
+			return streamer(ctx, desc, cc, method, opts...)
+		}
 		s := streamCall{desc: desc, cc: cc, method: method, streamer: streamer, opts: opts}
 		var (
 			cs  grpc.ClientStream
 			err error
 		)
-		if c.methods(method) {
+		if c.methods != nil && c.methods(method) {
 			if cs, err = repeat.Call(ctx, s); err == nil {
 				cs = &replayStream{ClientStream: cs, ctx: ctx, call: s, retry: commit, replay: true}
 			}
@@ -122,7 +125,7 @@ func (o streamOpener) Call(ctx context.Context, s streamCall) (grpc.ClientStream
 	var release func()
 	if o.c.limit != nil {
 		var err error
-		if release, err = concurrency.Take(ctx, *o.c.limit); err != nil {
+		if release, err = concurrency.Acquire(ctx, *o.c.limit); err != nil {
 			return nil, err
 		}
 	}
@@ -163,7 +166,7 @@ func (o streamOpener) Call(ctx context.Context, s streamCall) (grpc.ClientStream
 // a deadline: a timer cancels the opening if it has not returned in time,
 // and is stopped once it has.
 func (c *client) open(ctx context.Context, s streamCall) (grpc.ClientStream, error) {
-	ctx = outgoing(ctx)
+	ctx = outgoing(ctx, rampart.CriticalityOf(ctx))
 	if c.attemptTimeout <= 0 {
 		return s.streamer(ctx, s.desc, s.cc, s.method, s.opts...)
 	}

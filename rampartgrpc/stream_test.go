@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthgrpc "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -638,3 +639,68 @@ func (s *endingStream) Context() context.Context     { return context.Background
 func (s *endingStream) SendMsg(any) error            { return s.send }
 func (s *endingStream) Header() (metadata.MD, error) { return nil, s.header }
 func (s *endingStream) RecvMsg(any) error            { return s.recv }
+
+// A stream to a method Skip names (a health Watch) bypasses an open
+// breaker, as a unary call does; every other stream is refused.
+func TestStream_GR17_SkipBypassesOpenBreaker(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		br := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour})
+		p, err := br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errors.New("tripped"))
+		e := start(t, n, &testServer{}, nil, streamClient(t, rampartgrpc.ClientConfig{
+			Skip:    rampartgrpc.Methods("/grpc.health.v1.Health/Watch"),
+			Breaker: br,
+		}))
+		w, err := e.hc.Watch(t.Context(), &healthgrpc.HealthCheckRequest{})
+		require.NoError(t, err)
+		resp, err := w.Recv()
+		require.NoError(t, err, "the health watch reaches the server")
+		assert.Equal(t, healthgrpc.HealthCheckResponse_SERVING, resp.GetStatus())
+
+		_, err = e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		assert.Equal(t, codes.Unavailable, status.Code(err))
+		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		assert.Equal(t, circuitbreaker.Open, br.State().State)
+	})
+}
+
+// A stream's end is seen by every later call the caller makes on it: more
+// Recvs after the error, Header, CloseSend, then its context cancelled.
+// (An instrumentation that ends its span on each of those paths counts
+// the stream again.) The breaker's observer is told of one failure, the
+// limiter's slot is given back once (the next stream gets it), and the
+// breaker's counts say what the observer says.
+func TestStream_EV12_EndSeenOnEveryPathCountedOnce(t *testing.T) {
+	eachNetwork(t, func(t *testing.T, n network) {
+		lim, err := concurrency.New(1)
+		require.NoError(t, err)
+		var seen observetest.Counter
+		br := newBreaker(t, circuitbreaker.Config{Name: "backend", Policy: circuitbreaker.Consecutive{Failures: 5}, Observer: &seen})
+		e := start(t, n, &testServer{stream: sendThen(1, status.Error(codes.Internal, "broken"))}, nil,
+			streamClient(t, rampartgrpc.ClientConfig{Breaker: br, Limit: lim, Retry: rampartgrpc.RetryConfig{MaxAttempts: 1}}))
+		ctx, cancel := context.WithCancel(t.Context())
+		st, err := e.tc.StreamingOutputCall(ctx, &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err)
+		_, err = st.Recv()
+		require.NoError(t, err)
+		for range 3 {
+			_, err = st.Recv()
+			assert.Equal(t, codes.Internal, status.Code(err))
+		}
+		_, _ = st.Header()
+		_ = st.CloseSend()
+		cancel()
+		assert.Equal(t, map[string]int{"success": 0, "failure": 1, "ignored": 0, "rejected": 0}, seen.Outcomes())
+		assert.Equal(t, 1, br.State().Counts.ConsecutiveFailures)
+		assert.Zero(t, lim.InFlight())
+
+		st, err = e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
+		require.NoError(t, err, "the slot was given back")
+		got, err := recvAll(st)
+		assert.Equal(t, 1, got)
+		assert.Equal(t, codes.Internal, status.Code(err))
+		assert.Equal(t, map[string]int{"success": 0, "failure": 2, "ignored": 0, "rejected": 0}, seen.Outcomes())
+		assert.Zero(t, lim.InFlight())
+	})
+}

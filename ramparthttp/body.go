@@ -14,12 +14,14 @@ import (
 // body is the wrapper that the breaker and the timeout layers put in front
 // of a response body, to finish the attempt's permit when the body is read
 // to its end, fails or is closed (judging), and to end the attempt's
-// context when it is closed (cancel). One body does both: the second layer
-// to need a wrapper fills its part of the first one's instead of wrapping
-// it again, so that a response through a breaker and an attempt timeout
-// costs one allocation, not two. Each part is filled at most once; a layer
-// that finds its part taken (two breakers in one stack) wraps the body
-// again.
+// contexts when it is closed (cancel, cancelCause). One body does all of
+// it: a layer that needs a wrapper fills its part of the one already
+// there instead of wrapping the body again, so that a response through a
+// breaker and timeouts costs one allocation, not one per layer, and an
+// attempt sent with a context of its own has its wrapper in the same
+// allocation as the request's copy (see [attempt]). Each part is filled at
+// most once; a layer that finds its part taken (two breakers in one stack)
+// wraps the body again.
 type body struct {
 	io.ReadCloser
 
@@ -30,12 +32,14 @@ type body struct {
 	done    atomic.Bool // the permit is finished; Read, Close and the lease may race
 	lease   *time.Timer // a probe's body lease, or nil
 
-	// The timeout layer's part: called once the body is closed.
-	cancel context.CancelFunc
+	// The timeout and hedge layers' parts: called once the body is closed.
+	cancel      [2]context.CancelFunc
+	cancelCause context.CancelCauseFunc
 }
 
 // readWriteBody is a body whose inner body is writable (the body of a 101
-// Switching Protocols response), and stays so.
+// Switching Protocols response, as a WebSocket or h2c upgrade uses it),
+// and stays so.
 type readWriteBody struct {
 	body
 	w io.Writer
@@ -43,19 +47,71 @@ type readWriteBody struct {
 
 func (b *readWriteBody) Write(p []byte) (int, error) { return b.w.Write(p) }
 
+// attempt is what an attempt sent with a context of its own allocates
+// (see roundTripperService): the request's copy that carries the context,
+// and the wrapper of the response body, which a timeout layer's context
+// needs anyway.
+type attempt struct {
+	req  http.Request
+	body readWriteBody
+}
+
+// wrapIn puts b in front of resp's body, keeping a writable body writable,
+// and returns the part of b that the layers fill. resp has a body.
+func wrapIn(b *readWriteBody, resp *http.Response) *body {
+	b.ReadCloser = resp.Body
+	if rw, ok := resp.Body.(io.ReadWriteCloser); ok {
+		b.w = rw
+		resp.Body = b
+	} else {
+		resp.Body = &b.body
+	}
+	return &b.body
+}
+
+// wrapper returns the wrapper in front of resp's body, or nil if there is
+// none.
+func wrapper(resp *http.Response) *body {
+	switch b := resp.Body.(type) {
+	case *body:
+		return b
+	case *readWriteBody:
+		return &b.body
+	}
+	return nil
+}
+
+// unwrapIdle takes away a wrapper that no layer filled (one the innermost
+// service put there in case a layer would need it).
+func unwrapIdle(resp *http.Response) {
+	if b := wrapper(resp); b != nil && b.idle() {
+		resp.Body = b.ReadCloser
+	}
+}
+
+// idle reports whether no layer filled a part of b.
+func (b *body) idle() bool {
+	return !b.judging && b.cancel[0] == nil && b.cancelCause == nil
+}
+
+// noBody reports whether resp has no body to read: nothing will be read
+// through its context, and there is no read or close to judge.
+func noBody(resp *http.Response) bool {
+	return resp.Body == nil || resp.Body == http.NoBody
+}
+
 // judgeBody finishes p as a success for a response without a body to read,
 // and otherwise moves p into the wrapper of resp's body, which finishes it
 // when the body is read to its end, fails or is closed; a probe's body
 // holds its slot for lease at most.
 func judgeBody(ctx context.Context, p *circuitbreaker.Permit, resp *http.Response, lease time.Duration) {
-	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+	if noBody(resp) || resp.StatusCode == http.StatusSwitchingProtocols {
 		p.Success()
 		return
 	}
-	b, ok := resp.Body.(*body)
-	if !ok || b.judging {
-		b = &body{ReadCloser: resp.Body}
-		resp.Body = b
+	b := wrapper(resp)
+	if b == nil || b.judging {
+		b = wrapIn(new(readWriteBody), resp)
 	}
 	b.judging, b.ctx = true, ctx
 	probe := p.Probe()
@@ -66,23 +122,36 @@ func judgeBody(ctx context.Context, p *circuitbreaker.Permit, resp *http.Respons
 }
 
 // cancelOnClose hands a response's context to its body: cancel runs when
-// the body is closed (at once when there is no body).
+// the body is closed, or at once when there is no body to read.
 func cancelOnClose(resp *http.Response, cancel context.CancelFunc) *http.Response {
-	switch rc := resp.Body.(type) {
-	case nil:
+	if noBody(resp) {
 		cancel()
-	case *body:
-		if rc.cancel == nil {
-			rc.cancel = cancel
-			break
-		}
-		resp.Body = &body{ReadCloser: rc, cancel: cancel}
-	case io.ReadWriteCloser:
-		// A 101 Switching Protocols body is writable; keep it so.
-		resp.Body = &readWriteBody{body{ReadCloser: rc, cancel: cancel}, rc}
-	default:
-		resp.Body = &body{ReadCloser: rc, cancel: cancel}
+		return resp
 	}
+	b := wrapper(resp)
+	if b == nil || b.cancel[len(b.cancel)-1] != nil {
+		b = wrapIn(new(readWriteBody), resp)
+	}
+	if b.cancel[0] == nil {
+		b.cancel[0] = cancel
+	} else {
+		b.cancel[1] = cancel
+	}
+	return resp
+}
+
+// cancelCauseOnClose is cancelOnClose for a context made by
+// [context.WithCancelCause]: cancel(nil) runs when the body is closed.
+func cancelCauseOnClose(resp *http.Response, cancel context.CancelCauseFunc) *http.Response {
+	if noBody(resp) {
+		cancel(nil)
+		return resp
+	}
+	b := wrapper(resp)
+	if b == nil || b.cancelCause != nil {
+		b = wrapIn(new(readWriteBody), resp)
+	}
+	b.cancelCause = cancel
 	return resp
 }
 
@@ -102,8 +171,13 @@ func (b *body) Close() error {
 		b.judge(nil)
 	}
 	err := b.ReadCloser.Close()
-	if b.cancel != nil {
-		b.cancel()
+	for _, cancel := range b.cancel {
+		if cancel != nil {
+			cancel()
+		}
+	}
+	if b.cancelCause != nil {
+		b.cancelCause(nil)
 	}
 	return err
 }

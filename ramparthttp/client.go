@@ -43,8 +43,15 @@ func FromRoundTripper(rt http.RoundTripper) Service {
 type roundTripperService struct{ rt http.RoundTripper }
 
 func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http.Response, error) {
+	var a *attempt
 	if ctx != req.Context() {
-		req = req.WithContext(ctx)
+		// The copy that carries ctx, in one allocation with the wrapper
+		// of the response body, which the layer that made ctx (a
+		// timeout's, a hedge's) needs to end it. (WithContext is inlined
+		// and its own copy does not escape.)
+		a = new(attempt)
+		a.req = *req.WithContext(ctx)
+		req = &a.req
 	}
 	resp, err := s.rt.RoundTrip(req)
 	switch {
@@ -54,6 +61,9 @@ func (s roundTripperService) Call(ctx context.Context, req *http.Request) (*http
 		return nil, err
 	case err == nil && resp == nil:
 		return nil, fmt.Errorf("ramparthttp: %T returned a nil *http.Response with a nil error", s.rt)
+	}
+	if a != nil && err == nil && !noBody(resp) {
+		wrapIn(&a.body, resp)
 	}
 	return resp, err
 }
@@ -95,6 +105,7 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	unwrapIdle(resp)
 	return resp, nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/observe"
 )
 
 // HedgeConfig configures [HedgeLayer]. Budget is required; every other zero
@@ -40,6 +41,11 @@ type HedgeConfig struct {
 	// delay replaces Delay; only with a Quantile. Zero means
 	// [hedge.DefaultMinSamples], or Window if that is smaller.
 	MinSamples int
+	// Name names the hedge layer in its events; Observer, if not nil, is
+	// told of each copy sent and each hedged call's winner (see
+	// [hedge.Config]), as rampartgrpc.HedgeConfig's are.
+	Name     string
+	Observer observe.Observer
 }
 
 // HedgeLayer returns a layer that sends another copy of a slow request and
@@ -60,7 +66,8 @@ type HedgeConfig struct {
 //   - A good response is one that [Retryable] would not retry: a transport
 //     error, 429, and 5xx except 501 and 505 are not good, so a fast 503 from
 //     one replica does not beat a slower 200 from another. A response that
-//     is not good does not trigger a hedge.
+//     is not good does not trigger a hedge, and a 429 or 503 carrying
+//     [NoRetryHeader] "no" ends the hedging: no further copy is sent.
 //   - The response returned keeps its copy's context until its body is
 //     closed, so it can be read after RoundTrip returns; the caller must
 //     close it, as always. Every other response has its body closed (see
@@ -91,7 +98,10 @@ func HedgeLayer(cfg HedgeConfig) (Layer, error) {
 		Quantile:    cfg.Quantile,
 		Window:      cfg.Window,
 		MinSamples:  cfg.MinSamples,
+		Name:        cfg.Name,
+		Observer:    cfg.Observer,
 		Accept:      answered,
+		Hint:        noRetryHint,
 		Discard:     discard,
 		Detach:      cancelOnClose,
 	})

@@ -30,8 +30,10 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/filter"
+	"github.com/rampart-go/rampart/inspect"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/loadshed"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/timeout"
@@ -1202,4 +1204,89 @@ func TestServer_EV12_EveryRequestReportedOnce(t *testing.T) {
 	require.Eventually(t, func() bool { return obs.Outcomes()["ignored"] == 1 }, 10*time.Second, time.Millisecond)
 	require.Equal(t, map[string]int{"success": 3, "failure": 0, "ignored": 1, "rejected": 2}, got)
 	require.Equal(t, got, obs.Outcomes())
+}
+
+// A handler that aborts with http.ErrAbortHandler (net/http's way to cut
+// a response: a reverse proxy whose backend died mid-copy), before
+// writing or after flushing its headers, gives its concurrency slot back
+// as the panic unwinds: the next request is admitted, the live page shows
+// nothing in flight and nothing refused, and the observer was told of no
+// refusal. The client sees the cut connection.
+func TestHandler_LM4_AbortedHandlerFreesItsSlot(t *testing.T) {
+	lim, err := concurrency.New(1)
+	require.NoError(t, err)
+	reg, err := inspect.New(inspect.Config{})
+	require.NoError(t, err)
+	reg.AddLimiter("inbound", lim)
+	var seen observetest.Recorder
+	ll, err := concurrency.NewLayer[ramparthttp.Exchange, struct{}](concurrency.Config{
+		Limiter: lim, Mode: concurrency.Refuse, Name: "inbound", Observer: observe.Join(reg.Observer(), &seen)})
+	require.NoError(t, err)
+	h, err := ramparthttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/abort":
+			panic(http.ErrAbortHandler)
+		case "/cut":
+			w.Header().Set("Content-Length", "100")
+			_, _ = io.WriteString(w, "part")
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		_, _ = io.WriteString(w, "ok")
+	}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{ll}})
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.Start()
+	defer srv.Close()
+	for range 3 {
+		_, err := srv.Client().Get(srv.URL + "/abort")
+		require.Error(t, err, "the connection is cut before any answer")
+		resp, err := srv.Client().Get(srv.URL + "/cut")
+		require.NoError(t, err)
+		_, err = io.ReadAll(resp.Body)
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+		resp.Body.Close()
+	}
+	resp, err := srv.Client().Get(srv.URL + "/ok")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok", string(body))
+
+	st := reg.Status(context.Background())
+	require.Len(t, st.Limiters, 1)
+	assert.Equal(t, inspect.LimiterStatus{Name: "inbound", Kind: "fixed", Limit: 1, InFlight: 0, Refused: 0}, st.Limiters[0])
+	assert.Empty(t, seen.Events(), "no refusal, no wait")
+	assert.Zero(t, lim.InFlight())
+}
+
+// A handler that ignores its context and answers after the timeout
+// layer's deadline has answered: the client gets its 200 and the
+// observer is told of no timeout; a handler that gives up at the deadline
+// gets the 503 answer and one TimeoutFired. The timeouts the operator
+// counts are the 503s clients got.
+func TestHandler_EV4_TimeoutCountedOnlyWhenItAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var seen observetest.Recorder
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second, Name: "inbound", Observer: &seen})
+		require.NoError(t, err)
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/late" {
+				time.Sleep(2 * time.Second) // ignores its context
+				_, _ = io.WriteString(w, "late")
+				return
+			}
+			<-r.Context().Done()
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{to}})
+		late := newCountingWriter()
+		h.ServeHTTP(late, httptest.NewRequest(http.MethodGet, "/late", nil))
+		assert.Equal(t, []int{http.StatusOK}, late.codes)
+		assert.Empty(t, seen.Events(), "an answered request is no timeout")
+		gaveUp := newCountingWriter()
+		h.ServeHTTP(gaveUp, httptest.NewRequest(http.MethodGet, "/wait", nil))
+		assert.Equal(t, []int{http.StatusServiceUnavailable}, gaveUp.codes)
+		assert.Equal(t, []observe.Event{{Source: observe.Timeout, Name: "inbound", Kind: observe.TimeoutFired, Duration: time.Second}}, seen.Events())
+	})
 }

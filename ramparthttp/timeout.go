@@ -91,7 +91,7 @@ func (s headerTimeoutService) Call(ctx context.Context, req *http.Request) (*htt
 		}
 		// The headers came in time: the body may take as long as it needs,
 		// and the context lives until the body is closed.
-		return cancelOnClose(resp, func() { cancel(nil) }), nil
+		return cancelCauseOnClose(resp, cancel), nil
 	}
 	// The timer fired: the context is cancelled, or about to be.
 	cancel(s.cause)

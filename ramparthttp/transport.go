@@ -189,7 +189,7 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		if classify == nil {
 			classify = Classify
 		}
-		b = b.Layer(shadow.NewLayer[*http.Request, *http.Response](cfg.Shadow, classify))
+		b = b.Layer(shadow.NewLayer[*http.Request, *http.Response](cfg.Shadow, classify, judgeLater))
 	}
 	if cfg.Limit != nil {
 		l, err := concurrency.NewLayer[*http.Request, *http.Response](concurrency.Config{Limiter: cfg.Limit, Mode: concurrency.Refuse, Name: cfg.Name, Observer: cfg.Observer})

@@ -31,12 +31,23 @@ import (
 )
 
 // memTransport answers every request in memory with the same 200
-// response and an empty body, allocating nothing, so that what a stack
-// around it allocates is all the stack's.
-type memTransport struct{ resp http.Response }
+// response and an empty body (or body, if set), or with err, if set,
+// allocating nothing, so that what a stack around it allocates is all
+// the stack's.
+type memTransport struct {
+	resp http.Response
+	body io.ReadCloser
+	err  error
+}
 
 func (m *memTransport) RoundTrip(*http.Request) (*http.Response, error) {
-	m.resp.Body = eofBody{} // the stack may have put a wrapper there
+	if m.err != nil {
+		return nil, m.err
+	}
+	// The stack may have put a wrapper there.
+	if m.resp.Body = m.body; m.body == nil {
+		m.resp.Body = eofBody{}
+	}
 	return &m.resp, nil
 }
 
@@ -54,12 +65,24 @@ func (eofBody) Close() error             { return nil }
 //   - retry + budget + breaker: 1, the wrapper of the response body, which
 //     holds the breaker's permit until the body is read to its end or
 //     closed (the retry layer and the budget allocate nothing);
-//   - with an AttemptTimeout as well: 5 more, 6 in all: the deadline
+//   - with an AttemptTimeout as well: 4 more, 5 in all: the deadline
 //     context (context.WithDeadlineCause's timerCtx, its cancel func, and
 //     its time.AfterFunc: the callback and the runtime timer: 4) and the
 //     copy of the request that carries the attempt's context
-//     (Request.WithContext: 1); the body wrapper that cancels that
-//     context when the body is closed is the breaker's, shared;
+//     (Request.WithContext), which holds the one body wrapper too: the
+//     wrapper that cancels that context when the body is closed and
+//     holds the breaker's permit (1);
+//   - the same with a response without a body (http.NoBody): 5, the
+//     context ended at once, the spare wrapper unused;
+//   - the same with a transport error: 5, of which the breaker and the
+//     retry layer allocate none;
+//   - with a HeaderTimeout instead: 5 (the cancellable context and its
+//     cancel func, the timer and its callback, and the request's copy
+//     with the body wrapper; it was 7);
+//   - with both timeouts: 12, each timeout's context (4 each), the header
+//     timeout's registering as a child of the attempt's (the parent's
+//     Done channel and its map of children: 3), and the request's copy
+//     with the one body wrapper, which ends both (it was 15);
 //   - a request the breaker refuses: none, with or without a timeout (the
 //     permit is acquired into a local, and the timeout layer is below the
 //     breaker);
@@ -73,7 +96,7 @@ func TestTransport_AllocsOverBare(t *testing.T) {
 		return testing.AllocsPerRun(1000, func() {
 			resp, err := rt.RoundTrip(req)
 			if err != nil {
-				if errors.Is(err, circuitbreaker.ErrOpen) {
+				if errors.Is(err, circuitbreaker.ErrOpen) || errors.Is(err, errAllocsRefused) {
 					return
 				}
 				t.Fatal(err)
@@ -105,8 +128,24 @@ func TestTransport_AllocsOverBare(t *testing.T) {
 		{name: "retry+budget+breaker", want: 1, cfg: func(t *testing.T) ramparthttp.ClientConfig {
 			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t)}
 		}},
-		{name: "retry+budget+breaker+AttemptTimeout", want: 6, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+		{name: "retry+budget+breaker+AttemptTimeout", want: 5, cfg: func(t *testing.T) ramparthttp.ClientConfig {
 			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), AttemptTimeout: 10 * time.Second}
+		}},
+		{name: "AttemptTimeout, no body", want: 5, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			empty := &memTransport{resp: http.Response{StatusCode: http.StatusNoContent, Header: http.Header{}}, body: http.NoBody}
+			return ramparthttp.ClientConfig{Base: empty, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), AttemptTimeout: 10 * time.Second}
+		}},
+		{name: "AttemptTimeout, transport error", want: 5, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			b, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1000000}})
+			require.NoError(t, err)
+			failing := &memTransport{err: errAllocsRefused}
+			return ramparthttp.ClientConfig{Base: failing, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}, Breaker: b, AttemptTimeout: 10 * time.Second}
+		}},
+		{name: "retry+budget+breaker+HeaderTimeout", want: 5, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), HeaderTimeout: 10 * time.Second}
+		}},
+		{name: "breaker+AttemptTimeout+HeaderTimeout", want: 12, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), AttemptTimeout: 10 * time.Second, HeaderTimeout: 10 * time.Second}
 		}},
 		{name: "refused", want: 0, cfg: func(t *testing.T) ramparthttp.ClientConfig {
 			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: open(t), AttemptTimeout: 10 * time.Second}
@@ -131,6 +170,10 @@ func TestTransport_AllocsOverBare(t *testing.T) {
 		})
 	}
 }
+
+// errAllocsRefused is the error of a memTransport that fails every
+// request, shared so that failing allocates nothing.
+var errAllocsRefused = errors.New("connection refused")
 
 func allocsBudget(t *testing.T) *budget.Budget {
 	b, err := budget.New(budget.Config{})

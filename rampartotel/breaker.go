@@ -201,6 +201,12 @@ func (o *Observer) Bind(source observe.Source, name string) observe.Observer {
 	if o.none {
 		return o.spanOnly()
 	}
+	if source == observe.Budget {
+		// The refusals counter the alert rules read exists, at zero, from
+		// the budget's creation: a counter born at its first refusals
+		// shows Prometheus's rate and increase nothing of them.
+		o.budgetRefusals.Add(context.Background(), 0, o.opts(setKey{source: source, name: name}).add...)
+	}
 	if source != observe.Breaker {
 		return o
 	}

@@ -463,3 +463,37 @@ func TestObserver_EV17_NoCoolDownGivenStaysOpen(t *testing.T) {
 		require.Equal(t, 1.0, points[point("rampart.breaker.transitions", "db", "rampart.breaker.from=open", "rampart.breaker.to=half-open")])
 	})
 }
+
+// Two Observers on one MeterProvider (a library's and the program's, say)
+// register the same instruments twice, and each has a breaker named "db":
+// one open, one closed. The SDK sums what two callbacks observe of a sum,
+// but keeps one of the values of a gauge, so a state gauge read one
+// breaker in one state, either one, and an alert on it could miss the
+// open one. The state is a count of breakers, summed: two breakers, one
+// open and one closed, whatever the order of the callbacks. The same
+// holds for the SDK's overflow point past its cardinality limit.
+func TestObserver_EV14_TwoObserversOnOneProviderAddUp(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	var brs []*circuitbreaker.Breaker
+	for range 2 {
+		obs, err := rampartotel.New(rampartotel.Config{MeterProvider: mp})
+		require.NoError(t, err)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1}, CoolDown: time.Hour, Observer: obs})
+		require.NoError(t, err)
+		brs = append(brs, br)
+	}
+	_, _ = circuitbreaker.Run(context.Background(), brs[0], func(context.Context) (int, error) { return 0, errors.New("down") })
+	for range 3 {
+		_, _ = circuitbreaker.Run(context.Background(), brs[1], func(context.Context) (int, error) { return 0, nil })
+	}
+	points, _ := collect(t, reader)
+	state := func(s string) float64 {
+		return points["rampart.breaker.state{rampart.breaker.state="+s+",rampart.layer=circuitbreaker,rampart.name=db}"]
+	}
+	require.Equal(t, []float64{1, 1, 0}, []float64{state("closed"), state("open"), state("half-open")})
+	calls := func(o string) float64 {
+		return points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome="+o+"}"]
+	}
+	require.Equal(t, []float64{3, 1}, []float64{calls("success"), calls("failure")})
+}

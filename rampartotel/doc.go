@@ -22,24 +22,24 @@
 // seconds, in buckets from 5ms to 10s (those of the semantic conventions'
 // http.server.request.duration).
 //
-//	name                         instrument             unit          extra attributes            recorded on
-//	rampart.breaker.calls        Int64ObservableCounter {call}        rampart.outcome             each call through a breaker's layer: outcome "success", "failure", "ignored" or "rejected"
-//	rampart.breaker.duration     Float64Histogram       s             rampart.outcome             each call through a breaker whose policy times calls: "success" or "failure"
-//	rampart.breaker.transitions  Int64ObservableCounter {transition}  rampart.breaker.from, .to   each transition; the four a breaker makes by itself at zero from its creation, forced ones once they happen
-//	rampart.breaker.state        Int64ObservableGauge   {breaker}     rampart.breaker.state       how many breakers of the name are in each state (1 for a lone breaker's state, 0 for the others); from a breaker's creation (or, through an Observer it was not created with, its first event)
-//	rampart.breaker.state.time   Float64ObservableCounter s           rampart.breaker.state       seconds the name's breakers have spent in each state, by the Observer's clock when told of each transition
-//	rampart.retry.retries        Int64Counter           {retry}       rampart.retry.reason        each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
-//	rampart.retry.delay          Float64Histogram       s             -                           each retry's wait
-//	rampart.retry.ends           Int64Counter           {call}        rampart.retry.stop          each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "canceled" (the caller's context), "committed" (a gRPC stream's response reached the caller)
-//	rampart.retry.attempts       Int64Histogram         {attempt}     rampart.retry.stop          the attempts made by each loop that ended
-//	rampart.budget.refusals      Int64Counter           {withdrawal}  -                           each withdrawal a budget refused
-//	rampart.timeout.fired        Int64Counter           {call}        -                           each call a timeout layer ended
-//	rampart.hedge.sent           Int64Counter           {request}     -                           each hedge copy sent
-//	rampart.hedge.wins           Int64Counter           {call}        rampart.hedge.winner        each hedged call with a winner: "original" or "hedge"
-//	rampart.limit.refusals       Int64Counter           {call}        -                           each call refused by ratelimit, concurrency or loadshed
-//	rampart.limit.wait           Float64Histogram       s             rampart.limit.admitted      each wait for a limit (bool: let through or refused after waiting)
-//	rampart.fallback.uses        Int64Counter           {call}        -                           each call a fallback answered
-//	rampart.coalesce.joins       Int64Counter           {call}        -                           each call that joined a shared call
+//	name                         instrument                   unit          extra attributes           recorded on
+//	rampart.breaker.calls        Int64ObservableCounter       {call}        rampart.outcome            each call through a breaker's layer: outcome "success", "failure", "ignored" or "rejected"
+//	rampart.breaker.duration     Float64Histogram             s             rampart.outcome            each call through a breaker whose policy times calls: "success" or "failure"
+//	rampart.breaker.transitions  Int64ObservableCounter       {transition}  rampart.breaker.from, .to  each transition; the four a breaker makes by itself at zero from its creation, forced ones once they happen
+//	rampart.breaker.state        Int64ObservableUpDownCounter {breaker}     rampart.breaker.state      how many breakers of the name are in each state (1 for a lone breaker's state, 0 for the others), summed over the Observers of one MeterProvider (a gauge in Prometheus); from a breaker's creation (or, through an Observer it was not created with, its first event)
+//	rampart.breaker.state.time   Float64ObservableCounter     s             rampart.breaker.state      seconds the name's breakers have spent in each state, by the Observer's clock when told of each transition
+//	rampart.retry.retries        Int64Counter                 {retry}       rampart.retry.reason       each retry: reason "error", "timeout" (the failure matches timeout.ErrTimeout) or "response" (a retryable response)
+//	rampart.retry.delay          Float64Histogram             s             -                          each retry's wait
+//	rampart.retry.ends           Int64Counter                 {call}        rampart.retry.stop         each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "upstream_retry" (the request is a retry at the hop that sent it), "canceled" (the caller's context), "committed" (a gRPC stream's response reached the caller)
+//	rampart.retry.attempts       Int64Histogram               {attempt}     rampart.retry.stop         the attempts made by each loop that ended
+//	rampart.budget.refusals      Int64Counter                 {withdrawal}  -                          each withdrawal a budget refused; at zero from the budget's creation (budget.Config.Observer), so rate and increase see its first refusals
+//	rampart.timeout.fired        Int64Counter                 {call}        -                          each call a timeout layer ended
+//	rampart.hedge.sent           Int64Counter                 {request}     -                          each hedge copy sent
+//	rampart.hedge.wins           Int64Counter                 {call}        rampart.hedge.winner       each hedged call with a winner: "original" or "hedge"
+//	rampart.limit.refusals       Int64Counter                 {call}        -                          each call refused by ratelimit, concurrency or loadshed
+//	rampart.limit.wait           Float64Histogram             s             rampart.limit.admitted     each wait for a limit (bool: let through or refused after waiting)
+//	rampart.fallback.uses        Int64Counter                 {call}        -                          each call a fallback answered
+//	rampart.coalesce.joins       Int64Counter                 {call}        -                          each call that joined a shared call
 //
 // A breaker inside a retry layer, as the package rampart documentation
 // orders them, sees each attempt: rampart.breaker.calls and

@@ -44,6 +44,12 @@ func Example() {
 		switch d := m.Data.(type) {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
+				if st, ok := p.Attributes.Value(rampartotel.KeyBreakerState); ok { // breakers by state
+					if p.Value == 1 {
+						states = append(states, fmt.Sprintf("%s: %s", m.Name, st.AsString()))
+					}
+					continue
+				}
 				if outcome, ok := p.Attributes.Value(rampartotel.KeyOutcome); ok {
 					calls[outcome.AsString()] = p.Value
 					continue
@@ -52,12 +58,6 @@ func Example() {
 				to, _ := p.Attributes.Value(rampartotel.KeyBreakerTo)
 				if p.Value > 0 { // a breaker's own transitions are there at zero from its creation
 					transitions = append(transitions, fmt.Sprintf("%s %s→%s: %d", m.Name, from.AsString(), to.AsString(), p.Value))
-				}
-			}
-		case metricdata.Gauge[int64]:
-			for _, p := range d.DataPoints {
-				if st, _ := p.Attributes.Value(rampartotel.KeyBreakerState); p.Value == 1 {
-					states = append(states, fmt.Sprintf("%s: %s", m.Name, st.AsString()))
 				}
 			}
 		}

@@ -82,8 +82,9 @@ type Config struct {
 	// rampart.breaker.transitions. Keep 5 × KeySeries within the SDK's
 	// cardinality limit (2,000 points a metric by default; see
 	// sdkmetric.WithCardinalityLimit): past it the SDK folds the rest into
-	// one overflow point, where sums stay exact but the state gauge does
-	// not (an overflow gauge holds one of the values, not their sum).
+	// one overflow point, where every sum stays exact (the state too: it
+	// is a count of breakers, summed) but the points of the keys folded
+	// into it can no longer be told apart.
 	KeySeries int
 }
 
@@ -205,7 +206,11 @@ func New(cfg Config) (*Observer, error) {
 		metric.WithDescription("Attempts made by each retry loop that ended."),
 		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5, 7, 10, 20, 50, 100))
 	errs = append(errs, err)
-	o.state, err = m.Int64ObservableGauge("rampart.breaker.state", metric.WithUnit("{breaker}"),
+	// A count of breakers, summed (an up-down counter, a gauge in
+	// Prometheus): what two Observers on one provider observe of one
+	// name adds up, as the SDK's overflow point does, where a gauge would
+	// keep one of the values.
+	o.state, err = m.Int64ObservableUpDownCounter("rampart.breaker.state", metric.WithUnit("{breaker}"),
 		metric.WithDescription("Circuit breakers in each state: 1 for the state a lone breaker is in, 0 for the others."))
 	errs = append(errs, err)
 	o.calls, err = m.Int64ObservableCounter("rampart.breaker.calls", metric.WithUnit("{call}"),
@@ -400,6 +405,8 @@ func retryStop(why error) string {
 		return "hint_forever"
 	case errors.Is(why, circuitbreaker.ErrOpen):
 		return "breaker_open"
+	case errors.Is(why, retry.ErrUpstreamRetry):
+		return "upstream_retry"
 	}
 	var named interface{ RetryStop() string }
 	if errors.As(why, &named) {

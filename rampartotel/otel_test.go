@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -24,7 +27,9 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/inspect"
 	"github.com/rampart-go/rampart/observe"
+	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/rampartotel"
 	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
@@ -57,7 +62,7 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) (points map[string]fl
 			units[m.Name] = m.Unit
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
-				require.True(t, d.IsMonotonic)
+				require.Equal(t, m.Name != "rampart.breaker.state", d.IsMonotonic, m.Name)
 				for _, p := range d.DataPoints {
 					points[key(m.Name, p.Attributes)] = float64(p.Value)
 				}
@@ -438,4 +443,206 @@ func noBackoff(t *testing.T) retry.Backoff {
 	b, err := retry.NewConstant(0)
 	require.NoError(t, err)
 	return b
+}
+
+// A retry loop that stops because its request is already a retry
+// upstream (a trusted peer's attempt 2) is counted under that reason, not
+// as the caller's cancellation: the operator sees why the hop made one
+// attempt.
+func TestScenario_EV2_UpstreamRetryStopIsNamed(t *testing.T) {
+	obs, reader := newObserver(t)
+	retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs, Backoff: noBackoff(t), Budget: budget.Always})
+	require.NoError(t, err)
+	calls := 0
+	svc := retried.Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+		calls++
+		return 0, errors.New("down")
+	}))
+	_, err = svc.Call(rampart.WithAttempt(context.Background(), 2), 1)
+	require.ErrorIs(t, err, retry.ErrUpstreamRetry)
+	require.Equal(t, 1, calls)
+	points, _ := collect(t, reader)
+	require.Equal(t, 1.0, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=upstream_retry}"])
+	require.Zero(t, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=canceled}"])
+}
+
+// A HalfOpen probe over HTTP whose body the caller never closes (an
+// instrumentation's span that never ends, in otelhttp's reports): the
+// metrics and the live page say what the breaker did at each step, from
+// the same events. While the body is open the probe holds its slot and
+// the next request is refused (rejected 3: two while open, one behind the
+// probe); when BodyLease passes the probe counts as the success its
+// headers were, once, and the breaker is closed on both; closing the body
+// afterwards changes nothing.
+func TestScenario_HT12_UnclosedProbeBodyCountedOnceOnEveryView(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		reg, err := inspect.New(inspect.Config{})
+		require.NoError(t, err)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "api", Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Second,
+			Observer: observe.Join(obs, reg.Observer())})
+		require.NoError(t, err)
+		reg.AddBreaker(br)
+		statuses := []int{503, 503, 200, 200}
+		sent := 0
+		base := roundTripper(func(*http.Request) (*http.Response, error) {
+			code := statuses[sent]
+			sent++
+			return &http.Response{StatusCode: code, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("body"))}, nil
+		})
+		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base, Breaker: br, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+		require.NoError(t, err)
+		get := func() (*http.Response, error) {
+			return rt.RoundTrip(httptest.NewRequest(http.MethodGet, "http://api.test/", nil))
+		}
+		for range 2 {
+			resp, err := get()
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+		}
+		for range 2 {
+			_, err := get()
+			require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		}
+		time.Sleep(time.Second)
+		probe, err := get()
+		require.NoError(t, err)
+		_, err = get()
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen, "the open probe body holds the slot")
+
+		views := func() (metrics, page []float64) {
+			points, _ := collect(t, reader)
+			for _, o := range []string{"success", "failure", "rejected"} {
+				metrics = append(metrics, points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=api,rampart.outcome="+o+"}"])
+			}
+			for _, s := range []string{"closed", "half-open"} {
+				metrics = append(metrics, points[point("rampart.breaker.state", "api", "rampart.breaker.state="+s)])
+			}
+			st := reg.Status(context.Background()).Breakers[0]
+			page = []float64{float64(st.Rejected), boolFloat(st.State == "closed"), boolFloat(st.State == "half-open"), float64(st.ProbesInFlight)}
+			return metrics, page
+		}
+		m, p := views()
+		require.Equal(t, []float64{0, 2, 3, 0, 1}, m, "success, failure, rejected, closed, half-open")
+		require.Equal(t, []float64{3, 0, 1, 1}, p, "rejected, closed, half-open, probes in flight")
+
+		time.Sleep(ramparthttp.DefaultBodyLease)
+		synctest.Wait()
+		m, p = views()
+		require.Equal(t, []float64{1, 2, 3, 1, 0}, m)
+		require.Equal(t, []float64{3, 1, 0, 0}, p)
+		require.NoError(t, probe.Body.Close())
+		m2, p2 := views()
+		require.Equal(t, m, m2, "a late close changes nothing")
+		require.Equal(t, p, p2)
+		require.Equal(t, 3, sent)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A counter born at its first increment hides that increment from
+// Prometheus (rate and increase need an earlier sample: a process that
+// restarts and at once refuses retries shows nothing). The budget's
+// refusals, which the alert rules read, exist at zero from the budget's
+// creation, and then count every refusal.
+func TestScenario_EV3_BudgetRefusalsExistAtZero(t *testing.T) {
+	obs, reader := newObserver(t)
+	b, err := budget.New(budget.Config{Name: "backend", Observer: obs, MinPerSecond: 1, Ratio: 0.000001})
+	require.NoError(t, err)
+	key := "rampart.budget.refusals{rampart.layer=budget,rampart.name=backend}"
+	points, _ := collect(t, reader)
+	v, ok := points[key]
+	require.True(t, ok, "the series exists before any refusal")
+	require.Zero(t, v)
+	refused := 0
+	for range 20 {
+		if !b.Withdraw() {
+			refused++
+		}
+	}
+	require.Positive(t, refused)
+	points, _ = collect(t, reader)
+	require.Equal(t, float64(refused), points[key])
+}
+
+// A hedged GET whose original is slow and whose copy answers at once:
+// the caller gets one success; the breaker counts both attempts it saw
+// (the winner a success, the cancelled loser ignored, since the hedge
+// gave it up, not the server), and the hedge's own metrics, which
+// ramparthttp's HedgeConfig now names and observes as rampartgrpc's does,
+// say one copy was sent and it won.
+func TestScenario_EV5_HedgedRequestCountedOnEachLayer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "api", Observer: obs})
+		require.NoError(t, err)
+		var copies atomic.Int32
+		base := roundTripper(func(r *http.Request) (*http.Response, error) {
+			if copies.Add(1) == 1 {
+				select { // the original: slow, gives up when the hedge wins
+				case <-time.After(time.Second):
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			}
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+		})
+		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base, Breaker: br,
+			Retry: ramparthttp.RetryConfig{MaxAttempts: 1},
+			Hedge: &ramparthttp.HedgeConfig{Budget: budget.Always, Delay: 10 * time.Millisecond, Name: "api", Observer: obs}})
+		require.NoError(t, err)
+		resp, err := rt.RoundTrip(httptest.NewRequest(http.MethodGet, "http://api.test/", nil))
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		synctest.Wait()
+
+		points, _ := collect(t, reader)
+		calls := func(o string) float64 {
+			return points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=api,rampart.outcome="+o+"}"]
+		}
+		require.Equal(t, []float64{1, 0, 1, 0}, []float64{calls("success"), calls("failure"), calls("ignored"), calls("rejected")})
+		require.Equal(t, 1.0, points["rampart.hedge.sent{rampart.layer=hedge,rampart.name=api}"])
+		require.Equal(t, 1.0, points["rampart.hedge.wins{rampart.hedge.winner=hedge,rampart.layer=hedge,rampart.name=api}"])
+		require.Equal(t, int32(2), copies.Load())
+	})
+}
+
+// Errors whose text is unique to each call (an ID, a URL in the message)
+// never become metric attributes: 500 calls failing with 500 distinct
+// errors, retried, make exactly as many series as one error would, so no
+// backend's cardinality limit folds them into an overflow point.
+func TestScenario_EV14_DistinctErrorsMakeNoSeries(t *testing.T) {
+	series := func(calls int) (int, map[string]float64) {
+		obs, reader := newObserver(t)
+		br, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Policy: circuitbreaker.Consecutive{Failures: 1000000}, Observer: obs})
+		require.NoError(t, err)
+		retried, err := retry.NewLayer(retry.Config[int, int]{Name: "db", Observer: obs, Backoff: noBackoff(t), Budget: budget.Always, MaxAttempts: 2})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[int, int]().Layer(retried).Layer(circuitbreaker.NewLayer[int, int](br, nil)).
+			Service(rampart.ServiceFunc[int, int](func(_ context.Context, i int) (int, error) {
+				return 0, fmt.Errorf("request %d to /users/%d failed", i, i)
+			}))
+		for i := range calls {
+			_, _ = svc.Call(context.Background(), i)
+		}
+		points, _ := collect(t, reader)
+		return len(points), points
+	}
+	one, _ := series(1)
+	many, points := series(500)
+	require.Equal(t, one, many)
+	require.Equal(t, 1000.0, points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}"])
+	require.Equal(t, 500.0, points["rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=error}"])
+	require.Equal(t, 500.0, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=max_attempts}"])
 }

@@ -254,6 +254,18 @@ var shared sync.Map // *circuitbreaker.Breaker → *Shared
 //
 // Until its first read of the record the breaker decides alone, even
 // while the fleet is Open: see [Shared.WaitSynced].
+//
+// A breaker opened by the record stays Open past the shared cool-down
+// while another replica holds the HalfOpen round: until that replica's
+// verdict arrives, or its claim lapses, Config.ProbeClaim after it was
+// taken or last renewed (the claimant renews it halfway through while its
+// breaker is probing, so the round lasts as long as its probes, each
+// bounded by the breaker's ProbeLease; a claimant that got no call to
+// probe lets it lapse, so at most ProbeClaim); then it claims the next
+// round. Each Open applied from the record is set to end Config.Timeout
+// after the record's cool-down or claim, the time a claim may take, so
+// that while Redis is unreachable the breaker probes on its own at most
+// Timeout after the fleet would have.
 func Share(br *circuitbreaker.Breaker, client redis.UniversalClient, cfg Config) (*Shared, error) {
 	if br == nil {
 		return nil, errors.New("rampartredis: breaker must not be nil")

@@ -183,23 +183,23 @@ func Parse(path string, data []byte) (*File, error) {
 
 // parse checks a settings file and builds its candidates.
 func parse(path string, data []byte) ([]Candidate, sim.Config, error) {
-	var f file
-	md, err := toml.Decode(string(data), &f)
+	// The candidates are decoded one by one, so that an error in one
+	// names it: toml's errors name a key without the index of its array
+	// element, and give the line where the last element sets it.
+	var raw struct {
+		Options   options          `toml:"options"`
+		Candidate []toml.Primitive `toml:"candidate"`
+	}
 	src := source{path: path, lines: strings.Split(string(data), "\n")}
+	md, err := toml.Decode(string(data), &raw)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			key := ""
-			if pe.LastKey != "" {
-				key = " " + src.indexed(pe.Position.Line, pe.LastKey) + ":"
-			}
-			return nil, sim.Config{}, fmt.Errorf("%s:%d:%s %s", path, pe.Position.Line, key, pe.Message)
+		return nil, sim.Config{}, src.decodeError(err, -1)
+	}
+	f := file{Options: raw.Options, Candidate: make([]candidate, len(raw.Candidate))}
+	for i, p := range raw.Candidate {
+		if err := md.PrimitiveDecode(p, &f.Candidate[i]); err != nil {
+			return nil, sim.Config{}, src.decodeError(err, i)
 		}
-		if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			return nil, sim.Config{}, fmt.Errorf("%s:%d: %s: %s", path, line, src.indexed(line, m[2]), m[3])
-		}
-		return nil, sim.Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if u := md.Undecoded(); len(u) > 0 {
 		// Undecoded keys carry no index of the array element they are in:

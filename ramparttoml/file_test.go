@@ -149,6 +149,13 @@ func TestParse_ErrorAtItsKey(t *testing.T) {
 			"c.toml:7: candidate.0.breaker.probes.ratio: circuitbreaker: SuccessRate.Ratio must be in (0, 1], got 2"},
 		{"max cool-down", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\ncool_down = \"10s\"\nmax_cool_down = \"1s\"\n",
 			"c.toml:5: candidate.0.breaker.max_cool_down: circuitbreaker: MaxCoolDown must be >= CoolDown (10s), got 1s"},
+		// toml itself names the line where the last candidate sets a key.
+		{"a type in the first of two candidates", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = \"two\"\n[[candidate]]\nname = \"b\"\n[candidate.breaker]\nmax_probes = 2\n",
+			"c.toml:4: candidate.0.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer"},
+		{"a duration in the first of two candidates", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\ncool_down = \"bogus\"\n[[candidate]]\nname = \"b\"\n[candidate.breaker]\ncool_down = \"1s\"\n",
+			"c.toml:4: candidate.0.breaker.cool_down: must be a duration such as 1.5s or 300ms, or immediate or forever, got \"bogus\""},
+		{"a type in the second of two candidates", "[[candidate]]\nname = \"a\"\n[candidate.breaker]\nmax_probes = 2\n[[candidate]]\nname = \"b\"\n[candidate.breaker]\nmax_probes = \"two\"\n",
+			"c.toml:8: candidate.1.breaker.max_probes: incompatible types: TOML value has type string; destination has type integer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ramparttoml.Parse("c.toml", []byte(tc.toml))

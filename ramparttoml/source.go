@@ -1,8 +1,10 @@
 package ramparttoml
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -25,6 +27,36 @@ func (s source) indexed(line int, key string) string {
 		}
 	})
 	return out
+}
+
+// decodeError is the error of err, an error of BurntSushi/toml's decoding
+// (of candidate i, when i >= 0), at the line and key it is about.
+func (s source) decodeError(err error, i int) error {
+	var line int
+	var key, msg string
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		line, key, msg = pe.Position.Line, pe.LastKey, pe.Message
+	} else if m := typeErrRe.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		key, msg = m[2], m[3]
+	} else {
+		return fmt.Errorf("%s: %w", s.path, err)
+	}
+	if key == "" {
+		return fmt.Errorf("%s:%d: %s", s.path, line, msg)
+	}
+	if i >= 0 {
+		// toml's line is where the last candidate sets key: find the
+		// line where candidate i does.
+		in := fmt.Sprint(i)
+		if k, l := s.find(func(k toml.Key) bool {
+			return len(k) > 1 && k[0] == "candidate" && k[1] == in && dotted(unindexed(k)) == key
+		}); l > 0 {
+			return fmt.Errorf("%s:%d: %s: %s", s.path, l, dotted(k), msg)
+		}
+	}
+	return fmt.Errorf("%s:%d: %s: %s", s.path, line, s.indexed(line, key), msg)
 }
 
 func (s source) errorf(key toml.Key, format string, args ...any) error {

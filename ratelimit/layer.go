@@ -78,8 +78,9 @@ func checkMode(m Mode) error {
 // call that waits or is refused allocates its place in line, reservation
 // and error.
 //
-// NewLayer returns an error when cfg.Limiter is nil or cfg.Mode is not
-// Wait or Refuse. A zero [rate.Limiter] is valid and refuses every call,
+// NewLayer returns an error when cfg.Limiter is nil, cfg.Mode is not
+// Wait or Refuse, or cfg.Clock is not the Clock of the layers built with
+// cfg.Limiter before (nil, the system's clock, included). A zero [rate.Limiter] is valid and refuses every call,
 // as x/time/rate documents.
 func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if cfg.Limiter == nil {
@@ -88,7 +89,9 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	if err := checkMode(cfg.Mode); err != nil {
 		return nil, err
 	}
-	register(cfg.Limiter, cfg.Clock, cfg.Name, cfg.Observer)
+	if err := register(cfg.Limiter, cfg.Clock, cfg.Name, cfg.Observer); err != nil {
+		return nil, err
+	}
 	q := &queue{lim: cfg.Limiter, clk: cfg.Clock}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		if inner == nil {
@@ -125,7 +128,8 @@ type Config struct {
 	// alone, so a step of its wall reading moves no token, and the first
 	// waiting call waits with [clock.Sleep]. Limiter must then be used
 	// only through layers with the same Clock (its own Allow and Wait read
-	// the system's clock). The caller's deadline, which is system time,
+	// the system's clock): NewLayer refuses a Clock other than the one
+	// the layers built with Limiter before have (nil included). The caller's deadline, which is system time,
 	// is not compared with a token's due time: a call is not refused with
 	// PastDeadline, it waits until its token or its context ends. Nil
 	// means the system's clock, read directly.

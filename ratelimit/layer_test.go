@@ -515,3 +515,50 @@ func TestRateLimit_EV6_RefusedAndQueued(t *testing.T) {
 		}, rec.Events())
 	})
 }
+
+// A day of idleness earns the burst and no more (Guava's RateLimiter
+// stored permits for an idle period, google/guava#4014): with 10 tokens a
+// second and a burst of 5, twenty callers arriving at once after a day
+// get 5 tokens at once and then one every 100 ms, in arrival order in
+// Wait mode; in Refuse mode 5 are admitted and the other 15 refused,
+// each told to come back in 100 ms, when the next token is due.
+func TestLayer_LM1_LongIdleEarnsOnlyTheBurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := rate.NewLimiter(10, 5)
+		var calls atomic.Int64
+		svc := build(t, lim, ratelimit.Wait, echo(&calls))
+		time.Sleep(24 * time.Hour)
+		start := time.Now()
+		admitted := make([]time.Duration, 20)
+		var wg sync.WaitGroup
+		for i := range admitted {
+			wg.Go(func() {
+				_, err := svc.Call(t.Context(), i)
+				assert.NoError(t, err)
+				admitted[i] = time.Since(start)
+			})
+			synctest.Wait() // arrival order is i
+		}
+		wg.Wait()
+		want := make([]time.Duration, 20)
+		for i := range want {
+			want[i] = time.Duration(max(0, i-4)) * 100 * time.Millisecond
+		}
+		assert.Equal(t, want, admitted)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		lim := rate.NewLimiter(10, 5)
+		var calls atomic.Int64
+		svc := build(t, lim, ratelimit.Refuse, echo(&calls))
+		time.Sleep(24 * time.Hour)
+		for i := range 20 {
+			_, err := svc.Call(t.Context(), i)
+			if i < 5 {
+				require.NoError(t, err, "call %d", i)
+				continue
+			}
+			requireLimited(t, err, 100*time.Millisecond, false)
+		}
+		assert.Equal(t, int64(5), calls.Load())
+	})
+}

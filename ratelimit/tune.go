@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"sync"
 	"weak"
@@ -67,35 +68,71 @@ func Tune(lim *rate.Limiter, t Tuning) error {
 	return nil
 }
 
-// users maps each *rate.Limiter that layers with a Clock or an Observer
-// use (by a weak pointer, so that a limiter nobody uses any more is
-// collected and its entry dropped) to its *limiterUsers.
+// users maps each *rate.Limiter that layers use (by a weak pointer, so
+// that a limiter nobody uses any more is collected and its entry dropped)
+// to its *limiterUsers.
 var users sync.Map
 
-// limiterUsers is what Tune needs of the layers built with one limiter.
+// limiterUsers is what Tune and NewLayer need of the layers built with
+// one limiter.
 type limiterUsers struct {
 	mu       sync.Mutex
-	clk      clock.Clock // the layers' Clock, guarded by mu; nil: the system's
+	built    bool        // guarded by mu; a layer was built with the limiter
+	clk      clock.Clock // guarded by mu; the layers' Clock; nil: the system's
 	watchers tuned.Watchers
 }
 
-// register records a layer built with lim, for Tune.
-func register(lim *rate.Limiter, clk clock.Clock, name string, obs observe.Observer) {
-	if clk == nil && obs == nil {
-		return
-	}
+// register records a layer built with lim, for Tune, or returns an error
+// when its clock is not the clock of the layers built with lim before:
+// a limiter's tokens are counted on one clock.
+func register(lim *rate.Limiter, clk clock.Clock, name string, obs observe.Observer) error {
 	key := weak.Make(lim)
 	v, loaded := users.LoadOrStore(key, &limiterUsers{})
 	if !loaded {
 		runtime.AddCleanup(lim, func(k weak.Pointer[rate.Limiter]) { users.Delete(k) }, key)
 	}
 	u := v.(*limiterUsers)
-	if clk != nil {
-		u.mu.Lock()
-		u.clk = clk
+	u.mu.Lock()
+	if u.built && !sameClock(u.clk, clk) {
+		was := u.clk
 		u.mu.Unlock()
+		return mixedClocks(clk, was)
 	}
+	u.built, u.clk = true, clk
+	u.mu.Unlock()
 	if obs != nil {
 		u.watchers.Add(name, obs)
 	}
+	return nil
+}
+
+// sameClock reports whether a and b are the same Clock. Two values of a
+// type that == cannot compare are taken as the same.
+func sameClock(a, b clock.Clock) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) {
+		return false
+	}
+	return !ta.Comparable() || a == b
+}
+
+// mixedClocks is NewLayer's error for a layer on clk over a limiter
+// whose layers run on was.
+func mixedClocks(clk, was clock.Clock) error {
+	const why = "a rate.Limiter counts its tokens on one clock"
+	if clk != nil && was != nil && reflect.TypeOf(clk) == reflect.TypeOf(was) {
+		return fmt.Errorf("ratelimit: Config.Clock is another %T than the one the layers built with this Limiter run on: %s", clk, why)
+	}
+	return fmt.Errorf("ratelimit: Config.Clock is %s, but the layers built with this Limiter run on %s: %s", clockName(clk), clockName(was), why)
+}
+
+// clockName names clk in an error.
+func clockName(clk clock.Clock) string {
+	if clk == nil {
+		return "nil (the system's clock)"
+	}
+	return fmt.Sprintf("a %T", clk)
 }

@@ -69,6 +69,28 @@ func TestTune_LM13_OnTheLayersClock(t *testing.T) {
 	})
 }
 
+// The layers built with one limiter share its clock: a layer with
+// another Clock (nil, the system's, included) is refused, so that Tune's
+// time is every layer's.
+func TestTune_LM13_OneClockPerLimiter(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Hour)
+	other := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Hour)
+	build := func(lim *rate.Limiter, c clock.Clock) error {
+		_, err := ratelimit.NewLayer[int, int](ratelimit.Config{Limiter: lim, Clock: c})
+		return err
+	}
+	lim := rate.NewLimiter(1, 1)
+	require.NoError(t, build(lim, clk))
+	require.NoError(t, build(lim, clk), "the same Clock")
+	assert.EqualError(t, build(lim, nil), "ratelimit: Config.Clock is nil (the system's clock), but the layers built with this Limiter run on a *clock.Fake: a rate.Limiter counts its tokens on one clock")
+	assert.EqualError(t, build(lim, other), "ratelimit: Config.Clock is another *clock.Fake than the one the layers built with this Limiter run on: a rate.Limiter counts its tokens on one clock")
+
+	system := rate.NewLimiter(1, 1)
+	require.NoError(t, build(system, nil))
+	require.NoError(t, build(system, nil))
+	assert.EqualError(t, build(system, clk), "ratelimit: Config.Clock is a *clock.Fake, but the layers built with this Limiter run on nil (the system's clock): a rate.Limiter counts its tokens on one clock")
+}
+
 // Bad tunings are refused, changing nothing.
 func TestTune_LM13_BadTuning(t *testing.T) {
 	lim := rate.NewLimiter(5, 3)

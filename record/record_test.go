@@ -16,6 +16,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/timeout"
@@ -277,5 +279,40 @@ func TestRecorder_SM8_ConcurrentTraceReplays(t *testing.T) {
 		assert.Equal(t, 3, res[0].Succeeded)
 		assert.Equal(t, 1, res[0].Failed)
 		assert.Equal(t, 2500*time.Millisecond, res[0].Span, "from A's start to C's end")
+	})
+}
+
+// A dependency that panics is an outage, not a quiet trace: each call the
+// breaker counts as a failure (a panic) is a failure line, and the calls
+// the breaker then refuses are refused lines, so the trace tells what the
+// breaker counted. The panic still reaches the caller.
+func TestRecorder_SM8_PanicIsAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		rec, err := record.New(&out, record.Config{})
+		require.NoError(t, err)
+		var seen observetest.Counter
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 3}, Observer: &seen})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[string, string]().
+			Layer(record.NewLayer(record.LayerConfig[string, string]{Recorder: rec})).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
+			Service(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+				panic("dependency bug")
+			}))
+		for range 3 {
+			assert.PanicsWithValue(t, "dependency bug", func() { _, _ = svc.Call(context.Background(), "x") })
+		}
+		_, err = svc.Call(context.Background(), "x")
+		require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+		require.NoError(t, rec.Close())
+
+		var outcomes []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			_, rest, _ := strings.Cut(line, `"outcome":`)
+			outcomes = append(outcomes, rest)
+		}
+		assert.Equal(t, []string{`"failure","class":"panic"}`, `"failure","class":"panic"}`, `"failure","class":"panic"}`, `"refused","class":"open"}`}, outcomes)
+		assert.Equal(t, map[string]int{"success": 0, "failure": 3, "ignored": 0, "rejected": 1}, seen.Outcomes())
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/ctxcheck"
 	"github.com/rampart-go/rampart/internal/ctxerr"
 	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
@@ -86,7 +87,9 @@ type Config[Req, Resp any] struct {
 
 	// Retryable reports whether an attempt's outcome is worth retrying.
 	// It sees every outcome, successes included, so a response can
-	// ask for a retry (an HTTP 503, say) with a nil error. Nil means "retry
+	// ask for a retry (an HTTP 503, say) with a nil error; a first
+	// attempt's outcome is judged before the layer reads its attempts, so
+	// it is asked even when MaxAttempts is 1. Nil means "retry
 	// every non-nil error". Whatever it returns, the layer never retries an
 	// error matching [rampart.ErrOpen], an error marked with
 	// [Permanent], or any outcome once the caller's context is done. It
@@ -308,12 +311,16 @@ func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service
 	if inner == nil {
 		return rampart.Failing[Req, Resp]("retry: Wrap")
 	}
-	return &service[Req, Resp]{p: l.p, inner: inner}
+	return &service[Req, Resp]{p: l.p, inner: inner, first: ctxcheck.Unchecked(inner)}
 }
 
 type service[Req, Resp any] struct {
 	p     *policy[Req, Resp]
 	inner rampart.Service[Req, Resp]
+	// first makes the first attempt, right after Call found the context
+	// not done: inner, or inner without its own check of the context
+	// (a circuit breaker's) when it has one to skip.
+	first rampart.Service[Req, Resp]
 }
 
 // Call makes the first attempt inline, so a success costs a context check,
@@ -325,7 +332,7 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 		return zero, ctxerr.Reason(ctx)
 	}
 	s.p.budget.Deposit()
-	resp, err := s.inner.Call(ctx, req)
+	resp, err := s.first.Call(ctx, req)
 	if err == nil && s.p.retryable == nil {
 		return resp, nil // the common case, without a call of wantsRetry
 	}

@@ -731,6 +731,33 @@ func TestRetry_RT8_NoAttemptForDoneContext(t *testing.T) {
 	}
 }
 
+// Over a circuit breaker, whose own check of the context the first
+// attempt skips, since the retry layer has just made it.
+func TestRetry_RT8_NoAttemptThroughABreakerForDoneContext(t *testing.T) {
+	br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
+	require.NoError(t, err)
+	b := budgettest.New(10)
+	rl, err := retry.NewLayer(retry.Config[string, string]{Backoff: constant(t, 0), Budget: b})
+	require.NoError(t, err)
+	s := newScript(fail("boom"), fail("boom"))
+	svc := rampart.NewBuilder[string, string]().Layer(rl).Layer(circuitbreaker.NewLayer[string, string](br, nil)).Service(s)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = svc.Call(ctx, "req")
+
+	assert.Same(t, context.Canceled, err)
+	assert.Zero(t, s.calls(), "no attempt")
+	assert.Zero(t, b.Counts().Deposits, "no deposit")
+	assert.Equal(t, circuitbreaker.Closed, br.State().State)
+	assert.Equal(t, circuitbreaker.Counts{}, br.State().Counts, "nothing reached the breaker")
+
+	_, err = svc.Call(t.Context(), "req")
+	assert.ErrorIs(t, err, circuitbreaker.ErrOpen, "the first attempt's failure trips the breaker, which refuses the retry")
+	assert.Equal(t, 1, s.calls())
+	assert.Equal(t, int64(1), b.Counts().Deposits)
+}
+
 func TestRetry_RT8_NoAttemptForDoneContextWithOneAttempt(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -1226,5 +1253,59 @@ func TestRetry_RT10_RetryRefusedByATrippedBreakerIsRefunded(t *testing.T) {
 		assert.ErrorIs(t, err, circuitbreaker.ErrOpen)
 		assert.Equal(t, 1, s.calls(), "the first failure trips the breaker, which refuses the retry")
 		assert.Equal(t, 1.0, b.Balance(), "the request's deposit, with the refused retry's token given back")
+	})
+}
+
+// A deadline shorter than the next wait ends the loop at once with the
+// last failure, and the budget pays for nothing: neither a backoff nor a
+// server's hint (Retry-After: 5) longer than the time left withdraws a
+// token for a retry that could never be sent (temporalio/temporal#4403).
+func TestRetry_RT4_DeadlineShorterThanTheWaitWithdrawsNothing(t *testing.T) {
+	for name, tt := range map[string]struct {
+		backoff time.Duration
+		err     error
+	}{
+		"backoff": {backoff: ms(300), err: errors.New("unavailable")},
+		"hint":    {backoff: ms(1), err: &hintError{delay: 5 * time.Second}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(t.Context(), ms(250))
+				defer cancel()
+				s := newScript(outcome{err: tt.err})
+				b := budgettest.New(budgettest.Unlimited)
+				svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, tt.backoff), Budget: b})
+				start := time.Now()
+
+				_, err := svc.Call(ctx, "req")
+
+				assert.Equal(t, time.Duration(0), time.Since(start))
+				assert.ErrorIs(t, err, retry.ErrDeadline)
+				assert.ErrorIs(t, err, tt.err)
+				assert.Equal(t, 1, s.calls())
+				assert.Equal(t, budgettest.Counts{Deposits: 1}, b.Counts())
+			})
+		})
+	}
+}
+
+// A quiet hour does not bank an hour of retries: the budget's floor holds
+// at most MinPerSecond × Window (10 × 10s = 100 by default), so a storm of
+// 1000 failing requests right after it gets 100 + 20% of 1000 = 300
+// retries, not two each: 1300 attempts at the dependency instead of 3000.
+func TestRetry_RT6_QuietHourThenStormIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := budgettest.Over(new(budget.Budget))
+		s := newScript(fail("unavailable"))
+		svc := wrapT(t, s, retry.Config[string, string]{MaxAttempts: 3, Backoff: constant(t, 0), Budget: b})
+		time.Sleep(time.Hour)
+		for range 1000 {
+			_, err := svc.Call(t.Context(), "req")
+			require.Error(t, err)
+		}
+		assert.Equal(t, 1300, s.calls())
+		c := b.Counts()
+		assert.Equal(t, int64(1000), c.Deposits)
+		assert.Equal(t, int64(300), c.Granted)
 	})
 }

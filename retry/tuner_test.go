@@ -70,6 +70,24 @@ func TestTuner_RT15_ChangeWhileCallsFlow(t *testing.T) {
 	})
 }
 
+// Retryable is asked about each first outcome before the settings are
+// read, so it is asked even when MaxAttempts 1 leaves no retry: once per
+// call, the outcome returned as the inner service gave it whatever it
+// answers.
+func TestTuner_RT15_RetryableAskedWithOneAttempt(t *testing.T) {
+	tu, err := retry.NewTuner(retry.Settings{MaxAttempts: 1})
+	require.NoError(t, err)
+	var asked, calls atomic.Int64
+	s := wrapT(t, failing(&calls), retry.Config[string, string]{Tuner: tu, Budget: budget.Always,
+		Retryable: func(string, error) bool { return asked.Add(1)%2 == 1 }})
+	for range 4 {
+		_, err := s.Call(context.Background(), "x")
+		require.EqualError(t, err, "down")
+	}
+	assert.Equal(t, int64(4), calls.Load())
+	assert.Equal(t, int64(4), asked.Load())
+}
+
 // Bad settings are NewLayer's errors and change nothing; a Config with a
 // Tuner holds no attempts or backoff of its own; the zero Tuner holds the
 // defaults.

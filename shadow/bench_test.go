@@ -27,7 +27,7 @@ func stack(tb testing.TB, n int) rampart.Service[int, int] {
 	}
 	sh, err := shadow.New(shadow.Config{Candidates: cands})
 	require.NoError(tb, err)
-	return shadow.NewLayer[int, int](sh, nil).Wrap(ok)
+	return shadow.NewLayer[int, int](sh, nil, nil).Wrap(ok)
 }
 
 // A Closed success allocates nothing, whatever the number of candidates.

@@ -15,7 +15,7 @@
 //	}})
 //	svc := rampart.NewBuilder[Req, Resp]().
 //		Layer(retryLayer).
-//		Layer(shadow.NewLayer[Req, Resp](sh, classify)). // the breaker's classifier
+//		Layer(shadow.NewLayer[Req, Resp](sh, classify, nil)). // the breaker's classifier
 //		Layer(circuitbreaker.NewLayer[Req, Resp](live, classify)).
 //		Service(backend)
 //	…

@@ -23,7 +23,7 @@ func Example() {
 	}
 	outcomes := []error{nil, errors.New("down"), errors.New("down"), errors.New("down"), nil}
 	i := 0
-	svc := shadow.NewLayer[int, string](sh, nil).Wrap(rampart.ServiceFunc[int, string](func(context.Context, int) (string, error) {
+	svc := shadow.NewLayer[int, string](sh, nil, nil).Wrap(rampart.ServiceFunc[int, string](func(context.Context, int) (string, error) {
 		err := outcomes[i]
 		i++
 		return "", err

@@ -15,12 +15,30 @@ import (
 // Every call goes on as if the layer were not there: the candidates only
 // watch, and their refusals are counted, never returned. A nil service or
 // a nil s gives a service whose every call fails with an error matching
-// [rampart.ErrNilService]. classify must be safe for concurrent use.
+// [rampart.ErrNilService]. classify must be safe for concurrent use. A
+// call whose service or classify panics is a failure
+// (circuitbreaker.ErrPanicked) for the candidates, as the live breaker
+// counts it, and the panic goes on.
 //
 // A call that every candidate lets through, Closed, and that succeeds
 // costs per candidate a breaker's Closed permit and its success (bench:
 // BenchmarkShadow), and allocates nothing.
-func NewLayer[Req, Resp any](s *Shadow, classify circuitbreaker.Classifier[Resp]) rampart.Layer[Req, Resp] {
+//
+// later, if not nil, lets a call judged a success be judged again after it
+// returns, as an adapter's breaker judges a response's body when it is
+// read (ramparthttp's: a body whose read fails is a failure): it is called
+// with the call's context and response and a function done; when it
+// returns true, the candidates keep their permits (a HalfOpen candidate
+// its probe slot, as the live breaker does) until done is called, and are
+// then given the success, or, for a non-nil error, a failure (ignored when
+// the caller cancelled the context). done may be called from any
+// goroutine, once at most. A call whose done is never
+// called counts for nobody, as for its breaker; a candidate's probe slot
+// then returns after its ProbeLease. A call judged a success costs two
+// allocations when later is set.
+// Returning false settles the call at once. It must be safe for
+// concurrent use.
+func NewLayer[Req, Resp any](s *Shadow, classify circuitbreaker.Classifier[Resp], later func(ctx context.Context, resp Resp, done func(err error)) bool) rampart.Layer[Req, Resp] {
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		switch {
 		case inner == nil:
@@ -28,13 +46,14 @@ func NewLayer[Req, Resp any](s *Shadow, classify circuitbreaker.Classifier[Resp]
 		case s == nil:
 			return rampart.Failing[Req, Resp]("shadow: NewLayer's Shadow")
 		}
-		return &service[Req, Resp]{s: s, classify: classify, inner: inner}
+		return &service[Req, Resp]{s: s, classify: classify, later: later, inner: inner}
 	})
 }
 
 type service[Req, Resp any] struct {
 	s        *Shadow
 	classify circuitbreaker.Classifier[Resp]
+	later    func(context.Context, Resp, func(error)) bool
 	inner    rampart.Service[Req, Resp]
 }
 
@@ -74,10 +93,52 @@ type slot struct {
 func (s *service[Req, Resp]) call(ctx context.Context, req Req, slots []slot) (Resp, error) {
 	sh := s.s
 	sh.admit(slots)
+	ok := false
+	defer func() {
+		if !ok { // the call or the classifier panicked: a failure, as the live breaker counts it
+			sh.know(failure)
+			sh.settle(ctx, slots, failure, circuitbreaker.ErrPanicked, circuitbreaker.ErrPanicked)
+		}
+	}()
 	resp, err := s.inner.Call(ctx, req)
 	v, judged := s.judge(ctx, resp, err)
+	ok = true
+	if v == success && s.later != nil && s.judgeLater(ctx, resp, slots) {
+		return resp, err // known once judged again
+	}
+	if v == success || v == failure {
+		sh.know(v)
+	}
 	sh.settle(ctx, slots, v, judged, err)
 	return resp, err
+}
+
+// judgeLater hands the permits of slots to a function that settles them
+// when s.later says the call ended, and reports whether s.later took it.
+func (s *service[Req, Resp]) judgeLater(ctx context.Context, resp Resp, slots []slot) bool {
+	held := make([]slot, len(slots))
+	for i := range slots {
+		held[i].p, held[i].refusal = slots[i].p.Move(), slots[i].refusal
+	}
+	if s.later(ctx, resp, func(err error) {
+		sh := s.s
+		switch {
+		case err == nil:
+			sh.know(success)
+			sh.settle(ctx, held, success, nil, nil)
+		case circuitbreaker.ClassifyContext(ctx, err) == rampart.Ignored:
+			sh.settle(ctx, held, ignored, err, err)
+		default:
+			sh.know(failure)
+			sh.settle(ctx, held, failure, err, err)
+		}
+	}) {
+		return true
+	}
+	for i := range slots { // settled at once after all
+		slots[i].p = held[i].p.Move()
+	}
+	return false
 }
 
 // admit asks each candidate for a permit.
@@ -148,7 +209,7 @@ func (sh *Shadow) settle(ctx context.Context, slots []slot, v verdict, judged, e
 
 // judge returns how the call that returned (resp, err) counts, and the
 // error to give a candidate's breaker with a failure, in the order a
-// breaker judges one; a known outcome becomes the latest known.
+// breaker judges one.
 func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (verdict, error) {
 	if err != nil && (errors.Is(err, circuitbreaker.ErrOpen) || errors.Is(err, concurrency.ErrLimited)) {
 		return unknown, err
@@ -169,12 +230,17 @@ func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (v
 			err = circuitbreaker.ErrBadResponse
 		}
 	}
+	return v, err
+}
+
+// know makes the outcome of a call judged v (success or failure) the
+// latest known.
+func (sh *Shadow) know(v verdict) {
 	known := knownSuccess
 	if v == failure {
 		known = knownFailure
 	}
-	if s.s.latest.Load() != known {
-		s.s.latest.Store(known)
+	if sh.latest.Load() != known {
+		sh.latest.Store(known)
 	}
-	return v, err
 }

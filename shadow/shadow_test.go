@@ -56,7 +56,7 @@ func TestShadow_SH1_MatchesReplay(t *testing.T) {
 		require.NoError(t, err)
 		svc := rampart.NewBuilder[int, string]().
 			Layer(record.NewLayer[int, string](record.LayerConfig[int, string]{Recorder: rec})).
-			Layer(shadow.NewLayer[int, string](sh, nil)).
+			Layer(shadow.NewLayer[int, string](sh, nil, nil)).
 			Service(outage())
 		live := 0
 		start := time.Now()
@@ -109,7 +109,7 @@ func TestNew_SH2_BadConfig(t *testing.T) {
 		_, err := shadow.New(tc.cfg)
 		assert.EqualError(t, err, tc.want)
 	}
-	_, err := shadow.NewLayer[int, int](nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil })).Call(context.Background(), 0)
+	_, err := shadow.NewLayer[int, int](nil, nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { return 0, nil })).Call(context.Background(), 0)
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	var nilShadow *shadow.Shadow
 	assert.Nil(t, nilShadow.Results(), "a nil Shadow, as NewLayer takes it, has no results")
@@ -123,7 +123,7 @@ func TestShadow_SH1_LiveRefusalIsUnknown(t *testing.T) {
 	require.NoError(t, err)
 	results := []error{nil, &circuitbreaker.OpenError{}, errors.New("down"), &circuitbreaker.OpenError{}}
 	i := 0
-	svc := shadow.NewLayer[int, int](sh, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
+	svc := shadow.NewLayer[int, int](sh, nil, nil).Wrap(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) {
 		err := results[i]
 		i++
 		return 0, err
@@ -136,4 +136,37 @@ func TestShadow_SH1_LiveRefusalIsUnknown(t *testing.T) {
 	assert.Equal(t, 2, r.Unknown)
 	assert.Equal(t, 2, r.Succeeded, "the first, and the refusal after it")
 	assert.Equal(t, 2, r.Failed, "the failure, and the refusal after it")
+}
+
+// A dependency that panics trips the live breaker (it counts each panic
+// as a failure) and the same candidate beside it: the candidates see the
+// failures the live breaker counted, not calls that never ended, and the
+// live row of the table counts them too. The panic reaches the caller.
+func TestShadow_SH1_PanicIsAFailure(t *testing.T) {
+	cfg := circuitbreaker.Config{Name: "live", Policy: circuitbreaker.Consecutive{Failures: 3}, CoolDown: time.Minute}
+	live, err := circuitbreaker.New(cfg)
+	require.NoError(t, err)
+	cand := cfg
+	cand.Name = ""
+	sh, err := shadow.New(shadow.Config{Live: live, Candidates: []shadow.Candidate{{Name: "same", Breaker: cand}}})
+	require.NoError(t, err)
+	svc := rampart.NewBuilder[int, int]().
+		Layer(shadow.NewLayer[int, int](sh, nil, nil)).
+		Layer(circuitbreaker.NewLayer[int, int](live, nil)).
+		Service(rampart.ServiceFunc[int, int](func(context.Context, int) (int, error) { panic("dependency bug") }))
+	for range 3 {
+		assert.PanicsWithValue(t, "dependency bug", func() { _, _ = svc.Call(context.Background(), 0) })
+	}
+	_, err = svc.Call(context.Background(), 0)
+	require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+
+	rs := sh.Results()
+	require.Len(t, rs, 2)
+	for _, r := range rs {
+		assert.Equal(t, 4, r.Calls, r.Name)
+		assert.Equal(t, 1, r.Trips, r.Name)
+		assert.Equal(t, 1, r.Refused, r.Name)
+	}
+	assert.Equal(t, 3, rs[1].Failed, "the candidate")
+	assert.Equal(t, 3, rs[0].Failed, "the live row")
 }

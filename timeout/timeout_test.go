@@ -18,10 +18,12 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/budgettest"
 	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
+	"github.com/rampart-go/rampart/retry"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -898,4 +900,57 @@ func TestTimeout_EV4_Fired(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Per-attempt timeouts under a deadline that travelled from the caller
+// (Istio's deadline-propagation proposal, istio/api#34: each attempt gets
+// min(time left, per-attempt timeout)): with a 1s per-attempt timeout
+// inside a retry layer and 300ms left on the caller's deadline, the one
+// attempt sees the caller's deadline, ends at 300ms as the caller's
+// DeadlineExceeded (not a timeout of this layer, TO1), and is not retried
+// (RT2); the budget pays for nothing. With 100ms per attempt and 1s left,
+// each attempt gets its 100ms and times out as the layer's own, and the
+// retry layer retries it.
+func TestLayer_TO1_PerAttemptTimeoutUnderACallersDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var deadlines []time.Duration
+		start := time.Now()
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			d, _ := ctx.Deadline()
+			deadlines = append(deadlines, d.Sub(start))
+			return honest.Call(ctx, req)
+		})
+		stack := func(perAttempt time.Duration) (rampart.Service[string, string], *budgettest.Budget) {
+			b := budgettest.New(budgettest.Unlimited)
+			backoff, err := retry.NewConstant(0)
+			require.NoError(t, err)
+			svc, err := rampart.NewBuilder[string, string]().
+				With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Backoff: backoff, Budget: b})).
+				With(timeout.NewLayer(timeout.Config[string, string]{Timeout: perAttempt})).
+				Build(inner)
+			require.NoError(t, err)
+			return svc, b
+		}
+
+		svc, b := stack(time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		_, err := svc.Call(ctx, "req")
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, timeout.ErrTimeout)
+		assert.Equal(t, []time.Duration{300 * time.Millisecond}, deadlines)
+		assert.Equal(t, 300*time.Millisecond, time.Since(start))
+		assert.Equal(t, budgettest.Counts{Deposits: 1}, b.Counts())
+
+		deadlines, start = nil, time.Now()
+		svc, b = stack(100 * time.Millisecond)
+		ctx, cancel = context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err = svc.Call(ctx, "req")
+		assert.ErrorIs(t, err, timeout.ErrTimeout)
+		assert.ErrorIs(t, err, retry.ErrMaxAttempts)
+		ms := time.Millisecond
+		assert.Equal(t, []time.Duration{100 * ms, 200 * ms, 300 * ms}, deadlines)
+		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 2}, b.Counts())
+	})
 }
