@@ -338,6 +338,31 @@ func TestUnary_GR7_HedgeAnswersFromTheFasterCopy(t *testing.T) {
 	})
 }
 
+// A copy answered with a negative grpc-retry-pushback-ms ends the
+// hedging (gRFC A6: no further hedged requests; PG7): of three copies 10ms
+// apart, the second pushes back at once, the third is never sent, and
+// the first answers at 100ms.
+func TestUnary_PG7_NegativePushbackEndsTheHedging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			if n == 2 {
+				return pushingBack(1, "-1")(ctx, 1)
+			}
+			time.Sleep(100 * time.Millisecond)
+			return &testgrpc.SimpleResponse{Username: fmt.Sprint("copy ", n)}, nil
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod)},
+			Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 10 * time.Millisecond, MaxAttempts: 3},
+		}))
+		begin := time.Now()
+		resp, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		require.NoError(t, err)
+		assert.Equal(t, "copy 1", resp.GetUsername())
+		assert.Equal(t, 100*time.Millisecond, time.Since(begin))
+		assert.Equal(t, int32(2), e.srv.calls.Load(), "no third copy")
+	})
+}
+
 func TestUnary_GR7_UnsafeMethodNotHedged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
