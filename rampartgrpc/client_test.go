@@ -56,6 +56,14 @@ func TestUnary_GR16_StackAllocations(t *testing.T) {
 			assert.Equal(t, tc.want, allocs)
 		})
 	}
+	t.Run("may be retried, with an attempt timeout", func(t *testing.T) {
+		// context.WithDeadlineCause's 4 (its context, cancel func, timer
+		// and the timer's callback) and the attempt's trailer and options.
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(fullStack(t))
+		require.NoError(t, err)
+		ctx := context.Background()
+		assert.Equal(t, 5.0, testing.AllocsPerRun(1000, func() { _ = ic(ctx, unaryMethod, nil, nil, nil, invoker) }))
+	})
 	t.Run("one breaker", func(t *testing.T) {
 		ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{Breaker: newBreaker(t, circuitbreaker.Config{})})
 		require.NoError(t, err)
