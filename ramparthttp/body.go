@@ -11,17 +11,18 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// body is the wrapper that the breaker and the timeout layers put in front
-// of a response body, to finish the attempt's permit when the body is read
-// to its end, fails or is closed (judging), and to end the attempt's
-// contexts when it is closed (cancel, cancelCause). One body does all of
-// it: a layer that needs a wrapper fills its part of the one already
-// there instead of wrapping the body again, so that a response through a
-// breaker and timeouts costs one allocation, not one per layer, and an
-// attempt sent with a context of its own has its wrapper in the same
-// allocation as the request's copy (see [attempt]). Each part is filled at
-// most once; a layer that finds its part taken (two breakers in one stack)
-// wraps the body again.
+// body is the wrapper that the breaker, the timeout, the recorder and the
+// shadow layers put in front of a response body, to finish the attempt's
+// permit when the body is read to its end, fails or is closed (judging),
+// to tell the recorder and the shadow the same (later), and to end the
+// attempt's contexts when it is closed (cancel, cancelCause). One body
+// does all of it: a layer that needs a wrapper fills its part of the one
+// already there instead of wrapping the body again, so that a response
+// through a breaker, timeouts, a recorder and a shadow costs one
+// allocation, not one per layer, and an attempt sent with a context of
+// its own has its wrapper in the same allocation as the request's copy
+// (see [attempt]). Each part is filled at most once; a layer that finds
+// its part taken (two breakers in one stack) wraps the body again.
 type body struct {
 	io.ReadCloser
 
@@ -31,6 +32,12 @@ type body struct {
 	p       circuitbreaker.Permit
 	done    atomic.Bool // the permit is finished; Read, Close and the lease may race
 	lease   *time.Timer // a probe's body lease, or nil
+
+	// The recorder's and the shadow's parts, set by judgeLater: called
+	// once (ended), in the order set, when the body is read to its end,
+	// fails or is closed.
+	later [2]func(error)
+	ended atomic.Bool
 
 	// The timeout and hedge layers' parts: called once the body is closed.
 	cancel      [2]context.CancelFunc
@@ -91,7 +98,7 @@ func unwrapIdle(resp *http.Response) {
 
 // idle reports whether no layer filled a part of b.
 func (b *body) idle() bool {
-	return !b.judging && b.cancel[0] == nil && b.cancelCause == nil
+	return !b.judging && b.later[0] == nil && b.cancel[0] == nil && b.cancelCause == nil
 }
 
 // noBody reports whether resp has no body to read: nothing will be read
@@ -157,8 +164,13 @@ func cancelCauseOnClose(resp *http.Response, cancel context.CancelCauseFunc) *ht
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && b.judging {
-		b.judge(err)
+	if err != nil {
+		if b.judging {
+			b.judge(err)
+		}
+		if b.later[0] != nil {
+			b.end(err)
+		}
 	}
 	return n, err
 }
@@ -169,6 +181,9 @@ func (b *body) Close() error {
 		// before closing, so a Read that fails because of this Close
 		// cannot count as the server's failure.
 		b.judge(nil)
+	}
+	if b.later[0] != nil {
+		b.end(nil)
 	}
 	err := b.ReadCloser.Close()
 	for _, cancel := range b.cancel {
@@ -200,4 +215,20 @@ func (b *body) finish(err error) {
 		err = nil
 	}
 	b.p.DoneContext(b.ctx, err)
+}
+
+// end calls the later parts once, whoever comes first, with nil for a
+// body read to its end or closed.
+func (b *body) end(err error) {
+	if !b.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	for _, done := range b.later {
+		if done != nil {
+			done(err)
+		}
+	}
 }
