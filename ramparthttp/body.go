@@ -39,6 +39,12 @@ type body struct {
 	later [2]func(error)
 	ended atomic.Bool
 
+	// NewTransport's attempt timeout's part, with an Observer (set by
+	// attemptTimeout.detach): told of the read its deadline ended, once
+	// (ended), with the attempt's context.
+	timeout    *attemptTimeout
+	timeoutCtx context.Context
+
 	// The timeout and hedge layers' parts: called once the body is closed.
 	cancel      [2]context.CancelFunc
 	cancelCause context.CancelCauseFunc
@@ -168,7 +174,7 @@ func (b *body) Read(p []byte) (int, error) {
 		if b.judging {
 			b.judge(err)
 		}
-		if b.later[0] != nil {
+		if b.later[0] != nil || b.timeout != nil {
 			b.end(err)
 		}
 	}
@@ -182,7 +188,7 @@ func (b *body) Close() error {
 		// cannot count as the server's failure.
 		b.judge(nil)
 	}
-	if b.later[0] != nil {
+	if b.later[0] != nil || b.timeout != nil {
 		b.end(nil)
 	}
 	err := b.ReadCloser.Close()
@@ -217,14 +223,17 @@ func (b *body) finish(err error) {
 	b.p.DoneContext(b.ctx, err)
 }
 
-// end calls the later parts once, whoever comes first, with nil for a
-// body read to its end or closed.
+// end tells the later and the timeout parts once, whoever comes first,
+// how the body ended: nil for a body read to its end or closed.
 func (b *body) end(err error) {
 	if !b.ended.CompareAndSwap(false, true) {
 		return
 	}
 	if errors.Is(err, io.EOF) {
 		err = nil
+	}
+	if b.timeout != nil && err != nil {
+		b.timeout.ended(b.timeoutCtx, err)
 	}
 	for _, done := range b.later {
 		if done != nil {
