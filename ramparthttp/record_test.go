@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
@@ -97,16 +98,23 @@ func TestRecordLayer_SM8_JudgesAsTheBreaker(t *testing.T) {
 }
 
 // A zero Recorder is refused with an error naming it, and nothing is
-// sent.
+// sent; with retries on (the default 3 attempts), the refusal is not
+// retried: it is the same on every attempt, and the budget keeps its
+// credit.
 func TestRecordLayer_SM8_ZeroRecorder(t *testing.T) {
 	var sent atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { sent.Add(1) }))
 	defer srv.Close()
-	rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Recorder: &record.Recorder{}, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
-	require.NoError(t, err)
-	_, err = (&http.Client{Transport: rt}).Get(srv.URL)
-	assert.ErrorContains(t, err, "record: Recorder must be made by New, got a zero Recorder")
-	assert.Zero(t, sent.Load())
+	for _, attempts := range []int{1, 3} {
+		obs := &observetest.Recorder{}
+		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Recorder: &record.Recorder{}, Retry: ramparthttp.RetryConfig{MaxAttempts: attempts, Budget: budget.Always, Observer: obs}})
+		require.NoError(t, err)
+		_, err = (&http.Client{Transport: rt}).Get(srv.URL)
+		assert.EqualError(t, err, `Get "`+srv.URL+`": record: Recorder must be made by New, got a zero Recorder`, "attempts %d", attempts)
+		assert.ErrorIs(t, err, rampart.ErrNilService)
+		assert.Empty(t, obs.Events(), "attempts %d: no retry, no retry loop", attempts)
+		assert.Zero(t, sent.Load())
+	}
 }
 
 // A server whose handler aborts mid-body (panic(http.ErrAbortHandler)
