@@ -91,8 +91,10 @@ type Config[Req, Resp any] struct {
 	// attempt's outcome is judged before the layer reads its attempts, so
 	// it is asked even when MaxAttempts is 1. Nil means "retry
 	// every non-nil error". Whatever it returns, the layer never retries an
-	// error matching [rampart.ErrOpen], an error marked with
-	// [Permanent], or any outcome once the caller's context is done. It
+	// error matching [rampart.ErrOpen] or [rampart.ErrNilService] (a layer
+	// below wired to a nil service fails every attempt alike), an error
+	// marked with [Permanent], or any outcome once the caller's context is
+	// done. It
 	// must be safe for concurrent use.
 	Retryable func(resp Resp, err error) bool
 
@@ -362,7 +364,7 @@ func (p *policy[Req, Resp]) wantsRetry(resp Resp, err error) bool {
 		return false
 	}
 	if err != nil {
-		if errors.Is(err, rampart.ErrOpen) {
+		if errors.Is(err, rampart.ErrOpen) || errors.Is(err, rampart.ErrNilService) {
 			return false
 		}
 		if _, ok := errors.AsType[*PermanentError](err); ok {
