@@ -646,3 +646,39 @@ func TestScenario_EV14_DistinctErrorsMakeNoSeries(t *testing.T) {
 	require.Equal(t, 500.0, points["rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=error}"])
 	require.Equal(t, 500.0, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=max_attempts}"])
 }
+
+// A nil or zero Observer records nothing and panics nowhere: given to a
+// breaker (whose New binds it) that trips and refuses, to a group's
+// breakers, to a timeout layer that fires (which calls Observe without
+// binding), and joined; Close says it was not made by New.
+func TestObserver_EV11_NilOrZeroRecordsNothing(t *testing.T) {
+	for name, o := range map[string]*rampartotel.Observer{"nil": nil, "zero": new(rampartotel.Observer)} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				for _, obs := range []observe.Observer{o, observe.Join(o, observe.Func(func(context.Context, observe.Event) {}))} {
+					br, err := circuitbreaker.New(circuitbreaker.Config{Name: "b", Observer: obs, Policy: circuitbreaker.Consecutive{Failures: 1}})
+					require.NoError(t, err)
+					boom := errors.New("boom")
+					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 0, boom })
+					require.ErrorIs(t, err, boom)
+					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 1, nil })
+					require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+
+					g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "g", Observer: obs}})
+					require.NoError(t, err)
+					_, err = circuitbreaker.Run(t.Context(), g.Breaker("k"), func(context.Context) (int, error) { return 1, nil })
+					require.NoError(t, err)
+
+					to, err := timeout.NewLayer(timeout.Config[int, int]{Name: "t", Timeout: time.Second, Observer: obs})
+					require.NoError(t, err)
+					_, err = to.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, _ int) (int, error) {
+						<-ctx.Done()
+						return 0, ctx.Err()
+					})).Call(t.Context(), 1)
+					require.ErrorIs(t, err, timeout.ErrTimeout)
+				}
+				require.EqualError(t, o.Close(), "rampartotel: the Observer was not made by New")
+			})
+		})
+	}
+}
