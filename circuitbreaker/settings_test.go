@@ -289,6 +289,47 @@ func TestTune_CB24_EventsInTheOrderApplied(t *testing.T) {
 	assert.Equal(t, [][2]int{{5, 1}, {2, 0}}, got, "F S S S S, then S S")
 }
 
+// An Observer may call Tune from a Tuned event: the nested change is
+// reported after the event being handled, without deadlock. A panic in
+// the Observer goes to ListenerPanic: Tune succeeds and the breaker
+// keeps working.
+func TestTune_CB24_ObserverMayTuneAndPanic(t *testing.T) {
+	var (
+		b       *circuitbreaker.Breaker
+		got     []int
+		panics  []any
+		nested  atomic.Bool
+		explode atomic.Bool
+	)
+	obs := observe.Func(func(_ context.Context, e observe.Event) {
+		if e.Kind != observe.Tuned {
+			return
+		}
+		got = append(got, e.Calls)
+		if explode.Load() {
+			panic("observer")
+		}
+		if nested.CompareAndSwap(false, true) {
+			assert.Equal(t, circuitbreaker.Closed, b.State().State)
+			assert.NoError(t, b.Tune(circuitbreaker.Tuning{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 1}}}))
+			got = append(got, -1) // the nested Tune returned before its event
+		}
+	})
+	b = newBreaker(t, circuitbreaker.Config{Observer: obs, Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 10}},
+		ListenerPanic: func(v any, _ []byte) { panics = append(panics, v) }})
+	succeed(t, b, 4)
+	require.NoError(t, b.Tune(circuitbreaker.Tuning{Policy: circuitbreaker.FailureRate{Window: circuitbreaker.Window{Size: 3}}}))
+	assert.Equal(t, []int{3, -1, 1}, got, "the nested change after the one being handled")
+
+	explode.Store(true)
+	require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Minute}))
+	assert.Equal(t, []any{"observer"}, panics)
+	succeed(t, b, 1)
+	assert.Equal(t, circuitbreaker.Closed, b.State().State)
+	require.NoError(t, b.Tune(circuitbreaker.Tuning{CoolDown: time.Minute}))
+	assert.Equal(t, []any{"observer", "observer"}, panics, "the next event is delivered too")
+}
+
 // A time window keeps its buckets, and the successes counted without the
 // lock, when Period and Buckets are unchanged; when either changes it
 // starts empty, and the event says so.

@@ -202,6 +202,11 @@ type AdaptiveLimiter struct {
 
 	mu      sync.Mutex
 	waiters list.List // of chan struct{}; guarded by mu
+	// critical holds the critical calls waiting with the critical reserve
+	// taken too, served before waiters (see criticality.go). Of chan
+	// struct{}; guarded by mu.
+	critical    list.List
+	critWaiting atomic.Int64 // critical.Len(), for takeBy to read without mu
 	// Guarded by mu: the baseline; the lowest window average ever seen;
 	// the limit of the last window that used half of it and did not call
 	// for a drop (or the initial limit: see measured); and the
@@ -448,6 +453,13 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 			return l.permit(n), nil
 		}
 	}
+	return l.wait(ctx, &l.waiters, l.limit.Load)
+}
+
+// wait waits in line for a slot below bound(): in waiters for an
+// ordinary call, in critical for a critical call that found its reserve
+// taken too. It returns Acquire's results.
+func (l *AdaptiveLimiter) wait(ctx context.Context, line *list.List, bound func() int64) (Permit, error) {
 	l.mu.Lock()
 	// Count this call as waiting before looking for a slot: a Release
 	// decrements inFlight and then loads waiting, this call increments
@@ -455,20 +467,23 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 	// either this call sees the freed slot or that Release sees this call
 	// and hands it the slot once this call is in waiters.
 	l.waiting.Add(1)
-	if l.waiters.Len() == 0 {
-		if n, ok := l.takeSlot(); ok {
+	if line.Len() == 0 && (line == &l.critical || l.critical.Len() == 0) {
+		if n, ok := l.takeSlotBelow(bound()); ok {
 			l.waiting.Add(-1)
 			l.mu.Unlock()
 			return l.permit(n), nil
 		}
 	}
-	if l.maxWaiting > 0 && l.waiters.Len() >= l.maxWaiting {
+	if l.maxWaiting > 0 && l.waiters.Len()+l.critical.Len() >= l.maxWaiting {
 		l.waiting.Add(-1)
 		l.mu.Unlock()
 		return Permit{}, l.refusal.Load()
 	}
 	ready := make(chan struct{})
-	elem := l.waiters.PushBack(ready)
+	elem := line.PushBack(ready)
+	if line == &l.critical {
+		l.critWaiting.Add(1)
+	}
 	l.mu.Unlock()
 
 	select {
@@ -483,8 +498,11 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
 			l.inFlight.Add(-1)
 			l.wake()
 		default:
-			l.waiters.Remove(elem)
+			line.Remove(elem)
 			l.waiting.Add(-1)
+			if line == &l.critical {
+				l.critWaiting.Add(-1)
+			}
 			l.mu.Unlock()
 		}
 		return Permit{}, fmt.Errorf("concurrency: waiting for a slot: %w", ctx.Err())
@@ -545,10 +563,14 @@ func (l *AdaptiveLimiter) record(d uint64) int64 {
 
 // takeSlot takes a slot if fewer than limit are held, and returns how
 // many are held with it.
-func (l *AdaptiveLimiter) takeSlot() (int64, bool) {
+func (l *AdaptiveLimiter) takeSlot() (int64, bool) { return l.takeSlotBelow(l.limit.Load()) }
+
+// takeSlotBelow takes a slot if fewer than bound are held, and returns
+// how many are held with it.
+func (l *AdaptiveLimiter) takeSlotBelow(bound int64) (int64, bool) {
 	for {
 		n := l.inFlight.Load()
-		if n >= l.limit.Load() {
+		if n >= bound {
 			return n, false
 		}
 		if l.inFlight.CompareAndSwap(n, n+1) {
@@ -565,7 +587,16 @@ func (l *AdaptiveLimiter) wake() {
 }
 
 func (l *AdaptiveLimiter) wakeLocked() {
-	for l.waiters.Len() > 0 {
+	for l.critical.Len() > 0 {
+		if _, ok := l.takeSlotBelow(l.criticalBound()); !ok {
+			break
+		}
+		ready := l.critical.Remove(l.critical.Front()).(chan struct{})
+		l.waiting.Add(-1)
+		l.critWaiting.Add(-1)
+		close(ready)
+	}
+	for l.waiters.Len() > 0 && l.critical.Len() == 0 {
 		if _, ok := l.takeSlot(); !ok {
 			return
 		}
@@ -669,8 +700,15 @@ func (l *AdaptiveLimiter) valid() error {
 // mode at once or not at all, refusing with the window's shared refusal. A
 // ctx already done takes no slot, in either mode.
 func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
-	if p, err, done := l.takeBy(ctx); done {
+	p, err, done, critical := l.takeBy(ctx)
+	if done {
 		return p, err
+	}
+	if mode == Wait && critical {
+		if !l.made {
+			return Permit{}, noSlots
+		}
+		return l.wait(ctx, &l.critical, l.criticalBound)
 	}
 	if mode == Wait {
 		return l.Acquire(ctx)

@@ -2,6 +2,7 @@ package concurrency
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/rampart-go/rampart"
@@ -42,26 +43,104 @@ func (l *Limiter) ReadyFor(ctx context.Context) bool {
 }
 
 // takeBy applies the criticality rule before the ordinary take: it
-// returns done when it took a slot or refused the call.
-func (l *Limiter) takeBy(ctx context.Context) (p Permit, err error, done bool) {
+// returns done when it took a slot or refused the call, and critical for
+// a critical call that found the reserve taken too, which waits for a
+// slot of either kind (see waitCritical).
+func (l *Limiter) takeBy(ctx context.Context) (p Permit, err error, done, critical bool) {
 	m := l.max.Load()
 	if l.inFlight.Load() < sheddableShare(m) || ctx.Err() != nil {
-		return Permit{}, nil, false
+		return Permit{}, nil, false, false
 	}
 	switch rampart.CriticalityOf(ctx) {
 	case rampart.Sheddable:
-		return Permit{}, l.limited, true
+		return Permit{}, l.limited, true, false
 	case rampart.Critical:
 		if l.TryAcquire() {
-			return Permit{}, nil, true
+			return Permit{}, nil, true, false
 		}
-		for r := l.reserved.Load(); r < criticalReserve(m); r = l.reserved.Load() {
-			if l.reserved.CompareAndSwap(r, r+1) {
-				return Permit{start: reservedSlot}, nil, true
-			}
+		if l.critWaiting.Load() == 0 && l.takeReserve() { // not ahead of critical waiters
+			return Permit{start: reservedSlot}, nil, true, false
+		}
+		return Permit{}, nil, false, true
+	}
+	return Permit{}, nil, false, false
+}
+
+// takeReserve takes a slot of the critical reserve if one is free.
+func (l *Limiter) takeReserve() bool {
+	for r := l.reserved.Load(); r < criticalReserve(l.max.Load()); r = l.reserved.Load() {
+		if l.reserved.CompareAndSwap(r, r+1) {
+			return true
 		}
 	}
-	return Permit{}, nil, false
+	return false
+}
+
+// critWaiter is a critical call waiting in [Limiter.waitCritical].
+type critWaiter struct {
+	cancel context.CancelFunc // ends its wait for an ordinary slot
+	handed bool               // given a reserved slot; guarded by Limiter.critical
+}
+
+// waitCritical waits, for a critical call that found the reserve taken,
+// for whichever frees first: an ordinary slot, in line with every other
+// waiting call, or a slot of the reserve, which goes to the critical
+// calls waiting here before any ordinary waiter, in arrival order.
+func (l *Limiter) waitCritical(ctx context.Context) (Permit, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &critWaiter{cancel: cancel}
+	l.critical.Lock()
+	l.critWaiting.Add(1)
+	elem := l.critical.waiters.PushBack(w)
+	// Counted before this second look, so a reserved slot given back
+	// after it is handed here (give reads critWaiting after freeing it).
+	if l.takeReserve() {
+		l.critical.waiters.Remove(elem)
+		l.critWaiting.Add(-1)
+		l.critical.Unlock()
+		return Permit{start: reservedSlot}, nil
+	}
+	l.critical.Unlock()
+
+	err := l.sem.Acquire(wctx, 1)
+	l.critical.Lock()
+	handed := w.handed
+	if !handed {
+		l.critical.waiters.Remove(elem)
+		l.critWaiting.Add(-1)
+	}
+	l.critical.Unlock()
+	switch {
+	case handed:
+		if err == nil {
+			l.sem.Release(1) // an ordinary slot came too: one is enough
+		}
+		if ctx.Err() != nil {
+			l.give(Permit{start: reservedSlot}, false) // to the next in line
+			return Permit{}, fmt.Errorf("concurrency: waiting for a slot: %w", ctx.Err())
+		}
+		return Permit{start: reservedSlot}, nil
+	case err == nil:
+		l.inFlight.Add(1)
+		return Permit{}, nil
+	}
+	return Permit{}, fmt.Errorf("concurrency: waiting for a slot: %w", ctx.Err())
+}
+
+// handReserve hands a free slot of the reserve to the first critical
+// call waiting for one, if any.
+func (l *Limiter) handReserve() {
+	l.critical.Lock()
+	defer l.critical.Unlock()
+	e := l.critical.waiters.Front()
+	if e == nil || !l.takeReserve() {
+		return
+	}
+	w := l.critical.waiters.Remove(e).(*critWaiter)
+	l.critWaiting.Add(-1)
+	w.handed = true
+	w.cancel()
 }
 
 // ReadyFor reports whether a call with ctx's criticality would get a slot
@@ -87,26 +166,31 @@ func (l *AdaptiveLimiter) ReadyFor(ctx context.Context) bool {
 }
 
 // takeBy applies the criticality rule before the ordinary take: it
-// returns done when it took a slot or refused the call.
-func (l *AdaptiveLimiter) takeBy(ctx context.Context) (p Permit, err error, done bool) {
+// returns done when it took a slot or refused the call, and critical for
+// a critical call that found the reserve taken too, which waits in a line
+// of its own, served first.
+func (l *AdaptiveLimiter) takeBy(ctx context.Context) (p Permit, err error, done, critical bool) {
 	lim := l.limit.Load()
 	if lim == 0 || l.inFlight.Load() < sheddableShare(lim) || ctx.Err() != nil {
-		return Permit{}, nil, false
+		return Permit{}, nil, false, false
 	}
 	switch rampart.CriticalityOf(ctx) {
 	case rampart.Sheddable:
-		return Permit{}, l.refusal.Load(), true
+		return Permit{}, l.refusal.Load(), true, false
 	case rampart.Critical:
-		bound := lim + criticalReserve(lim)
-		for {
-			n := l.inFlight.Load()
-			if n >= bound {
-				break
-			}
-			if l.inFlight.CompareAndSwap(n, n+1) {
-				return l.permit(n + 1), nil, true
+		if l.critWaiting.Load() == 0 { // ahead of ordinary waiters, not of critical ones
+			if n, ok := l.takeSlotBelow(lim + criticalReserve(lim)); ok {
+				return l.permit(n), nil, true, false
 			}
 		}
+		return Permit{}, nil, false, true
 	}
-	return Permit{}, nil, false
+	return Permit{}, nil, false, false
+}
+
+// criticalBound is how many slots critical calls may hold: the limit and
+// the reserve.
+func (l *AdaptiveLimiter) criticalBound() int64 {
+	lim := l.limit.Load()
+	return lim + criticalReserve(lim)
 }

@@ -3,8 +3,12 @@ package concurrency_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -170,6 +174,106 @@ func BenchmarkLayer_Criticality(b *testing.B) {
 			for b.Loop() {
 				_, _ = svc.Call(tc.ctx, 1)
 			}
+		})
+	}
+}
+
+// A critical call that waits is not stuck behind ordinary waiters while
+// the reserve has room (a priority inversion): with L = 2, two default
+// calls of 100ms, two critical ones of 10ms in the reserve, then a
+// default and a critical call waiting in that order, the critical one
+// gets the slot the first critical call gives back, at 10ms, and the
+// default one waits for a default slot, at 100ms. It used to wait the
+// 100ms, behind the default call.
+func TestCriticality_PG6_WaitingCriticalCallTakesTheFreedReserve(t *testing.T) {
+	for name, lim := range map[string]func() concurrency.Slots{
+		"Limiter":         func() concurrency.Slots { l, _ := concurrency.New(2); return l },
+		"AdaptiveLimiter": func() concurrency.Slots { return fixedAdaptive(t, 2, 0) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc, err := wrap.Service[time.Duration, string](sleeper, concurrency.NewLayer, concurrency.Config{Limiter: lim(), Mode: concurrency.Wait})
+				require.NoError(t, err)
+				crit := rampart.WithCriticality(t.Context(), rampart.Critical)
+				start := time.Now()
+				var wg sync.WaitGroup
+				for _, ctx := range []context.Context{t.Context(), t.Context(), crit, crit} {
+					wg.Go(func() {
+						_, err := svc.Call(ctx, map[bool]time.Duration{true: 10 * time.Millisecond, false: 100 * time.Millisecond}[ctx == crit])
+						assert.NoError(t, err)
+					})
+					synctest.Wait()
+				}
+				var defaultAt, criticalAt time.Duration
+				wg.Go(func() {
+					_, err := svc.Call(t.Context(), 0)
+					assert.NoError(t, err)
+					defaultAt = time.Since(start)
+				})
+				synctest.Wait()
+				wg.Go(func() {
+					_, err := svc.Call(crit, 0)
+					assert.NoError(t, err)
+					criticalAt = time.Since(start)
+				})
+				wg.Wait()
+				assert.Equal(t, 10*time.Millisecond, criticalAt, "critical")
+				assert.Equal(t, 100*time.Millisecond, defaultAt, "default")
+			})
+		})
+	}
+}
+
+// Critical and default calls in Wait mode, with random durations and
+// deadlines, on either limiter: never more than 2L held, every call
+// served or given up by its deadline, and nothing held at the end.
+func TestCriticality_PG6_WaitModeHammer(t *testing.T) {
+	for name, lim := range map[string]func() concurrency.Slots{
+		"Limiter":         func() concurrency.Slots { l, _ := concurrency.New(4); return l },
+		"AdaptiveLimiter": func() concurrency.Slots { return fixedAdaptive(t, 4, 0) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := lim()
+				var held, most atomic.Int64
+				work := rampart.ServiceFunc[time.Duration, string](func(_ context.Context, d time.Duration) (string, error) {
+					n := held.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					time.Sleep(d)
+					held.Add(-1)
+					return "ok", nil
+				})
+				svc, err := wrap.Service[time.Duration, string](work, concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: concurrency.Wait})
+				require.NoError(t, err)
+				var served, gaveUp atomic.Int64
+				var wg sync.WaitGroup
+				for i := range 64 {
+					wg.Go(func() {
+						c := rampart.DefaultCriticality
+						if i%2 == 0 {
+							c = rampart.Critical
+						}
+						for range 50 {
+							ctx, cancel := context.WithTimeout(rampart.WithCriticality(t.Context(), c), time.Duration(1+rand.N(20))*time.Millisecond)
+							_, err := svc.Call(ctx, time.Duration(rand.N(5))*time.Millisecond)
+							cancel()
+							if err != nil {
+								require.ErrorIs(t, err, context.DeadlineExceeded)
+								gaveUp.Add(1)
+								continue
+							}
+							served.Add(1)
+						}
+					})
+				}
+				wg.Wait()
+				assert.Equal(t, int64(64*50), served.Load()+gaveUp.Load())
+				assert.LessOrEqual(t, most.Load(), int64(8))
+				assert.Positive(t, served.Load())
+				type inFlight interface{ InFlight() int }
+				assert.Equal(t, 0, l.(inFlight).InFlight())
+			})
 		})
 	}
 }

@@ -87,7 +87,13 @@
 //     reserve of L more slots (at least 1) beyond the limit, at once and
 //     ahead of any call waiting; only when the reserve is taken too does
 //     it wait (Wait mode) or get refused (Refuse mode) as a default call
-//     would. The reserve is as large as the limit because default calls
+//     would. A critical call that waits is not stuck behind default ones
+//     while the reserve has room: it waits in a line of critical calls,
+//     in arrival order, that gets each slot of the reserve given back
+//     before any other waiting call; with an [AdaptiveLimiter] that line
+//     gets every slot that frees below 2L first, with a [Limiter] it also
+//     waits for an ordinary slot in its turn, whichever comes first. The
+//     reserve is as large as the limit because default calls
 //     alone may fill the L slots for as long as an overload lasts:
 //     critical calls then have only the reserve, and it must carry them
 //     all, so critical work is refused only when it alone would fill a

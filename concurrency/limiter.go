@@ -1,6 +1,7 @@
 package concurrency
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,16 @@ type Limiter struct {
 	// watchers are the Observers of the layers built with the Limiter,
 	// told of each SetMax.
 	watchers tuned.Watchers
+
+	// critical holds the critical calls waiting with the reserve taken,
+	// oldest first: a reserved slot given back goes to the first of them
+	// (see criticality.go). critWaiting is its length, for give to read
+	// without the lock.
+	critical struct {
+		sync.Mutex
+		waiters list.List // of *critWaiter
+	}
+	critWaiting atomic.Int64
 }
 
 // noSlots is the refusal of the zero Limiter.
@@ -235,8 +246,12 @@ func (l *Limiter) valid() error {
 // shared refusal. A ctx already done takes no slot, in either mode. A
 // Limiter needs nothing in the Permit.
 func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
-	if p, err, done := l.takeBy(ctx); done {
+	p, err, done, critical := l.takeBy(ctx)
+	if done {
 		return p, err
+	}
+	if mode == Wait && critical {
+		return l.waitCritical(ctx)
 	}
 	if mode == Wait {
 		return Permit{}, l.Acquire(ctx)
@@ -253,6 +268,9 @@ func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
 func (l *Limiter) give(p Permit, _ bool) {
 	if p.start == reservedSlot {
 		l.reserved.Add(-1)
+		if l.critWaiting.Load() > 0 {
+			l.handReserve()
+		}
 		return
 	}
 	l.Release()

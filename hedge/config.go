@@ -158,6 +158,16 @@ type Config[Req, Resp any] struct {
 	// concurrent use and must not block.
 	Accept func(resp Resp, err error) bool
 
+	// Hint, if not nil, extracts a server's retry-after hint from an
+	// attempt's outcome, as retry.Config.Hint does; ok reports whether
+	// there is one. A failed attempt (one Accept rejects) whose hint is
+	// [rampart.Forever], the server's "do not retry", ends the hedging of
+	// its call, as an error carrying such a [rampart.Hint] does (see
+	// [NewLayer]); a finite hint changes nothing. The HTTP adapter reads
+	// rampart's Rampart-Retry: no header here. Nil means only the errors'
+	// hints count. It is called on the attempt's goroutine for every
+	// failed attempt of a hedged call, and must be safe for concurrent use.
+	Hint func(resp Resp, err error) (delay time.Duration, ok bool)
 	// Discard, if not nil, receives every response that the layer does not
 	// return to the caller: the responses of attempts that returned after
 	// another attempt won; a rejected response (one Accept rejected with a
@@ -206,6 +216,7 @@ type settings[Req, Resp any] struct {
 	budget      Budget
 	refunder    refunder               // budget, if it takes refunds; else nil
 	accept      func(Resp, error) bool // nil: err == nil
+	hint        func(Resp, error) (time.Duration, bool)
 	discard     func(Resp)
 	detach      func(Resp, context.CancelFunc) Resp
 	maxAttempts int
@@ -223,6 +234,7 @@ func (c Config[Req, Resp]) validate() (settings[Req, Resp], error) {
 		hedgeable:   c.Hedgeable,
 		budget:      c.Budget,
 		accept:      c.Accept,
+		hint:        c.Hint,
 		discard:     c.Discard,
 		detach:      c.Detach,
 		maxAttempts: c.MaxAttempts,

@@ -32,7 +32,8 @@ import (
 // copies: one matching [rampart.ErrOpen] (a breaker below is open), or one
 // whose [rampart.Hint] is [rampart.Forever] (the server says not to
 // retry, as a negative grpc-retry-pushback-ms does; gRFC A6 sends no
-// further hedges then). Attempts already sent go on.
+// further hedges then), or one whose outcome cfg.Hint says so of. Attempts
+// already sent go on.
 //
 // Each copy's context says which attempt it is ([rampart.WithAttempt]):
 // the caller's attempt ([rampart.AttemptOf], 1 when it carries none) plus
@@ -233,6 +234,7 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 	if c.s.accept != nil {
 		accepted = c.s.accept(resp, err)
 	}
+	refuses := !accepted && c.refusesCopies(resp, err)
 	var (
 		keep, won bool
 		dropped   Resp // an earlier rejected response, dropped for the winner
@@ -260,6 +262,9 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 		keep, won = true, true
 		c.stopLocked()
 	default:
+		if refuses {
+			c.stopLocked()
+		}
 		if err == nil && c.kept < 0 {
 			c.kept, c.resp = i, resp
 			keep = true
@@ -269,9 +274,6 @@ func (c *call[Req, Resp]) finish(i int, start time.Time, resp Resp, err error) {
 				c.errs = make([]error, c.s.maxAttempts)
 			}
 			c.errs[i] = err
-			if refusesCopies(err) {
-				c.stopLocked()
-			}
 		}
 		if c.inflight == 0 {
 			// Every attempt sent has failed: the call ends now rather than
@@ -351,12 +353,20 @@ func (c *call[Req, Resp]) abort() {
 	}
 }
 
-// refusesCopies reports whether a failed attempt's error says that no
+// refusesCopies reports whether a failed attempt's outcome says that no
 // copy should follow it: a breaker below is open (it would refuse them
-// too), or the server's hint says not to retry ([rampart.Forever], as a
-// negative grpc-retry-pushback-ms is: gRFC A6 sends no further hedges
-// after it).
-func refusesCopies(err error) bool {
+// too), or the server's hint, in the error or by Config.Hint, says not to
+// retry ([rampart.Forever], as a negative grpc-retry-pushback-ms is:
+// gRFC A6 sends no further hedges after it).
+func (c *call[Req, Resp]) refusesCopies(resp Resp, err error) bool {
+	if c.s.hint != nil {
+		if d, ok := c.s.hint(resp, err); ok && d == rampart.Forever {
+			return true
+		}
+	}
+	if err == nil {
+		return false
+	}
 	if errors.Is(err, rampart.ErrOpen) {
 		return true
 	}

@@ -1007,6 +1007,22 @@ func TestHedge_PG7_RefusingErrorStopsFurtherCopies(t *testing.T) {
 			})
 		})
 	}
+	// A rejected answer that Config.Hint says "never" of (an HTTP 503
+	// with Rampart-Retry: no) refuses copies too.
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms}, step{latency: 0}, step{latency: 0})
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget.Always, Delay: 10 * ms, MaxAttempts: 3,
+			Accept: func(resp string, err error) bool { return err == nil && resp != "req#1" },
+			Hint: func(resp string, _ error) (time.Duration, bool) {
+				return rampart.Forever, resp == "req#1"
+			},
+		})
+		resp, err := svc.Call(t.Context(), "req")
+		require.NoError(t, err)
+		assert.Equal(t, "req#0", resp)
+		assert.Equal(t, 2, b.Calls())
+	})
 	// A finite hint is no refusal: the third copy is sent.
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend(step{latency: 100 * ms}, step{latency: 0, err: pushback(time.Second)}, step{latency: 5 * ms})

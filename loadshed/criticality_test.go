@@ -2,7 +2,11 @@ package loadshed_test
 
 import (
 	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -75,4 +79,73 @@ func TestShed_PG6_ByCriticality(t *testing.T) {
 			assert.ErrorIs(t, err, loadshed.ErrOverloaded)
 		}
 	}
+}
+
+// A flood of sheddable work never pushes out critical work (the priority
+// inversion of a shedder that refuses whatever arrives when it is full):
+// behind loadshed and a concurrency limit of 8 in Refuse mode, 50
+// sheddable and 30 default callers in a closed loop (1 ms pause after a
+// refusal) keep the limit full for a second, and the 4 critical callers
+// are served every time, 100 calls of 10 ms each; sheddable work never
+// holds more than its share of 6 slots, sheddable and default together
+// never more than the 8.
+func TestShed_PG6_SheddableFloodNeverRefusesCritical(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.New(8)
+		require.NoError(t, err)
+		var mu sync.Mutex
+		held := map[rampart.Criticality]int{}
+		most := map[rampart.Criticality]int{}
+		mostOrdinary := 0
+		work := rampart.ServiceFunc[int, int](func(ctx context.Context, _ int) (int, error) {
+			c := rampart.CriticalityOf(ctx)
+			mu.Lock()
+			held[c]++
+			most[c] = max(most[c], held[c])
+			mostOrdinary = max(mostOrdinary, held[rampart.Sheddable]+held[rampart.DefaultCriticality])
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+			mu.Lock()
+			held[c]--
+			mu.Unlock()
+			return 1, nil
+		})
+		svc := rampart.NewBuilder[int, int]().
+			With(loadshed.NewLayer[int, int](loadshed.Config{Readiness: lim})).
+			With(concurrency.NewLayer[int, int](concurrency.Config{Limiter: lim, Mode: concurrency.Refuse})).
+			Service(work)
+
+		// The flood ends 5 ms before the 100th critical call returns (at
+		// 1s): at the same instant, which of the deadline and the caller's
+		// check of it ran first decided between 100 and 101 calls.
+		ctx, stop := context.WithTimeout(t.Context(), time.Second-5*time.Millisecond)
+		defer stop()
+		var served, refused [3]atomic.Int64 // by criticality + 1
+		var wg sync.WaitGroup
+		for c, n := range map[rampart.Criticality]int{rampart.Sheddable: 50, rampart.DefaultCriticality: 30, rampart.Critical: 4} {
+			cctx := rampart.WithCriticality(ctx, c)
+			for range n {
+				wg.Go(func() {
+					for cctx.Err() == nil {
+						if _, err := svc.Call(cctx, 1); err != nil {
+							if errors.Is(err, rampart.ErrRefused) {
+								refused[c+1].Add(1)
+							}
+							time.Sleep(time.Millisecond)
+							continue
+						}
+						served[c+1].Add(1)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		assert.Equal(t, int64(400), served[rampart.Critical+1].Load(), "every critical call served")
+		assert.Zero(t, refused[rampart.Critical+1].Load(), "no critical call refused")
+		assert.Positive(t, served[rampart.Sheddable+1].Load())
+		assert.Positive(t, refused[rampart.Sheddable+1].Load())
+		assert.LessOrEqual(t, most[rampart.Sheddable], 6, "sheddable within its share")
+		assert.LessOrEqual(t, mostOrdinary, 8, "sheddable and default within the limit")
+		assert.Equal(t, 4, most[rampart.Critical])
+	})
 }

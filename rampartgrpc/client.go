@@ -403,6 +403,8 @@ func newClient(cfg ClientConfig) (*client, error) {
 			MinSamples:  cfg.Hedge.MinSamples,
 			Name:        cfg.Hedge.Name,
 			Observer:    cfg.Hedge.Observer,
+			// A negative pushback ends the hedging too (gRFC A6).
+			Hint: func(r result, _ error) (time.Duration, bool) { return pushback(r.trailer) },
 			// A copy the limit refused is no answer: another copy may be
 			// on its way to one.
 			Accept: func(_ result, err error) bool {

@@ -27,7 +27,6 @@ import (
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartgrpc"
 	"github.com/rampart-go/rampart/record"
-	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -57,6 +56,14 @@ func TestUnary_GR16_StackAllocations(t *testing.T) {
 			assert.Equal(t, tc.want, allocs)
 		})
 	}
+	t.Run("may be retried, with an attempt timeout", func(t *testing.T) {
+		// context.WithDeadlineCause's 4 (its context, cancel func, timer
+		// and the timer's callback) and the attempt's trailer and options.
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(fullStack(t))
+		require.NoError(t, err)
+		ctx := context.Background()
+		assert.Equal(t, 5.0, testing.AllocsPerRun(1000, func() { _ = ic(ctx, unaryMethod, nil, nil, nil, invoker) }))
+	})
 	t.Run("one breaker", func(t *testing.T) {
 		ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{Breaker: newBreaker(t, circuitbreaker.Config{})})
 		require.NoError(t, err)
@@ -336,6 +343,31 @@ func TestUnary_GR7_HedgeAnswersFromTheFasterCopy(t *testing.T) {
 		assert.Equal(t, "hedge", resp.GetUsername())
 		assert.Equal(t, 40*time.Millisecond, time.Since(begin))
 		assert.Equal(t, int32(2), e.srv.calls.Load())
+	})
+}
+
+// A copy answered with a negative grpc-retry-pushback-ms ends the
+// hedging (gRFC A6: no further hedged requests; PG7): of three copies 10ms
+// apart, the second pushes back at once, the third is never sent, and
+// the first answers at 100ms.
+func TestUnary_PG7_NegativePushbackEndsTheHedging(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			if n == 2 {
+				return pushingBack(1, "-1")(ctx, 1)
+			}
+			time.Sleep(100 * time.Millisecond)
+			return &testgrpc.SimpleResponse{Username: fmt.Sprint("copy ", n)}, nil
+		}}, nil, unaryClient(t, rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod)},
+			Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 10 * time.Millisecond, MaxAttempts: 3},
+		}))
+		begin := time.Now()
+		resp, err := e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		require.NoError(t, err)
+		assert.Equal(t, "copy 1", resp.GetUsername())
+		assert.Equal(t, 100*time.Millisecond, time.Since(begin))
+		assert.Equal(t, int32(2), e.srv.calls.Load(), "no third copy")
 	})
 }
 
@@ -745,13 +777,7 @@ func TestRecorder_GR_JudgesAsTheBreaker(t *testing.T) {
 			attempt int
 		}
 		var got []line
-		tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
-		for {
-			e, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
+		for _, e := range readTrace(t, out.String()) {
 			assert.Equal(t, unaryMethod, e.Key)
 			got = append(got, line{e.Outcome, e.Class, e.Attempt})
 		}
@@ -829,13 +855,7 @@ func TestUnary_GR6_DeadlinesToldApartOnEveryView(t *testing.T) {
 		assert.NoError(t, evs[4].Err, "then stopped: the server's DEADLINE_EXCEEDED is not retried")
 		assert.Equal(t, 2, br.State().Counts.ConsecutiveFailures)
 		var lines []string
-		tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
-		for {
-			en, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err)
+		for _, en := range readTrace(t, out.String()) {
 			lines = append(lines, fmt.Sprintf("%s/%s/%d", en.Outcome, en.Class, en.Attempt))
 		}
 		assert.Equal(t, []string{"failure/timeout/1", "failure/error/2"}, lines)

@@ -3,7 +3,9 @@ package rampartgrpc_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,7 +25,9 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/rampartgrpc"
+	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/retry"
+	"github.com/rampart-go/rampart/sim"
 )
 
 // noWait is a backoff of zero, for tests that count attempts.
@@ -294,5 +298,21 @@ func sendThen(msgs int, err error) func(testgrpc.TestService_StreamingOutputCall
 			}
 		}
 		return err
+	}
+}
+
+// readTrace returns the entries of the trace a Recorder wrote, in order
+// of start, as package sim reads them.
+func readTrace(t *testing.T, trace string) []record.Entry {
+	t.Helper()
+	tr := sim.NewTraceReader(strings.NewReader(trace), "trace")
+	var es []record.Entry
+	for {
+		e, err := tr.Next()
+		if err == io.EOF {
+			return es
+		}
+		require.NoError(t, err)
+		es = append(es, e)
 	}
 }

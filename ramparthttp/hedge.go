@@ -66,7 +66,8 @@ type HedgeConfig struct {
 //   - A good response is one that [Retryable] would not retry: a transport
 //     error, 429, and 5xx except 501 and 505 are not good, so a fast 503 from
 //     one replica does not beat a slower 200 from another. A response that
-//     is not good does not trigger a hedge.
+//     is not good does not trigger a hedge, and a 429 or 503 carrying
+//     [NoRetryHeader] "no" ends the hedging: no further copy is sent.
 //   - The response returned keeps its copy's context until its body is
 //     closed, so it can be read after RoundTrip returns; the caller must
 //     close it, as always. Every other response has its body closed (see
@@ -100,6 +101,7 @@ func HedgeLayer(cfg HedgeConfig) (Layer, error) {
 		Name:        cfg.Name,
 		Observer:    cfg.Observer,
 		Accept:      answered,
+		Hint:        noRetryHint,
 		Discard:     discard,
 		Detach:      cancelOnClose,
 	})

@@ -31,6 +31,7 @@ type copyStep struct {
 	latency   time.Duration // until the response headers
 	status    int           // 0 means a transport error
 	ignoreCtx bool          // answer even after cancellation
+	noRetry   bool          // the answer carries Rampart-Retry: no
 }
 
 var errReplica = errors.New("replica: connection reset")
@@ -88,7 +89,11 @@ func (f *replicaTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	f.responses[k] = rb
 	f.mu.Unlock()
-	return &http.Response{StatusCode: st.status, Header: http.Header{}, Body: rb, Request: req}, nil
+	h := http.Header{}
+	if st.noRetry {
+		h.Set(ramparthttp.NoRetryHeader, "no")
+	}
+	return &http.Response{StatusCode: st.status, Header: h, Body: rb, Request: req}, nil
 }
 
 func (f *replicaTransport) Calls() int {
@@ -382,6 +387,37 @@ func TestHedgeLayer_BadConfigNamesTheField(t *testing.T) {
 			l, err := ramparthttp.HedgeLayer(tc.cfg)
 			assert.EqualError(t, err, tc.want)
 			assert.Nil(t, l)
+		})
+	}
+}
+
+// A 503 that says "do not retry" (Rampart-Retry: no, PG5) ends the
+// hedging: the third copy is not sent, and the first copy's 200 still
+// wins (PG7). Without the header the third copy goes out at 20ms.
+func TestHedgeLayer_PG7_NoRetryAnswerEndsTheHedging(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, noRetry := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			ft := &replicaTransport{steps: []copyStep{
+				{latency: 100 * milli, status: 200},
+				{latency: 0, status: 503, noRetry: noRetry},
+				{latency: 200 * milli, status: 200},
+			}}
+			h, err := ramparthttp.HedgeLayer(ramparthttp.HedgeConfig{Budget: budget.Always, Delay: 10 * milli, MaxAttempts: 3})
+			require.NoError(t, err)
+			svc := ramparthttp.NewBuilder().Layer(h).Service(ramparthttp.FromRoundTripper(ft))
+			c := &http.Client{Transport: ramparthttp.NewRoundTripper(svc)}
+
+			resp, body, took := getHedged(t, c)
+
+			assert.Equal(t, 200, resp.StatusCode)
+			assert.Equal(t, "200 from copy 0", body)
+			assert.Equal(t, 100*milli, took)
+			if noRetry {
+				assert.Equal(t, 2, ft.Calls(), "no third copy after the 503 said no")
+			} else {
+				assert.Equal(t, 3, ft.Calls())
+			}
 		})
 	}
 }

@@ -283,13 +283,31 @@ func inboundTimeout(vs []string) (d time.Duration, ok bool) {
 // server asked for no retry is never retried.
 func obeyNoRetry(retryable func(*http.Response, error) bool) func(*http.Response, error) bool {
 	return func(resp *http.Response, err error) bool {
-		if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-			for _, v := range resp.Header[NoRetryHeader] {
-				if strings.TrimSpace(v) == "no" {
-					return false
-				}
-			}
+		if askedNoRetry(resp) {
+			return false
 		}
 		return retryable(resp, err)
 	}
+}
+
+// askedNoRetry reports whether resp is a 429 or 503 answer whose server
+// asked for no retry ([NoRetryHeader] "no").
+func askedNoRetry(resp *http.Response) bool {
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		for _, v := range resp.Header[NoRetryHeader] {
+			if strings.TrimSpace(v) == "no" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// noRetryHint is a hedge.Config.Hint: "never" for an answer whose server
+// asked for no retry, so that no further copy is sent.
+func noRetryHint(resp *http.Response, _ error) (time.Duration, bool) {
+	if askedNoRetry(resp) {
+		return rampart.Forever, true
+	}
+	return 0, false
 }

@@ -17,7 +17,9 @@ import (
 
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/retry"
@@ -243,4 +245,63 @@ func TestRecordLayer_SM8_InformationalThenFailureIsAFailure(t *testing.T) {
 	assert.Equal(t, circuitbreaker.Open, br.State().State)
 	assert.Equal(t, map[string]int{"success": 0, "failure": 2, "ignored": 0, "rejected": 0}, seen.Outcomes())
 	assert.Equal(t, 2, strings.Count(out.String(), `"outcome":"failure","class":"response"`), out.String())
+}
+
+// A caller that gives up while reading a body (its context cancelled
+// after the headers) and a request the client's own Limit refuses: the
+// breaker counts the first as ignored and never sees the second; the
+// trace has an ignored line and a refused one ("limited"); the shadow's
+// candidate ignores the first and takes the second, refused below it, as
+// an unknown outcome: the latest known, and none is known, since the
+// first call's 200 headers were no verdict (its body was), so a failure,
+// as a replay of the trace guesses. The live row counts it failed too
+// (the caller got an error no breaker gave). The limit's refusal is one
+// event to the client's observer.
+func TestRecordLayer_SM8_CancelledBodyAndLimitRefusalAgree(t *testing.T) {
+	srv := loopback(t)
+	var out bytes.Buffer
+	rec, err := record.New(&out, record.Config{})
+	require.NoError(t, err)
+	var breakerSeen observetest.Counter
+	var clientSeen observetest.Recorder
+	br, err := circuitbreaker.New(circuitbreaker.Config{CoolDown: time.Hour, Observer: &breakerSeen})
+	require.NoError(t, err)
+	sh, err := shadow.New(shadow.Config{Live: br, Candidates: []shadow.Candidate{{Name: "c"}}})
+	require.NoError(t, err)
+	lim, err := concurrency.New(1)
+	require.NoError(t, err)
+	rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Breaker: br, Recorder: rec, Shadow: sh, Limit: lim,
+		Name: "client", Observer: &clientSeen, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+	require.NoError(t, err)
+	client := &http.Client{Transport: rt}
+	cancelAfterHeaders(t, client, srv.URL+"/stall", map[string]int{})
+	require.True(t, lim.TryAcquire(), "the only slot, taken elsewhere")
+	_, err = client.Get(srv.URL + "/ok")
+	require.ErrorIs(t, err, concurrency.ErrLimited)
+	lim.Release()
+	require.NoError(t, rec.Close())
+
+	assert.Equal(t, map[string]int{"success": 0, "failure": 0, "ignored": 1, "rejected": 0}, breakerSeen.Outcomes())
+	var got []string
+	tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
+	for {
+		e, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		got = append(got, string(e.Outcome)+"/"+e.Class)
+	}
+	assert.Equal(t, []string{"ignored/canceled", "refused/limited"}, got)
+	rs := sh.Results()
+	require.Len(t, rs, 2)
+	for _, r := range rs {
+		assert.Equal(t, [4]int{2, 1, 1, 0}, [4]int{r.Calls, r.Ignored, r.Failed, r.Refused}, r.Name+": calls, ignored, failed, refused")
+	}
+	assert.Equal(t, 1, rs[1].Unknown, "the limit's refusal, guessed for the candidate")
+	replayed, err := sim.Replay(sim.NewTraceReader(strings.NewReader(out.String()), "trace"), []sim.Candidate{{Name: "c", Breaker: &circuitbreaker.Config{}}}, sim.Config{})
+	require.NoError(t, err)
+	assert.Equal(t, [5]int{2, 1, 1, 0, 1}, [5]int{replayed[0].Calls, replayed[0].Ignored, replayed[0].Failed, replayed[0].Refused, replayed[0].Unknown}, "the replay of the trace guesses as the shadow did")
+	require.Len(t, clientSeen.Events(), 1)
+	assert.Equal(t, observe.Refused, clientSeen.Events()[0].Kind)
 }

@@ -356,6 +356,7 @@ func (h *hub) pipeline(ctx context.Context, n int, add func(p redis.Pipeliner, i
 		add(p, i, true)
 	}
 	_, _ = p.Exec(ctx)
+	loadScripts(ctx, h.client) // Redis lost its scripts: the workers' too
 }
 
 // subscribe tells the pub/sub the channels that changed since the last

@@ -1,6 +1,10 @@
 package rampartredis
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // The shared record of one breaker is a hash at KEYS[1]:
 //
@@ -77,7 +81,9 @@ end
 // that arrives after its claim lapsed, or a probe made without one,
 // changes nothing). The winner writes, sets the expiry, clears the probe
 // claim and publishes; a loser gets the current record to adopt.
-var transitionScript = redis.NewScript(scriptHead + `
+var transitionScript = redis.NewScript(transitionSource)
+
+const transitionSource = scriptHead + `
 local expect = tonumber(ARGV[1])
 local to = ARGV[2]
 local win = false
@@ -103,7 +109,7 @@ if not win then
   return {0, gen, state, remaining(), cause, by, 0}
 end
 return write(to, tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[8]), ARGV[9])
-`)
+`
 
 // evidenceScript reports failures a replica's breaker counted while
 // Closed. ARGV: failures, failure window ms, fleet-wide failures that
@@ -116,7 +122,9 @@ return write(to, tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[8]), ARGV[9]
 // record opens, as a trip would, for the cool-down. Over an open record
 // it counts nothing: the replica gets the record to adopt. The reply's
 // last field is the fleet's count.
-var evidenceScript = redis.NewScript(scriptHead + `
+var evidenceScript = redis.NewScript(evidenceSource)
+
+const evidenceSource = scriptHead + `
 if state ~= 'closed' then
   return {0, gen, state, remaining(), cause, by, 0}
 end
@@ -133,7 +141,7 @@ if not enough then
   return {0, gen, state, 0, cause, by, total}
 end
 return write('open', tonumber(ARGV[6]), ARGV[7], ARGV[5], tonumber(ARGV[8]), ARGV[9])
-`)
+`
 
 // readScript reads the record, with the remaining cool-down on Redis's
 // clock.
@@ -148,7 +156,9 @@ return {0, gen, state, remaining(), cause, by, 0}
 // claim for the full claim ms. ARGV: expected generation, claim token,
 // claim ms. A loser gets the record and how long the current claim still
 // holds (ms).
-var claimScript = redis.NewScript(scriptHead + `
+var claimScript = redis.NewScript(claimSource)
+
+const claimSource = scriptHead + `
 local rem = remaining()
 if state ~= 'open' or gen ~= tonumber(ARGV[1]) or rem ~= 0 then
   return {0, gen, state, rem, cause, by, 0}
@@ -162,7 +172,7 @@ if redis.call('GET', KEYS[2]) == me then
   return {1, gen, state, 0, cause, by, tonumber(ARGV[3])}
 end
 return {0, gen, state, 0, cause, by, redis.call('PTTL', KEYS[2])}
-`)
+`
 
 // readManyScript reads the records of many breakers at once, with the
 // remaining cool-down on Redis's clock: KEYS are their state hashes (on a
@@ -184,3 +194,34 @@ for i, key in ipairs(KEYS) do
 end
 return out
 `)
+
+// workerSources are the sources of the scripts a Shared's worker runs by
+// SHA.
+var workerSources = []string{evidenceSource, transitionSource, claimSource}
+
+// loadScripts loads the workers' scripts on every node of client, within
+// ctx. The hub calls it when Redis did not know its read script (Redis
+// was started or restarted, or a node took over): otherwise the first
+// report or transition of each replica would take two round trips
+// (EVALSHA, NOSCRIPT, then EVAL), and the first failure reports of an
+// outage are the path that opens the fleet. Errors are ignored: a script
+// Redis does not know is still sent again with its body.
+func loadScripts(ctx context.Context, client redis.UniversalClient) {
+	load := func(ctx context.Context, c redis.Cmdable) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, src := range workerSources {
+				p.ScriptLoad(ctx, src)
+			}
+			return nil
+		})
+		return err
+	}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		_ = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
+	case *redis.Ring:
+		_ = c.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
+	default:
+		_ = load(ctx, client)
+	}
+}

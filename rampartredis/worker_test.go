@@ -2,6 +2,7 @@ package rampartredis_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -435,4 +436,65 @@ func TestShare_FL19_AnOpenArrivesWhileTheReplicasReportWaits(t *testing.T) {
 	waitFor(t, "a's report answered", func() bool { return a.sh.Stats().Reported == 1 })
 	assert.True(t, a.br.State().Remote, "the reply (the fleet open, nothing counted) changes nothing")
 	assert.Equal(t, "open", recordState(t, c))
+}
+
+func TestShare_FL19_TheFirstReportTakesOneRoundTrip(t *testing.T) {
+	firstReport(t, single(t))
+}
+
+func TestShare_FL19_TheFirstReportTakesOneRoundTripOnACluster(t *testing.T) {
+	firstReport(t, onCluster(t))
+}
+
+// firstReport checks that a replica's first failure report after Redis
+// started, and after Redis lost its scripts, is one script by SHA: the
+// hub loads the workers' scripts when Redis does not know its read
+// script, so no report is answered NOSCRIPT and sent again with its body
+// (a second round trip on the path that opens the fleet in an outage).
+func firstReport(t *testing.T, topo topology) {
+	cfg := breakerConfig()
+	cfg.Policy = circuitbreaker.Consecutive{Failures: 100}
+	_, scfg := patient(&redis.Options{}, rampartredis.Config{Failures: 100, Refresh: 50 * time.Millisecond})
+	c := topo.direct()
+	resent := new(resentScripts)
+	c.AddHook(resent)
+	r := joinWith(t, c, cfg, scfg)
+	synced(t, r)
+	fail := func() {
+		before := r.sh.Stats().Reported
+		p, err := r.br.TryAcquire()
+		require.NoError(t, err)
+		p.Failure(errBackend)
+		waitFor(t, "the failure reported", func() bool { return r.sh.Stats().Reported == before+1 })
+	}
+	fail()
+	assert.Equal(t, int32(0), resent.n.Load(), "the first report after Redis started was sent again with its body")
+
+	admin := topo.direct()
+	defer admin.Close()
+	require.NoError(t, admin.ScriptFlush(context.Background()).Err())
+	// The second read counted after the flush was sent after it: Redis
+	// did not know the read script, and the hub loaded the others.
+	n := r.sh.Stats().Commands
+	waitFor(t, "two reads after the flush", func() bool { return r.sh.Stats().Commands >= n+2 })
+	fail()
+	assert.Equal(t, int32(0), resent.n.Load(), "the first report after Redis lost its scripts was sent again with its body")
+}
+
+// resentScripts is a go-redis hook that counts the scripts of a Shared's
+// worker (five keys: state, probe, reports, failures, failed) sent with
+// their body, which Script.Run does after Redis answers NOSCRIPT.
+type resentScripts struct{ n atomic.Int32 }
+
+func (h *resentScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *resentScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *resentScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); cmd.Name() == "eval" && len(args) > 2 && fmt.Sprint(args[2]) == "5" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
 }

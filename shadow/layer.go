@@ -96,7 +96,7 @@ func (s *service[Req, Resp]) call(ctx context.Context, req Req, slots []slot) (R
 	ok := false
 	defer func() {
 		if !ok { // the call or the classifier panicked: a failure, as the live breaker counts it
-			sh.latest.Store(knownFailure)
+			sh.know(failure)
 			sh.settle(ctx, slots, failure, circuitbreaker.ErrPanicked, circuitbreaker.ErrPanicked)
 		}
 	}()
@@ -104,7 +104,10 @@ func (s *service[Req, Resp]) call(ctx context.Context, req Req, slots []slot) (R
 	v, judged := s.judge(ctx, resp, err)
 	ok = true
 	if v == success && s.later != nil && s.judgeLater(ctx, resp, slots) {
-		return resp, err
+		return resp, err // known once judged again
+	}
+	if v == success || v == failure {
+		sh.know(v)
 	}
 	sh.settle(ctx, slots, v, judged, err)
 	return resp, err
@@ -121,11 +124,12 @@ func (s *service[Req, Resp]) judgeLater(ctx context.Context, resp Resp, slots []
 		sh := s.s
 		switch {
 		case err == nil:
+			sh.know(success)
 			sh.settle(ctx, held, success, nil, nil)
 		case circuitbreaker.ClassifyContext(ctx, err) == rampart.Ignored:
 			sh.settle(ctx, held, ignored, err, err)
 		default:
-			sh.latest.Store(knownFailure)
+			sh.know(failure)
 			sh.settle(ctx, held, failure, err, err)
 		}
 	}) {
@@ -205,7 +209,7 @@ func (sh *Shadow) settle(ctx context.Context, slots []slot, v verdict, judged, e
 
 // judge returns how the call that returned (resp, err) counts, and the
 // error to give a candidate's breaker with a failure, in the order a
-// breaker judges one; a known outcome becomes the latest known.
+// breaker judges one.
 func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (verdict, error) {
 	if err != nil && (errors.Is(err, circuitbreaker.ErrOpen) || errors.Is(err, concurrency.ErrLimited)) {
 		return unknown, err
@@ -226,12 +230,17 @@ func (s *service[Req, Resp]) judge(ctx context.Context, resp Resp, err error) (v
 			err = circuitbreaker.ErrBadResponse
 		}
 	}
+	return v, err
+}
+
+// know makes the outcome of a call judged v (success or failure) the
+// latest known.
+func (sh *Shadow) know(v verdict) {
 	known := knownSuccess
 	if v == failure {
 		known = knownFailure
 	}
-	if s.s.latest.Load() != known {
-		s.s.latest.Store(known)
+	if sh.latest.Load() != known {
+		sh.latest.Store(known)
 	}
-	return v, err
 }

@@ -14,7 +14,11 @@
 // breaker's threshold), backend hits during the outage, probes while the
 // backend is down and how many per HalfOpen round across the fleet, the
 // time from the first trip until every replica is open, and the Redis
-// commands sent (and failed).
+// commands sent (and failed). Under the table it prints Redis's round
+// trips during the shared run (timed by a go-redis hook on the replicas'
+// clients, off the callers' path), and a warning when the reports that
+// open the fleet waited longer than a replica's calls: the lockstep
+// figure then measures the machine, not the protocol.
 //
 // It needs a redis-server: -redis host:port uses a running one; by default
 // it starts its own on a free port when redis-server is installed
@@ -71,7 +75,12 @@ type options struct {
 
 func defaults() options {
 	return options{
-		replicas: 8, healthy: 500 * time.Millisecond, outage: 4 * time.Second, after: time.Second,
+		// healthy is not a multiple of half the default Refresh (the
+		// replicas, started together, read the record every 500ms or so):
+		// a real outage does not start as every replica reads, and those
+		// reads at the outage's first milliseconds would queue in Redis
+		// with the failure reports that open the fleet.
+		replicas: 8, healthy: 750 * time.Millisecond, outage: 4 * time.Second, after: time.Second,
 		interval: 5 * time.Millisecond, callers: 1, cooldown: 100 * time.Millisecond, failures: 5, maxProbes: 1,
 		redisTimeout: 200 * time.Millisecond,
 		quotaFor:     10 * time.Second,
@@ -118,10 +127,20 @@ func main() {
 
 // report is the program's output: one result per mode.
 type report struct {
-	Replicas    int    `json:"replicas"`
-	Callers     int    `json:"callers"`
-	MaxProbes   int    `json:"max_probes"`
-	Outage      string `json:"outage"`
+	Replicas  int    `json:"replicas"`
+	Callers   int    `json:"callers"`
+	MaxProbes int    `json:"max_probes"`
+	Outage    string `json:"outage"`
+	// IntervalMS is the time between the calls of one caller.
+	IntervalMS float64 `json:"interval_ms"`
+	// Starved is true when Redis answered the lockstep's reports slower,
+	// at the median, than a replica calls: the lockstep figure then
+	// measures the machine, not the protocol.
+	Starved bool `json:"starved"`
+	// SlowReports is true when some of those reports (the slowest 1%)
+	// took longer than a replica's calls: the figure may include rounds
+	// that failed while they waited.
+	SlowReports bool   `json:"slow_reports"`
 	Independent result `json:"independent"`
 	Shared      result `json:"shared"`
 	// Quota is the fleet-wide rate limit run, with -quota.
@@ -138,13 +157,16 @@ func run(o options, w io.Writer) error {
 		defer srv.stop()
 		addr = srv.addr
 	}
-	rep := report{Replicas: o.replicas, Callers: o.callers, MaxProbes: o.maxProbes, Outage: o.outage.String()}
+	rep := report{Replicas: o.replicas, Callers: o.callers, MaxProbes: o.maxProbes, Outage: o.outage.String(), IntervalMS: msOf(o.interval)}
 	var err error
 	if rep.Independent, err = simulate(o, ""); err != nil {
 		return err
 	}
 	if rep.Shared, err = simulate(o, addr); err != nil {
 		return err
+	}
+	if l := rep.Shared.LockstepRoundTrip; l != nil {
+		rep.Starved, rep.SlowReports = l.MedianMS > rep.IntervalMS, l.P99MS > rep.IntervalMS
 	}
 	if o.quota > 0 {
 		q, err := measureQuota(o, addr)
@@ -173,7 +195,7 @@ func printTable(w io.Writer, r report) {
 		}
 		return "independent"
 	})
-	row("failing calls until every replica refused", func(x result) string { return fmt.Sprint(x.UntilAllOpen) })
+	row("lockstep: failing calls until all refuse", func(x result) string { return fmt.Sprint(x.UntilAllOpen) })
 	row("backend hits during the outage", func(x result) string { return fmt.Sprint(x.OutageHits) })
 	row("probes while down (HalfOpen admissions)", func(x result) string { return fmt.Sprint(x.Probes) })
 	row("probes per HalfOpen round, fleet-wide", func(x result) string { return fmt.Sprintf("%d..%d", x.MinRoundProbes, x.MaxRoundProbes) })
@@ -183,8 +205,33 @@ func printTable(w io.Writer, r report) {
 	row("Redis commands sent", func(x result) string { return fmt.Sprint(x.RedisCommands) })
 	row("Redis commands failed", func(x result) string { return fmt.Sprint(x.RedisFailures) })
 	fmt.Fprintf(w, "\nhits with shared state / independent: %.2f\n", float64(r.Shared.OutageHits)/float64(max(r.Independent.OutageHits, 1)))
+	printRoundTrips(w, r)
 	if q := r.Quota; q != nil {
 		fmt.Fprintf(w, "\nfleet-wide rate limit: quota %g/s, %d replicas each wanting more, %gs: admitted %.1f/s (%.1f%% of the quota), %d Redis commands\n",
 			q.Quota, r.Replicas, q.Seconds, q.PerSecond, q.PercentOfQ, q.RedisCmds)
+	}
+}
+
+// printRoundTrips prints how fast Redis answered during the shared run,
+// and a warning when it answered the lockstep's failure reports slower
+// than the replicas call (at the median: the machine is starved; at the
+// 99th percentile: some were): each round of calls made while the
+// reports wait fails on every replica, so the lockstep figure then grows
+// by about replicas × round trip / interval, whatever the protocol does.
+func printRoundTrips(w io.Writer, r report) {
+	all, l := r.Shared.RedisRoundTrip, r.Shared.LockstepRoundTrip
+	if all == nil || l == nil {
+		return
+	}
+	fmt.Fprintf(w, "Redis round trip over the shared run: median %.2f ms, p99 %.2f ms (%d commands)\n", all.MedianMS, all.P99MS, all.Commands)
+	fmt.Fprintf(w, "lockstep: every replica refused %.1f ms into the outage; the reports sent meanwhile took median %.2f ms, p99 %.2f ms (%d commands)\n",
+		r.Shared.RefusingAfterMS, l.MedianMS, l.P99MS, l.Commands)
+	switch {
+	case r.Starved:
+		fmt.Fprintf(w, "warning: the machine is starved: the lockstep figure is bounded by Redis's round trip (median %.2f ms, more than the %g ms between a replica's calls), not by the protocol\n",
+			l.MedianMS, r.IntervalMS)
+	case r.SlowReports:
+		fmt.Fprintf(w, "warning: some reports waited for Redis longer than the %g ms between a replica's calls (p99 %.2f ms): the lockstep figure may count rounds that failed meanwhile\n",
+			r.IntervalMS, l.P99MS)
 	}
 }

@@ -61,4 +61,45 @@ func TestFleet(t *testing.T) {
 	assert.GreaterOrEqual(t, r.Shared.UntilAllOpen, int64(o.failures))
 	assert.Positive(t, r.Shared.RedisCommands)
 	assert.Zero(t, r.Independent.RedisCommands)
+	// Redis's round trips, timed by the hook: over the run, and the
+	// reports sent while the lockstep's failures were being counted.
+	require.NotNil(t, r.Shared.RedisRoundTrip)
+	require.NotNil(t, r.Shared.LockstepRoundTrip)
+	assert.Nil(t, r.Independent.RedisRoundTrip)
+	all, lockstep := *r.Shared.RedisRoundTrip, *r.Shared.LockstepRoundTrip
+	assert.GreaterOrEqual(t, int64(all.Commands), r.Shared.RedisCommands, "every script is a command")
+	assert.Positive(t, lockstep.Commands, "the reports that opened the fleet")
+	assert.Positive(t, all.MedianMS)
+	assert.LessOrEqual(t, all.MedianMS, all.P99MS)
+	assert.LessOrEqual(t, all.P99MS, all.MaxMS)
+	assert.Positive(t, r.Shared.RefusingAfterMS)
+	assert.Equal(t, lockstep.MedianMS > r.IntervalMS, r.Starved)
+	assert.Equal(t, lockstep.P99MS > r.IntervalMS, r.SlowReports)
+}
+
+// The table says what Redis's round trip was, and warns when it was
+// slower than the replicas' calls.
+func TestFleet_RoundTripsUnderTheTable(t *testing.T) {
+	r := report{IntervalMS: 5, Shared: result{
+		Shared:            true,
+		RefusingAfterMS:   31.5,
+		RedisRoundTrip:    &roundTripStats{Commands: 400, MedianMS: 0.5, P99MS: 12, MaxMS: 30},
+		LockstepRoundTrip: &roundTripStats{Commands: 20, MedianMS: 9.25, P99MS: 30, MaxMS: 30},
+	}}
+	var out bytes.Buffer
+	printRoundTrips(&out, r)
+	assert.Equal(t, "Redis round trip over the shared run: median 0.50 ms, p99 12.00 ms (400 commands)\n"+
+		"lockstep: every replica refused 31.5 ms into the outage; the reports sent meanwhile took median 9.25 ms, p99 30.00 ms (20 commands)\n",
+		out.String())
+	r.SlowReports = true
+	out.Reset()
+	printRoundTrips(&out, r)
+	assert.Contains(t, out.String(), "\nwarning: some reports waited for Redis longer than the 5 ms between a replica's calls (p99 30.00 ms): the lockstep figure may count rounds that failed meanwhile\n")
+	r.Starved = true
+	out.Reset()
+	printRoundTrips(&out, r)
+	assert.Contains(t, out.String(), "\nwarning: the machine is starved: the lockstep figure is bounded by Redis's round trip (median 9.25 ms, more than the 5 ms between a replica's calls), not by the protocol\n")
+	out.Reset()
+	printRoundTrips(&out, report{IntervalMS: 5, Independent: result{}})
+	assert.Empty(t, out.String(), "independent breakers only: no Redis")
 }

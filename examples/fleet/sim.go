@@ -46,6 +46,17 @@ type result struct {
 	// decides alone).
 	RedisCommands int64 `json:"redis_commands"`
 	RedisFailures int64 `json:"redis_failures"`
+	// RefusingAfterMS is the time from the start of the outage until every
+	// replica refused; -1 if one never did.
+	RefusingAfterMS float64 `json:"refusing_after_ms"`
+	// RedisRoundTrip is how long Redis took to answer the replicas'
+	// commands over the whole run, and LockstepRoundTrip those sent from
+	// the start of the outage until every replica refused (the failure
+	// reports that open the fleet): timed by a go-redis hook, which runs
+	// on rampartredis's background goroutines, never on a call's path.
+	// Nil for independent breakers.
+	RedisRoundTrip    *roundTripStats `json:"redis_round_trip,omitempty"`
+	LockstepRoundTrip *roundTripStats `json:"lockstep_round_trip,omitempty"`
 }
 
 var errUnavailable = errors.New("backend: 503")
@@ -87,6 +98,7 @@ func simulate(o options, redisAddr string) (result, error) {
 
 	key := fmt.Sprintf("fleet-example-%d", time.Now().UnixNano())
 	rs := make([]*replica, o.replicas)
+	var rt roundTrips
 	var opened atomic.Int32 // replicas open since the outage began
 	untilAllOpen := int64(-1)
 	var untilMu sync.Mutex
@@ -122,6 +134,7 @@ func simulate(o options, redisAddr string) (result, error) {
 				Addr: redisAddr, ContextTimeoutEnabled: true,
 				DialTimeout: o.redisTimeout, ReadTimeout: o.redisTimeout, WriteTimeout: o.redisTimeout,
 			})
+			r.rc.AddHook(&rt)
 			// Failures shares failure evidence: the fleet opens once it has
 			// seen as many failures as one breaker's threshold.
 			r.sh, err = rampartredis.Share(br, r.rc, rampartredis.Config{
@@ -170,6 +183,7 @@ func simulate(o options, redisAddr string) (result, error) {
 		})
 	}
 	time.Sleep(o.healthy)
+	outageAt := time.Now()
 	failing.Store(true)
 	time.Sleep(o.outage)
 	failing.Store(false)
@@ -211,10 +225,19 @@ func simulate(o options, redisAddr string) (result, error) {
 		}
 	}
 	if last.IsZero() {
-		res.AllOpenAfter, res.AllOpenAfterMS = "never", -1
+		res.AllOpenAfter, res.AllOpenAfterMS, res.RefusingAfterMS = "never", -1, -1
 	} else {
 		d := last.Sub(first)
 		res.AllOpenAfter, res.AllOpenAfterMS = d.Round(100*time.Microsecond).String(), float64(d)/float64(time.Millisecond)
+		res.RefusingAfterMS = msOf(last.Sub(outageAt))
+	}
+	if res.Shared {
+		from, to := outageAt.Sub(epoch), time.Duration(0) // to the end if never
+		if !last.IsZero() {
+			to = last.Sub(epoch) + 1
+		}
+		all, lockstep := rt.stats(0, 0), rt.stats(from, to)
+		res.RedisRoundTrip, res.LockstepRoundTrip = &all, &lockstep
 	}
 	for _, r := range rs {
 		if r.sh != nil {

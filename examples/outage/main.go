@@ -15,7 +15,10 @@
 //
 // At the end it prints a side-by-side table and a one-line sparkline per
 // timeline, or with -json one JSON object, and, only when -chart names a
-// file, writes a timeline chart of both clients there (a PNG).
+// file, writes a timeline chart of both clients there (a PNG). The run
+// runs in real time, so its figures are the machine's as well as the
+// clients': it measures how late it started calls, and the table says
+// when that shows the machine was busy.
 //
 //	go run ./examples/outage
 //	go run ./examples/outage -json

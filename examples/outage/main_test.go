@@ -39,23 +39,95 @@ func loaded() options {
 	return o
 }
 
-// assertTargets checks the targets the README claims for the demo.
+// assertTargets checks the README's claims for the demo on r, a run of
+// the short schedule, as far as the machine that ran it kept the run's
+// schedule: the run measures that itself, as how late its load generator
+// started calls (lag, the larger p99 of the two clients'; 0 on synctest's
+// clock, 5 to 7 ms for a run with the machine to itself).
+//
+// Whatever the lag, it checks what no machine's speed changes: the load is
+// the schedule's, no call is lost, and the open breaker fails calls at
+// once.
+//
+// If the lag is under the attempt timeout, the calls went out about when
+// the schedule says, and it checks the claims that compare the two
+// clients in the same run: the open breaker lets through at most 5% of
+// the naive client's load while the fault lasts (2.3% in the model, 0.1%
+// to 3.6% in real runs at loads of 15 to 31 on 2 cores), the naive
+// client's retry storm (at least 3 attempts per call of the fault reach
+// its backend; 4 in the model) and its metastable failure (its callers
+// are not served after the fault), and that the rampart client's callers
+// are served again after the fault and more often than the naive
+// client's, after it and over the run. (With calls started seconds late,
+// the schedule is not kept at all: then even the first of these fails in
+// one run of five.)
+//
+// If the lag is under [busyLag], the machine kept up, and it checks the
+// claims that need a loopback call answered within its 250ms attempt
+// timeout nearly every time, the README's quiet-machine figures: the
+// rampart client's outage ends within the fault, a cool-down and a
+// second. On a busier machine some of those calls outlast it, five in a
+// row now and then, which trips the breaker on a healthy backend for a
+// cool-down: that is the machine's speed, not the algorithm, so it is
+// not asserted there.
 func assertTargets(t *testing.T, r *result) {
 	t.Helper()
+	o := short()
 	n, rp := r.Naive, r.Rampart
+	require.Equal(t, int64(10*250), n.CallerRequests, "the schedule: 10 s of 250 caller requests a second")
 	assert.Equal(t, n.CallerRequests, rp.CallerRequests, "both clients get the same load")
+	assert.Equal(t, ms(o.fault), r.FaultMs)
+	assert.Equal(t, ms(o.coolDown), r.CoolDownMs)
 	assert.Zero(t, n.Lost, "naive calls lost")
 	assert.Zero(t, rp.Lost, "rampart calls lost")
+	assert.Positive(t, rp.FastFails, "rampart's open breaker fails calls at once")
 
+	lag := max(n.StartLagP99ms, rp.StartLagP99ms)
+	if lag >= ms(o.attemptTimeout) {
+		t.Logf("calls started %.0f ms late (p99), more than an attempt timeout: the comparisons of the two clients are not checked", lag)
+		return
+	}
+	assert.LessOrEqual(t, float64(rp.BackendHitsOutage), 0.05*float64(n.BackendHitsOutage),
+		"rampart sends at most 5% of the naive client's load during the fault")
+	inFault := int64(o.rate * o.fault.Seconds())
+	assert.GreaterOrEqual(t, n.BackendHitsOutage, 3*inFault, "the naive client sends the failing backend at least 3 attempts per call")
 	if n.OutageOver {
 		assert.GreaterOrEqual(t, n.OutageMs, 2*r.FaultMs, "the naive client's outage lasts at least twice the fault")
 	}
+	// From the latest a first probe after the fault is sent (a cool-down
+	// after the fault's last probe failed, an attempt timeout after it
+	// was sent), in whole seconds.
+	from := int((o.healthy + o.fault + o.coolDown + o.attemptTimeout + time.Second - 1) / time.Second)
+	require.Less(t, from, len(n.Timeline.CallerRequests), "the run goes on after the fault's first probe cycle")
+	naiveAfter, rampartAfter := successRate(n.Timeline, from), successRate(rp.Timeline, from)
+	assert.LessOrEqual(t, naiveAfter, 0.05, "the naive client's callers are not served after the fault")
+	assert.GreaterOrEqual(t, rp.RecoveryMs, 0.0, "rampart's callers are served again after the fault")
+	assert.Greater(t, rampartAfter, naiveAfter, "rampart's callers are served more often than the naive client's after the fault")
+	assert.Greater(t, rp.SuccessRate, n.SuccessRate, "rampart's callers see more successes")
+
+	if lag >= ms(busyLag) {
+		t.Logf("calls started %.0f ms late (p99): the machine is busy, and the rampart client's outage (%.0f ms, over: %v) is not checked",
+			lag, rp.OutageMs, rp.OutageOver)
+		return
+	}
+	assert.Equal(t, -1.0, n.RecoveryMs, "the naive client's callers are never served again")
 	assert.True(t, rp.OutageOver, "rampart's outage ends")
 	assert.LessOrEqual(t, rp.OutageMs, r.FaultMs+r.CoolDownMs+1000,
 		"rampart's outage ends within the fault, a cool-down and a second")
-	assert.Greater(t, rp.SuccessRate, n.SuccessRate, "rampart's callers see more successes")
-	assert.LessOrEqual(t, float64(rp.BackendHitsOutage), 0.05*float64(n.BackendHitsOutage),
-		"rampart sends at most 5% of the naive client's load during the fault")
+}
+
+// successRate is the callers' success rate over the timeline's seconds from
+// second from on.
+func successRate(tl timeline, from int) float64 {
+	var calls, ok float64
+	for i := from; i < len(tl.CallerRequests); i++ {
+		k := float64(tl.CallerRequests[i])
+		calls += k
+		if k > 0 {
+			ok += float64(tl.SuccessRate[i]) * k
+		}
+	}
+	return ok / calls
 }
 
 // TestModel_ShortSchedule_Targets runs the model on an in-memory transport
@@ -74,6 +146,8 @@ func TestModel_ShortSchedule_Targets(t *testing.T) {
 		assert.Equal(t, int64(10*250), r.Naive.CallerRequests)
 		assert.Equal(t, 3000.0, r.FaultMs)
 		assert.Equal(t, 1000.0, r.CoolDownMs)
+		assert.Zero(t, r.Naive.StartLagP99ms, "on synctest's clock every call starts on time")
+		assert.Zero(t, r.Rampart.StartLagP99ms)
 		assertTargets(t, r)
 
 		// The naive client, exactly: every call from the start of the
@@ -88,18 +162,33 @@ func TestModel_ShortSchedule_Targets(t *testing.T) {
 		assert.Equal(t, -1.0, n.RecoveryMs)
 		assert.Equal(t, []int64{248, 250, 2, 0, 0, 0, 0, 0, 0, 0}, n.Timeline.Goodput,
 			"each request takes 10ms, so the last two of each second finish in the next")
+
+		// The rampart client, exactly: the breaker trips on the fault's
+		// first five timeouts (250ms into it), fails the rest of the
+		// fault's calls at once, and closes on the first probe sent after
+		// the fault, 782ms after it; every caller is served from the next
+		// second on.
+		rp := r.Rampart
+		assert.Equal(t, int64(1555), rp.Successes)
+		assert.Equal(t, int64(945), rp.FastFails)
+		assert.Equal(t, 782.0, rp.RecoveryMs)
+		assert.Equal(t, 3730.0, rp.OutageMs)
+		assert.Equal(t, []float64{1, 1, 1, 1}, []float64{
+			float64(rp.Timeline.SuccessRate[6]), float64(rp.Timeline.SuccessRate[7]),
+			float64(rp.Timeline.SuccessRate[8]), float64(rp.Timeline.SuccessRate[9])})
 	})
 }
 
 // TestOutage runs the demo on the short schedule over real loopback HTTP
-// and checks the targets the README claims for it. It runs in real time
-// (ten seconds), because it measures real sockets, so its numbers are
-// only meaningful on a machine that is not busy with other tests: it runs
-// only when RAMPART_OUTAGE_TEST is set, which ./test.sh does in a run of
-// its own after the main test run.
+// and checks the README's claims for it (assertTargets), as far as the
+// machine kept the run's schedule: it runs in real time (ten seconds),
+// and on a busy machine the rampart client's figures fall with how soon a
+// loopback call is answered. What it measured is logged. It runs only
+// when RAMPART_OUTAGE_TEST is set, which ./test.sh does in a run of its
+// own, without the race detector, after the main test run.
 func TestOutage(t *testing.T) {
 	if os.Getenv("RAMPART_OUTAGE_TEST") == "" {
-		t.Skip("set RAMPART_OUTAGE_TEST=1 to run a real 10-second run on an idle machine")
+		t.Skip("set RAMPART_OUTAGE_TEST=1 to run a real 10-second run")
 	}
 	o := short()
 	o.jsonOut = true
@@ -109,8 +198,11 @@ func TestOutage(t *testing.T) {
 
 	var r result
 	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	t.Logf("start lag p99 %.2f / %.2f ms; rampart: outage %.0f ms (over: %v), recovery %.0f ms, success %.1f%%, %.1f%% of the naive client's load during the fault",
+		r.Naive.StartLagP99ms, r.Rampart.StartLagP99ms,
+		r.Rampart.OutageMs, r.Rampart.OutageOver, r.Rampart.RecoveryMs, 100*r.Rampart.SuccessRate,
+		100*float64(r.Rampart.BackendHitsOutage)/float64(r.Naive.BackendHitsOutage))
 	assertTargets(t, &r)
-	assert.Positive(t, r.Rampart.FastFails)
 }
 
 func TestOptions_ValidateNamesFlag(t *testing.T) {

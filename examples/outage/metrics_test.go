@@ -133,14 +133,27 @@ type dashboard struct {
 // query is one query of the dashboard, with its panel's title.
 type query struct{ panel, expr string }
 
+// scrapeInterval is how often the dashboard test's prometheus scrapes the
+// demo and how long it waits for a scrape (the timeout cannot be longer):
+// a scrape of the demo built with the race detector takes 0.3 to 1.7 s
+// on a machine at a load of 37 on 2 cores (a few ms without it), and a
+// scrape that fails marks every series stale, which resets the alerts'
+// for:.
+const scrapeInterval = 3 * time.Second
+
+// rateInterval is Grafana's $__rate_interval for scrapeInterval (four
+// scrape intervals, in PromQL).
+const rateInterval = "12s"
+
 // dashboardQueries returns every query of the dashboard, its variables
-// replaced as Grafana would with "All" selected and a 1s scrape interval.
+// replaced as Grafana would with "All" selected and a scrapeInterval
+// scrape interval.
 func dashboardQueries(t *testing.T) []query {
 	b, err := os.ReadFile(filepath.Join(monitoring, "grafana-dashboard.json"))
 	require.NoError(t, err)
 	var d dashboard
 	require.NoError(t, json.Unmarshal(b, &d))
-	r := strings.NewReplacer(`$__rate_interval`, `5s`, `$name`, `.*`)
+	r := strings.NewReplacer(`$__rate_interval`, rateInterval, `$name`, `.*`)
 	var qs []query
 	for _, p := range d.Panels {
 		for _, tg := range p.Targets {
@@ -258,8 +271,8 @@ var notFromTheDemo = []string{
 }
 
 // TestMonitoring_OP6_Prometheus runs a real prometheus (Debian's) that
-// scrapes the outage demo's -metrics endpoint every second, with the
-// alert rules (their for: and rate windows shortened to the demo's
+// scrapes the outage demo's -metrics endpoint every scrapeInterval, with
+// the alert rules (their for: and rate windows shortened to the demo's
 // seconds), and checks that every query of the dashboard returns data for
 // the metrics the demo produced, and that the breaker alert fired during
 // the fault and resolved after it. It keeps the data it read as a picture
@@ -278,17 +291,18 @@ func TestMonitoring_OP6_Prometheus(t *testing.T) {
 	dir := t.TempDir()
 	rules, err := os.ReadFile(filepath.Join(monitoring, "alerts.yml"))
 	require.NoError(t, err)
-	shortRules := strings.NewReplacer("for: 2m", "for: 2s", "for: 1m", "for: 2s", "[1m]", "[3s]").Replace(string(rules))
+	shortRules := strings.NewReplacer("for: 2m", "for: 2s", "for: 1m", "for: 2s", "[1m]", "["+rateInterval+"]").Replace(string(rules))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "alerts.yml"), []byte(shortRules), 0o644))
 	config := fmt.Sprintf(`global:
-  scrape_interval: 1s
+  scrape_interval: %s
+  scrape_timeout: %[1]s
   evaluation_interval: 1s
 rule_files: [alerts.yml]
 scrape_configs:
   - job_name: outage
     static_configs:
       - targets: [%q]
-`, metricsAddr)
+`, scrapeInterval, metricsAddr)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644))
 	promAddr := freeAddr(t)
 	cmd := exec.Command(bin,
@@ -373,7 +387,7 @@ scrape_configs:
 	firing, err := rangeQuery(api, `ALERTS{alertname="RampartBreakerOpen",alertstate="firing"}`, start, stopAt)
 	require.NoError(t, err)
 	if len(firing) == 0 {
-		// A scrape that fails (past its timeout, the interval: 1s) marks
+		// A scrape that fails (past its timeout, scrapeInterval) marks
 		// the series stale, which resets the alert's for:. Say what
 		// prometheus saw.
 		for _, expr := range []string{`up{job="outage"}`, `scrape_duration_seconds{job="outage"}`, `ALERTS`} {

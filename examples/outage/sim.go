@@ -127,7 +127,7 @@ func drive(c client, o options, start time.Time) *callLog {
 		calls.Go(func() {
 			begin := time.Now()
 			err := c.do(context.Background())
-			log.record(begin.Sub(start), time.Since(begin), err)
+			log.record(at, begin.Sub(start), time.Since(begin), err)
 		})
 	}
 	calls.Wait()

@@ -24,15 +24,18 @@ type callLog struct {
 // call is one finished caller request.
 type call struct {
 	at   time.Duration // when it started, from the start of the run
+	late time.Duration // how much later than its schedule it started
 	took time.Duration
 	ok   bool
 	fast bool // rejected by an open breaker
 }
 
-func (l *callLog) record(at, took time.Duration, err error) {
+// record records a call scheduled at due that started at at, both from
+// the start of the run.
+func (l *callLog) record(due, at, took time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.calls = append(l.calls, call{at: at, took: took, ok: err == nil, fast: errors.Is(err, circuitbreaker.ErrOpen)})
+	l.calls = append(l.calls, call{at: at, late: at - due, took: took, ok: err == nil, fast: errors.Is(err, circuitbreaker.ErrOpen)})
 }
 
 // result is the demo's outcome; its JSON form is the -json output.
@@ -61,6 +64,12 @@ type summary struct {
 	FastFails         int64   `json:"fast_fails"`  // calls failed at once by an open breaker
 	RecoveryMs        float64 `json:"recovery_ms"` // from the end of the fault to the first success; -1 if none
 	Lost              int64   `json:"lost"`        // calls started but never finished: always 0
+	// StartLagP99ms is how late the load generator started the client's
+	// calls, at the 99th percentile: a few milliseconds on a machine that
+	// keeps up. More means the machine is too busy for the run's
+	// latencies to be the backend's alone: the attempt timeouts then fail
+	// calls that a healthy backend answered in time.
+	StartLagP99ms float64 `json:"start_lag_p99_ms"`
 
 	// OutageMs is how long the callers' outage lasted: from the start of the
 	// fault until the success rate over every one-second window of calls
@@ -125,6 +134,13 @@ type span struct {
 	state    circuitbreaker.State
 }
 
+// busyLag is the start lag (p99) from which a run's machine is busy: its
+// calls start later than the schedule by more than the rampart client's
+// latency on a quiet machine, and so many of them outlast their 250ms
+// attempt timeout that the rampart client's figures are the machine's as
+// much as the backend's.
+const busyLag = 10 * time.Millisecond
+
 // The outage is over once the callers' success rate over every window of
 // outageWindow, sliding by outageStep, is at least outageRate.
 const (
@@ -153,8 +169,10 @@ func summarise(l *callLog, be *backend, transitions []circuitbreaker.Transition,
 	var ok int
 	var recovered time.Duration = -1
 	lat := make([]time.Duration, 0, len(calls))
+	lag := make([]time.Duration, 0, len(calls))
 	for _, c := range calls {
 		lat = append(lat, c.took)
+		lag = append(lag, c.late)
 		if c.fast {
 			s.FastFails++
 		}
@@ -172,6 +190,8 @@ func summarise(l *callLog, be *backend, transitions []circuitbreaker.Transition,
 		slices.Sort(lat)
 		s.P50ms = ms(percentile(lat, 0.50))
 		s.P99ms = ms(percentile(lat, 0.99))
+		slices.Sort(lag)
+		s.StartLagP99ms = ms(percentile(lag, 0.99))
 	}
 	if recovered >= 0 {
 		s.RecoveryMs = ms(recovered - m.faultEnd)

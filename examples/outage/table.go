@@ -50,6 +50,10 @@ func printTable(w io.Writer, r *result) {
 		fmt.Fprintf(w, "During the fault the rampart client sent the backend %.1f%% of the naive client's requests.\n",
 			100*float64(rp.BackendHitsOutage)/float64(n.BackendHitsOutage))
 	}
+	if lag := max(n.StartLagP99ms, rp.StartLagP99ms); lag >= ms(busyLag) {
+		fmt.Fprintf(w, "This machine was busy: calls started %.0f ms late (p99). Calls a healthy backend answers in time can\n"+
+			"then outlast their %v attempt timeout, which lowers the rampart client's figures.\n", lag, o.attemptTimeout)
+	}
 
 	fmt.Fprintf(w, "\nper second, 0 to %v (rows scaled to their peak over both clients; · zero, blank no calls):\n", o.total())
 	width := max(o.seconds(), len("naive")) // fmt pads by runes, as sparklines need
