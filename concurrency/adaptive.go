@@ -700,7 +700,7 @@ func (l *AdaptiveLimiter) valid() error {
 // mode at once or not at all, refusing with the window's shared refusal. A
 // ctx already done takes no slot, in either mode.
 func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
-	p, err, done, critical := l.takeBy(ctx)
+	p, done, critical, err := l.takeBy(ctx)
 	if done {
 		return p, err
 	}

@@ -46,24 +46,24 @@ func (l *Limiter) ReadyFor(ctx context.Context) bool {
 // returns done when it took a slot or refused the call, and critical for
 // a critical call that found the reserve taken too, which waits for a
 // slot of either kind (see waitCritical).
-func (l *Limiter) takeBy(ctx context.Context) (p Permit, err error, done, critical bool) {
+func (l *Limiter) takeBy(ctx context.Context) (p Permit, done, critical bool, err error) {
 	m := l.max.Load()
 	if l.inFlight.Load() < sheddableShare(m) || ctx.Err() != nil {
-		return Permit{}, nil, false, false
+		return Permit{}, false, false, nil
 	}
 	switch rampart.CriticalityOf(ctx) {
 	case rampart.Sheddable:
-		return Permit{}, l.limited, true, false
+		return Permit{}, true, false, l.limited
 	case rampart.Critical:
 		if l.TryAcquire() {
-			return Permit{}, nil, true, false
+			return Permit{}, true, false, nil
 		}
 		if l.critWaiting.Load() == 0 && l.takeReserve() { // not ahead of critical waiters
-			return Permit{start: reservedSlot}, nil, true, false
+			return Permit{start: reservedSlot}, true, false, nil
 		}
-		return Permit{}, nil, false, true
+		return Permit{}, false, true, nil
 	}
-	return Permit{}, nil, false, false
+	return Permit{}, false, false, nil
 }
 
 // takeReserve takes a slot of the critical reserve if one is free.
@@ -169,23 +169,23 @@ func (l *AdaptiveLimiter) ReadyFor(ctx context.Context) bool {
 // returns done when it took a slot or refused the call, and critical for
 // a critical call that found the reserve taken too, which waits in a line
 // of its own, served first.
-func (l *AdaptiveLimiter) takeBy(ctx context.Context) (p Permit, err error, done, critical bool) {
+func (l *AdaptiveLimiter) takeBy(ctx context.Context) (p Permit, done, critical bool, err error) {
 	lim := l.limit.Load()
 	if lim == 0 || l.inFlight.Load() < sheddableShare(lim) || ctx.Err() != nil {
-		return Permit{}, nil, false, false
+		return Permit{}, false, false, nil
 	}
 	switch rampart.CriticalityOf(ctx) {
 	case rampart.Sheddable:
-		return Permit{}, l.refusal.Load(), true, false
+		return Permit{}, true, false, l.refusal.Load()
 	case rampart.Critical:
 		if l.critWaiting.Load() == 0 { // ahead of ordinary waiters, not of critical ones
 			if n, ok := l.takeSlotBelow(lim + criticalReserve(lim)); ok {
-				return l.permit(n), nil, true, false
+				return l.permit(n), true, false, nil
 			}
 		}
-		return Permit{}, nil, false, true
+		return Permit{}, false, true, nil
 	}
-	return Permit{}, nil, false, false
+	return Permit{}, false, false, nil
 }
 
 // criticalBound is how many slots critical calls may hold: the limit and

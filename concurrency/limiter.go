@@ -246,7 +246,7 @@ func (l *Limiter) valid() error {
 // shared refusal. A ctx already done takes no slot, in either mode. A
 // Limiter needs nothing in the Permit.
 func (l *Limiter) take(ctx context.Context, mode Mode) (Permit, error) {
-	p, err, done, critical := l.takeBy(ctx)
+	p, done, critical, err := l.takeBy(ctx)
 	if done {
 		return p, err
 	}

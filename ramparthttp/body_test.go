@@ -27,7 +27,70 @@ import (
 // ways, the breaker counts the upgrade a success, and Close ends the
 // attempt's contexts.
 func TestBody_HT13_UpgradeBodyStaysWritable(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := echoUpgradeServer()
+	defer srv.Close()
+	counter := &observetest.Counter{}
+	br, err := circuitbreaker.New(circuitbreaker.Config{Observer: counter})
+	require.NoError(t, err)
+	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
+		Base:           srv.Client().Transport,
+		Breaker:        br,
+		AttemptTimeout: time.Hour,
+		HeaderTimeout:  time.Hour,
+	})
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(upgradeRequest(t, srv.URL))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	conn, ok := resp.Body.(io.ReadWriteCloser)
+	require.True(t, ok, "the body of a 101 is writable, got %T", resp.Body)
+
+	r := bufio.NewReader(conn)
+	for _, line := range []string{"ping\n", "pong\n"} {
+		_, err = io.WriteString(conn, line)
+		require.NoError(t, err)
+		got, err := r.ReadString('\n')
+		require.NoError(t, err)
+		assert.Equal(t, line, got)
+	}
+	assert.Equal(t, map[string]int{"success": 1, "failure": 0, "ignored": 0, "rejected": 0}, counter.Outcomes())
+	attempt := resp.Request.Context()
+	require.NoError(t, attempt.Err(), "the attempt's context lives until the body is closed")
+	require.NoError(t, conn.Close())
+	assert.ErrorIs(t, attempt.Err(), context.Canceled)
+}
+
+// An upgraded connection is the caller's once it is returned: the
+// attempt's deadline ends the attempt's context, not the connection,
+// which still carries data both ways after it (as a gRPC stream once
+// open is never ended by its AttemptTimeout). The deadline is the
+// attempt's own, long enough for the upgrade's headers on a loaded
+// machine; the test waits for it to pass, whatever the time it takes.
+func TestBody_HT13_AttemptDeadlineDoesNotEndAnUpgrade(t *testing.T) {
+	srv := echoUpgradeServer()
+	defer srv.Close()
+	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: srv.Client().Transport, AttemptTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(upgradeRequest(t, srv.URL))
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
+	conn, ok := resp.Body.(io.ReadWriteCloser)
+	require.True(t, ok, "the body of a 101 is writable, got %T", resp.Body)
+	defer conn.Close()
+	<-resp.Request.Context().Done()
+	require.ErrorIs(t, resp.Request.Context().Err(), context.DeadlineExceeded)
+
+	_, err = io.WriteString(conn, "after the deadline\n")
+	require.NoError(t, err)
+	got, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "after the deadline\n", got)
+}
+
+// echoUpgradeServer answers a request that asks to upgrade to "echo"
+// with 101 Switching Protocols, then sends back every line it reads.
+func echoUpgradeServer() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "echo" {
 			http.Error(w, "upgrade required", http.StatusUpgradeRequired)
 			return
@@ -48,40 +111,16 @@ func TestBody_HT13_UpgradeBodyStaysWritable(t *testing.T) {
 			_ = rw.Flush()
 		}
 	}))
-	defer srv.Close()
-	counter := &observetest.Counter{}
-	br, err := circuitbreaker.New(circuitbreaker.Config{Observer: counter})
-	require.NoError(t, err)
-	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{
-		Base:           srv.Client().Transport,
-		Breaker:        br,
-		AttemptTimeout: time.Hour,
-		HeaderTimeout:  time.Hour,
-	})
-	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+}
+
+// upgradeRequest is a GET that asks to upgrade to "echo".
+func upgradeRequest(t *testing.T, url string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "echo")
-	resp, err := tr.RoundTrip(req)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
-	conn, ok := resp.Body.(io.ReadWriteCloser)
-	require.True(t, ok, "the body of a 101 is writable, got %T", resp.Body)
-
-	r := bufio.NewReader(conn)
-	for _, line := range []string{"ping\n", "pong\n"} {
-		_, err = io.WriteString(conn, line)
-		require.NoError(t, err)
-		got, err := r.ReadString('\n')
-		require.NoError(t, err)
-		assert.Equal(t, line, got)
-	}
-	assert.Equal(t, map[string]int{"success": 1, "failure": 0, "ignored": 0, "rejected": 0}, counter.Outcomes())
-	attempt := resp.Request.Context()
-	require.NoError(t, attempt.Err(), "the attempt's context lives until the body is closed")
-	require.NoError(t, conn.Close())
-	assert.ErrorIs(t, attempt.Err(), context.Canceled)
+	return req
 }
 
 // A response without a body (http.NoBody: a HEAD, a 204, a 304) has

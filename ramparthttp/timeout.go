@@ -17,7 +17,9 @@ import (
 // deadline), so a caller can read a successful response to the end. A
 // request that runs out of time fails with an error matching both
 // [timeout.ErrTimeout] and [context.DeadlineExceeded]; the caller's own
-// deadline or cancellation is reported as the caller's. d must be > 0,
+// deadline or cancellation is reported as the caller's. An upgraded
+// connection (the body of a 101 Switching Protocols response) is the
+// caller's once returned: the deadline does not end it. d must be > 0,
 // otherwise TimeoutLayer returns an error naming it.
 func TimeoutLayer(d time.Duration) (Layer, error) {
 	return timeout.NewLayer(timeout.Config[*http.Request, *http.Response]{Timeout: d, Detach: cancelOnClose})

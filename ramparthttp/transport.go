@@ -99,7 +99,10 @@ type ClientConfig struct {
 	// runs out before its headers is retried (by the default
 	// Retry.Retryable, as any transport error is) if the request may be
 	// sent again; the caller's own deadline is never retried. gRPC's
-	// AttemptTimeout is retried the same way.
+	// AttemptTimeout is retried the same way. An upgraded connection (the
+	// body of a 101 Switching Protocols response, a WebSocket's) is the
+	// caller's once returned: the deadline ends the attempt's context, not
+	// the connection, as gRPC's never ends a stream once open.
 	AttemptTimeout time.Duration
 	// HeaderTimeout, if positive, bounds the time from sending each attempt
 	// until its response headers arrive, and not the reading of the body
