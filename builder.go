@@ -92,8 +92,8 @@ func (b Builder[Req, Resp]) With(l Layer[Req, Resp], err error) Builder[Req, Res
 //
 // Build returns a nil service and an error when the stack cannot work:
 // the first error given to [Builder.With] (see there), or an error
-// matching [ErrNilService] when s is nil or a layer's Wrap returned nil
-// (naming the layer by its position and type). No layer is wrapped when a
+// matching [ErrNilService] when s is nil or a nil [ServiceFunc], or a
+// layer's Wrap returned either (naming the layer by its position and type). No layer is wrapped when a
 // constructor failed, none is given a nil s, and the layers outside one
 // that returned nil are not wrapped.
 func (b Builder[Req, Resp]) Build(s Service[Req, Resp]) (Service[Req, Resp], error) {
@@ -117,7 +117,7 @@ func (b Builder[Req, Resp]) build(s Service[Req, Resp], method string) (Service[
 	if b.err != nil {
 		return nil, b.err
 	}
-	if s == nil {
+	if isNil(s) {
 		return nil, fmt.Errorf("rampart: Builder.%s given a nil service: %w", method, ErrNilService)
 	}
 	for i := len(b.layers) - 1; i >= 0; i-- {
@@ -125,9 +125,16 @@ func (b Builder[Req, Resp]) build(s Service[Req, Resp], method string) (Service[
 		if l == nil {
 			continue
 		}
-		if s = l.Wrap(s); s == nil {
+		if s = l.Wrap(s); isNil(s) {
 			return nil, fmt.Errorf("rampart: Builder.%s: layer %d (%T) returned a nil service: %w", method, i, l, ErrNilService)
 		}
 	}
 	return s, nil
+}
+
+// isNil reports whether s is nil or a nil [ServiceFunc], whose every call
+// would panic.
+func isNil[Req, Resp any](s Service[Req, Resp]) bool {
+	f, ok := s.(ServiceFunc[Req, Resp])
+	return s == nil || ok && f == nil
 }

@@ -191,13 +191,31 @@ func TestBuilder_With_NilLayerSkippedButCounted(t *testing.T) {
 	assert.EqualError(t, err, "rampart: layer 2: pkg: F must be > 0")
 }
 
-// Build reports a nil service and a layer that returned nil as errors
+// Build reports a nil service (a nil ServiceFunc too, whose calls would
+// panic) and a layer that returned one as errors
 // matching rampart.ErrNilService, where Service returns a failing service.
 func TestBuilder_Build_NilServiceIsAnError(t *testing.T) {
 	svc, err := rampart.NewBuilder[string, string]().Layer(appendLayer("a")).Build(nil)
 	assert.Nil(t, svc)
 	assert.ErrorIs(t, err, rampart.ErrNilService)
 	assert.EqualError(t, err, "rampart: Builder.Build given a nil service: rampart: nil service")
+
+	svc, err = rampart.NewBuilder[string, string]().Layer(appendLayer("a")).Build(rampart.ServiceFunc[string, string](nil))
+	assert.Nil(t, svc)
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "rampart: Builder.Build given a nil service: rampart: nil service")
+
+	svc, err = rampart.NewBuilder[string, string]().Build(rampart.ServiceFunc[string, string](nil))
+	assert.Nil(t, svc)
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+
+	returnsNilFunc := rampart.LayerFunc[string, string](func(rampart.Service[string, string]) rampart.Service[string, string] {
+		return rampart.ServiceFunc[string, string](nil)
+	})
+	svc, err = rampart.NewBuilder[string, string]().Layer(returnsNilFunc).Layer(appendLayer("a")).Build(echo)
+	assert.Nil(t, svc)
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "rampart: Builder.Build: layer 0 (rampart.LayerFunc[string,string]) returned a nil service: rampart: nil service")
 
 	svc, err = rampart.NewBuilder[string, string]().Layer(appendLayer("a")).Layer(nilLayer{}).Build(echo)
 	assert.Nil(t, svc)

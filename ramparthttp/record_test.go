@@ -282,16 +282,7 @@ func TestRecordLayer_SM8_CancelledBodyAndLimitRefusalAgree(t *testing.T) {
 	require.NoError(t, rec.Close())
 
 	assert.Equal(t, map[string]int{"success": 0, "failure": 0, "ignored": 1, "rejected": 0}, breakerSeen.Outcomes())
-	var got []string
-	tr := sim.NewTraceReader(strings.NewReader(out.String()), "trace")
-	for {
-		e, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		require.NoError(t, err)
-		got = append(got, string(e.Outcome)+"/"+e.Class)
-	}
+	got := traceOutcomes(t, out.String())
 	assert.Equal(t, []string{"ignored/canceled", "refused/limited"}, got)
 	rs := sh.Results()
 	require.Len(t, rs, 2)
@@ -304,4 +295,20 @@ func TestRecordLayer_SM8_CancelledBodyAndLimitRefusalAgree(t *testing.T) {
 	assert.Equal(t, [5]int{2, 1, 1, 0, 1}, [5]int{replayed[0].Calls, replayed[0].Ignored, replayed[0].Failed, replayed[0].Refused, replayed[0].Unknown}, "the replay of the trace guesses as the shadow did")
 	require.Len(t, clientSeen.Events(), 1)
 	assert.Equal(t, observe.Refused, clientSeen.Events()[0].Kind)
+}
+
+// traceOutcomes returns "outcome/class" of each entry of the trace a
+// Recorder wrote, in order of start, as package sim reads them.
+func traceOutcomes(t *testing.T, trace string) []string {
+	t.Helper()
+	tr := sim.NewTraceReader(strings.NewReader(trace), "trace")
+	var got []string
+	for {
+		e, err := tr.Next()
+		if err == io.EOF {
+			return got
+		}
+		require.NoError(t, err)
+		got = append(got, string(e.Outcome)+"/"+e.Class)
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/inspect"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/rampartotel"
 )
@@ -496,4 +497,51 @@ func TestObserver_EV14_TwoObserversOnOneProviderAddUp(t *testing.T) {
 		return points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome="+o+"}"]
 	}
 	require.Equal(t, []float64{3, 1}, []float64{calls("success"), calls("failure")})
+}
+
+// A tenant's breaker that a Group drops when it goes idle leaves the
+// live page and the state metric at the same time, through the same
+// events, and the calls it made stay in the group's totals (the counters
+// never go back, which Prometheus would read as a reset): after tenant a
+// (open, 2 failures and 1 rejected call) idles out and tenant b comes, the
+// page lists b alone and the metrics say b (and the group's overflow
+// breaker) closed, none open, 2 failures, 1 rejection, 1 success.
+func TestObserver_EV14_DroppedTenantLeavesPageAndGaugeTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		reg, err := inspect.New(inspect.Config{})
+		require.NoError(t, err)
+		g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{IdleTimeout: time.Minute,
+			Breaker: circuitbreaker.Config{Name: "tenants", Policy: circuitbreaker.Consecutive{Failures: 2}, CoolDown: time.Second, Observer: observe.Join(obs, reg.Observer())}})
+		require.NoError(t, err)
+		inspect.AddGroup(reg, "tenants", g)
+		call := func(key string, err error) {
+			_, _ = circuitbreaker.Run(context.Background(), g.Breaker(key), func(context.Context) (int, error) { return 0, err })
+		}
+		call("a", errors.New("down"))
+		call("a", errors.New("down"))
+		call("a", nil) // rejected: a is open
+		st := reg.Status(context.Background())
+		require.Len(t, st.Groups, 1)
+		require.Len(t, st.Groups[0].Breakers, 1)
+		require.Equal(t, "open", st.Groups[0].Breakers[0].State)
+
+		time.Sleep(2 * time.Minute) // a's cool-down ended long ago, unused since
+		call("b", nil)
+		st = reg.Status(context.Background())
+		var keys []string
+		for _, b := range st.Groups[0].Breakers {
+			keys = append(keys, b.Key+"="+b.State)
+		}
+		require.Equal(t, []string{"b=closed"}, keys)
+		points, _ := collect(t, reader)
+		state := func(s string) float64 {
+			return points[point("rampart.breaker.state", "tenants", "rampart.breaker.state="+s)]
+		}
+		require.Equal(t, []float64{2, 0, 0}, []float64{state("closed"), state("open"), state("half-open")}, "b and the group's overflow breaker")
+		calls := func(o string) float64 {
+			return points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=tenants,rampart.outcome="+o+"}"]
+		}
+		require.Equal(t, []float64{1, 2, 1}, []float64{calls("success"), calls("failure"), calls("rejected")})
+	})
 }

@@ -195,6 +195,9 @@ type Shared struct {
 	hub       *hub
 	from, due atomic.Int64
 	again     atomic.Bool
+	// readAt is when the hub last read the record, on its clock (0:
+	// never). Used by the hub's refresh loop only.
+	readAt int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -531,8 +534,17 @@ func (s *Shared) run(script *redis.Script, args ...any) (rec record, won bool, c
 // let lapse): a read sent before it is stale. Called by the worker.
 func (s *Shared) noted() { s.news = s.hub.now() }
 
-// runContext is run within ctx as well as the configured timeout.
+// runContext is run within ctx as well as the configured timeout, which
+// starts once the hub grants the script one of its slots (see
+// maxInFlight): a storm of transitions waits its turn there, not in
+// go-redis's pool with its Timeout running.
 func (s *Shared) runContext(ctx context.Context, script *redis.Script, args ...any) (rec record, won bool, claim time.Duration, err error) {
+	select {
+	case s.hub.slots <- struct{}{}:
+	case <-ctx.Done():
+		return record{}, false, 0, ctx.Err()
+	}
+	defer func() { <-s.hub.slots }()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	s.stats.commands.Add(1)

@@ -54,6 +54,19 @@
 // are read together from their second read on. Give the breakers of a
 // replica one client: two clients are two hubs.
 //
+// A hub also keeps a storm from failing for being a storm. While Redis,
+// or the link to it, is too slow to answer 1,000 records within Timeout,
+// the hub reads them in smaller parts, one after the other (halved after
+// a part that failed, doubled after a round that did not), those read
+// longest ago first, so every breaker is still read, in its turn, and
+// still publishes its trips. The breakers'
+// own scripts (trips, claims, reports) go at most 8 at a time: a replica
+// that trips 1,000 breakers at once sends them in turn, each with its
+// Timeout starting when it is sent, not all together into go-redis's
+// pool, where they would time out together. And pub/sub is read without
+// a deadline, because go-redis loses a message whose read times out
+// midway.
+//
 // [ShareGroup] shares a [circuitbreaker.Group]: the breaker of a key
 // joins the fleet's record for that key when the group makes it, and
 // leaves (its channel unsubscribed, its record no longer read) when the

@@ -185,10 +185,17 @@ func single(t *testing.T) topology {
 // for an outcome, never for a duration.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitWithin(t, 10*time.Second, what, cond)
+}
+
+// waitWithin is waitFor with a bound of d, for outcomes that take seconds
+// by design (a slow link).
+func waitWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

@@ -1,10 +1,13 @@
 package rampartredis
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +19,9 @@ import (
 // otherwise grow with the number of breakers: one pub/sub connection
 // carries every breaker's channel (one SUBSCRIBE for the channels of the
 // breakers that joined since the last one), and one refresh loop reads
-// the records of every breaker due for its periodic read together, in
-// one pipeline. Each Shared keeps its own worker goroutine, which sends
+// the records of every breaker due for its periodic read together (one
+// script for up to 1,000 of them, in smaller parts while Redis is too slow
+// for that: see read). Each Shared keeps its own worker goroutine, which sends
 // its breaker's own transitions, claims and reports, and applies what the
 // hub reads and receives for it.
 //
@@ -53,7 +57,30 @@ type hub struct {
 	// the pub/sub's reconnections: the longest of the members'. Guarded
 	// by mu.
 	timeout, maxBackoff time.Duration
+
+	// batch is how many records one part of a read carries (see read).
+	// Used by the refresh loop only.
+	batch int
+
+	// slots holds a token for each of the members' scripts in flight
+	// (their own transitions, claims and reports): at most maxInFlight.
+	slots chan struct{}
 }
+
+// maxInFlight bounds the scripts a hub's members have in flight at once.
+// A replica that trips 1,000 breakers at once (a dependency that every
+// key depends on went down) would otherwise send 1,000 scripts at once
+// into go-redis's pool (10 connections per CPU by default), each with its
+// Timeout running while it waits for a connection. On a loaded machine
+// most of them time out, each timeout closes its connection (go-redis
+// cannot reuse one with a reply unread), the redials time out too, and
+// the failed trips, written again together at the next read, fail
+// together again: in the scale benchmark at a load of 35, 110 of 1,000
+// trips were written in 110 s. Waiting for a slot has no deadline (Close
+// ends it); the Timeout starts with the script. With the hub's read, a
+// client uses at most maxInFlight+1 connections of its pool for the
+// fleet.
+const maxInFlight = 8
 
 // hubs holds the running hub of each client.
 var (
@@ -111,6 +138,8 @@ func newHub(client redis.UniversalClient) *hub {
 		many:     single,
 		start:    time.Now(),
 		kick:     make(chan struct{}, 1),
+		batch:    maxRecordsPerScript,
+		slots:    make(chan struct{}, maxInFlight),
 		members:  map[*Shared]struct{}{},
 		channels: map[string][]*Shared{},
 		told:     map[string]bool{},
@@ -224,8 +253,8 @@ func (h *hub) refresh() {
 	}
 }
 
-// readDue reads the records of the members that are due, one pipeline
-// for the members of each Timeout, and hands each record to its member's
+// readDue reads the records of the members that are due, one read for
+// the members of each Timeout, and hands each record to its member's
 // worker.
 func (h *hub) readDue() {
 	now := h.now()
@@ -249,30 +278,71 @@ func (h *hub) readDue() {
 
 // maxRecordsPerScript bounds how many records one script reads on a
 // single node, so that one script never holds Redis for long (a record
-// costs about a microsecond).
+// costs about a microsecond), and how many scripts one pipeline carries on
+// a Cluster.
 const maxRecordsPerScript = 1000
 
-// read reads the records of ss within timeout and hands them over. On a
-// single node one script reads up to maxRecordsPerScript records; on a
-// Cluster (or another client) each record is one script, in one
-// pipeline, which go-redis splits by node.
+// errNotSent is the error of a read not sent because the previous part
+// of the same round failed: Redis did not answer within Timeout.
+var errNotSent = errors.New("rampartredis: read not sent: the previous read of this round failed")
+
+// read reads the records of ss within timeout and hands them over, in
+// parts of h.batch records, one after the other, each bounded by timeout:
+// on a single node a part is one script, on a Cluster (or another client)
+// a pipeline of one script per record, which go-redis splits by node.
+//
+// The size of a part adapts to what Redis answers within timeout: it
+// halves when a part fails as a whole, and the rest of the round is not
+// sent (those records get the same failure, and are read again after the
+// backoff); it doubles, up to maxRecordsPerScript, after a round that
+// failed nowhere. So a Redis too slow, or a link too narrow, to answer
+// 1,000 records within Timeout still has every record read, a part at a
+// time, where a read of all of them would fail every time and leave every
+// breaker of the replica unsynced, and every trip unpublished, for as long
+// as it lasts. The records read longest ago go first (in random order
+// among equals): while Redis cannot answer every record each Refresh,
+// each is read in its turn, where those read recently would otherwise
+// take the capacity every Refresh and those whose reads failed, waiting
+// out their backoff, would never get any.
 func (h *hub) read(timeout time.Duration, ss []*Shared) {
-	ctx, cancel := context.WithTimeout(h.ctx, timeout)
-	defer cancel()
-	sent := h.now()
-	recs := make([]record, len(ss))
-	errs := make([]error, len(ss))
-	if h.many {
-		h.readMany(ctx, ss, recs, errs)
-	} else {
-		h.readEach(ctx, ss, recs, errs)
-	}
-	for i, s := range ss {
-		s.stats.commands.Add(1)
-		if errs[i] != nil {
-			s.stats.failures.Add(1)
+	rand.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
+	slices.SortStableFunc(ss, func(a, b *Shared) int { return cmp.Compare(a.readAt, b.readAt) })
+	grow := true
+	for len(ss) > 0 {
+		part := ss[:min(len(ss), h.batch)]
+		ss = ss[len(part):]
+		recs := make([]record, len(part))
+		errs := make([]error, len(part))
+		ctx, cancel := context.WithTimeout(h.ctx, timeout)
+		sent := h.now()
+		if h.many {
+			h.readMany(ctx, part, recs, errs)
+		} else {
+			h.readEach(ctx, part, recs, errs)
 		}
-		s.deliver(readResult{rec: recs[i], err: errs[i], sent: sent})
+		cancel()
+		failed := 0
+		for i, s := range part {
+			s.stats.commands.Add(1)
+			if errs[i] != nil {
+				s.stats.failures.Add(1)
+				failed++
+			} else {
+				s.readAt = sent
+			}
+			s.deliver(readResult{rec: recs[i], err: errs[i], sent: sent})
+		}
+		if failed == len(part) {
+			grow = false
+			h.batch = max(h.batch/2, 1)
+			for _, s := range ss {
+				s.deliver(readResult{err: errNotSent, sent: sent})
+			}
+			break
+		}
+	}
+	if grow {
+		h.batch = min(2*h.batch, maxRecordsPerScript)
 	}
 }
 
@@ -296,39 +366,32 @@ func (h *hub) readEach(ctx context.Context, ss []*Shared, recs []record, errs []
 	}
 }
 
-// readMany reads the records of ss with one script per
-// maxRecordsPerScript, pipelined.
+// readMany reads the records of ss with one script.
 func (h *hub) readMany(ctx context.Context, ss []*Shared, recs []record, errs []error) {
-	n := (len(ss) + maxRecordsPerScript - 1) / maxRecordsPerScript
-	chunk := func(i int) []*Shared { return ss[i*maxRecordsPerScript : min((i+1)*maxRecordsPerScript, len(ss))] }
-	cmds := make([]*redis.Cmd, n)
-	h.pipeline(ctx, n, func(p redis.Pipeliner, i int, load bool) *redis.Cmd {
-		c := chunk(i)
-		keys := make([]string, len(c))
-		for j, s := range c {
+	var cmd *redis.Cmd
+	h.pipeline(ctx, 1, func(p redis.Pipeliner, _ int, load bool) *redis.Cmd {
+		keys := make([]string, len(ss))
+		for j, s := range ss {
 			keys[j] = s.keys[0]
 		}
 		if load {
-			cmds[i] = readManyScript.Eval(ctx, p, keys)
+			cmd = readManyScript.Eval(ctx, p, keys)
 		} else {
-			cmds[i] = readManyScript.EvalSha(ctx, p, keys)
+			cmd = readManyScript.EvalSha(ctx, p, keys)
 		}
-		return cmds[i]
+		return cmd
 	})
-	for i, c := range cmds {
-		base := i * maxRecordsPerScript
-		v, err := c.Slice()
-		if err == nil && len(v) != len(chunk(i)) {
-			err = errors.New("rampartredis: unexpected reply of the read script")
+	v, err := cmd.Slice()
+	if err == nil && len(v) != len(ss) {
+		err = errors.New("rampartredis: unexpected reply of the read script")
+	}
+	for j := range ss {
+		e := err
+		if e == nil {
+			r, _ := v[j].([]any)
+			recs[j], _, _, e = parseReply(r)
 		}
-		for j := range chunk(i) {
-			e := err
-			if e == nil {
-				r, _ := v[j].([]any)
-				recs[base+j], _, _, e = parseReply(r)
-			}
-			errs[base+j] = e
-		}
+		errs[j] = e
 	}
 }
 
@@ -396,19 +459,22 @@ func (h *hub) subscribe() {
 // listen reads pub/sub until the hub stops: a message goes to the
 // workers of its channel, and a (re)subscription has the channel's
 // records read, to catch what was published while not subscribed.
+//
+// It reads without a deadline: a read that timed out in the middle of a
+// message would leave go-redis to parse the rest of it as replies of
+// their own (go-redis issue 1702), and a message would be lost without
+// an error (the channel's name and the payload come out as Pongs). A
+// slow link, or a process starved of CPU for longer than a deadline,
+// cuts messages that way. Close ends the read by closing the pub/sub.
 func (h *hub) listen() {
 	defer h.wg.Done()
 	wait := time.Duration(0)
 	for {
-		m, err := h.ps.ReceiveTimeout(h.ctx, DefaultRefresh)
+		m, err := h.ps.Receive(h.ctx)
 		if h.ctx.Err() != nil {
 			return
 		}
 		if err != nil {
-			var ne interface{ Timeout() bool }
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue // quiet channels
-			}
 			// Redis unreachable: try again later, backing off (on a
 			// cluster, once the client has reloaded the slots: the
 			// channel's node may have died and a replica taken over).

@@ -23,13 +23,18 @@ import (
 // one client named name (CLIENT LIST shows it on each connection).
 func many(t *testing.T, opts *redis.Options, name string, n int, scfg rampartredis.Config) []*replica {
 	t.Helper()
+	return manyOf(t, opts, name, n, breakerConfig(), scfg)
+}
+
+// manyOf is many with breakers configured by bcfg (their Names set).
+func manyOf(t *testing.T, opts *redis.Options, name string, n int, bcfg circuitbreaker.Config, scfg rampartredis.Config) []*replica {
+	t.Helper()
 	o := *opts
 	o.ClientName = name
 	c := redis.NewClient(&o)
 	t.Cleanup(func() { c.Close() }) // after every Shared closed
 	rs := make([]*replica, n)
 	for i := range rs {
-		bcfg := breakerConfig()
 		bcfg.Name = "k" + strconv.Itoa(i)
 		br, err := circuitbreaker.New(bcfg)
 		require.NoError(t, err)
@@ -94,6 +99,23 @@ func admin(t *testing.T, srv *redistest.Server) *redis.Client {
 
 func channelOf(key string) string { return "rampart:{" + key + "}:changes" }
 
+// subscribed returns a condition: the channel of each of k0…k(n-1) has
+// want subscribers.
+func subscribed(t *testing.T, c *redis.Client, n int, want int64) func() bool {
+	channels := make([]string, n)
+	for i := range channels {
+		channels[i] = channelOf("k" + strconv.Itoa(i))
+	}
+	return func() bool {
+		for _, v := range numsub(t, c, channels...) {
+			if v != want {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // reading starts one replica of n breakers reading every 20ms on a
 // server of its own, and returns them once each has read past the reads
 // on subscribing, with a client for the test's queries.
@@ -117,18 +139,7 @@ func TestHub_FL21_TwoConnectionsWhateverTheBreakers(t *testing.T) {
 	b := many(t, opts, "replica-b", 50, scfg)
 	synced(t, append(a, b...)...)
 	c := admin(t, srv)
-	channels := make([]string, 50)
-	for i := range channels {
-		channels[i] = channelOf("k" + strconv.Itoa(i))
-	}
-	waitFor(t, "every channel subscribed by both replicas", func() bool {
-		for _, n := range numsub(t, c, channels...) {
-			if n != 2 {
-				return false
-			}
-		}
-		return true
-	})
+	waitFor(t, "every channel subscribed by both replicas", subscribed(t, c, 50, 2))
 	readAfterNow(t, append(a, b...)...) // a few refreshes
 	for _, name := range []string{"replica-a", "replica-b"} {
 		assert.Equal(t, map[string]int{"normal": 1, "pubsub": 1}, connections(t, c, name), name)
@@ -183,18 +194,7 @@ func TestHub_FL21_RestartResubscribesEveryBreaker(t *testing.T) {
 	b := many(t, opts, "replica-b", 50, scfg)
 	synced(t, append(a, b...)...)
 	c := admin(t, srv)
-	channels := make([]string, 50)
-	for i := range channels {
-		channels[i] = channelOf("k" + strconv.Itoa(i))
-	}
-	everySubscribed := func() bool {
-		for _, n := range numsub(t, c, channels...) {
-			if n != 2 {
-				return false
-			}
-		}
-		return true
-	}
+	everySubscribed := subscribed(t, c, 50, 2)
 	waitFor(t, "every channel subscribed by both replicas", everySubscribed)
 	srv.Kill()
 	time.Sleep(5 * time.Second) // the pub/sub's reconnections fail, backing off
@@ -225,6 +225,119 @@ func TestHub_FL21_ReadsSurviveAScriptFlush(t *testing.T) {
 	waitFor(t, "k3 opened by a read", stateIs(rs[3].br, circuitbreaker.Open))
 	assert.Equal(t, failures, rs[3].sh.Stats().Failures, "no read failed")
 	assert.Equal(t, circuitbreaker.Closed, rs[4].br.State().State)
+}
+
+// A replica of 200 breakers behind a link too narrow to carry a read of
+// all their records within Timeout (2 KB/s per connection: 200 records
+// are about 9 KB, 4.5 s, against a Timeout of 2 s). A Redis, or a
+// process, too starved of CPU to answer 1,000 records within Timeout is
+// the same case: the scale benchmark's trip storm did not reach every
+// replica at a load of 27 because such a replica's reads failed every
+// time. Each read failed for every breaker, so none synced and, each
+// breaker taking Redis for down, none published its own trip. The hub
+// reads in smaller parts until they fit: every breaker syncs, its trips
+// reach the other replica, and the other's reach it.
+func TestHub_FL23_ASlowLinkReadsEveryBreakerInParts(t *testing.T) {
+	const n = 200
+	srv := server(t)
+	// Reads every 10 s: the link carries the 200 records of a round
+	// (0.9 KB/s), only not in one part within Timeout.
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: 10 * time.Second})
+	bcfg := breakerConfig()
+	bcfg.CoolDown = time.Hour // the trips stay open while checked
+	fast := manyOf(t, opts, "fast", n, bcfg, scfg)
+	p := redistest.NewProxy(t, srv.Addr)
+	p.Throttle(2000)
+	slow := manyOf(t, via(opts, p.Addr), "slow", n, bcfg, scfg)
+	synced(t, fast...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for i, r := range slow {
+		require.NoError(t, r.sh.WaitSynced(ctx), "k%d of the slow replica synced", i)
+	}
+	const tripped = 20
+	for _, r := range slow[:tripped] {
+		r.trip(t)
+	}
+	for _, r := range fast[n-tripped:] {
+		r.trip(t)
+	}
+	waitWithin(t, 2*time.Minute, "every trip on both replicas", func() bool {
+		for i := range tripped {
+			if fast[i].br.State().State != circuitbreaker.Open || slow[n-tripped+i].br.State().State != circuitbreaker.Open {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Equal(t, circuitbreaker.Closed, fast[tripped].br.State().State, "an untripped breaker stays closed")
+}
+
+// A storm: one replica trips its 500 breakers at once while Redis stalls
+// for longer than Timeout (CLIENT PAUSE, 3 s, against a Timeout of 2 s;
+// a loaded machine's Redis, or one busy with a slow command). Sent all at
+// once, the 500 transition scripts would each wait in go-redis's pool
+// with its Timeout running and time out together (and, in the scale
+// benchmark at a load of 35, go on failing together: 131 of 1,000 trips
+// written after 3 minutes). The hub lets a few scripts through at a
+// time, so only those in flight when Redis stalled time out; the others
+// wait their turn, and every trip reaches the other replica.
+func TestHub_FL23_AStormOfTripsWaitsItsTurn(t *testing.T) {
+	const n = 500
+	srv := server(t)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: time.Hour})
+	bcfg := breakerConfig()
+	bcfg.CoolDown = time.Hour
+	tripper := manyOf(t, opts, "tripper", n, bcfg, scfg)
+	other := manyOf(t, opts, "other", n, bcfg, scfg)
+	synced(t, append(tripper, other...)...)
+	c := admin(t, srv)
+	waitFor(t, "every channel subscribed by both replicas", subscribed(t, c, n, 2))
+	failures := func() (n int64) {
+		for _, r := range tripper {
+			n += r.sh.Stats().Failures
+		}
+		return n
+	}
+	before := failures()
+	require.NoError(t, c.Do(context.Background(), "CLIENT", "PAUSE", 3000, "ALL").Err())
+	for _, r := range tripper {
+		r.trip(t)
+	}
+	waitWithin(t, time.Minute, "every trip on the other replica", func() bool {
+		for _, r := range other {
+			if r.br.State().State != circuitbreaker.Open {
+				return false
+			}
+		}
+		return true
+	})
+	assert.Less(t, failures()-before, int64(n/10), "only the scripts in flight when Redis stalled failed")
+}
+
+// A message that reaches the replica in pieces more than a second apart
+// (a slow link, or a process starved that long mid-message) is not lost:
+// go-redis parses the rest of a message whose read timed out midway as
+// replies of their own, its channel and payload as Pongs, without an error
+// (go-redis issue 1702), so the hub reads pub/sub without a deadline. With
+// hourly reads, the trip reaches the other replica by its message alone.
+func TestHub_FL23_AMessageCutMidwayIsNotLost(t *testing.T) {
+	srv := server(t)
+	opts, scfg := patient(srv.Options(), rampartredis.Config{Refresh: time.Hour})
+	bcfg := breakerConfig()
+	bcfg.CoolDown = time.Minute
+	tripper := join(t, opts, bcfg, scfg)
+	p := redistest.NewProxy(t, srv.Addr)
+	p.StallAfter([]byte("$7\r\nmessage\r\n"), 1500*time.Millisecond)
+	other := join(t, via(opts, p.Addr), bcfg, scfg)
+	synced(t, tripper, other)
+	c := admin(t, srv)
+	waitFor(t, "both replicas subscribed", func() bool { return numsub(t, c, channelOf("payments"))[channelOf("payments")] == 2 })
+	waitFor(t, "the reads on starting and on subscribing", func() bool { return other.sh.Stats().Commands >= 2 })
+	reads := other.sh.Stats().Commands
+	tripper.trip(t)
+	waitFor(t, "the trip to reach the other replica", stateIs(other.br, circuitbreaker.Open))
+	assert.Equal(t, reads, other.sh.Stats().Commands, "learnt by the message, not by a read")
 }
 
 // valueClient is a client of a user's that is a struct value, which
@@ -265,8 +378,11 @@ func TestHub_FL11_ValueClient(t *testing.T) {
 //   - redisB/breaker: Redis's used_memory per shared breaker while all are
 //     Closed (no record: the subscriptions);
 //   - redisB/record: used_memory per open record, after one replica
-//     tripped 100 of its breakers (noisy: output buffers count too),
-//     and recordB one's MEMORY USAGE.
+//     tripped all of its breakers (noisy: output buffers count too),
+//     and recordB one's MEMORY USAGE;
+//   - storm-s: the seconds from that replica's first trip until every
+//     breaker of every other replica is Open (at most 3 minutes, or the
+//     benchmark fails).
 //
 // The measurement runs once whatever b.N is:
 //
@@ -324,7 +440,7 @@ func BenchmarkHub_FL21_ManyBreakers(b *testing.B) {
 		}
 	}()
 	logPhase("shared")
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute) // a loaded machine
 	defer cancel()
 	for _, r := range fleet {
 		for _, sh := range r.shs {
@@ -365,34 +481,40 @@ func BenchmarkHub_FL21_ManyBreakers(b *testing.B) {
 	}
 
 	logPhase("measured")
-	// One replica trips 100 breakers: 100 open records.
-	const tripped = 100
-	for _, br := range fleet[0].brs[:tripped] {
+	// A storm: one replica trips every breaker, 1,000 open records, and
+	// every other replica must refuse through all of them.
+	start = time.Now()
+	for _, br := range fleet[0].brs {
 		(&replica{br: br}).trip(b)
 	}
 	deadline := time.Now().Add(3 * time.Minute) // a loaded machine
 	for {
 		open := 0
-		for _, br := range fleet[replicas-1].brs[:tripped] {
-			if br.State().State == circuitbreaker.Open {
-				open++
+		for _, r := range fleet[1:] {
+			for _, br := range r.brs {
+				if br.State().State == circuitbreaker.Open {
+					open++
+				}
 			}
 		}
-		if open == tripped {
+		if open == (replicas-1)*breakers {
 			break
 		}
 		if time.Now().After(deadline) {
-			for j, br := range fleet[replicas-1].brs[:tripped] {
-				if br.State().State != circuitbreaker.Open {
-					st := ac.HGetAll(ctx, "rampart:{host-"+strconv.Itoa(j)+"}:state").Val()
-					b.Logf("host-%d: %v; last replica %+v; tripper %+v; record %v", j, br.State(), fleet[replicas-1].shs[j].Stats(), fleet[0].shs[j].Stats(), st)
+			for i, r := range fleet[1:] {
+				for j, br := range r.brs {
+					if br.State().State != circuitbreaker.Open {
+						b.Logf("replica-%d host-%d: %v %+v; tripper %+v", i+1, j, br.State().State, r.shs[j].Stats(), fleet[0].shs[j].Stats())
+						break
+					}
 				}
 			}
-			b.Fatalf("%d of %d breakers of the last replica open 3 minutes after the trips", open, tripped)
+			b.Fatalf("%d of %d breakers of the other replicas open 3 minutes after the trips", open, (replicas-1)*breakers)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-	logPhase("tripped and open on the last replica")
+	converged := time.Since(start)
+	logPhase("tripped and open on every replica")
 	mem2 := usedMemory(b, ac)
 	record, err := ac.MemoryUsage(ctx, "rampart:{host-0}:state").Result()
 	require.NoError(b, err)
@@ -406,7 +528,8 @@ func BenchmarkHub_FL21_ManyBreakers(b *testing.B) {
 	b.ReportMetric(float64(after.heap-unshared.heap)/n, "heapB/shared")
 	b.ReportMetric(float64(after.stack-unshared.stack)/n, "stackB/shared")
 	b.ReportMetric(float64(mem1-mem0)/n, "redisB/breaker")
-	b.ReportMetric(float64(mem2-mem1)/tripped, "redisB/record")
+	b.ReportMetric(float64(mem2-mem1)/float64(breakers), "redisB/record")
+	b.ReportMetric(converged.Seconds(), "storm-s")
 	b.ReportMetric(float64(record), "recordB")
 }
 

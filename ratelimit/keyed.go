@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -54,8 +55,9 @@ type KeyedConfig struct {
 //
 // # Eviction
 //
-// A key's limiter is dropped once its bucket is full again and no call
-// waits for it (see [NewKeyedLayer]). A full bucket is exactly how a new
+// A key's limiter is dropped once its bucket is full again and no call of
+// a layer is between looking it up and taking its token, or waits for it
+// (see [NewKeyedLayer]). A full bucket is exactly how a new
 // limiter starts, so dropping it changes no decision: the next call for
 // that key gets a new limiter that allows what the old one would have. Each lookup checks the least recently used key and drops
 // it if full, repeating until it finds one that is not, so dropping costs
@@ -65,10 +67,12 @@ type KeyedConfig struct {
 // key is dropped even if its bucket is not full, and its next call gets a
 // full bucket: a flood of distinct keys can let a key through early, but
 // memory stays bounded. Calls already waiting for a dropped key keep their
-// line; calls that arrive later form a new one. A limiter dropped between
-// a caller's lookup and its use still hands out tokens to that caller,
-// which the new limiter for the key does not know about; the layers take
-// their token right after the lookup, which makes this window small.
+// line; calls that arrive later form a new one. A limiter that
+// [Keyed.Limiter] returned and that is dropped before its caller uses it
+// still hands out tokens to that caller, which the new limiter for the
+// key does not know about: use it for the decision at hand. The layers'
+// calls hold their key from the lookup to the token, so no layer call
+// takes a token the key's limiter does not count.
 //
 // The zero Keyed holds no keys and grants no tokens: its Limiter returns a
 // new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]
@@ -89,8 +93,12 @@ type Keyed struct {
 }
 
 type entry struct {
-	key        string
-	q          queue  // the key's limiter and the calls waiting for it
+	key string
+	q   queue // the key's limiter and the calls waiting for it
+	// users counts the layer calls between their lookup of the entry and
+	// the end of their take: an entry with users is not full, so it is
+	// not dropped before they have taken their tokens from it.
+	users      atomic.Int32
 	prev, next *entry // guarded by Keyed.mu
 }
 
@@ -122,11 +130,13 @@ func (k *Keyed) Limiter(key string) *rate.Limiter {
 	if k.keys == nil { // the zero Keyed; keys never changes after NewKeyed
 		return rate.NewLimiter(0, 0)
 	}
-	return k.entry(key).q.lim
+	return k.entry(key, false).q.lim
 }
 
-// entry returns key's entry, as [Keyed.Limiter] documents.
-func (k *Keyed) entry(key string) *entry {
+// entry returns key's entry, as [Keyed.Limiter] documents; with use, it
+// counts one more user of the entry (see entry.users) before it lets go of
+// the lock, and the caller must subtract it when done.
+func (k *Keyed) entry(key string, use bool) *entry {
 	now := k.now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -140,6 +150,9 @@ func (k *Keyed) entry(key string) *entry {
 		e = &entry{key: key, q: queue{lim: rate.NewLimiter(k.limit, k.burst), clk: k.clk}}
 		k.keys[key] = e
 	}
+	if use {
+		e.users.Add(1)
+	}
 	// Link e as most recently used.
 	e.prev, e.next = &k.lru, k.lru.next
 	e.prev.next, e.next.prev = e, e
@@ -147,6 +160,14 @@ func (k *Keyed) entry(key string) *entry {
 		k.drop(old)
 	}
 	return e
+}
+
+// take takes one token for a layer's call from key's limiter, holding the
+// key from the lookup to the end of the take.
+func (k *Keyed) take(ctx context.Context, key string, mode Mode) error {
+	e := k.entry(key, true)
+	defer e.users.Add(-1)
+	return take(ctx, &e.q, mode, k.name, k.obs)
 }
 
 // Len returns how many keys are held, after dropping every key whose
@@ -174,7 +195,7 @@ func (k *Keyed) now() time.Time {
 }
 
 func (k *Keyed) full(e *entry, now time.Time) bool {
-	return e.q.n.Load() == 0 && e.q.lim.TokensAt(now) >= float64(k.burst)
+	return e.users.Load() == 0 && e.q.n.Load() == 0 && e.q.lim.TokensAt(now) >= float64(k.burst)
 }
 
 func (k *Keyed) unlink(e *entry) {
@@ -227,7 +248,7 @@ type keyedService[Req, Resp any] struct {
 }
 
 func (s *keyedService[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
-	if err := take(ctx, &s.keyed.entry(s.key(req)).q, s.mode, s.keyed.name, s.keyed.obs); err != nil {
+	if err := s.keyed.take(ctx, s.key(req), s.mode); err != nil {
 		var zero Resp
 		return zero, err
 	}

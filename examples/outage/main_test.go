@@ -82,7 +82,7 @@ func assertTargets(t *testing.T, r *result) {
 	assert.Zero(t, rp.Lost, "rampart calls lost")
 	assert.Positive(t, rp.FastFails, "rampart's open breaker fails calls at once")
 
-	lag := max(n.StartLagP99ms, rp.StartLagP99ms)
+	lag := startLag(r)
 	if lag >= ms(o.attemptTimeout) {
 		t.Logf("calls started %.0f ms late (p99), more than an attempt timeout: the comparisons of the two clients are not checked", lag)
 		return
@@ -181,29 +181,45 @@ func TestModel_ShortSchedule_Targets(t *testing.T) {
 
 // TestOutage runs the demo on the short schedule over real loopback HTTP
 // and checks the README's claims for it (assertTargets), as far as the
-// machine kept the run's schedule: it runs in real time (ten seconds),
-// and on a busy machine the rampart client's figures fall with how soon a
-// loopback call is answered. What it measured is logged. It runs only
-// when RAMPART_OUTAGE_TEST is set, which ./test.sh does in a run of its
-// own, without the race detector, after the main test run.
+// machine kept the run's schedule: it runs in real time (ten seconds, up
+// to three times on a busy machine), and there the rampart client's
+// figures fall with how soon a loopback call is answered. What it
+// measured is logged. It runs only when RAMPART_OUTAGE_TEST is set,
+// which ./test.sh does in a run of its own, without the race detector,
+// after the main test run.
 func TestOutage(t *testing.T) {
 	if os.Getenv("RAMPART_OUTAGE_TEST") == "" {
 		t.Skip("set RAMPART_OUTAGE_TEST=1 to run a real 10-second run")
 	}
-	o := short()
-	o.jsonOut = true
-	var out bytes.Buffer
-	require.NoError(t, run(o, &out, io.Discard))
-	t.Log(out.String())
-
-	var r result
-	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
-	t.Logf("start lag p99 %.2f / %.2f ms; rampart: outage %.0f ms (over: %v), recovery %.0f ms, success %.1f%%, %.1f%% of the naive client's load during the fault",
-		r.Naive.StartLagP99ms, r.Rampart.StartLagP99ms,
-		r.Rampart.OutageMs, r.Rampart.OutageOver, r.Rampart.RecoveryMs, 100*r.Rampart.SuccessRate,
-		100*float64(r.Rampart.BackendHitsOutage)/float64(r.Naive.BackendHitsOutage))
-	assertTargets(t, &r)
+	// A run on a busy machine checks less: up to three runs, until one
+	// starts its calls less than busyLag late; the claims are checked on
+	// the run with the least lag.
+	var best *result
+	for range 3 {
+		o := short()
+		o.jsonOut = true
+		var out bytes.Buffer
+		require.NoError(t, run(o, &out, io.Discard))
+		t.Log(out.String())
+		r := new(result)
+		require.NoError(t, json.Unmarshal(out.Bytes(), r))
+		t.Logf("start lag p99 %.2f / %.2f ms; rampart: outage %.0f ms (over: %v), recovery %.0f ms, success %.1f%%, %.1f%% of the naive client's load during the fault",
+			r.Naive.StartLagP99ms, r.Rampart.StartLagP99ms,
+			r.Rampart.OutageMs, r.Rampart.OutageOver, r.Rampart.RecoveryMs, 100*r.Rampart.SuccessRate,
+			100*float64(r.Rampart.BackendHitsOutage)/float64(r.Naive.BackendHitsOutage))
+		if best == nil || startLag(r) < startLag(best) {
+			best = r
+		}
+		if startLag(best) < ms(busyLag) {
+			break
+		}
+	}
+	assertTargets(t, best)
 }
+
+// startLag is how late r's load generator started calls: the larger p99
+// of the two clients'.
+func startLag(r *result) float64 { return max(r.Naive.StartLagP99ms, r.Rampart.StartLagP99ms) }
 
 func TestOptions_ValidateNamesFlag(t *testing.T) {
 	o := defaults()
