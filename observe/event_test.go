@@ -3,9 +3,11 @@ package observe_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -179,4 +181,47 @@ func TestJoin_EV16_SuccessesOnlyToThoseThatWantThem(t *testing.T) {
 	none.Observe(ctx, failure)
 	require.Equal(t, []observe.Event{failure}, sel.Events())
 	require.Equal(t, []observe.Event{failure}, sel2.Events())
+}
+
+// A nil Func, a nil *Log and a zero Log observe nothing, whatever layer
+// they are given to and whether joined or not: a breaker that trips and
+// refuses, and a timeout that fires, report to them without a panic, and
+// an observer joined with them still sees every event.
+func TestObservers_EV1_NilFuncAndNilOrZeroLogObserveNothing(t *testing.T) {
+	for name, obs := range map[string]observe.Observer{
+		"nil Func": observe.Func(nil),
+		"nil Log":  (*observe.Log)(nil),
+		"zero Log": new(observe.Log),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rec observetest.Recorder
+				for _, o := range []observe.Observer{obs, observe.Join(obs, &rec)} {
+					br, err := circuitbreaker.New(circuitbreaker.Config{Name: "b", Observer: o, Policy: circuitbreaker.Consecutive{Failures: 1}})
+					require.NoError(t, err)
+					boom := errors.New("boom")
+					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 0, boom })
+					require.ErrorIs(t, err, boom)
+					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 1, nil })
+					require.ErrorIs(t, err, circuitbreaker.ErrOpen)
+
+					to, err := timeout.NewLayer(timeout.Config[int, int]{Name: "t", Timeout: time.Second, Observer: o})
+					require.NoError(t, err)
+					_, err = to.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, _ int) (int, error) {
+						<-ctx.Done()
+						return 0, ctx.Err()
+					})).Call(t.Context(), 1)
+					require.ErrorIs(t, err, timeout.ErrTimeout)
+				}
+				if l, ok := obs.(*observe.Log); ok {
+					l.Flush()
+				}
+				var kinds []string
+				for _, e := range rec.Events() {
+					kinds = append(kinds, e.Source.String()+" "+e.Kind.String())
+				}
+				require.Equal(t, []string{"circuitbreaker transition", "circuitbreaker failure", "circuitbreaker rejected", "timeout timeout-fired"}, kinds)
+			})
+		})
+	}
 }

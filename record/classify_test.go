@@ -113,6 +113,7 @@ func TestLayer_SM8_ZeroRecorderRefused(t *testing.T) {
 	}))
 	_, err := svc.Call(context.Background(), "")
 	assert.EqualError(t, err, "record: Recorder must be made by New, got a zero Recorder")
+	assert.ErrorIs(t, err, rampart.ErrNilService, "a wiring mistake, as a nil Recorder is: not retried")
 	assert.Zero(t, calls, "nothing sent")
 	assert.EqualError(t, zero.Close(), "record: Recorder must be made by New, got a zero Recorder")
 	assert.Zero(t, zero.Dropped())

@@ -63,8 +63,8 @@ type LayerConfig[Req, Resp any] struct {
 // class [ClassPanic], as a breaker counts it, and the panic goes on.
 //
 // A nil service or a nil or zero Recorder gives a service whose every
-// call fails, matching [rampart.ErrNilService] or naming the zero
-// Recorder.
+// call fails with an error matching [rampart.ErrNilService] (so a retry
+// layer above does not retry it), naming the zero Recorder for one.
 func NewLayer[Req, Resp any](cfg LayerConfig[Req, Resp]) rampart.Layer[Req, Resp] {
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		switch {
@@ -74,16 +74,27 @@ func NewLayer[Req, Resp any](cfg LayerConfig[Req, Resp]) rampart.Layer[Req, Resp
 			return rampart.Failing[Req, Resp]("record: NewLayer's Recorder")
 		case cfg.Recorder.w == nil:
 			return rampart.ServiceFunc[Req, Resp](func(context.Context, Req) (resp Resp, err error) {
-				return resp, errZeroRecorder
+				return resp, zeroRecorderError{}
 			})
 		}
 		return &service[Req, Resp]{r: cfg.Recorder, key: cfg.Key, classify: cfg.Classify, later: cfg.Later, inner: inner}
 	})
 }
 
-// errZeroRecorder is the error of every call through a layer over a
-// Recorder not made by New.
+// errZeroRecorder is the error of Close of a Recorder not made by New.
 var errZeroRecorder = errors.New("record: Recorder must be made by New, got a zero Recorder")
+
+// zeroRecorderError is the error of every call through a layer over a
+// Recorder not made by New. It has errZeroRecorder's message and matches
+// rampart.ErrNilService, as a layer over a nil Recorder's error does: the
+// layer is wired to nothing that can record, and every call fails alike.
+type zeroRecorderError struct{}
+
+func (zeroRecorderError) Error() string { return errZeroRecorder.Error() }
+
+func (zeroRecorderError) Is(target error) bool {
+	return target == errZeroRecorder || target == rampart.ErrNilService
+}
 
 type service[Req, Resp any] struct {
 	r        *Recorder

@@ -20,7 +20,9 @@ import (
 // context is already done), before the first attempt, and Withdraw once
 // before each retry; a false Withdraw stops the loop with
 // [ErrBudgetExhausted]. Both must be safe for concurrent use and cheap:
-// Deposit runs on every call.
+// Deposit runs on every call, between the layer's check of the context
+// and the first attempt, which a circuit breaker below then admits
+// without checking the context again, so Deposit must not block.
 // [*github.com/rampart-go/rampart/budget.Budget] implements it, as do
 // budget.Always and budget.Never; all three are also [Refunder]s.
 type Budget interface {
@@ -91,8 +93,10 @@ type Config[Req, Resp any] struct {
 	// attempt's outcome is judged before the layer reads its attempts, so
 	// it is asked even when MaxAttempts is 1. Nil means "retry
 	// every non-nil error". Whatever it returns, the layer never retries an
-	// error matching [rampart.ErrOpen], an error marked with
-	// [Permanent], or any outcome once the caller's context is done. It
+	// error matching [rampart.ErrOpen] or [rampart.ErrNilService] (a layer
+	// below wired to a nil service fails every attempt alike), an error
+	// marked with [Permanent], or any outcome once the caller's context is
+	// done. It
 	// must be safe for concurrent use.
 	Retryable func(resp Resp, err error) bool
 
@@ -362,7 +366,7 @@ func (p *policy[Req, Resp]) wantsRetry(resp Resp, err error) bool {
 		return false
 	}
 	if err != nil {
-		if errors.Is(err, rampart.ErrOpen) {
+		if errors.Is(err, rampart.ErrOpen) || errors.Is(err, rampart.ErrNilService) {
 			return false
 		}
 		if _, ok := errors.AsType[*PermanentError](err); ok {

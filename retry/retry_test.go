@@ -234,6 +234,25 @@ func TestRetry_RT2_PermanentIsNotRetried(t *testing.T) {
 	assert.NoError(t, retry.Permanent(nil))
 }
 
+// A layer below that was given a nil service (or a zero value that must
+// be made by its constructor) fails every call the same way: retrying it
+// would only spend the budget and the backoff before the caller sees a
+// wiring mistake, so it is returned at once, as the layer below built it.
+func TestRetry_RT2_NilServiceIsNotRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nilBelow := rampart.Failing[string, string]("timeout: Wrap")
+		calls := 0
+		svc := wrapT(t, rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			calls++
+			return nilBelow.Call(ctx, req)
+		}), retry.Config[string, string]{MaxAttempts: 3, Retryable: func(string, error) bool { return true }})
+		_, err := svc.Call(t.Context(), "req")
+		assert.EqualError(t, err, "timeout: Wrap: rampart: nil service")
+		assert.ErrorIs(t, err, rampart.ErrNilService)
+		assert.Equal(t, 1, calls)
+	})
+}
+
 func TestRetry_RT2_CallerCancellationIsNotRetried(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	calls := 0
