@@ -3,7 +3,6 @@ package observe_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -196,23 +195,8 @@ func TestObservers_EV1_NilFuncAndNilOrZeroLogObserveNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var rec observetest.Recorder
-				for _, o := range []observe.Observer{obs, observe.Join(obs, &rec)} {
-					br, err := circuitbreaker.New(circuitbreaker.Config{Name: "b", Observer: o, Policy: circuitbreaker.Consecutive{Failures: 1}})
-					require.NoError(t, err)
-					boom := errors.New("boom")
-					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 0, boom })
-					require.ErrorIs(t, err, boom)
-					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 1, nil })
-					require.ErrorIs(t, err, circuitbreaker.ErrOpen)
-
-					to, err := timeout.NewLayer(timeout.Config[int, int]{Name: "t", Timeout: time.Second, Observer: o})
-					require.NoError(t, err)
-					_, err = to.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, _ int) (int, error) {
-						<-ctx.Done()
-						return 0, ctx.Err()
-					})).Call(t.Context(), 1)
-					require.ErrorIs(t, err, timeout.ErrTimeout)
-				}
+				observetest.Exercise(t, obs)
+				observetest.Exercise(t, observe.Join(obs, &rec))
 				if l, ok := obs.(*observe.Log); ok {
 					l.Flush()
 				}

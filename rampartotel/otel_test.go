@@ -28,6 +28,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/inspect"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/rampartotel"
@@ -656,26 +657,11 @@ func TestObserver_EV11_NilOrZeroRecordsNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				for _, obs := range []observe.Observer{o, observe.Join(o, observe.Func(func(context.Context, observe.Event) {}))} {
-					br, err := circuitbreaker.New(circuitbreaker.Config{Name: "b", Observer: obs, Policy: circuitbreaker.Consecutive{Failures: 1}})
-					require.NoError(t, err)
-					boom := errors.New("boom")
-					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 0, boom })
-					require.ErrorIs(t, err, boom)
-					_, err = circuitbreaker.Run(t.Context(), br, func(context.Context) (int, error) { return 1, nil })
-					require.ErrorIs(t, err, circuitbreaker.ErrOpen)
-
+					observetest.Exercise(t, obs)
 					g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "g", Observer: obs}})
 					require.NoError(t, err)
 					_, err = circuitbreaker.Run(t.Context(), g.Breaker("k"), func(context.Context) (int, error) { return 1, nil })
 					require.NoError(t, err)
-
-					to, err := timeout.NewLayer(timeout.Config[int, int]{Name: "t", Timeout: time.Second, Observer: obs})
-					require.NoError(t, err)
-					_, err = to.Wrap(rampart.ServiceFunc[int, int](func(ctx context.Context, _ int) (int, error) {
-						<-ctx.Done()
-						return 0, ctx.Err()
-					})).Call(t.Context(), 1)
-					require.ErrorIs(t, err, timeout.ErrTimeout)
 				}
 				require.EqualError(t, o.Close(), "rampartotel: the Observer was not made by New")
 			})
