@@ -355,8 +355,13 @@ func TestShare_FL5_PausedRedisNeverBlocksACall(t *testing.T) {
 func TestShare_FL5_RemoteOpenEndsByItselfWhileRedisIsPaused(t *testing.T) {
 	srv := server(t)
 	cfg := breakerConfig()
-	cfg.CoolDown = 300 * time.Millisecond
-	rs := fleet(t, srv.Options(), 2, cfg, rampartredis.Config{Timeout: 100 * time.Millisecond})
+	// The other replica is Open only for the record's cool-down, and the
+	// trip is published only while the tripping breaker is still Open: a
+	// cool-down of seconds, and a Timeout a loaded machine meets, keep
+	// that Open from ending before the test sees it.
+	cfg.CoolDown = 3 * time.Second
+	rs := fleet(t, srv.Options(), 2, cfg, rampartredis.Config{Timeout: 500 * time.Millisecond})
+	synced(t, rs...)
 	rs[0].trip(t)
 	waitFor(t, "the other replica to open", stateIs(rs[1].br, circuitbreaker.Open))
 	srv.Pause()

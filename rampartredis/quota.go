@@ -105,7 +105,8 @@ type QuotaConfig struct {
 // within about one Slice, and a change of Limit ([Quota.SetLimit]) at
 // once on the replica told. Each replica's local burst is its share of
 // one Slice (at least 1). A replica that stops reporting drops out of the
-// division after three Slices. A replica's bucket starts with half a
+// division after three Slices; a stall of Redis or of the whole fleet
+// (no lease for more than a Slice) is not counted against anyone. A replica's bucket starts with half a
 // token, so that replicas starting together add no burst above the quota
 // and a window that starts with them is counted without bias.
 //
@@ -149,19 +150,37 @@ type Quota struct {
 
 // quotaScript records a replica's demand (calls per second, -1 for more
 // than it has) and returns its share as a string and the number of live
-// replicas. ARGV: id, demand, limit, liveness ms.
+// replicas. ARGV: id, demand, limit, liveness ms, Slice ms. A gap of more
+// than a Slice between two leases of the fleet is a stall (of Redis, or
+// of the whole fleet), not a departure: every replica was late and went
+// on admitting at its share, so the gap is not counted against anyone
+// (their last leases move forward by it). Counted, the first lease after
+// a stall longer than the liveness would find itself alone and take the
+// whole Limit while the others still held their shares. The keys outlive
+// the liveness (100 times) for the same reason; they only clean up after
+// a fleet that is gone.
 var quotaScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local live = tonumber(ARGV[4])
+local newest = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if #newest == 2 then
+  local gap = now - tonumber(newest[2])
+  if gap > tonumber(ARGV[5]) then
+    local all = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+    for i = 1, #all, 2 do
+      redis.call('ZADD', KEYS[2], tonumber(all[i + 1]) + gap, all[i])
+    end
+  end
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], now, ARGV[1])
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - live)) do
   redis.call('HDEL', KEYS[1], id)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - live)
-redis.call('PEXPIRE', KEYS[1], live)
-redis.call('PEXPIRE', KEYS[2], live)
+redis.call('PEXPIRE', KEYS[1], 100 * live)
+redis.call('PEXPIRE', KEYS[2], 100 * live)
 local all = redis.call('HGETALL', KEYS[1])
 local ds = {}
 for i = 2, #all, 2 do
@@ -412,7 +431,7 @@ func (q *Quota) lease(demand float64) bool {
 	q.commands.Add(1)
 	live := 3 * q.cfg.Slice.Milliseconds()
 	v, err := quotaScript.Run(ctx, q.client, q.keys, q.cfg.ID, strconv.FormatFloat(demand, 'g', -1, 64),
-		strconv.FormatFloat(float64(q.limit), 'g', -1, 64), max(live, 1)).Slice()
+		strconv.FormatFloat(float64(q.limit), 'g', -1, 64), max(live, 1), max(q.cfg.Slice.Milliseconds(), 1)).Slice()
 	share := 0.0
 	if err == nil && len(v) == 2 {
 		s, _ := v[0].(string)

@@ -276,10 +276,77 @@ func poll(t *testing.T, qs []*rampartredis.Quota) func() int64 {
 // window counts what the fleet admits over about d of real time and
 // returns it with the fleet's exact due count for the time it measured.
 func window(admitted func() int64, limit float64, d time.Duration) (got int64, want float64) {
-	n0, t0 := admitted(), time.Now()
+	n0, t0 := sample(admitted)
 	time.Sleep(d)
-	n1, t1 := admitted(), time.Now()
+	n1, t1 := sample(admitted)
 	return n1 - n0, limit * t1.Sub(t0).Seconds()
+}
+
+// sample reads the count and the time it was read at: between two clock
+// readings at most a millisecond apart (a loaded machine may stop the
+// test between any two statements), so that the due count is for the
+// time the count covers.
+func sample(admitted func() int64) (int64, time.Time) {
+	for {
+		before := time.Now()
+		n := admitted()
+		if after := time.Now(); after.Sub(before) <= time.Millisecond {
+			return n, before
+		}
+	}
+}
+
+func TestQuota_FL12_AStallIsNotADeparture(t *testing.T) {
+	// Redis stopped for longer than the liveness (three Slices): every
+	// replica's lease is late and each goes on admitting at its share.
+	// When Redis resumes, the leases queued meanwhile must not find the
+	// others gone: counted from the stall, the first would take all 8
+	// calls a second, the next 4, and so on, while the others still held
+	// theirs. The shares are sampled throughout; a replica that Redis
+	// drops for being late on its own (a loaded machine) takes 8/7, well
+	// below the bound.
+	srv := server(t)
+	opts, _ := patient(srv.Options(), rampartredis.Config{})
+	qs := quotas(t, opts, 8, rampartredis.QuotaConfig{Key: "api", Limit: 8, Timeout: 5 * time.Second})
+	poll(t, qs)
+	for _, q := range qs {
+		waitFor(t, "equal shares", shareIs(q, 1))
+	}
+	var most atomic.Value
+	most.Store(rate.Limit(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			for _, q := range qs {
+				if s := q.Stats().Share; s > most.Load().(rate.Limit) {
+					most.Store(s)
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	commands := func() (n int64) {
+		for _, q := range qs {
+			n += q.Stats().Commands
+		}
+		return n
+	}
+	for range 3 {
+		srv.Pause()
+		time.Sleep(500 * time.Millisecond)
+		srv.Resume()
+		// Every replica leases twice after the resume: its queued lease
+		// and the next.
+		n := commands()
+		waitFor(t, "two leases each", func() bool { return commands() >= n+2*int64(len(qs)) })
+	}
+	cancel()
+	wg.Wait()
+	assert.Less(t, float64(most.Load().(rate.Limit)), 2.0, "the largest share any replica held")
+	for _, q := range qs {
+		waitFor(t, "equal shares again", shareIs(q, 1))
+	}
 }
 
 func TestQuota_FL12_PrecisionAtSmallShares(t *testing.T) {
