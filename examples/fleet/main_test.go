@@ -51,7 +51,9 @@ func TestFleet(t *testing.T) {
 	// MaxProbes fleet-wide, never one set per replica.
 	assert.Positive(t, r.Shared.MinRoundProbes)
 	assert.LessOrEqual(t, r.Shared.MaxRoundProbes, 2)
+	assert.Equal(t, 1, r.Shared.MaxRoundReplicas, "shared: one replica probes per round")
 	assert.Greater(t, r.Independent.MaxRoundProbes, 2, "independent: every replica probes")
+	assert.Greater(t, r.Independent.MaxRoundReplicas, 1, "independent: every replica probes")
 	assert.GreaterOrEqual(t, r.Shared.AllOpenAfterMS, 0.0, "every replica opened")
 	assert.Less(t, r.Shared.OutageHits, r.Independent.OutageHits)
 	// Each independent breaker sees its own 5 failures; the shared fleet
