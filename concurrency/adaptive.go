@@ -704,10 +704,7 @@ func (l *AdaptiveLimiter) take(ctx context.Context, mode Mode) (Permit, error) {
 	if done {
 		return p, err
 	}
-	if mode == Wait && critical {
-		if !l.made {
-			return Permit{}, noSlots
-		}
+	if mode == Wait && critical { // never for the zero AdaptiveLimiter: takeBy finds no limit
 		return l.wait(ctx, &l.critical, l.criticalBound)
 	}
 	if mode == Wait {

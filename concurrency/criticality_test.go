@@ -334,3 +334,123 @@ func TestCriticality_PG6_CriticalCallRacingTheLastSlots(t *testing.T) {
 		}
 	}
 }
+
+// The Wait-mode hammer again on the real scheduler, where wake-ups race
+// as synctest's bubble never makes them: calls of all three criticalities
+// in Wait and Refuse mode share one limit of 4, give up after random
+// microseconds, fail now and then, while another goroutine halves the
+// limit and restores it. Afterwards every slot is back where it belongs,
+// not merely counted back: exactly 4 default calls and 4 more critical
+// ones get a slot, the 9th critical one is refused; and the default
+// calls were served throughout, not starved by the critical ones.
+func TestCriticality_PG6_RealSchedulerHammerGivesEverySlotBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hammer")
+	}
+	type limiter interface {
+		concurrency.Slots
+		InFlight() int
+	}
+	for name, tc := range map[string]struct {
+		lim  func() limiter
+		tune func(l limiter, n int)
+	}{
+		"Limiter": {
+			lim:  func() limiter { l, _ := concurrency.New(4); return l },
+			tune: func(l limiter, n int) { require.NoError(t, l.(*concurrency.Limiter).SetMax(n)) },
+		},
+		"AdaptiveLimiter": {
+			lim: func() limiter { return fixedAdaptive(t, 4, 0) },
+			tune: func(l limiter, n int) {
+				require.NoError(t, l.(*concurrency.AdaptiveLimiter).Tune(concurrency.AdaptiveTuning{MinLimit: n, MaxLimit: n}))
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := tc.lim()
+			var held, most atomic.Int64
+			errFail := errors.New("fail")
+			work := rampart.ServiceFunc[int, int](func(_ context.Context, n int) (int, error) {
+				h := held.Add(1)
+				for m := most.Load(); h > m && !most.CompareAndSwap(m, h); m = most.Load() {
+				}
+				time.Sleep(time.Duration(n%50) * time.Microsecond)
+				held.Add(-1)
+				if n%7 == 0 {
+					return 0, errFail
+				}
+				return n, nil
+			})
+			svcs := map[concurrency.Mode]rampart.Service[int, int]{}
+			for _, mode := range modes {
+				svc, err := wrap.Service[int, int](work, concurrency.NewLayer, concurrency.Config{Limiter: l, Mode: mode})
+				require.NoError(t, err)
+				svcs[mode] = svc
+			}
+			crits := []rampart.Criticality{rampart.Sheddable, rampart.DefaultCriticality, rampart.Critical}
+			var served [3]atomic.Int64
+			stop := make(chan struct{})
+			var tuner sync.WaitGroup
+			tuner.Go(func() {
+				for n := 2; ; n = 6 - n { // 2, 4, 2, ...
+					select {
+					case <-stop:
+						tc.tune(l, 4)
+						return
+					case <-time.After(200 * time.Microsecond):
+						tc.tune(l, n)
+					}
+				}
+			})
+			var wg sync.WaitGroup
+			for i := range 48 {
+				wg.Go(func() {
+					c := crits[i%3]
+					mode := concurrency.Wait
+					if i%4 == 0 {
+						mode = concurrency.Refuse
+					}
+					for j := range 300 {
+						ctx, cancel := context.WithTimeout(rampart.WithCriticality(t.Context(), c), time.Duration(1+rand.N(200))*time.Microsecond)
+						_, err := svcs[mode].Call(ctx, i*300+j)
+						cancel()
+						switch {
+						case err == nil, errors.Is(err, errFail):
+							served[c-rampart.Sheddable].Add(1)
+						case errors.Is(err, concurrency.ErrLimited), errors.Is(err, context.DeadlineExceeded):
+						default:
+							t.Errorf("unexpected error %v", err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(stop)
+			tuner.Wait()
+
+			assert.LessOrEqual(t, most.Load(), int64(8), "never more than the limit and its reserve")
+			assert.Positive(t, served[1].Load(), "default calls served")
+			assert.Positive(t, served[2].Load(), "critical calls served")
+			require.Equal(t, 0, l.InFlight())
+			var releases []func()
+			defer func() {
+				for _, r := range releases {
+					r()
+				}
+			}()
+			for k, ctx := range []context.Context{t.Context(), t.Context(), t.Context(), t.Context(), critical, critical, critical, critical} {
+				release, err := concurrency.Acquire(ctx, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
+				if !assert.NoError(t, err, "slot %d", k) {
+					return
+				}
+				releases = append(releases, release)
+			}
+			_, err := concurrency.Acquire(t.Context(), concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
+			assert.ErrorIs(t, err, concurrency.ErrLimited, "a 5th default call")
+			_, err = concurrency.Acquire(critical, concurrency.Config{Limiter: l, Mode: concurrency.Refuse})
+			assert.ErrorIs(t, err, concurrency.ErrLimited, "a 9th critical call")
+			assert.Equal(t, 8, l.InFlight())
+		})
+	}
+}

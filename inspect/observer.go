@@ -89,8 +89,8 @@ func (b *bound) Observe(_ context.Context, e observe.Event) {
 
 // tuned counts a layer's settings changed at run time (an [observe.Tuned]
 // event: a breaker's cool-down or policy, a limiter's Max or bounds, a
-// budget's ratio) as a change, so that an open page reads what they changed at
-// once.
+// budget's ratio) as a change, so that an open page reads what they
+// changed at once.
 func (r *Registry) tuned() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

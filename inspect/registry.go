@@ -115,8 +115,8 @@ func (r *Registry) add(v any, e *entry) (remove func()) {
 }
 
 // change counts a change an open page is told of at once (a value added
-// or removed, a transition, a setting tuned), waking the pages that wait for one. Called
-// with mu held.
+// or removed, a transition, a setting tuned), waking the pages that wait
+// for one. Called with mu held.
 func (r *Registry) change() {
 	r.version++
 	if r.changed != nil {

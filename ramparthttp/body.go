@@ -11,17 +11,18 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 )
 
-// body is the wrapper that the breaker and the timeout layers put in front
-// of a response body, to finish the attempt's permit when the body is read
-// to its end, fails or is closed (judging), and to end the attempt's
-// contexts when it is closed (cancel, cancelCause). One body does all of
-// it: a layer that needs a wrapper fills its part of the one already
-// there instead of wrapping the body again, so that a response through a
-// breaker and timeouts costs one allocation, not one per layer, and an
-// attempt sent with a context of its own has its wrapper in the same
-// allocation as the request's copy (see [attempt]). Each part is filled at
-// most once; a layer that finds its part taken (two breakers in one stack)
-// wraps the body again.
+// body is the wrapper that the breaker, the timeout, the recorder and the
+// shadow layers put in front of a response body, to finish the attempt's
+// permit when the body is read to its end, fails or is closed (judging),
+// to tell the recorder and the shadow the same (later), and to end the
+// attempt's contexts when it is closed (cancel, cancelCause). One body
+// does all of it: a layer that needs a wrapper fills its part of the one
+// already there instead of wrapping the body again, so that a response
+// through a breaker, timeouts, a recorder and a shadow costs one
+// allocation, not one per layer, and an attempt sent with a context of
+// its own has its wrapper in the same allocation as the request's copy
+// (see [attempt]). Each part is filled at most once; a layer that finds
+// its part taken (two breakers in one stack) wraps the body again.
 type body struct {
 	io.ReadCloser
 
@@ -31,6 +32,18 @@ type body struct {
 	p       circuitbreaker.Permit
 	done    atomic.Bool // the permit is finished; Read, Close and the lease may race
 	lease   *time.Timer // a probe's body lease, or nil
+
+	// The recorder's and the shadow's parts, set by judgeLater: called
+	// once (ended), in the order set, when the body is read to its end,
+	// fails or is closed.
+	later [2]func(error)
+	ended atomic.Bool
+
+	// NewTransport's attempt timeout's part, with an Observer (set by
+	// attemptTimeout.detach): told of the read its deadline ended, once
+	// (ended), with the attempt's context.
+	timeout    *attemptTimeout
+	timeoutCtx context.Context
 
 	// The timeout and hedge layers' parts: called once the body is closed.
 	cancel      [2]context.CancelFunc
@@ -91,7 +104,7 @@ func unwrapIdle(resp *http.Response) {
 
 // idle reports whether no layer filled a part of b.
 func (b *body) idle() bool {
-	return !b.judging && b.cancel[0] == nil && b.cancelCause == nil
+	return !b.judging && b.later[0] == nil && b.cancel[0] == nil && b.cancelCause == nil
 }
 
 // noBody reports whether resp has no body to read: nothing will be read
@@ -157,8 +170,13 @@ func cancelCauseOnClose(resp *http.Response, cancel context.CancelCauseFunc) *ht
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && b.judging {
-		b.judge(err)
+	if err != nil {
+		if b.judging {
+			b.judge(err)
+		}
+		if b.later[0] != nil || b.timeout != nil {
+			b.end(err)
+		}
 	}
 	return n, err
 }
@@ -169,6 +187,9 @@ func (b *body) Close() error {
 		// before closing, so a Read that fails because of this Close
 		// cannot count as the server's failure.
 		b.judge(nil)
+	}
+	if b.later[0] != nil || b.timeout != nil {
+		b.end(nil)
 	}
 	err := b.ReadCloser.Close()
 	for _, cancel := range b.cancel {
@@ -200,4 +221,23 @@ func (b *body) finish(err error) {
 		err = nil
 	}
 	b.p.DoneContext(b.ctx, err)
+}
+
+// end tells the later and the timeout parts once, whoever comes first,
+// how the body ended: nil for a body read to its end or closed.
+func (b *body) end(err error) {
+	if !b.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if b.timeout != nil && err != nil {
+		b.timeout.ended(b.timeoutCtx, err)
+	}
+	for _, done := range b.later {
+		if done != nil {
+			done(err)
+		}
+	}
 }

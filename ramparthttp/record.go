@@ -2,10 +2,7 @@ package ramparthttp
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
-	"sync/atomic"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/record"
@@ -23,9 +20,12 @@ import (
 // success, lasting until its headers arrived), or once a read of it fails
 // (a failure, lasting until then: a server that cuts its body is an
 // outage in the trace too); a body that is never closed is never
-// recorded, as the breaker never counts it. This costs two allocations
-// per response with a body, one per response without. A nil or zero r gives a layer whose every call fails
-// with an error naming it; classify must be safe for concurrent use.
+// recorded, as the breaker never counts it. This costs one allocation
+// per response (the function that records it), and one more for a
+// response with a body that no layer below wrapped already (a breaker or
+// a timeout does, and the recorder shares its wrapper). A nil or zero r
+// gives a layer whose every call fails with an error naming it; classify
+// must be safe for concurrent use.
 func RecordLayer(r *record.Recorder, classify circuitbreaker.Classifier[*http.Response]) Layer {
 	if classify == nil {
 		classify = Classify
@@ -38,44 +38,20 @@ func RecordLayer(r *record.Recorder, classify circuitbreaker.Classifier[*http.Re
 // breaker layer judges it. A body read to its end or closed is done with
 // the success; a read that fails, with its error. A response without a
 // body to read (none, [http.NoBody], a 101 Switching Protocols) is
-// settled at once.
+// settled at once. done is a part of the one wrapper of the body (see
+// [body]), so a writable body stays writable.
 func judgeLater(_ context.Context, resp *http.Response, done func(err error)) bool {
-	if resp == nil || resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
+	if resp == nil || noBody(resp) || resp.StatusCode == http.StatusSwitchingProtocols {
 		return false
 	}
-	resp.Body = &laterBody{ReadCloser: resp.Body, done: done}
+	b := wrapper(resp)
+	if b == nil || b.later[len(b.later)-1] != nil {
+		b = wrapIn(new(readWriteBody), resp)
+	}
+	if b.later[0] == nil {
+		b.later[0] = done
+	} else {
+		b.later[1] = done
+	}
 	return true
-}
-
-// laterBody calls done once, when its body is read to its end, fails or
-// is closed.
-type laterBody struct {
-	io.ReadCloser
-	done     func(error)
-	finished atomic.Bool
-}
-
-func (b *laterBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.finish(err)
-	}
-	return n, err
-}
-
-func (b *laterBody) Close() error {
-	// Judged before closing, so a Read that fails because of this Close
-	// cannot count as the server's failure.
-	b.finish(nil)
-	return b.ReadCloser.Close()
-}
-
-func (b *laterBody) finish(err error) {
-	if !b.finished.CompareAndSwap(false, true) {
-		return
-	}
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	b.done(err)
 }

@@ -188,16 +188,20 @@ func TestRecordLayer_SM8_BodyCutMidwayIsAFailure(t *testing.T) {
 }
 
 // What judging the body costs: over the retry layer alone, a recorder
-// adds two allocations per response with a body (its body wrapper and the
-// function that records the call when the body ends), a shadow of one
+// adds two allocations per response with a body (the body's wrapper and
+// the function that records the call when the body ends), a shadow of one
 // candidate three (the wrapper, the function, and the candidates' permits
-// it holds), and a response without a body costs the recorder one (the
-// function, made before the body is looked at).
+// it holds), both together four (one wrapper for both), and a response
+// without a body costs the recorder one (the function, made before the
+// body is looked at). Over a breaker, whose wrapper of the body the
+// recorder and the shadow share, a recorder adds one, a shadow two, both
+// three.
 func TestRecordLayer_SM8_BodyJudgedAllocations(t *testing.T) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://mem.test/", nil)
 	require.NoError(t, err)
+	var br *circuitbreaker.Breaker
 	allocs := func(base http.RoundTripper, rec *record.Recorder, sh *shadow.Shadow) float64 {
-		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: budget.Always}, Recorder: rec, Shadow: sh})
+		rt, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: budget.Always}, Recorder: rec, Shadow: sh, Breaker: br})
 		require.NoError(t, err)
 		buf := make([]byte, 16)
 		return testing.AllocsPerRun(1000, func() {
@@ -216,11 +220,77 @@ func TestRecordLayer_SM8_BodyJudgedAllocations(t *testing.T) {
 	bare := allocs(withBody, nil, nil)
 	assert.Equal(t, 2.0, allocs(withBody, rec, nil)-bare, "recorder")
 	assert.Equal(t, 3.0, allocs(withBody, nil, sh)-bare, "shadow")
+	assert.Equal(t, 4.0, allocs(withBody, rec, sh)-bare, "recorder and shadow")
 	noBody := roundTripFunc(func(*http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody}, nil
 	})
 	assert.Equal(t, 1.0, allocs(noBody, rec, nil)-allocs(noBody, nil, nil), "recorder, no body")
+
+	br, err = circuitbreaker.New(circuitbreaker.Config{})
+	require.NoError(t, err)
+	bare = allocs(withBody, nil, nil)
+	require.Equal(t, 1.0, bare, "the breaker's wrapper of the body")
+	assert.Equal(t, 1.0, allocs(withBody, rec, nil)-bare, "recorder over a breaker")
+	assert.Equal(t, 2.0, allocs(withBody, nil, sh)-bare, "shadow over a breaker")
+	assert.Equal(t, 3.0, allocs(withBody, rec, sh)-bare, "recorder and shadow over a breaker")
 }
+
+// The recorder and the shadow judge a body in the wrapper the breaker
+// put there, which keeps a writable body writable (as judging in a
+// wrapper of their own did not), and every one of them is told of the
+// body's end once: the breaker, the shadow's candidate and the trace.
+func TestRecordLayer_SM8_JudgedBodyStaysWritable(t *testing.T) {
+	counter := &observetest.Counter{}
+	br, err := circuitbreaker.New(circuitbreaker.Config{Observer: counter})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	rec, err := record.New(&out, record.Config{})
+	require.NoError(t, err)
+	sh, err := shadow.New(shadow.Config{Candidates: []shadow.Candidate{{Name: "c"}}})
+	require.NoError(t, err)
+	conn := &rwBody{Reader: strings.NewReader("data")}
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: conn, Request: req}, nil
+	})
+	tr, err := ramparthttp.NewTransport(ramparthttp.ClientConfig{Base: base, Breaker: br, Recorder: rec, Shadow: sh})
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(get())
+	require.NoError(t, err)
+	w, ok := resp.Body.(io.Writer)
+	require.True(t, ok, "the body stays writable, got %T", resp.Body)
+	_, err = io.WriteString(w, "sent")
+	require.NoError(t, err)
+	assert.Equal(t, "sent", conn.written.String())
+	got, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "data", string(got))
+	require.NoError(t, resp.Body.Close())
+	require.NoError(t, rec.Close())
+	assert.Equal(t, map[string]int{"success": 1, "failure": 0, "ignored": 0, "rejected": 0}, counter.Outcomes())
+	rs := sh.Results()
+	require.Len(t, rs, 1)
+	assert.Equal(t, [2]int{1, 0}, [2]int{rs[0].Calls, rs[0].Failed}, "shadow: calls, failed")
+	tr2 := sim.NewTraceReader(&out, "trace")
+	var outcomes []record.Outcome
+	for {
+		e, err := tr2.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		outcomes = append(outcomes, e.Outcome)
+	}
+	assert.Equal(t, []record.Outcome{record.Success}, outcomes)
+}
+
+// rwBody is a writable body that is not a 101's.
+type rwBody struct {
+	*strings.Reader
+	written bytes.Buffer
+}
+
+func (b *rwBody) Write(p []byte) (int, error) { return b.written.Write(p) }
+func (*rwBody) Close() error                  { return nil }
 
 // A server that sends 103 Early Hints and then a 503: the client stack
 // judges the final status, never the informational one. The breaker, its

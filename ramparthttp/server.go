@@ -57,6 +57,17 @@ type ServerService = rampart.Service[Exchange, struct{}]
 // (the followers' writers would never be written) and timeout's Abandon
 // mode (the handler would outlive ServeHTTP) do not belong in a server
 // stack.
+//
+// A circuit breaker layer here (circuitbreaker.NewLayer over Exchange)
+// judges each request by the error the stack below it returns, not by
+// the status the handler wrote: a handler that answers, with a 500 as
+// with a 200, returns a nil error, and the breaker counts a success. Only
+// an error counts as a failure: a timeout layer below the breaker ending
+// a handler that then returned without answering, or a layer below
+// refusing the request; a client that went away is ignored, as a
+// breaker ignores its caller's cancellation. So such a breaker sheds
+// load when the server's own layers time out, not when the handler's
+// answers are errors.
 type ServerLayer = rampart.Layer[Exchange, struct{}]
 
 // ServerConfig configures [NewHandler]. The zero ServerConfig is valid:

@@ -1290,3 +1290,31 @@ func TestHandler_EV4_TimeoutCountedOnlyWhenItAnswers(t *testing.T) {
 		assert.Equal(t, []observe.Event{{Source: observe.Timeout, Name: "inbound", Kind: observe.TimeoutFired, Duration: time.Second}}, seen.Events())
 	})
 }
+
+// A breaker in a server stack judges by the stack's error, not by the
+// handler's status: a handler's 500 answer counts as a success, a handler
+// a timeout layer below the breaker ends (answered 503) as a failure.
+func TestServer_EV12_BreakerJudgesTheStackNotTheStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var obs observetest.Counter
+		br, err := circuitbreaker.New(circuitbreaker.Config{Observer: &obs})
+		require.NoError(t, err)
+		to, err := timeout.NewLayer(timeout.Config[ramparthttp.Exchange, struct{}]{Timeout: time.Second})
+		require.NoError(t, err)
+		h := newServerHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/wait" {
+				<-r.Context().Done()
+				return
+			}
+			http.Error(w, "broken", http.StatusInternalServerError)
+		}), ramparthttp.ServerConfig{Layers: []ramparthttp.ServerLayer{circuitbreaker.NewLayer[ramparthttp.Exchange, struct{}](br, nil), to}})
+		broken := newCountingWriter()
+		h.ServeHTTP(broken, httptest.NewRequest(http.MethodGet, "/broken", nil))
+		assert.Equal(t, []int{http.StatusInternalServerError}, broken.codes)
+		assert.Equal(t, map[string]int{"success": 1, "failure": 0, "ignored": 0, "rejected": 0}, obs.Outcomes(), "a 500 answer")
+		waited := newCountingWriter()
+		h.ServeHTTP(waited, httptest.NewRequest(http.MethodGet, "/wait", nil))
+		assert.Equal(t, []int{http.StatusServiceUnavailable}, waited.codes)
+		assert.Equal(t, map[string]int{"success": 1, "failure": 1, "ignored": 0, "rejected": 0}, obs.Outcomes(), "a handler the timeout ended")
+	})
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/timeout"
 )
@@ -257,4 +259,53 @@ func TestHeaderTimeout_HT2_BadValues(t *testing.T) {
 	assert.EqualError(t, err, "ramparthttp: ClientConfig.HeaderTimeout must be >= 0 (0 means no limit on the time to the response headers), got -1s")
 	_, err = ramparthttp.HeaderTimeoutLayer(0)
 	assert.EqualError(t, err, "ramparthttp: header timeout must be > 0, got 0s")
+}
+
+// An AttemptTimeout that ends a body midway is told to the Observer as
+// the timeout layer tells of one that ends an attempt before its headers,
+// once however often the body is read after it, so that
+// rampart.timeout.fired counts the timeouts the breaker counted; a body
+// read whole in time and a caller that gives up midway are no timeout.
+func TestNewTransport_TO1_BodyEndedByAttemptTimeoutIsObserved(t *testing.T) {
+	fired := observe.Event{Source: observe.Timeout, Name: "backend", Kind: observe.TimeoutFired, Duration: time.Second}
+	for _, tc := range []struct {
+		name       string
+		delay      time.Duration
+		cancelAt   time.Duration
+		wantEvents []observe.Event
+		wantFailed int
+	}{
+		{name: "cut by the deadline", delay: 3 * time.Second, wantEvents: []observe.Event{fired}, wantFailed: 1},
+		{name: "read in time", delay: 500 * time.Millisecond},
+		{name: "the caller gives up", delay: 3 * time.Second, cancelAt: 500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var seen observetest.Recorder
+				br := countingBreaker(t)
+				c := newClient(t, ramparthttp.ClientConfig{
+					Base: pipeServer(t, slowBody(tc.delay)), Breaker: br, AttemptTimeout: time.Second,
+					Retry: ramparthttp.RetryConfig{MaxAttempts: 1}, Name: "backend", Observer: &seen,
+				})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tc.cancelAt > 0 {
+					time.AfterFunc(tc.cancelAt, cancel)
+				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://backend/download", nil)
+				require.NoError(t, err)
+				resp, err := c.Do(req)
+				require.NoError(t, err)
+				_, err = io.ReadAll(resp.Body)
+				if len(tc.wantEvents) > 0 {
+					require.ErrorIs(t, err, timeout.ErrTimeout)
+					_, again := resp.Body.Read(make([]byte, 1))
+					require.Error(t, again, "read again after the deadline")
+				}
+				require.NoError(t, resp.Body.Close())
+				assert.Equal(t, tc.wantEvents, seen.Events())
+				assert.Equal(t, tc.wantFailed, br.State().Counts.Failures)
+			})
+		})
+	}
 }

@@ -116,7 +116,9 @@ type ClientConfig struct {
 	// Name names the Limit and AttemptTimeout layers in their events;
 	// Observer, if not nil, is told of the attempts the limit refuses, of
 	// each change of the limit (concurrency.Limiter.SetMax), and of the
-	// attempts the attempt timeout ends (see package observe). The retries
+	// attempts the attempt timeout ends, before their headers or while
+	// their body is read, once each, as the breaker counts them (see
+	// package observe). The retries
 	// and hedges take theirs from Retry and Hedge, and a breaker from its
 	// own Config, as rampartgrpc's do. It must be safe for concurrent use.
 	Name     string
@@ -209,7 +211,11 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		b = b.Layer(cb)
 	}
 	if cfg.AttemptTimeout > 0 {
-		to, err := timeout.NewLayer(timeout.Config[*http.Request, *http.Response]{Timeout: cfg.AttemptTimeout, Detach: cancelOnClose, Name: cfg.Name, Observer: cfg.Observer})
+		detach := cancelOnClose
+		if cfg.Observer != nil {
+			detach = (&attemptTimeout{obs: cfg.Observer, name: cfg.Name, d: cfg.AttemptTimeout}).detach
+		}
+		to, err := timeout.NewLayer(timeout.Config[*http.Request, *http.Response]{Timeout: cfg.AttemptTimeout, Detach: detach, Name: cfg.Name, Observer: cfg.Observer})
 		if err != nil {
 			return nil, fmt.Errorf("ramparthttp: ClientConfig.AttemptTimeout: %w", err)
 		}
@@ -227,6 +233,39 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		svc = skipService{skip: cfg.Skip, skipped: base, svc: svc}
 	}
 	return NewRoundTripper(svc), nil
+}
+
+// attemptTimeout is NewTransport's AttemptTimeout layer with an
+// Observer. Its Detach also tells the Observer of a body read that the
+// attempt's deadline ended, as the timeout layer tells it of an attempt
+// it ends before its headers: the breaker counts both as timeouts, and
+// so does rampart.timeout.fired.
+type attemptTimeout struct {
+	obs  observe.Observer
+	name string
+	d    time.Duration
+}
+
+func (a *attemptTimeout) detach(resp *http.Response, cancel context.CancelFunc) *http.Response {
+	resp = cancelOnClose(resp, cancel)
+	if b := wrapper(resp); b != nil && b.timeout == nil {
+		b.timeout, b.timeoutCtx = a, context.Background()
+		if resp.Request != nil {
+			b.timeoutCtx = resp.Request.Context()
+		}
+	}
+	return resp
+}
+
+// ended reports a read of a body that failed with err: the attempt's
+// deadline ended it when err is the deadline's cause, a [*timeout.Error]
+// of this layer's timeout (the caller's own deadline or cancellation
+// ends it with the caller's cause).
+func (a *attemptTimeout) ended(ctx context.Context, err error) {
+	var te *timeout.Error
+	if errors.As(err, &te) && te.After == a.d {
+		a.obs.Observe(ctx, observe.Event{Source: observe.Timeout, Name: a.name, Kind: observe.TimeoutFired, Duration: a.d})
+	}
 }
 
 // skipService sends the requests skip reports true for to skipped, and

@@ -24,6 +24,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/observetest"
+	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/ratelimit"
 	"github.com/rampart-go/rampart/retry"
@@ -72,6 +73,9 @@ func (eofBody) Close() error             { return nil }
 //     (Request.WithContext), which holds the one body wrapper too: the
 //     wrapper that cancels that context when the body is closed and
 //     holds the breaker's permit (1);
+//   - the same with an Observer: 5 (the attempt timeout's part of the
+//     body wrapper, which tells it of a body the deadline ends, is made
+//     with the transport);
 //   - the same with a response without a body (http.NoBody): 5, the
 //     context ended at once, the spare wrapper unused;
 //   - the same with a transport error: 5, of which the breaker and the
@@ -143,6 +147,10 @@ func TestTransport_AllocsOverBare(t *testing.T) {
 		}},
 		{name: "retry+budget+breaker+HeaderTimeout", want: 5, cfg: func(t *testing.T) ramparthttp.ClientConfig {
 			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), HeaderTimeout: 10 * time.Second}
+		}},
+		{name: "retry+budget+breaker+AttemptTimeout with an Observer", want: 5, cfg: func(t *testing.T) ramparthttp.ClientConfig {
+			obs := observe.Func(func(context.Context, observe.Event) {})
+			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), AttemptTimeout: 10 * time.Second, Observer: obs}
 		}},
 		{name: "breaker+AttemptTimeout+HeaderTimeout", want: 12, cfg: func(t *testing.T) ramparthttp.ClientConfig {
 			return ramparthttp.ClientConfig{Base: base, Retry: ramparthttp.RetryConfig{Budget: allocsBudget(t)}, Breaker: allocsBreaker(t), AttemptTimeout: 10 * time.Second, HeaderTimeout: 10 * time.Second}

@@ -33,7 +33,7 @@
 //	rampart.retry.ends           Int64Counter                 {call}        rampart.retry.stop         each end of a retry loop: stop "done", "max_attempts", "budget", "deadline", "hint_forever", "breaker_open", "upstream_retry" (the request is a retry at the hop that sent it), "canceled" (the caller's context), "committed" (a gRPC stream's response reached the caller)
 //	rampart.retry.attempts       Int64Histogram               {attempt}     rampart.retry.stop         the attempts made by each loop that ended
 //	rampart.budget.refusals      Int64Counter                 {withdrawal}  -                          each withdrawal a budget refused; at zero from the budget's creation (budget.Config.Observer), so rate and increase see its first refusals
-//	rampart.timeout.fired        Int64Counter                 {call}        -                          each call a timeout layer ended
+//	rampart.timeout.fired        Int64Counter                 {call}        -                          each call a timeout layer ended (ramparthttp's AttemptTimeout: also a response body it ended mid-read, once, as the breaker counts it)
 //	rampart.hedge.sent           Int64Counter                 {request}     -                          each hedge copy sent
 //	rampart.hedge.wins           Int64Counter                 {call}        rampart.hedge.winner       each hedged call with a winner: "original" or "hedge"
 //	rampart.limit.refusals       Int64Counter                 {call}        -                          each call refused by ratelimit, concurrency or loadshed

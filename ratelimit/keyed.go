@@ -71,8 +71,9 @@ type KeyedConfig struct {
 // [Keyed.Limiter] returned and that is dropped before its caller uses it
 // still hands out tokens to that caller, which the new limiter for the
 // key does not know about: use it for the decision at hand. The layers'
-// calls hold their key from the lookup to the token, so no layer call
-// takes a token the key's limiter does not count.
+// calls hold their key from the lookup to the token, so only the MaxKeys
+// drop above makes a layer call take a token that the key's next
+// limiter does not count.
 //
 // The zero Keyed holds no keys and grants no tokens: its Limiter returns a
 // new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]

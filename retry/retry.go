@@ -20,7 +20,9 @@ import (
 // context is already done), before the first attempt, and Withdraw once
 // before each retry; a false Withdraw stops the loop with
 // [ErrBudgetExhausted]. Both must be safe for concurrent use and cheap:
-// Deposit runs on every call.
+// Deposit runs on every call, between the layer's check of the context
+// and the first attempt, which a circuit breaker below then admits
+// without checking the context again, so Deposit must not block.
 // [*github.com/rampart-go/rampart/budget.Budget] implements it, as do
 // budget.Always and budget.Never; all three are also [Refunder]s.
 type Budget interface {
