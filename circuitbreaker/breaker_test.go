@@ -37,7 +37,10 @@ func TestBreaker_CB1_LazyHalfOpen(t *testing.T) {
 		assert.Equal(t, circuitbreaker.Snapshot{
 			State: circuitbreaker.Open, RetryAfter: 10 * time.Second, Cause: errBoom,
 		}, b.State())
-		assert.Equal(t, goroutines, runtime.NumGoroutine(), "the breaker starts no goroutine")
+		// No more than before: the count is the process's, and a goroutine
+		// an earlier test left winding down may end meanwhile (it did,
+		// at a load of 20: 4 where 5 were counted).
+		assert.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "the breaker starts no goroutine")
 
 		time.Sleep(4 * time.Second)
 		assert.Equal(t, 6*time.Second, b.State().RetryAfter)

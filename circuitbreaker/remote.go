@@ -1,6 +1,7 @@
 package circuitbreaker
 
 import (
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -15,9 +16,12 @@ import (
 // cause, or its own cause if cause is nil), so that its next acquire is a
 // probe; remaining is ignored, and a breaker in HalfOpen, or in a remote
 // Open that has ended, is left as it is. Closed closes only a remote Open
-// (or its HalfOpen). A forced state is never changed. Any other to is an
-// error and changes nothing. Safe for concurrent use.
+// (or its HalfOpen). A forced state is never changed. Any other to, or a
+// nil b, is an error and changes nothing. Safe for concurrent use.
 func (b *Breaker) ApplyRemote(to State, remaining time.Duration, cause error) (changed bool, err error) {
+	if b == nil {
+		return false, errors.New("circuitbreaker: ApplyRemote of a nil *Breaker")
+	}
 	if to != Open && to != Closed && to != HalfOpen {
 		return false, fmt.Errorf("circuitbreaker: ApplyRemote: state must be Open, HalfOpen or Closed, got %v", to)
 	}

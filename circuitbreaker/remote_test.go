@@ -342,3 +342,11 @@ func TestRemote_CB23_FailureEvidenceAllocatesNothing(t *testing.T) {
 	assert.Equal(t, 0.0, allocs)
 	assert.Len(t, signal, 1)
 }
+
+// ApplyRemote of a nil *Breaker is an error, as Tune's is, not a panic.
+func TestApplyRemote_CB23_NilBreaker(t *testing.T) {
+	var b *circuitbreaker.Breaker
+	changed, err := b.ApplyRemote(circuitbreaker.Open, time.Second, nil)
+	assert.False(t, changed)
+	assert.EqualError(t, err, "circuitbreaker: ApplyRemote of a nil *Breaker")
+}

@@ -445,8 +445,9 @@ func TestCoalesce_PG8_JoinsOnlyAsCriticalACall(t *testing.T) {
 		assert.Equal(t, rampart.Sheddable, rampart.CriticalityOf(g.ctx(0)))
 		assert.Equal(t, rampart.Critical, rampart.CriticalityOf(g.ctx(1)))
 
-		// Default and sheddable callers join the critical call (the most
-		// critical in flight); another sheddable one would too.
+		// Default callers join the critical call (none of their own is in
+		// flight); another sheddable one joins the sheddable call, of its
+		// own criticality.
 		rest := start(t.Context(), svc, "a", 2)
 		more := start(sheddable, svc, "a", 1)
 		synctest.Wait()

@@ -37,7 +37,7 @@ func succeed(context.Context) (struct{}, error) { return struct{}{}, nil }
 //	  --toggle-collect='github.com/rampart-go/rampart/inspect_test.closedLoop' \
 //	  /tmp/inspect.test -test.run '^$' -test.bench '^BenchmarkClosed$/^bare$' -test.benchtime ${n}x; done
 //
-// bare 171, observed 241, joined 375 (Join's loop and the other observer's
+// bare 171, observed 241, joined 376 (Join's loop and the other observer's
 // call). The watched rows cannot be counted so (the client's goroutine
 // runs on the same thread); their ns/op is the comparison.
 func BenchmarkClosed(b *testing.B) {

@@ -29,11 +29,15 @@ type Observer interface {
 }
 
 // Func adapts a function to an [Observer], as http.HandlerFunc adapts a
-// function to a Handler. A nil Func must not be used as an Observer.
+// function to a Handler. A nil Func observes nothing.
 type Func func(ctx context.Context, e Event)
 
-// Observe calls f(ctx, e).
-func (f Func) Observe(ctx context.Context, e Event) { f(ctx, e) }
+// Observe calls f(ctx, e), unless f is nil.
+func (f Func) Observe(ctx context.Context, e Event) {
+	if f != nil {
+		f(ctx, e)
+	}
+}
 
 // Join returns an Observer that hands each event to every non-nil
 // observer in obs, in order, but a breaker's [Success] only to those that

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -179,4 +180,32 @@ func TestJoin_EV16_SuccessesOnlyToThoseThatWantThem(t *testing.T) {
 	none.Observe(ctx, failure)
 	require.Equal(t, []observe.Event{failure}, sel.Events())
 	require.Equal(t, []observe.Event{failure}, sel2.Events())
+}
+
+// A nil Func, a nil *Log and a zero Log observe nothing, whatever layer
+// they are given to and whether joined or not: a breaker that trips and
+// refuses, and a timeout that fires, report to them without a panic, and
+// an observer joined with them still sees every event.
+func TestObservers_EV1_NilFuncAndNilOrZeroLogObserveNothing(t *testing.T) {
+	for name, obs := range map[string]observe.Observer{
+		"nil Func": observe.Func(nil),
+		"nil Log":  (*observe.Log)(nil),
+		"zero Log": new(observe.Log),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var rec observetest.Recorder
+				observetest.Exercise(t, obs)
+				observetest.Exercise(t, observe.Join(obs, &rec))
+				if l, ok := obs.(*observe.Log); ok {
+					l.Flush()
+				}
+				var kinds []string
+				for _, e := range rec.Events() {
+					kinds = append(kinds, e.Source.String()+" "+e.Kind.String())
+				}
+				require.Equal(t, []string{"circuitbreaker transition", "circuitbreaker failure", "circuitbreaker rejected", "timeout timeout-fired"}, kinds)
+			})
+		})
+	}
 }

@@ -82,6 +82,9 @@ type LogConfig struct {
 // "forever"), "error", "from", "to", "failures", "calls" (a trip's
 // counts), and "suppressed".
 //
+// A nil or zero Log (one not made by [NewLog]) writes nothing, as a nil
+// Observer reports nothing; make one with NewLog.
+//
 // A Log is safe for concurrent use. It holds one small entry per kind of
 // event of each layer name it has written lately: when the entries double
 // in number (from [LogPruneAt] on), it drops those whose bucket has filled
@@ -167,7 +170,7 @@ func (l *Log) Wants(k Kind) bool { return k != Success }
 // Observe writes e, unless it is a breaker's success, its level is
 // disabled or its bucket is empty (see [Log]).
 func (l *Log) Observe(ctx context.Context, e Event) {
-	if e.Kind == Success {
+	if e.Kind == Success || l == nil || l.logger == nil {
 		return
 	}
 	level := l.level(e)
@@ -284,6 +287,9 @@ func (l *Log) writeSummary(k logKey, level slog.Level, n int) {
 // call it before a program exits so that its last counts are not lost.
 // Safe for concurrent use; the Log remains usable.
 func (l *Log) Flush() {
+	if l == nil {
+		return
+	}
 	type pending struct {
 		k     logKey
 		level slog.Level

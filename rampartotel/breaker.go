@@ -198,6 +198,9 @@ func (o *Observer) now() int64 { return int64(time.Since(o.start)) }
 // add and no lookup; for the other layers, o itself. Safe for concurrent
 // use.
 func (o *Observer) Bind(source observe.Source, name string) observe.Observer {
+	if o == nil || !o.made {
+		return nil // a nil or zero Observer: no events
+	}
 	if o.none {
 		return o.spanOnly()
 	}
@@ -220,6 +223,9 @@ func (o *Observer) Bind(source observe.Source, name string) observe.Observer {
 // the group's record, under the group's name, unless [Config.KeySeries]
 // leaves room for the key's own series. Safe for concurrent use.
 func (o *Observer) BindMember(source observe.Source, group, key, name string) observe.Observer {
+	if o == nil || !o.made {
+		return nil // a nil or zero Observer: no events
+	}
 	if o.none {
 		return o.spanOnly()
 	}

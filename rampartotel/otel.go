@@ -90,12 +90,14 @@ type Config struct {
 
 // Observer is an [observe.Observer] that records metrics and span events
 // from the events of rampart's layers, as the package documentation lists.
-// Create one with [New]; one Observer serves every layer. Safe for
-// concurrent use. It keeps a record per breaker name and the attribute
+// Create one with [New]; one Observer serves every layer. A nil or zero
+// Observer (not made by New) records nothing. Safe for concurrent use. It
+// keeps a record per breaker name and the attribute
 // sets of each combination it has seen, and forgets a breaker's when a
 // circuitbreaker.Group drops it (see the package documentation,
 // "Cardinality").
 type Observer struct {
+	made      bool // by New: a nil or zero Observer records nothing
 	spans     bool
 	none      bool // the MeterProvider is the no-op one: nothing to record
 	keySeries int
@@ -174,7 +176,7 @@ func New(cfg Config) (*Observer, error) {
 	// set.
 	_, none := m.(noop.Meter)
 	o := &Observer{
-		spans: !cfg.NoSpanEvents, none: none, keySeries: cfg.KeySeries, start: time.Now(),
+		made: true, spans: !cfg.NoSpanEvents, none: none, keySeries: cfg.KeySeries, start: time.Now(),
 		records: make(map[recordKey]*record), implicit: make(map[string]*boundBreaker),
 	}
 	var errs []error
@@ -234,11 +236,14 @@ func New(cfg Config) (*Observer, error) {
 	return o, nil
 }
 
+// errNotMade is the error of Close of an Observer that New did not make.
+var errNotMade = errors.New("rampartotel: the Observer was not made by New")
+
 // Observe records e as the package documentation lists. A breaker's
 // events are cheaper through the Observer that [Observer.Bind] returns,
 // which circuitbreaker.New asks for.
 func (o *Observer) Observe(ctx context.Context, e observe.Event) {
-	if o.closed.Load() {
+	if o == nil || !o.made || o.closed.Load() {
 		return
 	}
 	switch e.Kind { // the kinds of a breaker's events, whatever the Source
@@ -281,8 +286,12 @@ func (o *Observer) implicitFor(name string) *boundBreaker {
 // Close stops the Observer: its metrics are no longer reported, it
 // forgets every breaker, and the events it is given from then on are
 // dropped. It returns the error of unregistering its callback. Safe for
-// concurrent use; a second Close does nothing.
+// concurrent use; a second Close does nothing. Close of a nil or zero
+// Observer (not made by [New]) is an error and does nothing else.
 func (o *Observer) Close() error {
+	if o == nil || !o.made {
+		return errNotMade
+	}
 	if o.closed.Swap(true) {
 		return nil
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/inspect"
+	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/ramparthttp"
 	"github.com/rampart-go/rampart/rampartotel"
@@ -645,4 +646,25 @@ func TestScenario_EV14_DistinctErrorsMakeNoSeries(t *testing.T) {
 	require.Equal(t, 1000.0, points["rampart.breaker.calls{rampart.layer=circuitbreaker,rampart.name=db,rampart.outcome=failure}"])
 	require.Equal(t, 500.0, points["rampart.retry.retries{rampart.layer=retry,rampart.name=db,rampart.retry.reason=error}"])
 	require.Equal(t, 500.0, points["rampart.retry.ends{rampart.layer=retry,rampart.name=db,rampart.retry.stop=max_attempts}"])
+}
+
+// A nil or zero Observer records nothing and panics nowhere: given to a
+// breaker (whose New binds it) that trips and refuses, to a group's
+// breakers, to a timeout layer that fires (which calls Observe without
+// binding), and joined; Close says it was not made by New.
+func TestObserver_EV11_NilOrZeroRecordsNothing(t *testing.T) {
+	for name, o := range map[string]*rampartotel.Observer{"nil": nil, "zero": new(rampartotel.Observer)} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				for _, obs := range []observe.Observer{o, observe.Join(o, observe.Func(func(context.Context, observe.Event) {}))} {
+					observetest.Exercise(t, obs)
+					g, err := circuitbreaker.NewGroup[string](circuitbreaker.GroupConfig{Breaker: circuitbreaker.Config{Name: "g", Observer: obs}})
+					require.NoError(t, err)
+					_, err = circuitbreaker.Run(t.Context(), g.Breaker("k"), func(context.Context) (int, error) { return 1, nil })
+					require.NoError(t, err)
+				}
+				require.EqualError(t, o.Close(), "rampartotel: the Observer was not made by New")
+			})
+		})
+	}
 }

@@ -100,6 +100,15 @@
 // because the machine was overloaded: a read is due a Refresh after the
 // previous one was applied, so a slow machine reads less often.
 //
+// The same benchmark then has one replica trip all 1,000 of its breakers
+// at once (storm-s): every breaker of the 31 other replicas was Open
+// 82 s and 91 s after the first trip, in two runs at loads of 33–38,
+// where before in 2 of 5 runs at a load of 27 the storm had not reached
+// every replica within a minute (and, with only the reads in parts, 131
+// of the 1,000 trips were written after 3 minutes at a load of 35). Most
+// of that time is the tripping replica writing its 1,000 transitions 8
+// at a time, each a round trip to a redis-server that waits for a core.
+//
 // # Seeing whether the fleet agrees
 //
 // A Shared is an inspect.Fleet: registered on a replica's live page

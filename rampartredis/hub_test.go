@@ -235,8 +235,9 @@ func TestHub_FL21_ReadsSurviveAScriptFlush(t *testing.T) {
 // replica at a load of 27 because such a replica's reads failed every
 // time. Each read failed for every breaker, so none synced and, each
 // breaker taking Redis for down, none published its own trip. The hub
-// reads in smaller parts until they fit: every breaker syncs, its trips
-// reach the other replica, and the other's reach it.
+// reads in smaller parts until they fit: every breaker syncs, is read
+// again a Refresh later, its trips reach the other replica, and the
+// other's reach it.
 func TestHub_FL23_ASlowLinkReadsEveryBreakerInParts(t *testing.T) {
 	const n = 200
 	srv := server(t)
@@ -246,15 +247,41 @@ func TestHub_FL23_ASlowLinkReadsEveryBreakerInParts(t *testing.T) {
 	bcfg := breakerConfig()
 	bcfg.CoolDown = time.Hour // the trips stay open while checked
 	fast := manyOf(t, opts, "fast", n, bcfg, scfg)
+	// The slow replica starts cut off (Redis unreachable), so that its
+	// breakers' reads are due together once it can reach Redis, as they
+	// are from the second Refresh on.
 	p := redistest.NewProxy(t, srv.Addr)
-	p.Throttle(2000)
+	p.Cut()
 	slow := manyOf(t, via(opts, p.Addr), "slow", n, bcfg, scfg)
+	waitFor(t, "a failed read of every breaker of the cut-off replica", func() bool {
+		for _, r := range slow {
+			if r.sh.Stats().Failures == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	p.Throttle(2000)
+	p.Heal()
 	synced(t, fast...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for i, r := range slow {
 		require.NoError(t, r.sh.WaitSynced(ctx), "k%d of the slow replica synced", i)
 	}
+	// A Refresh later each is read again, and its trip is written at once.
+	before := make([]int64, n)
+	for i, r := range slow {
+		before[i] = r.sh.Stats().Commands
+	}
+	waitWithin(t, 2*time.Minute, "a periodic read of every breaker of the slow replica", func() bool {
+		for i, r := range slow {
+			if r.sh.Stats().Commands == before[i] {
+				return false
+			}
+		}
+		return true
+	})
 	const tripped = 20
 	for _, r := range slow[:tripped] {
 		r.trip(t)

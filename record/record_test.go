@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -314,5 +315,65 @@ func TestRecorder_SM8_PanicIsAFailure(t *testing.T) {
 		}
 		assert.Equal(t, []string{`"failure","class":"panic"}`, `"failure","class":"panic"}`, `"failure","class":"panic"}`, `"refused","class":"open"}`}, outcomes)
 		assert.Equal(t, map[string]int{"success": 0, "failure": 3, "ignored": 0, "rejected": 1}, seen.Outcomes())
+	})
+}
+
+// A call Later takes is recorded once its done is called, and only then:
+// a success lasting until the call returned, a failure of done's error's
+// class lasting until done, Ignored when the caller cancelled first; a
+// call Later does not take is recorded at once, and one whose done is
+// never called is never recorded.
+func TestRecorder_SM8_LaterRecordsOnceDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		rec, err := record.New(&out, record.Config{})
+		require.NoError(t, err)
+		var done []func(error)
+		svc := record.NewLayer(record.LayerConfig[string, string]{
+			Recorder: rec,
+			Key:      func(r string) string { return r },
+			Later: func(_ context.Context, resp string, d func(error)) bool {
+				if resp == "now" {
+					return false
+				}
+				done = append(done, d)
+				return true
+			},
+		}).Wrap(rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) {
+			time.Sleep(time.Second)
+			if req == "now" {
+				return "now", nil
+			}
+			return "later", nil
+		}))
+		start := time.Now()
+		for _, key := range []string{"ok", "cut", "never"} {
+			_, err := svc.Call(context.Background(), key)
+			require.NoError(t, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err = svc.Call(ctx, "cancelled")
+		require.NoError(t, err)
+		_, err = svc.Call(context.Background(), "now")
+		require.NoError(t, err)
+		require.Len(t, done, 4, "all but now")
+		time.Sleep(time.Second) // 6s from the start
+		done[0](nil)
+		done[1](errors.New("cut"))
+		cancel()
+		done[3](context.Canceled)
+		require.NoError(t, rec.Close())
+
+		// Batches are written as they fill or age: in start order within
+		// each, and now's before the others'.
+		lines := strings.SplitAfter(out.String(), "\n")
+		slices.Sort(lines)
+
+		at := func(d time.Duration) string { return start.Add(d).UTC().Format(time.RFC3339Nano) }
+		assert.Equal(t, `{"start":"`+at(0)+`","duration":"1000ms","outcome":"success","key":"ok"}
+{"start":"`+at(time.Second)+`","duration":"5000ms","outcome":"failure","class":"error","key":"cut"}
+{"start":"`+at(3*time.Second)+`","duration":"3000ms","outcome":"ignored","class":"canceled","key":"cancelled"}
+{"start":"`+at(4*time.Second)+`","duration":"1000ms","outcome":"success","key":"now"}
+`, strings.Join(lines, ""))
 	})
 }

@@ -170,3 +170,41 @@ func TestShadow_SH1_PanicIsAFailure(t *testing.T) {
 	assert.Equal(t, 3, rs[1].Failed, "the candidate")
 	assert.Equal(t, 3, rs[0].Failed, "the live row")
 }
+
+// A call later takes is settled for the candidates once its done is
+// called: the success it was judged, a failure for a non-nil error, an
+// ignored call when the caller cancelled first; until then the candidate
+// holds its permit and counts nothing. A call later does not take is
+// settled at once.
+func TestShadow_SH1_LaterSettlesOnceDone(t *testing.T) {
+	sh, err := shadow.New(shadow.Config{Candidates: []shadow.Candidate{{Name: "c"}}})
+	require.NoError(t, err)
+	var done []func(error)
+	svc := shadow.NewLayer[string, string](sh, nil, func(_ context.Context, resp string, d func(error)) bool {
+		if resp == "now" {
+			return false
+		}
+		done = append(done, d)
+		return true
+	}).Wrap(rampart.ServiceFunc[string, string](func(_ context.Context, req string) (string, error) { return req, nil }))
+	counts := func() [4]int {
+		rs := sh.Results()
+		require.Len(t, rs, 1)
+		return [4]int{rs[0].Calls, rs[0].Succeeded, rs[0].Failed, rs[0].Ignored}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, c := range []struct {
+		ctx context.Context
+		req string
+	}{{context.Background(), "ok"}, {context.Background(), "cut"}, {ctx, "cancelled"}, {context.Background(), "now"}} {
+		_, err := svc.Call(c.ctx, c.req)
+		require.NoError(t, err)
+	}
+	require.Len(t, done, 3, "all but now")
+	assert.Equal(t, [4]int{1, 1, 0, 0}, counts(), "calls, succeeded, failed, ignored: now alone")
+	done[0](nil)
+	done[1](errors.New("cut"))
+	cancel()
+	done[2](context.Canceled)
+	assert.Equal(t, [4]int{4, 2, 1, 1}, counts(), "calls, succeeded, failed, ignored")
+}

@@ -43,7 +43,7 @@ func loaded() options {
 // the short schedule, as far as the machine that ran it kept the run's
 // schedule: the run measures that itself, as how late its load generator
 // started calls (lag, the larger p99 of the two clients'; 0 on synctest's
-// clock, 5 to 7 ms for a run with the machine to itself).
+// clock, 2 to 7 ms for a run on a machine that keeps up).
 //
 // Whatever the lag, it checks what no machine's speed changes: the load is
 // the schedule's, no call is lost, and the open breaker fails calls at
