@@ -102,6 +102,11 @@ func TestFleet_RoundTripsUnderTheTable(t *testing.T) {
 	printRoundTrips(&out, r)
 	assert.Contains(t, out.String(), "\nwarning: the machine is starved: the lockstep figure is bounded by Redis's round trip (median 9.25 ms, more than the 5 ms between a replica's calls), not by the protocol\n")
 	out.Reset()
+	r.Shared.LockstepRoundTrip, r.Shared.RefusingAfterMS = nil, -1
+	printRoundTrips(&out, r)
+	assert.Equal(t, "Redis round trip over the shared run: median 0.50 ms, p99 12.00 ms (400 commands)\n", out.String(),
+		"a replica never refused: no lockstep line, no warning")
+	out.Reset()
 	printRoundTrips(&out, report{IntervalMS: 5, Independent: result{}})
 	assert.Empty(t, out.String(), "independent breakers only: no Redis")
 }

@@ -34,7 +34,9 @@ func (r *roundTrips) note(start time.Time) {
 	r.mu.Unlock()
 }
 
-// DialHook does not time dials: a dial is not a round trip.
+// DialHook does not time dials on their own: a dial is not a round trip
+// (a command that waited for a connection of the pool, or for a dial,
+// counts that wait in its own time, as the sender saw it).
 func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
 	return next
 }

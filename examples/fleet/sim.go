@@ -58,7 +58,8 @@ type result struct {
 	// the start of the outage until every replica refused (the failure
 	// reports that open the fleet): timed by a go-redis hook, which runs
 	// on rampartredis's background goroutines, never on a call's path.
-	// Nil for independent breakers.
+	// Nil for independent breakers (and LockstepRoundTrip when a replica
+	// never refused: there was no lockstep to time).
 	RedisRoundTrip    *roundTripStats `json:"redis_round_trip,omitempty"`
 	LockstepRoundTrip *roundTripStats `json:"lockstep_round_trip,omitempty"`
 }
@@ -243,12 +244,12 @@ func simulate(o options, redisAddr string) (result, error) {
 		res.RefusingAfterMS = msOf(last.Sub(outageAt))
 	}
 	if res.Shared {
-		from, to := outageAt.Sub(epoch), time.Duration(0) // to the end if never
+		all := rt.stats(0, 0)
+		res.RedisRoundTrip = &all
 		if !last.IsZero() {
-			to = last.Sub(epoch) + 1
+			lockstep := rt.stats(outageAt.Sub(epoch), last.Sub(epoch)+1)
+			res.LockstepRoundTrip = &lockstep
 		}
-		all, lockstep := rt.stats(0, 0), rt.stats(from, to)
-		res.RedisRoundTrip, res.LockstepRoundTrip = &all, &lockstep
 	}
 	for _, r := range rs {
 		if r.sh != nil {
