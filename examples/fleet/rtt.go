@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -85,7 +86,7 @@ func (r *roundTrips) stats(from, to time.Duration) roundTripStats {
 	}
 	slices.Sort(ds)
 	q := func(p float64) float64 {
-		i := min(int(p*float64(len(ds))), len(ds)-1) // nearest rank
+		i := max(int(math.Ceil(p*float64(len(ds))))-1, 0) // nearest rank: the ⌈p·n⌉th
 		return msOf(ds[i])
 	}
 	return roundTripStats{Commands: len(ds), MedianMS: q(0.5), P99MS: q(0.99), MaxMS: msOf(ds[len(ds)-1])}
