@@ -45,11 +45,16 @@ func (l *Limiter) ReadyFor(ctx context.Context) bool {
 // takeBy applies the criticality rule before the ordinary take: it
 // returns done when it took a slot or refused the call, and critical for
 // a critical call that found the reserve taken too, which waits for a
-// slot of either kind (see waitCritical).
+// slot of either kind (see waitCritical). Below the sheddable share it
+// takes a slot without reading the criticality; if others took the last
+// ones since it looked, the rule applies as at the limit.
 func (l *Limiter) takeBy(ctx context.Context) (p Permit, done, critical bool, err error) {
 	m := l.max.Load()
-	if l.inFlight.Load() < sheddableShare(m) || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return Permit{}, false, false, nil
+	}
+	if l.inFlight.Load() < sheddableShare(m) && l.TryAcquire() {
+		return Permit{}, true, false, nil
 	}
 	switch rampart.CriticalityOf(ctx) {
 	case rampart.Sheddable:
@@ -171,8 +176,13 @@ func (l *AdaptiveLimiter) ReadyFor(ctx context.Context) bool {
 // of its own, served first.
 func (l *AdaptiveLimiter) takeBy(ctx context.Context) (p Permit, done, critical bool, err error) {
 	lim := l.limit.Load()
-	if lim == 0 || l.inFlight.Load() < sheddableShare(lim) || ctx.Err() != nil {
+	if lim == 0 || ctx.Err() != nil {
 		return Permit{}, false, false, nil
+	}
+	if l.inFlight.Load() < sheddableShare(lim) {
+		if p, ok := l.TryAcquire(); ok {
+			return p, true, false, nil
+		}
 	}
 	switch rampart.CriticalityOf(ctx) {
 	case rampart.Sheddable:

@@ -278,6 +278,63 @@ func TestCriticality_PG6_WaitModeHammer(t *testing.T) {
 	}
 }
 
+// racing is a context whose first Err or Done runs fill once: other
+// callers taking slots at the instant the call first looks at its
+// context, between the limiter's look at how many are held and its take.
+type racing struct {
+	context.Context
+	once sync.Once
+	fill func()
+}
+
+func (c *racing) Err() error            { c.once.Do(c.fill); return c.Context.Err() }
+func (c *racing) Done() <-chan struct{} { c.once.Do(c.fill); return c.Context.Done() }
+
+// A critical call that arrives below the sheddable share, while other
+// calls take the last free slots, still gets a slot of the reserve:
+// limit 8, 5 held, the other 3 taken as it arrives; it is served, in
+// either mode and by either limiter, and 9 are held (refused, or
+// waiting behind the default line, before).
+func TestCriticality_PG6_CriticalCallRacingTheLastSlots(t *testing.T) {
+	for _, name := range []string{"Limiter", "AdaptiveLimiter"} {
+		for mode, m := range modes {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var slots concurrency.Slots
+					var take func() bool
+					var inFlight func() int
+					if name == "Limiter" {
+						l, err := concurrency.New(8)
+						require.NoError(t, err)
+						slots, take, inFlight = l, l.TryAcquire, l.InFlight
+					} else {
+						l, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{InitialLimit: 8, MaxLimit: 8})
+						require.NoError(t, err)
+						take = func() bool { _, ok := l.TryAcquire(); return ok }
+						slots, inFlight = l, l.InFlight
+					}
+					for range 5 {
+						require.True(t, take())
+					}
+					h := holder{release: make(chan struct{})}
+					svc, err := wrap.Service[int, int](h, concurrency.NewLayer, concurrency.Config{Limiter: slots, Mode: m})
+					require.NoError(t, err)
+					ctx, cancel := context.WithCancel(critical)
+					defer cancel()
+					rc := &racing{Context: ctx, fill: func() {
+						for range 3 {
+							require.True(t, take())
+						}
+					}}
+					require.True(t, admitted(t, svc, rc), "critical call refused")
+					require.Equal(t, 9, inFlight(), "5 held, 3 taken as it arrived, 1 of the reserve")
+					close(h.release)
+				})
+			})
+		}
+	}
+}
+
 // The Wait-mode hammer again on the real scheduler, where wake-ups race
 // as synctest's bubble never makes them: calls of all three criticalities
 // in Wait and Refuse mode share one limit of 4, give up after random

@@ -142,8 +142,15 @@ func TestShed_PG6_SheddableFloodNeverRefusesCritical(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, int64(400), served[rampart.Critical+1].Load(), "every critical call served")
 		assert.Zero(t, refused[rampart.Critical+1].Load(), "no critical call refused")
-		assert.Positive(t, served[rampart.Sheddable+1].Load())
+		// Default work may keep sheddable work out all second (it gets
+		// slots only below its share), or sheddable work may take its
+		// share first: which depends on the order callers run at each
+		// instant. What holds in every order: ordinary work is served
+		// (criticals take at most 4 of the 8 slots), and both kinds are
+		// refused (80 arrive for 8 slots at 0).
+		assert.Positive(t, served[rampart.Sheddable+1].Load()+served[rampart.DefaultCriticality+1].Load(), "ordinary work served")
 		assert.Positive(t, refused[rampart.Sheddable+1].Load())
+		assert.Positive(t, refused[rampart.DefaultCriticality+1].Load())
 		assert.LessOrEqual(t, most[rampart.Sheddable], 6, "sheddable within its share")
 		assert.LessOrEqual(t, mostOrdinary, 8, "sheddable and default within the limit")
 		assert.Equal(t, 4, most[rampart.Critical])

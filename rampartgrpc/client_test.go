@@ -718,7 +718,13 @@ func TestClient_GR19_LayersReportWithTheirNames(t *testing.T) {
 		Name:           "backend-attempts",
 		Observer:       &rec,
 	}
-	e := start(t, networks[0], srv, nil, unaryClient(t, cfg), streamClient(t, cfg))
+	// The attempt timeout also bounds a stream's opening, and an opening
+	// that runs out of it is retried: on a loaded machine 50ms may not be
+	// enough, so the stream's stack, the same but for its timeout, gives
+	// it a minute. The unary call runs out of its 50ms whatever the speed.
+	scfg := cfg
+	scfg.AttemptTimeout = time.Minute
+	e := start(t, networks[0], srv, nil, unaryClient(t, cfg), streamClient(t, scfg))
 	st, err := e.tc.StreamingOutputCall(t.Context(), &testgrpc.StreamingOutputCallRequest{})
 	require.NoError(t, err)
 	for err == nil {

@@ -200,12 +200,15 @@ return out
 var workerSources = []string{evidenceSource, transitionSource, claimSource}
 
 // loadScripts loads the workers' scripts on every node of client, within
-// ctx. The hub calls it when Redis did not know its read script (Redis
-// was started or restarted, or a node took over): otherwise the first
-// report or transition of each replica would take two round trips
-// (EVALSHA, NOSCRIPT, then EVAL), and the first failure reports of an
-// outage are the path that opens the fleet. Errors are ignored: a script
-// Redis does not know is still sent again with its body.
+// ctx: on a Cluster on its Redis replicas too, because Redis (from 7.0)
+// does not replicate its script cache, and a Redis replica that takes
+// over from its master would otherwise answer the first scripts NOSCRIPT.
+// The hub calls it when Redis did not know its read script (Redis was
+// started or restarted, or a node took over): otherwise the first report
+// or transition of each replica would take two round trips (EVALSHA,
+// NOSCRIPT, then EVAL), and the first failure reports of an outage are
+// the path that opens the fleet. Errors are ignored: a script Redis does
+// not know is still sent again with its body.
 func loadScripts(ctx context.Context, client redis.UniversalClient) {
 	load := func(ctx context.Context, c redis.Cmdable) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -216,12 +219,12 @@ func loadScripts(ctx context.Context, client redis.UniversalClient) {
 		})
 		return err
 	}
-	switch c := client.(type) {
-	case *redis.ClusterClient:
-		_ = c.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
-	case *redis.Ring:
+	// A Cluster or a Ring: every node.
+	if c, ok := client.(interface {
+		ForEachShard(context.Context, func(context.Context, *redis.Client) error) error
+	}); ok {
 		_ = c.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
-	default:
-		_ = load(ctx, client)
+		return
 	}
+	_ = load(ctx, client)
 }

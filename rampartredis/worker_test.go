@@ -446,6 +446,63 @@ func TestShare_FL19_TheFirstReportTakesOneRoundTripOnACluster(t *testing.T) {
 	firstReport(t, onCluster(t))
 }
 
+// A replica that takes over from its master already knows the workers'
+// scripts: Redis does not replicate its script cache, so the hub loads
+// them on the replicas too, and a takeover costs no report a NOSCRIPT.
+func TestCluster_FL19_AReplicaKnowsTheWorkersScriptsBeforeItTakesOver(t *testing.T) {
+	cl := redistest.StartReplicatedCluster(t)
+	_, scfg := patient(&redis.Options{}, rampartredis.Config{Refresh: 50 * time.Millisecond})
+	r := joinWith(t, redis.NewClusterClient(cl.Options()), breakerConfig(), scfg)
+	synced(t, r)
+	admin := cl.Client()
+	ctx := context.Background()
+	// Redis lists a replica in CLUSTER SLOTS (so go-redis knows it) once
+	// it has received data: a write on each master ("a", "b" and "c" are
+	// in the three masters' slots). Then the hub loads again: its read
+	// meets NOSCRIPT after the flush.
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, admin.Set(ctx, k, "1", 0).Err())
+	}
+	waitFor(t, "every node to list the three replicas", func() bool {
+		for _, n := range cl.Nodes {
+			c := redis.NewClient(n.Options())
+			slots, err := c.ClusterSlots(ctx).Result()
+			c.Close()
+			listed := 0
+			for _, s := range slots {
+				listed += len(s.Nodes) - 1
+			}
+			if err != nil || listed != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	require.NoError(t, admin.ScriptFlush(ctx).Err())
+	cached := func(n *redistest.Server) (replica bool, scripts string) {
+		c := redis.NewClient(n.Options())
+		defer c.Close()
+		info, err := c.Info(ctx, "replication", "memory").Result()
+		require.NoError(t, err)
+		_, scripts, _ = strings.Cut(info, "number_of_cached_scripts:")
+		scripts, _, _ = strings.Cut(scripts, "\r\n")
+		return strings.Contains(info, "role:slave"), scripts
+	}
+	replicas := 0
+	for _, n := range cl.Nodes {
+		if replica, _ := cached(n); replica {
+			replicas++
+			// The evidence, transition and claim scripts, and nothing run
+			// there.
+			waitFor(t, "the workers' scripts loaded on the replica "+n.Addr, func() bool {
+				_, scripts := cached(n)
+				return scripts == "3"
+			})
+		}
+	}
+	assert.Equal(t, 3, replicas)
+}
+
 // firstReport checks that a replica's first failure report after Redis
 // started, and after Redis lost its scripts, is one script by SHA: the
 // hub loads the workers' scripts when Redis does not know its read

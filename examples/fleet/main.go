@@ -220,10 +220,13 @@ func printTable(w io.Writer, r report) {
 // by about replicas × round trip / interval, whatever the protocol does.
 func printRoundTrips(w io.Writer, r report) {
 	all, l := r.Shared.RedisRoundTrip, r.Shared.LockstepRoundTrip
-	if all == nil || l == nil {
+	if all == nil {
 		return
 	}
 	fmt.Fprintf(w, "Redis round trip over the shared run: median %.2f ms, p99 %.2f ms (%d commands)\n", all.MedianMS, all.P99MS, all.Commands)
+	if l == nil {
+		return // a replica never refused: no lockstep, nothing to warn of
+	}
 	fmt.Fprintf(w, "lockstep: every replica refused %.1f ms into the outage; the reports sent meanwhile took median %.2f ms, p99 %.2f ms (%d commands)\n",
 		r.Shared.RefusingAfterMS, l.MedianMS, l.P99MS, l.Commands)
 	switch {

@@ -51,7 +51,9 @@ func TestFleet(t *testing.T) {
 	// MaxProbes fleet-wide, never one set per replica.
 	assert.Positive(t, r.Shared.MinRoundProbes)
 	assert.LessOrEqual(t, r.Shared.MaxRoundProbes, 2)
+	assert.Equal(t, 1, r.Shared.MaxRoundReplicas, "shared: one replica probes per round")
 	assert.Greater(t, r.Independent.MaxRoundProbes, 2, "independent: every replica probes")
+	assert.Greater(t, r.Independent.MaxRoundReplicas, 1, "independent: every replica probes")
 	assert.GreaterOrEqual(t, r.Shared.AllOpenAfterMS, 0.0, "every replica opened")
 	assert.Less(t, r.Shared.OutageHits, r.Independent.OutageHits)
 	// Each independent breaker sees its own 5 failures; the shared fleet
@@ -99,6 +101,11 @@ func TestFleet_RoundTripsUnderTheTable(t *testing.T) {
 	out.Reset()
 	printRoundTrips(&out, r)
 	assert.Contains(t, out.String(), "\nwarning: the machine is starved: the lockstep figure is bounded by Redis's round trip (median 9.25 ms, more than the 5 ms between a replica's calls), not by the protocol\n")
+	out.Reset()
+	r.Shared.LockstepRoundTrip, r.Shared.RefusingAfterMS = nil, -1
+	printRoundTrips(&out, r)
+	assert.Equal(t, "Redis round trip over the shared run: median 0.50 ms, p99 12.00 ms (400 commands)\n", out.String(),
+		"a replica never refused: no lockstep line, no warning")
 	out.Reset()
 	printRoundTrips(&out, report{IntervalMS: 5, Independent: result{}})
 	assert.Empty(t, out.String(), "independent breakers only: no Redis")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -34,7 +35,9 @@ func (r *roundTrips) note(start time.Time) {
 	r.mu.Unlock()
 }
 
-// DialHook does not time dials: a dial is not a round trip.
+// DialHook does not time dials on their own: a dial is not a round trip
+// (a command that waited for a connection of the pool, or for a dial,
+// counts that wait in its own time, as the sender saw it).
 func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
 	return next
 }
@@ -83,7 +86,7 @@ func (r *roundTrips) stats(from, to time.Duration) roundTripStats {
 	}
 	slices.Sort(ds)
 	q := func(p float64) float64 {
-		i := min(int(p*float64(len(ds))), len(ds)-1) // nearest rank
+		i := max(int(math.Ceil(p*float64(len(ds))))-1, 0) // nearest rank: the ⌈p·n⌉th
 		return msOf(ds[i])
 	}
 	return roundTripStats{Commands: len(ds), MedianMS: q(0.5), P99MS: q(0.99), MaxMS: msOf(ds[len(ds)-1])}

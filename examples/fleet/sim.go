@@ -24,14 +24,18 @@ type result struct {
 	OutageHits int64 `json:"outage_hits"`
 	// Rejected counts the calls the breakers refused.
 	Rejected int64 `json:"rejected"`
-	// Probes counts the calls admitted by a HalfOpen breaker, Rounds the
-	// HalfOpen rounds across the fleet (probes closer together than half a
-	// cool-down are one round), MinRoundProbes and MaxRoundProbes the
-	// fewest and most probes of one round.
-	Probes         int `json:"probes"`
-	Rounds         int `json:"rounds"`
-	MinRoundProbes int `json:"min_round_probes"`
-	MaxRoundProbes int `json:"max_round_probes"`
+	// Probes counts the calls admitted by a HalfOpen breaker (the permits
+	// that are probes), Rounds the HalfOpen rounds across the fleet
+	// (probes closer together than half a cool-down are one round: the
+	// next round starts a cool-down after the last one's verdict),
+	// MinRoundProbes and MaxRoundProbes the fewest and most probes of one
+	// round, and MaxRoundReplicas the most replicas that probed in one
+	// round.
+	Probes           int `json:"probes"`
+	Rounds           int `json:"rounds"`
+	MinRoundProbes   int `json:"min_round_probes"`
+	MaxRoundProbes   int `json:"max_round_probes"`
+	MaxRoundReplicas int `json:"max_round_replicas"`
 	// UntilAllOpen counts the failing calls the backend received from the
 	// start of the outage until every replica was open (refusing): in
 	// lockstep, 5 per replica for independent breakers, about one
@@ -54,7 +58,8 @@ type result struct {
 	// the start of the outage until every replica refused (the failure
 	// reports that open the fleet): timed by a go-redis hook, which runs
 	// on rampartredis's background goroutines, never on a call's path.
-	// Nil for independent breakers.
+	// Nil for independent breakers (and LockstepRoundTrip when a replica
+	// never refused: there was no lockstep to time).
 	RedisRoundTrip    *roundTripStats `json:"redis_round_trip,omitempty"`
 	LockstepRoundTrip *roundTripStats `json:"lockstep_round_trip,omitempty"`
 }
@@ -67,7 +72,6 @@ type replica struct {
 	br     *circuitbreaker.Breaker
 	sh     *rampartredis.Shared
 	rc     *redis.Client
-	state  atomic.Int32 // the breaker's state, kept by a listener
 
 	mu       sync.Mutex
 	openedAt time.Time // the first Open after the outage began
@@ -114,7 +118,6 @@ func simulate(o options, redisAddr string) (result, error) {
 		}
 		r := &replica{client: &http.Client{Transport: &http.Transport{}}, br: br}
 		br.Subscribe(func(t circuitbreaker.Transition) {
-			r.state.Store(int32(t.To))
 			if t.To == circuitbreaker.Open && failing.Load() {
 				r.mu.Lock()
 				first := r.openedAt.IsZero()
@@ -153,12 +156,12 @@ func simulate(o options, redisAddr string) (result, error) {
 	}
 
 	var probesMu sync.Mutex
-	var probes []time.Time
+	var probes []probe
 	var rejected atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for i := range o.replicas * o.callers {
-		r := rs[i%o.replicas]
+		id, r := i%o.replicas, rs[i%o.replicas]
 		wg.Go(func() {
 			tick := time.NewTicker(o.interval)
 			defer tick.Stop()
@@ -173,9 +176,14 @@ func simulate(o options, redisAddr string) (result, error) {
 					rejected.Add(1)
 					continue
 				}
-				if circuitbreaker.State(r.state.Load()) == circuitbreaker.HalfOpen {
+				// The permit says whether it is a probe: a listener's
+				// record of the state lags behind (transitions are
+				// delivered after the breaker's lock is released), and on a
+				// loaded machine the calls admitted Closed just after a
+				// round's verdict would count as probes of the round.
+				if p.Probe() {
 					probesMu.Lock()
-					probes = append(probes, time.Now())
+					probes = append(probes, probe{at: time.Now(), replica: id})
 					probesMu.Unlock()
 				}
 				p.Done(call(ctx, r.client, url))
@@ -196,16 +204,20 @@ func simulate(o options, redisAddr string) (result, error) {
 	res.UntilAllOpen = untilAllOpen
 	untilMu.Unlock()
 	res.Probes = len(probes)
-	slices.SortFunc(probes, func(a, b time.Time) int { return a.Compare(b) })
+	slices.SortFunc(probes, func(a, b probe) int { return a.at.Compare(b.at) })
+	replicas := make(map[int]bool)
 	for i, n := 0, 0; i < len(probes); i++ {
 		n++
-		if i == len(probes)-1 || probes[i+1].Sub(probes[i]) > o.cooldown/2 {
+		replicas[probes[i].replica] = true
+		if i == len(probes)-1 || probes[i+1].at.Sub(probes[i].at) > o.cooldown/2 {
 			res.Rounds++
 			if res.MinRoundProbes == 0 || n < res.MinRoundProbes {
 				res.MinRoundProbes = n
 			}
 			res.MaxRoundProbes = max(res.MaxRoundProbes, n)
+			res.MaxRoundReplicas = max(res.MaxRoundReplicas, len(replicas))
 			n = 0
+			clear(replicas)
 		}
 	}
 	var first, last time.Time
@@ -232,12 +244,12 @@ func simulate(o options, redisAddr string) (result, error) {
 		res.RefusingAfterMS = msOf(last.Sub(outageAt))
 	}
 	if res.Shared {
-		from, to := outageAt.Sub(epoch), time.Duration(0) // to the end if never
+		all := rt.stats(0, 0)
+		res.RedisRoundTrip = &all
 		if !last.IsZero() {
-			to = last.Sub(epoch) + 1
+			lockstep := rt.stats(outageAt.Sub(epoch), last.Sub(epoch)+1)
+			res.LockstepRoundTrip = &lockstep
 		}
-		all, lockstep := rt.stats(0, 0), rt.stats(from, to)
-		res.RedisRoundTrip, res.LockstepRoundTrip = &all, &lockstep
 	}
 	for _, r := range rs {
 		if r.sh != nil {
@@ -251,6 +263,12 @@ func simulate(o options, redisAddr string) (result, error) {
 		r.client.CloseIdleConnections()
 	}
 	return res, nil
+}
+
+// probe is one call admitted as a probe: when, and by which replica.
+type probe struct {
+	at      time.Time
+	replica int
 }
 
 // call makes one request and returns its failure, if any.
