@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/nilvalue"
@@ -50,7 +51,12 @@ type ClientConfig struct {
 	// its RetryAfter the limiter's estimate of when a slot frees, zero if
 	// it has none); it is not retried, and the breaker does not count it.
 	// An attempt holds its slot until its response headers arrive (or it
-	// fails), not while its body is read.
+	// fails), not while its body is read. An AdaptiveLimiter takes an
+	// attempt that Classify judges no success (a 503) as a failed call, as
+	// it takes a transport error: its latency is no sample when it is
+	// faster than the limiter's baseline (see
+	// [concurrency.AdaptiveLimiter.ReleaseFailed]), so a dependency
+	// answering errors at once does not look fast.
 	Limit concurrency.Slots
 	// Breaker, if not nil, guards every attempt. Share one breaker among all
 	// the clients of one dependency. Set at most one of Breaker and
@@ -73,8 +79,9 @@ type ClientConfig struct {
 	// success, or neither ([rampart.Ignored]); see [BreakerLayer].
 	// Nil means [Classify]: transport errors and 5xx except 501 and 505
 	// are failures, 429 is neither, anything else a success. It is used
-	// only with a breaker; what is retried is Retry.Retryable's to say. It
-	// must be safe for concurrent use.
+	// only with a breaker, and with an AdaptiveLimiter as Limit (a
+	// response it judges no success is a failed call); what is retried is
+	// Retry.Retryable's to say. It must be safe for concurrent use.
 	Classify circuitbreaker.Classifier[*http.Response]
 	// BodyLease bounds how long a HalfOpen probe's response body holds the
 	// breaker's probe slot once its headers have arrived; see
@@ -201,7 +208,7 @@ func NewTransport(cfg ClientConfig) (http.RoundTripper, error) {
 		if err != nil {
 			return nil, fmt.Errorf("ramparthttp: ClientConfig.Limit: %w", err)
 		}
-		b = b.Layer(l)
+		b = b.Layer(judgedLimit(l, cfg.Limit, cfg.Classify))
 	}
 	if cfg.Breaker != nil || cfg.Breakers != nil {
 		cb, err := BreakerLayer(BreakerConfig{Breaker: cfg.Breaker, Breakers: cfg.Breakers, BreakerKey: cfg.BreakerKey, Classify: cfg.Classify, BodyLease: cfg.BodyLease})
@@ -281,3 +288,43 @@ func (s skipService) Call(ctx context.Context, req *http.Request) (*http.Respons
 	}
 	return s.svc.Call(ctx, req)
 }
+
+// judgedLimit is the limit layer l of NewTransport. Given an
+// *concurrency.AdaptiveLimiter, it has l see a response that classify
+// (nil: Classify) judges no success as the error of a failed call, and
+// returns it again as the response it is: l gives such a call's slot back
+// as a failed call's (AdaptiveLimiter.ReleaseFailed), as it does for a
+// transport error, so a dependency answering 503s at once through an
+// outage does not teach the limiter that it has become fast (a response
+// is otherwise no error to a layer). A fixed Limiter's slots do not care,
+// and l is returned as it is.
+func judgedLimit(l Layer, lim concurrency.Slots, classify circuitbreaker.Classifier[*http.Response]) Layer {
+	if _, ok := lim.(*concurrency.AdaptiveLimiter); !ok {
+		return l
+	}
+	if classify == nil {
+		classify = Classify
+	}
+	return rampart.LayerFunc[*http.Request, *http.Response](func(inner Service) Service {
+		judged := l.Wrap(rampart.ServiceFunc[*http.Request, *http.Response](func(ctx context.Context, req *http.Request) (*http.Response, error) {
+			resp, err := inner.Call(ctx, req)
+			if err == nil && resp != nil && classify(resp, nil) != rampart.Success {
+				return nil, failedResponse{resp}
+			}
+			return resp, err
+		}))
+		return rampart.ServiceFunc[*http.Request, *http.Response](func(ctx context.Context, req *http.Request) (*http.Response, error) {
+			resp, err := judged.Call(ctx, req)
+			if f, ok := err.(failedResponse); ok {
+				return f.resp, nil
+			}
+			return resp, err
+		})
+	})
+}
+
+// failedResponse carries a response judged a failure through the limit
+// layer of judgedLimit, which returns it unchanged; no caller sees it.
+type failedResponse struct{ resp *http.Response }
+
+func (failedResponse) Error() string { return "ramparthttp: a response judged a failure" }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -500,6 +501,60 @@ func TestNewTransport_HT10_LimitRefusesUnsentAndUnretried(t *testing.T) {
 	resp, err := c.Get(srv.URL)
 	require.NoError(t, err, "the slot was given back")
 	require.NoError(t, resp.Body.Close())
+}
+
+// An AdaptiveLimiter as ClientConfig.Limit takes a response that Classify
+// judges a failure as a failed call, as the concurrency layer takes an
+// error: a dependency answering 503 at once through an outage does not
+// teach the limiter that it has become fast. It used to be taken as a
+// success, so a second of 1ms 503s taught a 1ms baseline, and on recovery
+// the 10ms calls looked ten times queued: the limit fell and refused 423
+// of the calls of the next second (and, at 1000 calls a second after ten
+// minutes of 503s, two in five calls for five seconds).
+func TestNewTransport_LM14_AFastFailureResponseIsNoLatencySample(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := concurrency.NewAdaptive(concurrency.AdaptiveConfig{Window: 50 * time.Millisecond})
+		require.NoError(t, err)
+		var down atomic.Bool
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			status, d := http.StatusOK, 10*time.Millisecond
+			if down.Load() {
+				status, d = http.StatusServiceUnavailable, time.Millisecond
+			}
+			time.Sleep(d)
+			return &http.Response{StatusCode: status, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+		})
+		c := newClient(t, ramparthttp.ClientConfig{Base: base, Limit: lim, Retry: ramparthttp.RetryConfig{MaxAttempts: 1}})
+		// 4 callers for d: how many of their calls the limit refused.
+		calls := func(d time.Duration) int32 {
+			var refused atomic.Int32
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for end := time.Now().Add(d); time.Now().Before(end); {
+						resp, err := c.Get("http://dep/")
+						if err != nil {
+							refused.Add(1)
+							time.Sleep(time.Millisecond)
+							continue
+						}
+						_ = resp.Body.Close()
+					}
+				})
+			}
+			wg.Wait()
+			return refused.Load()
+		}
+		require.Equal(t, int32(0), calls(time.Second))
+		require.Equal(t, 10*time.Millisecond, lim.Baseline())
+		down.Store(true)
+		require.Equal(t, int32(0), calls(time.Second))
+		assert.Equal(t, 10*time.Millisecond, lim.Baseline(), "503s answered in 1ms lower nothing")
+		assert.Equal(t, 20, lim.Limit())
+		down.Store(false)
+		assert.Equal(t, int32(0), calls(time.Second), "the recovered dependency is not taken for a queued one")
+		assert.Equal(t, 20, lim.Limit())
+	})
 }
 
 // ClientConfig.Observer is told, under ClientConfig.Name, of the attempts

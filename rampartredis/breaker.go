@@ -93,11 +93,14 @@ type Config struct {
 	// verdict is published or the claim ends, then claim again. The
 	// claimant renews it halfway through for as long as its breaker is
 	// probing (a slow probe keeps the round, up to the breaker's
-	// ProbeLease), and lets it lapse if no call came to be a probe. A
-	// verdict counts only while its claim holds: one that arrives after
-	// the claim lapsed (Redis was slow or unreachable) changes nothing.
-	// So ProbeClaim is how long a replica that dies mid-round, or gets no
-	// call, holds the fleet Open. Zero means [DefaultProbeClaim] (5s);
+	// ProbeLease); if no call came to be a probe by then, it gives the
+	// claim up, and the other replicas take the round at their next read
+	// (Refresh). A verdict counts only while its claim holds: one that
+	// arrives after the claim lapsed (Redis was slow or unreachable)
+	// changes nothing. So ProbeClaim is how long a replica that dies
+	// mid-round holds the fleet Open, and half of it (plus the others'
+	// next read) how long one that gets no call holds it. Zero means
+	// [DefaultProbeClaim] (5s);
 	// it must be more than twice Timeout (a renewal may take Timeout) and
 	// less than RecordTTL.
 	ProbeClaim time.Duration
@@ -224,6 +227,12 @@ type Shared struct {
 	// generation gen, under the token nonce@gen.
 	holding bool
 	nonce   string
+	// lapsed is true from when this replica gave up the claim of the
+	// round of generation gen, no call having come to be a probe, until
+	// its claim timer fires when the claim would have lapsed: meanwhile
+	// it does not claim the round again, so a replica with calls, at its
+	// next read, takes it.
+	lapsed bool
 	// reporting is true while a report of failure evidence is in flight;
 	// its reply comes on replies.
 	reporting bool
@@ -261,8 +270,9 @@ var shared sync.Map // *circuitbreaker.Breaker → *Shared
 // taken or last renewed (the claimant renews it halfway through while its
 // breaker is probing, so the round lasts as long as its probes, each
 // bounded by the breaker's ProbeLease; a claimant that got no call to
-// probe lets it lapse, so at most ProbeClaim); then it claims the next
-// round. Each Open applied from the record is set to end Config.Timeout
+// probe gives it up halfway through, and the others claim the round at
+// their next read, so at most ProbeClaim with the defaults); then it
+// claims the next round. Each Open applied from the record is set to end Config.Timeout
 // after the record's cool-down or claim, the time a claim may take, so
 // that while Redis is unreachable the breaker probes on its own at most
 // Timeout after the fleet would have.

@@ -174,6 +174,18 @@ end
 return {0, gen, state, 0, cause, by, redis.call('PTTL', KEYS[2])}
 `
 
+// releaseScript gives up a claim of the HalfOpen round that no call came
+// to use: it deletes the claim only while it holds the caller's token, so
+// that another replica can claim the round at once. ARGV: claim token.
+var releaseScript = redis.NewScript(releaseSource)
+
+const releaseSource = scriptHead + `
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+  redis.call('DEL', KEYS[2])
+end
+return {0, gen, state, remaining(), cause, by, 0}
+`
+
 // readManyScript reads the records of many breakers at once, with the
 // remaining cool-down on Redis's clock: KEYS are their state hashes (on a
 // single node: keys of different slots), and the reply holds one record
@@ -197,7 +209,7 @@ return out
 
 // workerSources are the sources of the scripts a Shared's worker runs by
 // SHA.
-var workerSources = []string{evidenceSource, transitionSource, claimSource}
+var workerSources = []string{evidenceSource, transitionSource, claimSource, releaseSource}
 
 // loadScripts loads the workers' scripts on every node of client, within
 // ctx: on a Cluster on its Redis replicas too, because Redis (from 7.0)

@@ -188,12 +188,12 @@ func (s *Shared) sync() { s.syncedOnce.Do(func() { close(s.synced) }) }
 // ends), and the claim is tried when it ends.
 func (s *Shared) adopt(rec record, claim *time.Timer) {
 	if rec.gen != s.gen {
-		s.gen, s.holding = rec.gen, false
+		s.gen, s.holding, s.lapsed = rec.gen, false, false
 	}
 	switch {
 	case !rec.open:
 		claim.Stop()
-		s.holding = false
+		s.holding, s.lapsed = false, false
 		s.apply(circuitbreaker.Closed, 0, nil)
 	case rec.rem < 0:
 		claim.Stop()
@@ -204,6 +204,9 @@ func (s *Shared) adopt(rec record, claim *time.Timer) {
 	case s.holding:
 		// The cool-down has ended and the round is this replica's: the
 		// claim timer renews the claim or lets it lapse.
+	case s.lapsed:
+		// This replica gave the round up: the claim timer claims again
+		// once its claim would have lapsed, if no other replica has.
 	default: // the cool-down has ended: a HalfOpen round
 		s.claim(claim)
 	}
@@ -219,17 +222,40 @@ func (s *Shared) claimTimer(claim *time.Timer) {
 		probing := snap.Remote && snap.State == circuitbreaker.HalfOpen &&
 			snap.ProbesInFlight+snap.ProbesSucceeded+snap.ProbesFailed > 0
 		if !probing {
-			// No call came to be a probe: give the round to a replica
-			// that has some, once the claim lapses.
-			s.holding = false
+			// No call came to be a probe: give the round up to a
+			// replica that has some. The claim is deleted at once, for
+			// the others' next read to take, and this replica does not
+			// claim again before the claim would have lapsed: the
+			// claim script renews a token that is still there, so a
+			// read of its own would otherwise take the round back, and
+			// a replica without calls would hold the fleet open for as
+			// long as it got none.
+			s.holding, s.lapsed = false, true
 			s.noted()
 			rest := s.cfg.ProbeClaim - s.cfg.ProbeClaim/2
 			s.apply(circuitbreaker.Open, rest+s.cfg.Timeout, snap.Cause)
 			claim.Reset(rest)
+			s.release(claim)
 			return
 		}
 	}
+	s.lapsed = false
 	s.claim(claim)
+}
+
+// release deletes this replica's claim of the round, if it is still
+// there, and adopts the record if it has moved on. If Redis fails, the
+// claim lapses by itself.
+func (s *Shared) release(claim *time.Timer) {
+	rec, _, _, err := s.run(releaseScript, s.token())
+	if err != nil {
+		s.failed()
+		return
+	}
+	s.succeeded()
+	if newer(rec, s.gen) {
+		s.adopt(rec, claim)
+	}
 }
 
 // claim tries to claim (or, holding it, renews) the current HalfOpen

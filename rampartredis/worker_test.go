@@ -94,6 +94,36 @@ func TestShare_FL15_RestartedFleetProbesARecordWhoseCooldownEnded(t *testing.T) 
 	assert.Equal(t, "8", recordFields(t, srv)["gen"])
 }
 
+func TestShare_FL2_AReplicaWithoutCallsGivesTheRoundUp(t *testing.T) {
+	srv := server(t)
+	// The record of an incident whose cool-down is long over (FL15).
+	require.NoError(t, srv.Client().HSet(context.Background(), stateKey,
+		"gen", 7, "state", "open", "until", 1, "cause", "backend down", "by", "old").Err())
+	opts, scfg := patient(srv.Options(), rampartredis.Config{ProbeClaim: 5 * time.Second, Refresh: 200 * time.Millisecond})
+	// The first replica up claims the round and gets no call (not yet
+	// in the load balancer, or one whose traffic never needs this
+	// dependency); the two that come up next serve the traffic.
+	idle := join(t, opts, breakerConfig(), scfg)
+	synced(t, idle)
+	require.Equal(t, circuitbreaker.HalfOpen, idle.br.State().State, "the first replica up holds the round")
+	busy := fleet(t, opts, 2, breakerConfig(), scfg)
+	synced(t, busy...)
+	stop := make(chan struct{})
+	probes, _, wait := callUntil(busy, nil, stop) // a healthy dependency
+	// The idle replica gives the round up halfway through its claim, and a
+	// busy one takes it at its next read, probes and closes the fleet. It
+	// used to take the round back at its own next read, which renewed its
+	// claim, so the fleet stayed open as long as it got no call.
+	waitFor(t, "the record closed", func() bool { return recordFields(t, srv)["state"] == "closed" })
+	for _, r := range append(busy, idle) {
+		waitFor(t, "every replica closed", stateIs(r.br, circuitbreaker.Closed))
+	}
+	close(stop)
+	wait()
+	assert.Equal(t, int32(1), sum(probes), "one probe fleet-wide closed the fleet")
+	assert.Equal(t, "8", recordFields(t, srv)["gen"])
+}
+
 func TestShare_FL16_AReplicaCutOffAdoptsTheRecordItFinds(t *testing.T) {
 	cutOffAdopts(t, single(t))
 }
@@ -493,11 +523,11 @@ func TestCluster_FL19_AReplicaKnowsTheWorkersScriptsBeforeItTakesOver(t *testing
 	for _, n := range cl.Nodes {
 		if replica, _ := cached(n); replica {
 			replicas++
-			// The evidence, transition and claim scripts, and nothing run
+			// The evidence, transition, claim and release scripts, and nothing run
 			// there.
 			waitFor(t, "the workers' scripts loaded on the replica "+n.Addr, func() bool {
 				_, scripts := cached(n)
-				return scripts == "3"
+				return scripts == "4"
 			})
 		}
 	}
