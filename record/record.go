@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart"
 )
 
 // Defaults and limits of [Config].
@@ -137,7 +140,9 @@ func New(w io.Writer, cfg Config) (*Recorder, error) {
 func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 
 // Close writes the entries held, stops the writer goroutine, and returns
-// the first error the writer returned, if any. Calls recorded after Close
+// the first error the writer returned, if any: a panic in the writer's
+// Write is such an error, a [*rampart.PanicError], and nothing is written
+// after it. Calls recorded after Close
 // are dropped. Close is safe to call more than once.
 //
 // A zero Recorder (not made by New) has nothing to close: Close returns
@@ -206,14 +211,28 @@ func (r *Recorder) write(spare []Entry) {
 		}
 		clear(spare) // drop the keys' references
 		if len(line) > 0 && r.err == nil {
-			if _, err := r.w.Write(line); err != nil {
-				r.err = err
-			}
+			r.err = r.put(line)
 		}
 		if stopping {
 			return
 		}
 	}
+}
+
+// put writes line to the Recorder's Writer. A panic in the Writer is
+// recovered and returned as a [*rampart.PanicError], a write error like
+// any other (Close returns it), so that the user's Writer cannot end the
+// program from the Recorder's goroutine, where nobody could recover it.
+func (r *Recorder) put(line []byte) (err error) {
+	normal := false
+	defer func() {
+		if !normal {
+			err = &rampart.PanicError{Value: recover(), Stack: debug.Stack()}
+		}
+	}()
+	_, err = r.w.Write(line)
+	normal = true
+	return err
 }
 
 // byStart orders entries by their start on the wall clock, the time
