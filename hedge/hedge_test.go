@@ -1073,6 +1073,75 @@ func TestHedge_Hammer(t *testing.T) {
 	})
 }
 
+// Many calls at once, with attempts that panic now and then, on the
+// original and on copies, before or after another attempt won: each call
+// either returns its own answer or panics with its own panic (the raw
+// value when the original's came first, a *rampart.PanicError when a
+// copy's did), every response is returned or discarded, and no attempt
+// outlives its call (the goroutine check of TestMain; run with -race).
+func TestHedge_HG1_HammerWithPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, perWorker = 16, 100
+		var inflight, responses, discarded atomic.Int64
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			inflight.Add(1)
+			defer inflight.Add(-1)
+			time.Sleep(rand.N(30 * time.Millisecond)) // ignores ctx: losers come late
+			if rand.N(8) == 0 {
+				panic("boom " + req)
+			}
+			responses.Add(1)
+			return "ok " + req, nil
+		})
+		svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget.Always, MaxAttempts: 3, Delay: 5 * time.Millisecond,
+			Discard: func(resp string) {
+				if resp != "" {
+					discarded.Add(1)
+				}
+			},
+		})
+		require.NoError(t, err)
+
+		var returned, panicked, wrong atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range perWorker {
+					req := fmt.Sprintf("%d-%d", w, i)
+					func() {
+						defer func() {
+							v := recover()
+							if pe, ok := v.(*rampart.PanicError); ok {
+								v = pe.Value
+							}
+							switch v {
+							case nil:
+							case "boom " + req:
+								panicked.Add(1)
+							default:
+								wrong.Add(1) // a panic that is not this call's
+							}
+						}()
+						resp, err := svc.Call(context.Background(), req)
+						if err != nil || resp != "ok "+req {
+							wrong.Add(1)
+						}
+						returned.Add(1)
+					}()
+				}
+			})
+		}
+		wg.Wait()
+
+		assert.Equal(t, int64(workers*perWorker), returned.Load()+panicked.Load(), "every call returned or panicked once")
+		assert.Zero(t, wrong.Load())
+		assert.Positive(t, panicked.Load(), "the test should panic")
+		assert.Equal(t, responses.Load(), returned.Load()+discarded.Load(), "every response returned or discarded")
+		assert.Zero(t, inflight.Load())
+	})
+}
+
 func TestHedge_DefaultDelayAndMinSamples(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var steps []step
