@@ -15,7 +15,9 @@ import "fmt"
 //
 // A PanicError is an error, so a recover that logs errors prints the
 // value and the stack of the goroutine that panicked, which a plain
-// re-panic of the value would lose.
+// re-panic of the value would lose. Its methods accept a nil
+// *PanicError: Error is "<nil>" and Unwrap nil, as for a nil
+// [*net.OpError].
 type PanicError struct {
 	// Value is the value the code panicked with.
 	Value any
@@ -28,12 +30,18 @@ type PanicError struct {
 // Error reports the panic value and the stack of the goroutine that
 // panicked.
 func (p *PanicError) Error() string {
+	if p == nil {
+		return "<nil>"
+	}
 	return fmt.Sprintf("rampart: panic on a goroutine of the call: %v\n\n%s", p.Value, p.Stack)
 }
 
 // Unwrap returns Value if it is an error, and nil otherwise, so that
 // [errors.Is] and [errors.As] find an error the code panicked with.
 func (p *PanicError) Unwrap() error {
+	if p == nil {
+		return nil
+	}
 	err, _ := p.Value.(error)
 	return err
 }

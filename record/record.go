@@ -77,7 +77,7 @@ func DefaultClass(err error) string {
 // A Recorder is safe for concurrent use. [Recorder.Close] writes what is
 // left and stops its goroutine. Make one with [New]: a zero Recorder has
 // no writer, and a layer over one fails every call with an error saying
-// so.
+// so. A nil *Recorder is the same: Dropped is 0 and Close an error.
 type Recorder struct {
 	w      io.Writer
 	sample uint64
@@ -137,7 +137,12 @@ func New(w io.Writer, cfg Config) (*Recorder, error) {
 
 // Dropped returns how many sampled calls were not recorded because the
 // buffer was full (or the Recorder closed).
-func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
+func (r *Recorder) Dropped() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.dropped.Load()
+}
 
 // Close writes the entries held, stops the writer goroutine, and returns
 // the first error the writer returned, if any: a panic in the writer's
@@ -146,8 +151,11 @@ func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
 // are dropped. Close is safe to call more than once.
 //
 // A zero Recorder (not made by New) has nothing to close: Close returns
-// an error saying so.
+// an error saying so, and for a nil one an error naming the nil *Recorder.
 func (r *Recorder) Close() error {
+	if r == nil {
+		return errNilRecorderClose
+	}
 	if r.done == nil {
 		return errZeroRecorder
 	}
@@ -160,6 +168,9 @@ func (r *Recorder) Close() error {
 	<-r.done
 	return r.err
 }
+
+// errNilRecorderClose is what Close of a nil *Recorder returns.
+var errNilRecorderClose = errors.New("record: Close of a nil *Recorder")
 
 // sampled reports whether the next call is to be recorded.
 func (r *Recorder) sampled() bool {

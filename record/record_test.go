@@ -18,6 +18,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
@@ -401,5 +402,15 @@ func TestRecorder_SM8_LaterRecordsOnceDone(t *testing.T) {
 {"start":"`+at(3*time.Second)+`","duration":"3000ms","outcome":"ignored","class":"canceled","key":"cancelled"}
 {"start":"`+at(4*time.Second)+`","duration":"1000ms","outcome":"success","key":"now"}
 `, strings.Join(lines, ""))
+	})
+}
+
+// TestRecorder_NZ1_NilRecorder calls every exported method of a nil
+// *Recorder: it has recorded nothing, and there is nothing to close.
+func TestRecorder_NZ1_NilRecorder(t *testing.T) {
+	var r *record.Recorder
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Dropped", Call: func() any { return r.Dropped() }, Want: uint64(0)},
+		{Name: "Close", Call: func() any { return r.Close().Error() }, Want: "record: Close of a nil *Recorder"},
 	})
 }

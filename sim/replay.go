@@ -206,8 +206,12 @@ type run struct {
 // result is counted as Ignored.
 //
 // It returns an error naming the candidate and field for a bad candidate,
-// the [*TraceError] of a bad trace line, and any error reading the trace.
+// the [*TraceError] of a bad trace line, and any error reading the trace;
+// a nil tr is an error.
 func Replay(tr *TraceReader, cands []Candidate, opt Config) ([]Result, error) {
+	if tr == nil {
+		return nil, errors.New("sim: Replay: nil *TraceReader (make one with sim.NewTraceReader)")
+	}
 	if err := opt.fill(); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,9 @@ type Call struct {
 }
 
 // Calls runs each call as a subtest named by its Name and checks that it
-// returns Want (so also that it does not panic).
+// returns Want (so also that it does not panic). It calls t.Run, so it
+// cannot run inside a synctest bubble: a call that needs virtual time
+// gets its own subtest and bubble.
 func Calls(t *testing.T, calls []Call) {
 	t.Helper()
 	for _, c := range calls {
