@@ -669,6 +669,31 @@ func TestHedge_HG1_BreakerAboveCountsAHedgesPanicOnceAndRetryDoesNotRetryIt(t *t
 	})
 }
 
+// In the canonical order, a breaker below the hedge layer (one permit per
+// attempt): the copy's panic is one failure of the breaker, recorded on
+// the copy's goroutine (CB7), and the original, cancelled because of it,
+// is ignored; the caller gets the panic.
+func TestHedge_HG1_BreakerBelowCountsTheCopysPanicOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[string, string]().
+			With(hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budget.Always, Delay: 10 * ms})).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
+			Service(blowingUp(b, map[int]blowup{1: {after: 5 * ms, value: "boom"}}))
+
+		e := callEnding(svc, context.Background())
+
+		pe, ok := e.panicked.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", e.panicked)
+		assert.Equal(t, "boom", pe.Value)
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 1},
+		}, br.State(), "one failure; the cancelled original ignored")
+	})
+}
+
 func TestHedge_ContextDoneBeforeCall_NoHedge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBackend(step{latency: 100 * ms}, step{latency: ms})
