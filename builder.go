@@ -133,7 +133,7 @@ func (b Builder[Req, Resp]) build(s Service[Req, Resp], method string) (Service[
 }
 
 // isNil reports whether s is nil or a nil [ServiceFunc], whose every call
-// would panic.
+// fails.
 func isNil[Req, Resp any](s Service[Req, Resp]) bool {
 	f, ok := s.(ServiceFunc[Req, Resp])
 	return s == nil || ok && f == nil

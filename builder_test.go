@@ -192,7 +192,7 @@ func TestBuilder_With_NilLayerSkippedButCounted(t *testing.T) {
 }
 
 // Build reports a nil service (a nil ServiceFunc too, whose calls would
-// panic) and a layer that returned one as errors
+// fail) and a layer that returned one as errors
 // matching rampart.ErrNilService, where Service returns a failing service.
 func TestBuilder_Build_NilServiceIsAnError(t *testing.T) {
 	svc, err := rampart.NewBuilder[string, string]().Layer(appendLayer("a")).Build(nil)

@@ -112,13 +112,22 @@ type Service[Req, Resp any] interface {
 
 // ServiceFunc adapts an ordinary function to a [Service], as
 // [net/http.HandlerFunc] adapts a function to a Handler. It is safe for
-// concurrent use when f is.
+// concurrent use when f is. A nil ServiceFunc is a nil service: a
+// [Builder] reports it, and its every call returns the zero Resp and an
+// error matching [ErrNilService].
 type ServiceFunc[Req, Resp any] func(ctx context.Context, req Req) (Resp, error)
 
-// Call calls f(ctx, req).
+// Call calls f(ctx, req), or fails with [ErrNilService] when f is nil.
 func (f ServiceFunc[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
+	if f == nil {
+		var zero Resp
+		return zero, errNilServiceFunc
+	}
 	return f(ctx, req)
 }
+
+// errNilServiceFunc is what every call of a nil ServiceFunc returns.
+var errNilServiceFunc = fmt.Errorf("rampart: call of a nil ServiceFunc: %w", ErrNilService)
 
 // Func is a request that is itself the work to do: a function that
 // returns a T. With [Invoke] it lets a stack guard a plain function, so a

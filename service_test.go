@@ -50,3 +50,14 @@ func TestInvoke_DoesNotAllocate(t *testing.T) {
 	ctx := context.Background()
 	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = svc.Call(ctx, fn) }))
 }
+
+// TestServiceFunc_NZ1_NilServiceFuncFails: a nil ServiceFunc's call, which
+// a layer's Wrap cannot tell from a working service (the interface is not
+// nil), fails with ErrNilService instead of panicking.
+func TestServiceFunc_NZ1_NilServiceFuncFails(t *testing.T) {
+	var f rampart.ServiceFunc[string, int]
+	got, err := f.Call(t.Context(), "req")
+	assert.Zero(t, got)
+	assert.ErrorIs(t, err, rampart.ErrNilService)
+	assert.EqualError(t, err, "rampart: call of a nil ServiceFunc: rampart: nil service")
+}

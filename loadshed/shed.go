@@ -33,10 +33,12 @@ type Readiness interface {
 // ReadyFunc adapts a function to [Readiness], for example a token bucket:
 //
 //	loadshed.ReadyFunc(func() bool { return lim.Tokens() >= 1 })
+//
+// [NewLayer] rejects a nil ReadyFunc; called directly, it is never ready.
 type ReadyFunc func() bool
 
-// Ready returns f().
-func (f ReadyFunc) Ready() bool { return f() }
+// Ready returns f(), or false for a nil f.
+func (f ReadyFunc) Ready() bool { return f != nil && f() }
 
 // NewLayer returns a layer that refuses a call with [ErrOverloaded] when
 // cfg.Readiness.Ready() is false, and otherwise calls the inner service

@@ -209,3 +209,9 @@ func TestLoadShed_EV6_Refused(t *testing.T) {
 		{Source: observe.LoadShed, Name: "db", Kind: observe.Refused, Err: loadshed.ErrOverloaded},
 	}, rec.Events())
 }
+
+// TestReadyFunc_NZ1_NilIsNeverReady: NewLayer rejects a nil ReadyFunc;
+// called directly, it is never ready instead of panicking.
+func TestReadyFunc_NZ1_NilIsNeverReady(t *testing.T) {
+	assert.False(t, loadshed.ReadyFunc(nil).Ready())
+}

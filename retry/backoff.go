@@ -23,11 +23,15 @@ type Backoff interface {
 }
 
 // BackoffFunc adapts an ordinary function to a [Backoff], as
-// [net/http.HandlerFunc] adapts a function to a Handler.
+// [net/http.HandlerFunc] adapts a function to a Handler. [Config] and
+// [Settings] reject a nil BackoffFunc; called directly, its Delay is 0.
 type BackoffFunc func(attempt int, prev time.Duration) time.Duration
 
-// Delay calls f(attempt, prev).
+// Delay calls f(attempt, prev), or returns 0 for a nil f.
 func (f BackoffFunc) Delay(attempt int, prev time.Duration) time.Duration {
+	if f == nil {
+		return 0
+	}
 	return f(attempt, prev)
 }
 

@@ -173,3 +173,9 @@ func FuzzBackoff(f *testing.F) {
 		}
 	})
 }
+
+// TestBackoffFunc_NZ1_NilDelaysNothing: Config and Settings reject a nil
+// BackoffFunc; called directly, its Delay is 0 instead of a panic.
+func TestBackoffFunc_NZ1_NilDelaysNothing(t *testing.T) {
+	assert.Equal(t, time.Duration(0), retry.BackoffFunc(nil).Delay(2, time.Second))
+}
