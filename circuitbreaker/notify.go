@@ -13,7 +13,14 @@ import (
 // returns a function that removes it. A nil f is ignored; a panic in f
 // goes to [Config.ListenerPanic]. Safe for concurrent use.
 func (b *Breaker) Subscribe(f func(Transition)) (unsubscribe func()) {
-	return b.events.subscribe(f)
+	if f == nil {
+		return func() {}
+	}
+	return b.events.subscribe(func(tr Transition) {
+		if !tr.moved { // the Observer's alone
+			f(tr)
+		}
+	})
 }
 
 // unlock releases b.mu, then delivers the transitions queued while it was
