@@ -269,7 +269,7 @@ func describe(b comment.Block) string {
 }
 
 // contractID matches a DESIGN.md contract ID such as CB4, RT3 or TO1.
-var contractID = regexp.MustCompile(`\b(CB|RT|TO|HT|LM|EV|CK|SM|GR|FL|OP|PG)[0-9]+\b`)
+var contractID = regexp.MustCompile(`\b(CB|RT|TO|HT|LM|EV|CK|SM|GR|FL|OP|PG|NZ)[0-9]+\b`)
 
 // Contract IDs belong in DESIGN.md and in tests; a public doc comment says
 // the behaviour in words. TestNoContractIDsInComments reads every comment

@@ -151,6 +151,10 @@ type Config struct {
 // A Budget is safe for concurrent use; share one among every caller of a
 // dependency. Inside a testing/synctest bubble, create and use it within
 // the same bubble (its timer belongs to the bubble that first deposits).
+//
+// A nil *Budget holds no credit and earns none: Deposit and Refund do
+// nothing, Withdraw reports false, Balance is 0, and Tune is an error.
+// The layers that take a *Budget reject a nil one when they are built.
 type Budget struct {
 	// Read by every Deposit; written only at construction, except ticking,
 	// which changes at most twice per idle spell. Kept apart from the
@@ -318,6 +322,9 @@ func (b *Budget) floor(i int) int64 {
 // Window. It neither blocks nor allocates, and reads no clock except when
 // the first deposit after an idle slot arms the timer.
 func (b *Budget) Deposit() {
+	if b == nil {
+		return
+	}
 	if !b.ticking.Load() {
 		b.wake()
 	}
@@ -343,6 +350,9 @@ func stripeOf(mask uint32) uint32 {
 // interleaving of concurrent calls, the successful ones together took no
 // more than the balance held. It does not allocate.
 func (b *Budget) Withdraw() bool {
+	if b == nil {
+		return false
+	}
 	b.sync()
 	for {
 		old := b.balance.Load()
@@ -369,6 +379,9 @@ func (b *Budget) Withdraw() bool {
 // without a matching successful Withdraw adds unearned credit up to that
 // limit. It never blocks on other calls and does not allocate.
 func (b *Budget) Refund() {
+	if b == nil {
+		return
+	}
 	b.sync()
 	for {
 		// live is stored before a turn lowers balance, so a refund racing
@@ -390,6 +403,9 @@ func (b *Budget) Refund() {
 // earned toward the next one (9 deposits at Ratio 0.1 and no floor give
 // 0.9). It is meant for tests and metrics.
 func (b *Budget) Balance() float64 {
+	if b == nil {
+		return 0
+	}
 	b.sync()
 	return float64(b.balance.Load()) / unit
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -527,5 +528,18 @@ func TestBudget_EV3_RefusedWithdrawal(t *testing.T) {
 		require.False(t, b.Withdraw())
 		refused := observe.Event{Source: observe.Budget, Name: "db", Kind: observe.BudgetRefused}
 		require.Equal(t, []observe.Event{refused, refused}, rec.Events())
+	})
+}
+
+// TestBudget_NZ1_NilBudget calls every exported method of a nil *Budget:
+// it holds no credit, so it grants no retry, and nothing panics.
+func TestBudget_NZ1_NilBudget(t *testing.T) {
+	var b *budget.Budget
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Deposit", Call: func() any { b.Deposit(); return b.Balance() }, Want: 0.0},
+		{Name: "Withdraw", Call: func() any { return b.Withdraw() }, Want: false},
+		{Name: "Refund", Call: func() any { b.Refund(); return b.Balance() }, Want: 0.0},
+		{Name: "Balance", Call: func() any { return b.Balance() }, Want: 0.0},
+		{Name: "Tune", Call: func() any { return b.Tune(budget.Tuning{}).Error() }, Want: "budget: Tune of a nil *Budget"},
 	})
 }

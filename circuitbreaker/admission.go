@@ -2,6 +2,7 @@ package circuitbreaker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/rampart-go/rampart/observe"
@@ -10,8 +11,12 @@ import (
 // TryAcquire asks to make one call, without blocking: it returns a
 // [Permit] to finish once (a probe left unfinished loses its slot after
 // [Config.ProbeLease]), or an [*OpenError], which it reports to the
-// breaker's Observer as refused, with [context.Background].
+// breaker's Observer as refused, with [context.Background]. A nil b
+// returns the zero (finished) Permit and an error saying so.
 func (b *Breaker) TryAcquire() (Permit, error) {
+	if b == nil {
+		return Permit{}, errNilTryAcquire
+	}
 	// The Closed fast path: one atomic load and one comparison, which also
 	// rules out a policy that needs the clock (flagTimed) and a zero
 	// Breaker not yet set up (flagMade).
@@ -34,6 +39,9 @@ func (b *Breaker) TryAcquire() (Permit, error) {
 	}
 	return b.tryAcquire(context.Background())
 }
+
+// errNilTryAcquire is what TryAcquire of a nil *Breaker returns.
+var errNilTryAcquire = errors.New("circuitbreaker: TryAcquire of a nil *Breaker (build one with circuitbreaker.New)")
 
 // tryAcquire is TryAcquire after the Closed fast path, reporting a
 // refusal to the Observer with ctx.

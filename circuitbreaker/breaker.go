@@ -18,6 +18,13 @@ import (
 // use, must not be copied after first use, and starts no goroutine unless
 // [Config.AsyncListeners] asks; under testing/synctest, create it in the
 // bubble that uses it.
+//
+// A nil *Breaker guards nothing and never panics: TryAcquire returns an
+// error saying so (not an [*OpenError]: nothing tripped), State is
+// the zero [Snapshot], Reset does nothing, Subscribe and
+// SubscribeFailures register nothing, and Tune and ApplyRemote return an
+// error. A layer over one fails every call, and [Run] with one is an
+// error.
 type Breaker struct {
 	// word is the state and the epoch, packed as
 	// epoch<<epochShift | flags | state, so that one atomic load tells a

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
@@ -1364,4 +1365,54 @@ func TestBreaker_CB15_ZeroValueConcurrentFirstUse(t *testing.T) {
 	assert.Equal(t, circuitbreaker.Snapshot{
 		State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: circuitbreaker.DefaultFailures - 1},
 	}, b.State())
+}
+
+// TestBreaker_CB15_NilBreaker calls every exported method of a nil
+// *Breaker: queries return the zero value, actions that cannot be done
+// return an error naming the nil *Breaker, and nothing panics.
+func TestBreaker_CB15_NilBreaker(t *testing.T) {
+	var b *circuitbreaker.Breaker
+	nilcheck.Calls(t, []nilcheck.Call{{
+		Name: "State",
+		Call: func() any { return b.State() },
+		Want: circuitbreaker.Snapshot{},
+	}, {
+		Name: "TryAcquire",
+		Call: func() any {
+			p, err := b.TryAcquire()
+			return []any{p.Success(), p.Probe(), err.Error(), errors.Is(err, rampart.ErrRefused)}
+		},
+		Want: []any{false, false, "circuitbreaker: TryAcquire of a nil *Breaker (build one with circuitbreaker.New)", false},
+	}, {
+		Name: "Reset",
+		Call: func() any { b.Reset(); return b.State() },
+		Want: circuitbreaker.Snapshot{},
+	}, {
+		Name: "Subscribe",
+		Call: func() any {
+			unsubscribe := b.Subscribe(func(circuitbreaker.Transition) { t.Error("called") })
+			unsubscribe()
+			return unsubscribe != nil
+		},
+		Want: true,
+	}, {
+		Name: "SubscribeFailures",
+		Call: func() any {
+			unsubscribe := b.SubscribeFailures(func(error) { t.Error("called") })
+			unsubscribe()
+			return unsubscribe != nil
+		},
+		Want: true,
+	}, {
+		Name: "Tune",
+		Call: func() any { return b.Tune(circuitbreaker.Tuning{}).Error() },
+		Want: "circuitbreaker: Tune of a nil *Breaker",
+	}, {
+		Name: "ApplyRemote",
+		Call: func() any {
+			changed, err := b.ApplyRemote(circuitbreaker.Open, time.Second, errBoom)
+			return []any{changed, err.Error()}
+		},
+		Want: []any{false, "circuitbreaker: ApplyRemote of a nil *Breaker"},
+	}})
 }

@@ -25,7 +25,8 @@ var ErrSlowCalls = errors.New("circuitbreaker: slow calls")
 // OpenError is a [Breaker]'s refusal. It matches [ErrOpen] and unwraps
 // to Cause (ask errors.Is(err, ErrOpen) first to learn whether the call
 // was made). A period's refusals share one OpenError: treat it as
-// read-only.
+// read-only. Its methods accept a nil *OpenError: Error is "<nil>" (as
+// for a nil [*net.OpError]), RetryAfter 0, Unwrap nil.
 type OpenError struct {
 	// Name is the breaker's [Config.Name].
 	Name string
@@ -48,6 +49,9 @@ type OpenError struct {
 // will be admitted by itself. It makes an OpenError a [rampart.Hint],
 // which retry and the adapters honour.
 func (e *OpenError) RetryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
 	if e.b == nil {
 		return e.wait
 	}
@@ -58,6 +62,9 @@ func (e *OpenError) RetryAfter() time.Duration {
 // "open (retry after 1.5s): tripped by: <cause>" or
 // "forced open (until released): <reason>".
 func (e *OpenError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	if e.forced {
 		return prefix(e.Name) + "forced open (until released)" + causeText(ForcedOpen, e.Cause)
 	}
@@ -107,4 +114,9 @@ func prefix(name string) string {
 func (e *OpenError) Is(target error) bool { return target == ErrOpen || target == rampart.ErrRefused }
 
 // Unwrap returns Cause.
-func (e *OpenError) Unwrap() error { return e.Cause }
+func (e *OpenError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Cause
+}

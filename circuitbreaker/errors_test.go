@@ -12,6 +12,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 )
 
 func TestOpenError_MessageSaysWhy(t *testing.T) {
@@ -240,4 +241,16 @@ func TestBreaker_CB2_SharedRejectionStillFree(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
+}
+
+// TestOpenError_CB15_NilOpenError calls every exported method of a nil
+// *OpenError, which a caller holds after an errors.As that found none.
+func TestOpenError_CB15_NilOpenError(t *testing.T) {
+	var e *circuitbreaker.OpenError
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Error", Call: func() any { return e.Error() }, Want: "<nil>"},
+		{Name: "RetryAfter", Call: func() any { return e.RetryAfter() }, Want: time.Duration(0)},
+		{Name: "Unwrap", Call: func() any { return e.Unwrap() }, Want: nil},
+		{Name: "Is", Call: func() any { return e.Is(circuitbreaker.ErrOpen) }, Want: true},
+	})
 }

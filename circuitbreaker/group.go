@@ -45,6 +45,12 @@ type GroupConfig struct {
 // accrual); idle breakers are dropped unless Open or probing. The zero
 // Group behaves as NewGroup(GroupConfig{}). A Group is safe for concurrent
 // use and must not be copied after first use.
+//
+// A nil *Group holds no breaker: Breaker and Overflow return a nil
+// *Breaker (whose TryAcquire returns an error, and over which a layer
+// fails every call), Len is 0, States is nil, and Subscribe registers
+// nothing. The layers and adapters that take a *Group reject a nil one
+// when they are built.
 type Group[K comparable] struct {
 	cfg     Config
 	maxKeys int
@@ -167,8 +173,12 @@ func (g *Group[K]) setUp() {
 func (g *Group[K]) mono() int64 { return g.overflow.mono() }
 
 // Breaker returns the breaker for key, creating it if needed. Use it for
-// the call at hand only: the group may drop it later.
+// the call at hand only: the group may drop it later. A nil g returns
+// nil.
 func (g *Group[K]) Breaker(key K) *Breaker {
+	if g == nil {
+		return nil
+	}
 	if v, ok := g.keys.Load(key); ok {
 		e := v.(*groupEntry[K])
 		if !e.used.Load() {
@@ -255,11 +265,12 @@ func (g *Group[K]) change(c GroupChange[K]) {
 // delivering changes already (that one delivers this change too); it is
 // on that caller's path and must return at once. Subscribe returns a
 // function that removes f; a change being delivered when it is called
-// may still reach f. A nil f is ignored; a panic in f goes to the
+// may still reach f. A nil f is ignored, and so is any f for a nil g; a
+// panic in f goes to the
 // Breaker config's ListenerPanic. The breaker of the keys past MaxKeys
 // ([Group.Overflow]) is not reported. Safe for concurrent use.
 func (g *Group[K]) Subscribe(f func(GroupChange[K])) (unsubscribe func()) {
-	if f == nil {
+	if f == nil || g == nil {
 		return func() {}
 	}
 	g.mu.Lock()
@@ -356,8 +367,12 @@ func (g *Group[K]) makeRoom(now int64) bool {
 	return false
 }
 
-// Len returns how many breakers the group holds, not counting overflow.
+// Len returns how many breakers the group holds, not counting overflow;
+// 0 for a nil g.
 func (g *Group[K]) Len() int {
+	if g == nil {
+		return 0
+	}
 	g.mu.Lock()
 	g.setUp()
 	g.look(g.mono())
@@ -374,8 +389,12 @@ type KeyState[K comparable] struct {
 	Snapshot
 }
 
-// States returns the state of every breaker held, oldest key first.
+// States returns the state of every breaker held, oldest key first; nil
+// for a nil g.
 func (g *Group[K]) States() []KeyState[K] {
+	if g == nil {
+		return nil
+	}
 	g.mu.Lock()
 	g.setUp()
 	g.look(g.mono())
@@ -390,8 +409,12 @@ func (g *Group[K]) States() []KeyState[K] {
 	return out
 }
 
-// Overflow returns the breaker shared by the keys past MaxKeys.
+// Overflow returns the breaker shared by the keys past MaxKeys; nil for a
+// nil g.
 func (g *Group[K]) Overflow() *Breaker {
+	if g == nil {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.setUp()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 )
 
@@ -608,4 +609,40 @@ func TestGroup_CB15_CB18_ZeroValueIsDefaultGroup(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGroup_CB15_NilGroup calls every exported method of a nil *Group:
+// it holds no breaker, and the nil *Breaker it hands out fails to
+// acquire with an error instead of panicking.
+func TestGroup_CB15_NilGroup(t *testing.T) {
+	var g *circuitbreaker.Group[string]
+	nilcheck.Calls(t, []nilcheck.Call{{
+		Name: "Breaker",
+		Call: func() any {
+			b := g.Breaker("a")
+			_, err := b.TryAcquire()
+			return []any{b == nil, err.Error()}
+		},
+		Want: []any{true, "circuitbreaker: TryAcquire of a nil *Breaker (build one with circuitbreaker.New)"},
+	}, {
+		Name: "Subscribe",
+		Call: func() any {
+			unsubscribe := g.Subscribe(func(circuitbreaker.GroupChange[string]) { t.Error("called") })
+			unsubscribe()
+			return unsubscribe != nil
+		},
+		Want: true,
+	}, {
+		Name: "Len",
+		Call: func() any { return g.Len() },
+		Want: 0,
+	}, {
+		Name: "States",
+		Call: func() any { return g.States() },
+		Want: []circuitbreaker.KeyState[string](nil),
+	}, {
+		Name: "Overflow",
+		Call: func() any { return g.Overflow() },
+		Want: (*circuitbreaker.Breaker)(nil),
+	}})
 }

@@ -10,10 +10,11 @@ import (
 
 // Subscribe registers f for every transition, delivered in order, one at
 // a time, without the breaker's lock (f may call the breaker), and
-// returns a function that removes it. A nil f is ignored; a panic in f
-// goes to [Config.ListenerPanic]. Safe for concurrent use.
+// returns a function that removes it. A nil f is ignored, and so is any
+// f for a nil b (it never transitions); a panic in f goes to
+// [Config.ListenerPanic]. Safe for concurrent use.
 func (b *Breaker) Subscribe(f func(Transition)) (unsubscribe func()) {
-	if f == nil {
+	if b == nil || f == nil {
 		return func() {}
 	}
 	return b.events.subscribe(func(tr Transition) {

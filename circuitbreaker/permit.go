@@ -22,6 +22,9 @@ import (
 // the Observer's counts by outcome are those of what the callers got. A
 // permit never finished is not reported; a probe's slot comes back after
 // [Config.ProbeLease].
+//
+// A nil *Permit is a finished one: its finishing methods do nothing and
+// report false, Move returns the zero Permit, Probe is false.
 type Permit struct {
 	// Four fields at most, three words: the compiler then keeps a Permit
 	// returned by TryAcquire in registers instead of a stack temporary.
@@ -39,6 +42,9 @@ type Permit struct {
 // breaker's Observer, if any, is told with [context.Background]; prefer
 // [Permit.DoneContext] to report with the call's context.
 func (p *Permit) Success() bool {
+	if p == nil {
+		return false
+	}
 	// The fast path: a quiet Closed success, counted without the lock.
 	// (Success is not inlined: quiet alone is over the inlining budget.)
 	if b := p.b; b != nil && b.quiet(p.word) {
@@ -72,6 +78,9 @@ func (p *Permit) Done(err error) bool {
 // DoneContext is [Permit.Done] judged by [ClassifyContext] instead, and
 // reported to the breaker's Observer with ctx.
 func (p *Permit) DoneContext(ctx context.Context, err error) bool {
+	if p == nil {
+		return false
+	}
 	if err == nil {
 		if b := p.b; b != nil && b.quiet(p.word) {
 			p.b = nil
@@ -88,7 +97,7 @@ func (p *Permit) DoneContext(ctx context.Context, err error) bool {
 // classified records the default outcome o of err, asking IsFailure about
 // a failure.
 func (p *Permit) classified(ctx context.Context, o rampart.Outcome, err error) bool {
-	if p.b == nil {
+	if p == nil || p.b == nil {
 		return false
 	}
 	if o == rampart.Failure && p.b.set.isFailure != nil && !p.isFailure(ctx, err) {
@@ -116,6 +125,9 @@ func (p *Permit) isFailure(ctx context.Context, err error) bool {
 // it to the breaker's Observer with ctx: every permit finished is
 // reported once, with the outcome it was finished with.
 func (p *Permit) finish(ctx context.Context, o rampart.Outcome, err error) bool {
+	if p == nil {
+		return false
+	}
 	b := p.b
 	if b == nil {
 		return false
@@ -167,6 +179,9 @@ func (b *Breaker) observe(ctx context.Context, kind observe.Kind, err error, d t
 // permit returns a finished one. Move reports nothing to the breaker: it
 // is neither an outcome nor a release.
 func (p *Permit) Move() Permit {
+	if p == nil {
+		return Permit{}
+	}
 	b, w, aux := p.b, p.word, p.aux
 	p.b = nil
 	return Permit{b: b, word: w, aux: aux}
@@ -215,4 +230,4 @@ func ClassifyContext(ctx context.Context, err error) rampart.Outcome {
 // adapter whose calls may outlive their return (an HTTP response whose body
 // is read later) uses it to bound how long a probe keeps its slot. It is
 // false for a finished or zero Permit.
-func (p *Permit) Probe() bool { return p.b != nil && stateOf(p.word) == HalfOpen }
+func (p *Permit) Probe() bool { return p != nil && p.b != nil && stateOf(p.word) == HalfOpen }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 )
 
@@ -128,4 +129,21 @@ func TestPermit_CB15_ZeroPermitIsFinished(t *testing.T) {
 	assert.False(t, p.Done(errBoom))
 	assert.False(t, p.DoneContext(t.Context(), errBoom))
 	p.Ignore()
+}
+
+// TestPermit_CB15_NilPermitIsFinished calls every exported method of a
+// nil *Permit: it behaves as the zero Permit, finished already.
+func TestPermit_CB15_NilPermitIsFinished(t *testing.T) {
+	var p *circuitbreaker.Permit
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Success", Call: func() any { return p.Success() }, Want: false},
+		{Name: "Failure", Call: func() any { return p.Failure(errBoom) }, Want: false},
+		{Name: "Ignore", Call: func() any { p.Ignore(); return p.Probe() }, Want: false},
+		{Name: "Done nil", Call: func() any { return p.Done(nil) }, Want: false},
+		{Name: "Done err", Call: func() any { return p.Done(errBoom) }, Want: false},
+		{Name: "DoneContext nil", Call: func() any { return p.DoneContext(t.Context(), nil) }, Want: false},
+		{Name: "DoneContext err", Call: func() any { return p.DoneContext(t.Context(), errBoom) }, Want: false},
+		{Name: "Move", Call: func() any { m := p.Move(); return m.Success() }, Want: false},
+		{Name: "Probe", Call: func() any { return p.Probe() }, Want: false},
+	})
 }

@@ -65,11 +65,11 @@ func (b *Breaker) ApplyRemote(to State, remaining time.Duration, cause error) (c
 // error on the goroutine that reported it, after the breaker's lock is
 // released: it is on the caller's path and must return at once (a
 // non-blocking channel send; package rampartredis shares this evidence
-// with other replicas in the background). A nil f is ignored; a panic in
-// f goes to [Config.ListenerPanic]. A success costs nothing more for it.
-// Safe for concurrent use.
+// with other replicas in the background). A nil f is ignored, and so is
+// any f for a nil b; a panic in f goes to [Config.ListenerPanic]. A
+// success costs nothing more for it. Safe for concurrent use.
 func (b *Breaker) SubscribeFailures(f func(error)) (unsubscribe func()) {
-	if f == nil {
+	if f == nil || b == nil {
 		return func() {}
 	}
 	b.mu.Lock()

@@ -96,9 +96,12 @@ type Transition struct {
 	moved bool
 }
 
-// State returns a snapshot of the breaker without changing its state.
-// Safe for concurrent use.
+// State returns a snapshot of the breaker without changing its state,
+// the zero Snapshot for a nil b. Safe for concurrent use.
 func (b *Breaker) State() Snapshot {
+	if b == nil {
+		return Snapshot{}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.setUp()

@@ -9,7 +9,10 @@ import (
 // Switch forces the breakers attached through [Config.Switch] open or
 // closed by hand (resilience4j's FORCED_OPEN and DISABLED). Every change
 // is a transition. The zero Switch is released; a Switch is safe for
-// concurrent use, also from a listener.
+// concurrent use, also from a listener. A nil *Switch has no breaker
+// attached (a Config whose Switch is nil has no switch): ForceOpen,
+// ForceClosed and Release change nothing, and Forced reports Closed,
+// false and a nil reason.
 type Switch struct {
 	mu       sync.Mutex
 	state    State // Closed (released), ForcedOpen or ForcedClosed; guarded by mu
@@ -31,6 +34,9 @@ func (s *Switch) Release() { s.set(Closed, nil) }
 // Forced returns the forced state and true, or Closed and false, with the
 // reason given to ForceOpen.
 func (s *Switch) Forced() (state State, forced bool, reason error) {
+	if s == nil {
+		return Closed, false, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.state, s.state != Closed, s.reason
@@ -41,6 +47,9 @@ func (s *Switch) Forced() (state State, forced bool, reason error) {
 // order; the transitions are delivered after s.mu is released, so a
 // listener may use the switch.
 func (s *Switch) set(to State, reason error) {
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	if s.state == to && to != ForcedOpen {
 		s.mu.Unlock()

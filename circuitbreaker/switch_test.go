@@ -107,3 +107,31 @@ func TestSwitch_CB12_ListenerMayUseSwitch(t *testing.T) {
 	assert.Equal(t, []string{"closed>open", "open>forced-open"}, rec.edges())
 	assert.Equal(t, circuitbreaker.ForcedOpen, b.State().State)
 }
+
+// TestSwitch_CB15_NilSwitch calls every exported method of a nil
+// *Switch: it has no breaker attached, so it changes nothing and reports
+// itself released.
+func TestSwitch_CB15_NilSwitch(t *testing.T) {
+	var s *circuitbreaker.Switch
+	type forced struct {
+		State  circuitbreaker.State
+		Forced bool
+		Reason error
+	}
+	released := forced{State: circuitbreaker.Closed}
+	for _, tc := range []struct {
+		name string
+		use  func()
+	}{
+		{name: "ForceOpen", use: func() { s.ForceOpen(errors.New("maintenance")) }},
+		{name: "ForceClosed", use: func() { s.ForceClosed() }},
+		{name: "Release", use: func() { s.Release() }},
+		{name: "Forced", use: func() {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.use()
+			state, isForced, reason := s.Forced()
+			assert.Equal(t, released, forced{state, isForced, reason})
+		})
+	}
+}

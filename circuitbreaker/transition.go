@@ -120,8 +120,12 @@ func (b *Breaker) ready(per *period) {
 
 // Reset closes the breaker and clears its history and cool-down growth;
 // permits issued before it no longer count. A forced state stays until
-// its [Switch] is released. Safe for concurrent use.
+// its [Switch] is released. Reset of a nil b does nothing. Safe for
+// concurrent use.
 func (b *Breaker) Reset() {
+	if b == nil {
+		return
+	}
 	b.mu.Lock()
 	defer b.unlock()
 	b.setUp()

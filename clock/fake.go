@@ -30,8 +30,11 @@ import (
 // goroutine; inside a synctest bubble, synctest.Wait tells the test when
 // the caller is blocked.
 //
-// The zero Fake is not usable; make one with [NewFake]. A Fake is safe for
-// concurrent use.
+// The zero Fake is NewFake(time.Time{}, 0): its readings start at the
+// zero time and a monotonic 0. A nil *Fake is a clock that never moves:
+// Now is the zero time, Monotonic 0, Advance and Jump do nothing, and
+// AfterFunc returns a timer that never fires; Pending and Stats are zero.
+// A Fake is safe for concurrent use.
 type Fake struct {
 	adv    sync.Mutex // held through an Advance: Advances run one at a time
 	mu     sync.Mutex
@@ -50,6 +53,8 @@ type FakeStats struct {
 }
 
 // FakeTimer is a timer armed by [Fake.AfterFunc]. It satisfies [Timer].
+// A nil or zero *FakeTimer, and one from a nil *Fake, belongs to no clock
+// and never fires: Stop and Reset report false and do nothing.
 type FakeTimer struct {
 	c   *Fake
 	at  time.Duration // due, on the monotonic reading
@@ -67,6 +72,9 @@ func NewFake(wall time.Time, mono time.Duration) *Fake {
 
 // Now returns the wall reading, without a monotonic reading of its own.
 func (c *Fake) Now() time.Time {
+	if c == nil {
+		return time.Time{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Now++
@@ -75,6 +83,9 @@ func (c *Fake) Now() time.Time {
 
 // Monotonic returns the monotonic reading.
 func (c *Fake) Monotonic() time.Duration {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Monotonic++
@@ -84,6 +95,9 @@ func (c *Fake) Monotonic() time.Duration {
 // AfterFunc arms a timer that calls f when an Advance reaches d from now
 // (d <= 0: on the next Advance), and returns it; a [*FakeTimer].
 func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
+	if c == nil {
+		return &FakeTimer{f: f}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.AfterFunc++
@@ -105,6 +119,9 @@ func (c *Fake) arm(t *FakeTimer, d time.Duration) {
 // Stop prevents t's call if it has not started, and reports whether it
 // did so, as [time.Timer.Stop] does.
 func (t *FakeTimer) Stop() bool {
+	if t == nil || t.c == nil {
+		return false
+	}
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
 	return t.c.disarm(t)
@@ -125,6 +142,9 @@ func (c *Fake) disarm(t *FakeTimer) bool {
 // as [time.Timer.Reset] does. A reset timer is ordered among timers due
 // at the same instant as one armed at the reset.
 func (t *FakeTimer) Reset(d time.Duration) bool {
+	if t == nil || t.c == nil {
+		return false
+	}
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
 	was := t.on
@@ -139,6 +159,9 @@ func (t *FakeTimer) Reset(d time.Duration) bool {
 // Advances run one at a time: one called while another runs its timers
 // waits for it, then moves the clock on by its own d.
 func (c *Fake) Advance(d time.Duration) {
+	if c == nil {
+		return
+	}
 	c.adv.Lock()
 	defer c.adv.Unlock()
 	c.mu.Lock()
@@ -170,6 +193,9 @@ func (c *Fake) Advance(d time.Duration) {
 // Jump moves the wall reading by d, which may be negative, and not the
 // monotonic one.
 func (c *Fake) Jump(d time.Duration) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.wall = c.wall.Add(d)
@@ -177,6 +203,9 @@ func (c *Fake) Jump(d time.Duration) {
 
 // Pending returns how many timers are armed and have not fired.
 func (c *Fake) Pending() int {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.timers)
@@ -185,6 +214,9 @@ func (c *Fake) Pending() int {
 // Stats returns how many calls each method of the Clock interface has
 // had.
 func (c *Fake) Stats() FakeStats {
+	if c == nil {
+		return FakeStats{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stats

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 )
 
 var wall = time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
@@ -108,4 +109,53 @@ func TestFake_CK6_Concurrent(t *testing.T) {
 	c.Advance(time.Second)
 	assert.Zero(t, c.Pending())
 	assert.Equal(t, 400*time.Millisecond+time.Second, c.Monotonic())
+}
+
+// TestFake_NZ1_NilFake calls every exported method of a nil *Fake and of
+// the timers it arms: a clock that never moves, whose timers never fire.
+func TestFake_NZ1_NilFake(t *testing.T) {
+	var c *clock.Fake
+	fired := false
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Now", Call: func() any { return c.Now() }, Want: time.Time{}},
+		{Name: "Monotonic", Call: func() any { return c.Monotonic() }, Want: time.Duration(0)},
+		{Name: "AfterFunc", Call: func() any {
+			timer := c.AfterFunc(0, func() { fired = true }).(*clock.FakeTimer)
+			c.Advance(time.Hour)
+			return []any{timer.Reset(time.Second), timer.Stop(), fired, c.Pending()}
+		}, Want: []any{false, false, false, 0}},
+		{Name: "Advance", Call: func() any { c.Advance(time.Hour); return c.Monotonic() }, Want: time.Duration(0)},
+		{Name: "Jump", Call: func() any { c.Jump(time.Hour); return c.Now() }, Want: time.Time{}},
+		{Name: "Pending", Call: func() any { return c.Pending() }, Want: 0},
+		{Name: "Stats", Call: func() any { return c.Stats() }, Want: clock.FakeStats{}},
+		{Name: "Sleep", Call: func() any {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			return clock.Sleep(ctx, c, time.Second)
+		}, Want: context.Canceled},
+	})
+}
+
+// TestFakeTimer_NZ1_NilAndZeroFakeTimer: a timer of no clock never fires,
+// and Stop and Reset say it was not pending.
+func TestFakeTimer_NZ1_NilAndZeroFakeTimer(t *testing.T) {
+	var nilTimer *clock.FakeTimer
+	zero := new(clock.FakeTimer)
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "nil Stop", Call: func() any { return nilTimer.Stop() }, Want: false},
+		{Name: "nil Reset", Call: func() any { return nilTimer.Reset(time.Second) }, Want: false},
+		{Name: "zero Stop", Call: func() any { return zero.Stop() }, Want: false},
+		{Name: "zero Reset", Call: func() any { return zero.Reset(time.Second) }, Want: false},
+	})
+}
+
+// TestFake_NZ1_ZeroFakeIsNewFakeAtZero: the zero Fake is NewFake(time.Time{}, 0).
+func TestFake_NZ1_ZeroFakeIsNewFakeAtZero(t *testing.T) {
+	var c clock.Fake
+	fired := false
+	c.AfterFunc(time.Second, func() { fired = true })
+	c.Advance(time.Second)
+	assert.True(t, fired)
+	assert.Equal(t, time.Second, c.Monotonic())
+	assert.Equal(t, time.Time{}.Add(time.Second), c.Now())
 }

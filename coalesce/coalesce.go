@@ -3,7 +3,6 @@ package coalesce
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime/debug"
 	"sync"
 
@@ -16,25 +15,9 @@ import (
 // PanicError is the value every caller sharing a call panics with when the
 // inner service panicked during that call. The panic happened on another
 // goroutine, so it is passed to each caller and raised again there, with
-// the stack of the original panic.
-type PanicError struct {
-	// Value is the value the inner service panicked with.
-	Value any
-	// Stack is the stack of the goroutine that panicked, taken where the
-	// panic was recovered, as runtime/debug.Stack formats it.
-	Stack []byte
-}
-
-// Error reports the panic value and the original stack.
-func (p *PanicError) Error() string {
-	return fmt.Sprintf("coalesce: inner service panicked: %v\n\n%s", p.Value, p.Stack)
-}
-
-// Unwrap returns Value if it is an error, and nil otherwise.
-func (p *PanicError) Unwrap() error {
-	err, _ := p.Value.(error)
-	return err
-}
+// the stack of the original panic. It is [rampart.PanicError], the value
+// every layer raises a panic of another goroutine with.
+type PanicError = rampart.PanicError
 
 // NewLayer returns a layer that coalesces concurrent calls with equal keys:
 // while a call for cfg.Key(req) is in flight, further calls with that key do

@@ -159,6 +159,32 @@ func TestLayer_PanicReachesEveryCaller(t *testing.T) {
 	})
 }
 
+// A shared call that panicked leaves nothing behind for its key: the
+// next call with that key makes a call of its own and gets its answer,
+// rather than joining a call that will never answer (a fault reported of
+// hand-made singleflights, golang/go#33519, cockroachdb/cockroach#174960).
+func TestLayer_PanicLeavesNoStaleCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		svc := build(t, rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) {
+			if calls.Add(1) == 1 {
+				panic(errBoom)
+			}
+			return "second", nil
+		}))
+		func() {
+			defer func() { assert.IsType(t, &coalesce.PanicError{}, recover()) }()
+			_, _ = svc.Call(t.Context(), "k")
+		}()
+
+		resp, err := svc.Call(t.Context(), "k")
+
+		require.NoError(t, err)
+		assert.Equal(t, "second", resp)
+		assert.Equal(t, int32(2), calls.Load())
+	})
+}
+
 func TestLayer_CallerLeavingDetachesOnlyThatCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newGate()

@@ -163,7 +163,9 @@ const minSamples = 10
 // The zero AdaptiveLimiter has no slots, as the zero Limiter: Limit and
 // InFlight are 0, Ready is false, Acquire refuses at once with a
 // RetryAfter of the largest time.Duration, TryAcquire fails, and
-// [NewLayer] refuses it. Make one with [NewAdaptive].
+// [NewLayer] refuses it. Make one with [NewAdaptive]. A nil
+// *AdaptiveLimiter is the same (Baseline is 0, Release does nothing, Tune
+// is an error).
 type AdaptiveLimiter struct {
 	// Set by NewAdaptive, never modified.
 	made  bool      // the zero AdaptiveLimiter, not made by NewAdaptive, has no slots
@@ -390,16 +392,29 @@ func (l *AdaptiveLimiter) Tune(t AdaptiveTuning) error {
 }
 
 // Limit returns the current limit: how many calls may run at once now.
-func (l *AdaptiveLimiter) Limit() int { return int(l.limit.Load()) }
+func (l *AdaptiveLimiter) Limit() int {
+	if l == nil {
+		return 0
+	}
+	return int(l.limit.Load())
+}
 
 // InFlight returns how many slots are held right now. It may exceed Limit
 // for a while after the limit drops: calls in flight finish, and no new
 // one starts until InFlight is below Limit.
-func (l *AdaptiveLimiter) InFlight() int { return int(l.inFlight.Load()) }
+func (l *AdaptiveLimiter) InFlight() int {
+	if l == nil {
+		return 0
+	}
+	return int(l.inFlight.Load())
+}
 
 // Baseline returns the latency the limiter takes for the dependency's
 // unloaded latency, 0 before the first window closes.
 func (l *AdaptiveLimiter) Baseline() time.Duration {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.baseline
@@ -409,14 +424,14 @@ func (l *AdaptiveLimiter) Baseline() time.Duration {
 // waiting: one is free and no call waits for one. It is advisory, as
 // [Limiter.Ready] is, and what package loadshed uses.
 func (l *AdaptiveLimiter) Ready() bool {
-	return l.waiting.Load() == 0 && l.inFlight.Load() < l.limit.Load()
+	return l != nil && l.waiting.Load() == 0 && l.inFlight.Load() < l.limit.Load()
 }
 
 // TryAcquire takes a slot if one is free and no call waits in Acquire, and
 // reports whether it did. It never blocks. After it returns true, give the
 // Permit to [AdaptiveLimiter.Release] when the work is done.
 func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
-	if l.waiting.Load() > 0 {
+	if l == nil || l.waiting.Load() > 0 {
 		return Permit{}, false
 	}
 	n, ok := l.takeSlot()
@@ -436,13 +451,13 @@ func (l *AdaptiveLimiter) TryAcquire() (Permit, bool) {
 // it returns at once a [*LimitedError] matching ErrLimited whose
 // RetryAfter is the latest window's average latency (about when calls in
 // flight finish), 0 before the first window closes; do not modify it. The
-// zero AdaptiveLimiter returns at once a refusal whose RetryAfter is the
-// largest time.Duration.
+// zero AdaptiveLimiter, and a nil one, returns at once a refusal whose
+// RetryAfter is the largest time.Duration.
 //
 // Acquire allocates nothing when a slot is free; waiting allocates a
 // channel.
 func (l *AdaptiveLimiter) Acquire(ctx context.Context) (Permit, error) {
-	if !l.made {
+	if l == nil || !l.made {
 		return Permit{}, noSlots
 	}
 	if err := ctx.Err(); err != nil {
@@ -524,7 +539,7 @@ func (l *AdaptiveLimiter) Release(p Permit) { l.release(p, false) }
 func (l *AdaptiveLimiter) ReleaseFailed(p Permit) { l.release(p, true) }
 
 func (l *AdaptiveLimiter) release(p Permit, failed bool) {
-	if p.start == 0 || !decrementHeld(&l.inFlight) {
+	if l == nil || p.start == 0 || !decrementHeld(&l.inFlight) {
 		return
 	}
 	if p.start != untimed {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
@@ -86,7 +87,7 @@ func TestAdaptive_LM8_ZeroValue(t *testing.T) {
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, time.Duration(1<<63-1), le.RetryAfter())
-	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
+	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a nil or zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
 	l.Release(p) // the zero Permit: ignored
 	assert.Equal(t, 0, l.InFlight())
 
@@ -1137,4 +1138,32 @@ func TestAdaptiveTune_LM15_WhileCallsFlow(t *testing.T) {
 	assert.GreaterOrEqual(t, l.Limit(), 2)
 	assert.LessOrEqual(t, l.Limit(), 3)
 	assert.Equal(t, 0, l.InFlight())
+}
+
+// TestAdaptive_NZ1_NilAdaptiveLimiter calls every exported method of a
+// nil *AdaptiveLimiter: it has no slots, as the zero AdaptiveLimiter, and
+// nothing panics.
+func TestAdaptive_NZ1_NilAdaptiveLimiter(t *testing.T) {
+	var l *concurrency.AdaptiveLimiter
+	live := fixedAdaptive(t, 1, 0)
+	held, ok := live.TryAcquire() // a Permit that is not zero
+	require.True(t, ok)
+	defer live.Release(held)
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Limit", Call: func() any { return l.Limit() }, Want: 0},
+		{Name: "InFlight", Call: func() any { return l.InFlight() }, Want: 0},
+		{Name: "Baseline", Call: func() any { return l.Baseline() }, Want: time.Duration(0)},
+		{Name: "Ready", Call: func() any { return l.Ready() }, Want: false},
+		{Name: "ReadyFor", Call: func() any { return l.ReadyFor(rampart.WithCriticality(t.Context(), rampart.Critical)) }, Want: false},
+		{Name: "TryAcquire", Call: func() any { p, ok := l.TryAcquire(); return []any{p, ok} }, Want: []any{concurrency.Permit{}, false}},
+		{Name: "Acquire", Call: func() any {
+			p, err := l.Acquire(t.Context())
+			wait, hinted := rampart.RetryAfter(err)
+			return []any{p, err.Error(), errors.Is(err, concurrency.ErrLimited), wait, hinted}
+		}, Want: []any{concurrency.Permit{}, "concurrency: limit reached: the limiter has no slots (a nil or zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)", true, rampart.Forever, true}},
+		{Name: "Release", Call: func() any { l.Release(held); return l.InFlight() }, Want: 0},
+		{Name: "ReleaseFailed", Call: func() any { l.ReleaseFailed(held); return l.InFlight() }, Want: 0},
+		{Name: "Tune", Call: func() any { return l.Tune(concurrency.AdaptiveTuning{}).Error() }, Want: "concurrency: Tune of a nil *AdaptiveLimiter"},
+	})
+	assert.Equal(t, 1, live.InFlight(), "the nil limiter's releases left the live one's slot held")
 }

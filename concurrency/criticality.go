@@ -25,6 +25,9 @@ const reservedSlot time.Duration = -2
 // default call it is [Limiter.Ready]. It is what package loadshed asks
 // when it is given a Limiter.
 func (l *Limiter) ReadyFor(ctx context.Context) bool {
+	if l == nil {
+		return false
+	}
 	m := l.max.Load()
 	n := l.inFlight.Load()
 	if m == 0 {
@@ -153,6 +156,9 @@ func (l *Limiter) handReserve() {
 // default call it is [AdaptiveLimiter.Ready]. It is what package loadshed
 // asks when it is given an AdaptiveLimiter.
 func (l *AdaptiveLimiter) ReadyFor(ctx context.Context) bool {
+	if l == nil {
+		return false
+	}
 	lim := l.limit.Load()
 	n := l.inFlight.Load()
 	if lim == 0 {

@@ -11,7 +11,7 @@ import (
 // ErrLimited is the sentinel that every refusal by a concurrency limit
 // matches with [errors.Is], as it matches [rampart.ErrRefused]: no slot was free ([Refuse] mode), the line of
 // waiting calls was full ([AdaptiveConfig.MaxWaiting]), or the limiter has
-// no slots at all (a zero [Limiter] or [AdaptiveLimiter]). The inner
+// no slots at all (a nil or zero [Limiter] or [AdaptiveLimiter]). The inner
 // service was not called. The refusal is returned as a [*LimitedError].
 var ErrLimited = errors.New("concurrency: limit reached")
 
@@ -19,7 +19,8 @@ var ErrLimited = errors.New("concurrency: limit reached")
 // call. It matches [ErrLimited] and [rampart.ErrRefused] with [errors.Is],
 // and is a [rampart.Hint]. It has the methods and fields of
 // ratelimit.LimitedError, so code that handles one handles the other, and
-// [errors.Is] with either package's ErrLimited tells them apart.
+// [errors.Is] with either package's ErrLimited tells them apart. Its
+// methods accept a nil *LimitedError: Error is "<nil>", RetryAfter 0.
 type LimitedError struct {
 	// Wait is how long from the refusal until a slot is expected
 	// to free, when that is known, and 0 (no hint) when it is not. A [Limiter]
@@ -41,9 +42,12 @@ type LimitedError struct {
 // Error says that the limit was reached and, when known, how long until a
 // slot frees.
 func (e *LimitedError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	switch {
 	case e.Wait == rampart.Forever:
-		return "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)"
+		return "concurrency: limit reached: the limiter has no slots (a nil or zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)"
 	case e.PastDeadline:
 		return fmt.Sprintf("concurrency: limit reached: next slot in %v, at or past the context deadline", e.Wait)
 	case e.Wait > 0:
@@ -53,7 +57,12 @@ func (e *LimitedError) Error() string {
 }
 
 // RetryAfter returns Wait, making the error a [rampart.Hint].
-func (e *LimitedError) RetryAfter() time.Duration { return e.Wait }
+func (e *LimitedError) RetryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
+	return e.Wait
+}
 
 // Is reports whether target is [ErrLimited] or [rampart.ErrRefused].
 func (e *LimitedError) Is(target error) bool {

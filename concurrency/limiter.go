@@ -26,7 +26,8 @@ import (
 // usable one. The zero Limiter has no slots: Max and InFlight are 0, Ready
 // is false (so a loadshed layer watching it refuses every call), Acquire
 // refuses at once, TryAcquire fails, Release does nothing, and [NewLayer]
-// refuses it.
+// refuses it. A nil *Limiter is the same: it has no slots, and its
+// methods behave as the zero Limiter's (SetMax is an error).
 type Limiter struct {
 	// sem has room for math.MaxInt64 units, of which the Limiter itself
 	// holds all but Max (spare): SetMax changes the limit by giving spare
@@ -88,7 +89,12 @@ func New(max int) (*Limiter, error) {
 }
 
 // Max returns the number of slots.
-func (l *Limiter) Max() int { return int(l.max.Load()) }
+func (l *Limiter) Max() int {
+	if l == nil {
+		return 0
+	}
+	return int(l.max.Load())
+}
 
 // SetMax changes the number of slots to max while calls flow, or returns
 // an error naming max when max < 1 (or l is nil or a zero Limiter), changing
@@ -143,13 +149,18 @@ func (l *Limiter) SetMax(max int) error {
 // release their slots), plus the slots of the critical reserve critical calls hold (see the
 // package documentation, Criticality). It is two atomic loads, cheap
 // enough for metrics on every call.
-func (l *Limiter) InFlight() int { return int(l.inFlight.Load() + l.reserved.Load()) }
+func (l *Limiter) InFlight() int {
+	if l == nil {
+		return 0
+	}
+	return int(l.inFlight.Load() + l.reserved.Load())
+}
 
 // Ready reports whether a slot is free, so that a call arriving now would
 // not have to wait. It is advisory: another goroutine may take the slot
 // before the caller does. Package loadshed uses it to refuse work instead
 // of queueing it (Tower's load_shed).
-func (l *Limiter) Ready() bool { return l.inFlight.Load() < l.max.Load() }
+func (l *Limiter) Ready() bool { return l != nil && l.inFlight.Load() < l.max.Load() }
 
 // Acquire takes a slot, blocking until one is free or ctx is done. Callers
 // waiting for a slot get one in the order they called Acquire. On success
@@ -160,12 +171,13 @@ func (l *Limiter) Ready() bool { return l.inFlight.Load() < l.max.Load() }
 // if a slot is free), Acquire takes no slot and returns an error wrapping
 // ctx.Err(), so [errors.Is] finds [context.Canceled] or
 // [context.DeadlineExceeded]; that error does not match [ErrLimited]. The
-// zero Limiter never blocks: it returns a [*LimitedError] matching
-// ErrLimited whose RetryAfter says no slot will ever free.
+// zero Limiter, and a nil one, never blocks: it returns a
+// [*LimitedError] matching ErrLimited whose RetryAfter says no slot will
+// ever free.
 //
 // Acquire allocates nothing when a slot is free.
 func (l *Limiter) Acquire(ctx context.Context) error {
-	if l.sem == nil {
+	if l == nil || l.sem == nil {
 		return noSlots
 	}
 	if err := l.sem.Acquire(ctx, 1); err != nil {
@@ -179,7 +191,7 @@ func (l *Limiter) Acquire(ctx context.Context) error {
 // Acquire, and reports whether it did. It never blocks. After it returns
 // true the caller must call [Limiter.Release] once when its work is done.
 func (l *Limiter) TryAcquire() bool {
-	if l.sem == nil || !l.sem.TryAcquire(1) {
+	if l == nil || l.sem == nil || !l.sem.TryAcquire(1) {
 		return false
 	}
 	l.inFlight.Add(1)
@@ -195,7 +207,7 @@ func (l *Limiter) TryAcquire() bool {
 // them early (more than Max calls may then run until that caller's own
 // Release, which is ignored). Release once per successful acquisition.
 func (l *Limiter) Release() {
-	if decrementHeld(&l.inFlight) {
+	if l != nil && decrementHeld(&l.inFlight) {
 		if l.debt.Load() > 0 && l.payDebt() {
 			return
 		}

@@ -2,6 +2,7 @@ package concurrency_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -282,8 +284,28 @@ func TestLimiter_LM4_ZeroValue(t *testing.T) {
 	var le *concurrency.LimitedError
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, time.Duration(math.MaxInt64), le.RetryAfter())
-	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
+	assert.EqualError(t, err, "concurrency: limit reached: the limiter has no slots (a nil or zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)")
 	assert.False(t, l.TryAcquire())
 	l.Release()
 	assert.Zero(t, l.InFlight())
+}
+
+// TestLimiter_NZ1_NilLimiter calls every exported method of a nil
+// *Limiter: it has no slots, as the zero Limiter, and nothing panics.
+func TestLimiter_NZ1_NilLimiter(t *testing.T) {
+	var l *concurrency.Limiter
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Max", Call: func() any { return l.Max() }, Want: 0},
+		{Name: "InFlight", Call: func() any { return l.InFlight() }, Want: 0},
+		{Name: "Ready", Call: func() any { return l.Ready() }, Want: false},
+		{Name: "ReadyFor", Call: func() any { return l.ReadyFor(rampart.WithCriticality(t.Context(), rampart.Critical)) }, Want: false},
+		{Name: "Acquire", Call: func() any {
+			err := l.Acquire(t.Context())
+			wait, hinted := rampart.RetryAfter(err)
+			return []any{err.Error(), errors.Is(err, concurrency.ErrLimited), wait, hinted}
+		}, Want: []any{"concurrency: limit reached: the limiter has no slots (a nil or zero Limiter or AdaptiveLimiter; make one with New or NewAdaptive)", true, rampart.Forever, true}},
+		{Name: "TryAcquire", Call: func() any { return l.TryAcquire() }, Want: false},
+		{Name: "Release", Call: func() any { l.Release(); return l.InFlight() }, Want: 0},
+		{Name: "SetMax", Call: func() any { return l.SetMax(2).Error() }, Want: "concurrency: SetMax of a nil *Limiter"},
+	})
 }

@@ -202,8 +202,8 @@ type Config[Req, Resp any] struct {
 	Name string
 
 	// Observer, if not nil, is told about each copy the layer sends (an
-	// [observe.HedgeSent] event, on the goroutine of the timer that sends
-	// it, with the caller's context) and, for each call that sent at
+	// [observe.HedgeSent] event, on the copy's own goroutine before the
+	// copy is sent, with the caller's context) and, for each call that sent at
 	// least one, which copy won (an [observe.HedgeWon] event, on the
 	// caller's goroutine; none when every copy failed). A call answered
 	// before the delay reports nothing. See package observe.

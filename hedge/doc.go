@@ -69,7 +69,11 @@
 // goroutine of its own, started by a timer. Call returns only after every
 // attempt it started has returned, so no goroutine outlives a call:
 // cancelled losers are waited for, which takes as long as the inner service
-// takes to notice its cancelled context. A non-hedgeable request costs one
+// takes to notice its cancelled context. A panic on a hedge's goroutine is
+// recovered there and raised again on the caller's, as a
+// [*rampart.PanicError], once every attempt has returned (see [NewLayer]),
+// so hedging never turns a panic the caller could recover into one that
+// ends the program. A non-hedgeable request costs one
 // predicate call and nothing else. A hedgeable request answered before the
 // delay allocates a cancelable context, a timer and one record of the call;
 // each hedge adds a context and a goroutine. A learned delay adds two

@@ -15,7 +15,9 @@ import (
 // caller's context ended, each attempt's error normally wraps the context's
 // error, so errors.Is(err, context.Canceled) holds; and a server's
 // retry-after hint (a [rampart.Hint]) carried by any attempt is still
-// found by a retry layer outside.
+// found by a retry layer outside. Its methods accept a nil
+// *AllFailedError: Error is "<nil>" (as for a nil [*net.OpError]), Unwrap
+// nil, Timeout false.
 type AllFailedError struct {
 	// Errs holds one error per attempt, in the order the attempts were
 	// started: Errs[0] is the original request's. None is nil.
@@ -24,6 +26,9 @@ type AllFailedError struct {
 
 // Error lists the attempts' errors in the order the attempts were started.
 func (e *AllFailedError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "hedge: all %d attempts failed", len(e.Errs))
 	for i, err := range e.Errs {
@@ -33,7 +38,12 @@ func (e *AllFailedError) Error() string {
 }
 
 // Unwrap returns the attempts' errors, for [errors.Is] and [errors.As].
-func (e *AllFailedError) Unwrap() []error { return e.Errs }
+func (e *AllFailedError) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
+	return e.Errs
+}
 
 // Timeout reports whether any attempt failed with a timeout, so
 // [os.IsTimeout], and the Timeout method of a *url.Error or [net.Error]
@@ -43,6 +53,9 @@ func (e *AllFailedError) Unwrap() []error { return e.Errs }
 // a Timeout() bool method, as net.Error and context.DeadlineExceeded do,
 // returns true.
 func (e *AllFailedError) Timeout() bool {
+	if e == nil {
+		return false
+	}
 	for _, err := range e.Errs {
 		if t, ok := errors.AsType[interface {
 			error

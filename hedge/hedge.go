@@ -3,6 +3,8 @@ package hedge
 import (
 	"context"
 	"errors"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -60,10 +62,24 @@ import (
 // holding every attempt's error. When the caller's context ends, every
 // attempt is cancelled and their outcomes are returned the same way.
 //
-// The original attempt runs on the caller's goroutine, so a panic in it
-// reaches the caller, after the hedges have been cancelled and awaited.
-// Each hedge runs on a goroutine of its own; a panic there is not recovered
-// and ends the program with its own stack, as in errgroup.
+// Panics reach the caller whichever attempt they happen in. The original
+// attempt runs on the caller's goroutine, so its panic goes on from there,
+// after the hedges have been cancelled and awaited. Each hedge runs on a
+// goroutine of its own; a panic there (in the inner service, or in
+// cfg.Accept, cfg.Hint, cfg.Discard, the Observer or the Budget called
+// for it) is recovered on that goroutine, every other attempt is
+// cancelled and awaited, and Call panics on the caller's goroutine with a
+// [*rampart.PanicError] holding the value and the stack of the goroutine
+// that panicked. So a breaker above counts it as a failure, and a retry
+// layer above does not retry it, as with a panic of the original. A panic
+// ends the call even after an attempt was accepted: the accepted response
+// goes to cfg.Discard and is not returned, for a panic is a bug that an
+// answer from another replica must not hide. When several attempts panic,
+// the caller sees the first panic of the call; a crash prints both when
+// the original attempt's came second. A hedge that exits its goroutine
+// with runtime.Goexit (t.FailNow in a test double) makes Call exit the
+// caller's goroutine the same way, after the other attempts are awaited,
+// as it would have had the copy run there.
 func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], error) {
 	s, err := cfg.validate()
 	if err != nil {
@@ -127,12 +143,23 @@ func (s *service[Req, Resp]) Call(ctx context.Context, req Req) (Resp, error) {
 	}()
 	start := time.Now()
 	resp, err := s.inner.Call(actx, req)
-	normal = true
 	c.finish(0, start, resp, err)
+	normal = true
 
 	// Every hedge and the timer hold a slot in wg, so after Wait nothing
 	// touches c again and its fields are read without the lock.
 	c.wg.Wait()
+	if c.failed {
+		// A hedge panicked or exited its goroutine: its end is raised
+		// here, on the caller's goroutine, now that every attempt has
+		// returned.
+		c.cancelAllBut(-1)
+		c.discardKept()
+		if c.panicked != nil {
+			panic(c.panicked)
+		}
+		runtime.Goexit()
+	}
 	if s.obs != nil && c.won && c.started > 1 {
 		s.obs.Observe(ctx, observe.Event{Source: observe.Hedge, Name: s.name, Kind: observe.HedgeWon, Attempt: c.kept + 1})
 	}
@@ -170,7 +197,9 @@ type call[Req, Resp any] struct {
 	inflight int                                  // guarded by mu; attempts not yet returned
 	won      bool                                 // guarded by mu; an attempt was accepted
 	wonAt    time.Time                            // guarded by mu; when, if won and a delay is learned
-	aborted  bool                                 // guarded by mu; the original attempt panicked
+	aborted  bool                                 // guarded by mu; the original attempt panicked or a hedge failed
+	failed   bool                                 // guarded by mu; a hedge (or the timer) panicked or exited its goroutine before any other attempt did
+	panicked *rampart.PanicError                  // guarded by mu; what the failed hedge panicked with, nil for runtime.Goexit
 	kept     int                                  // guarded by mu; the attempt whose outcome is in resp and err, or -1
 	resp     Resp                                 // guarded by mu; the outcome Call returns unless every attempt failed
 	err      error                                // guarded by mu
@@ -181,7 +210,20 @@ type call[Req, Resp any] struct {
 // context of its own, unless the call no longer wants one.
 func (c *call[Req, Resp]) hedge() {
 	c.mu.Lock()
-	if c.stopped || c.parent.Err() != nil || !c.s.budget.Withdraw() {
+	// The Budget may be the user's: if Withdraw panics, c.mu is released
+	// and the panic goes to the caller as a hedge's does; the timer's
+	// slot in wg is its own to release, since it has fired.
+	normal := false
+	defer func() {
+		if !normal {
+			c.mu.Unlock()
+			c.fail(recover())
+			c.wg.Done()
+		}
+	}()
+	refused := c.stopped || c.parent.Err() != nil || !c.s.budget.Withdraw()
+	normal = true
+	if refused {
 		c.stopped = true
 		c.mu.Unlock()
 		c.wg.Done()
@@ -205,20 +247,53 @@ func (c *call[Req, Resp]) hedge() {
 	// follows: a loser's elapsed time at the win is never negative.
 	start := time.Now()
 	c.mu.Unlock()
-	if c.s.obs != nil {
-		c.s.obs.Observe(c.parent, observe.Event{Source: observe.Hedge, Name: c.s.name, Kind: observe.HedgeSent, Attempt: i + 1, Duration: c.delay})
-	}
 	go c.run(i, start, actx)
 }
 
-// run is hedge number i on its own goroutine.
+// run is hedge number i on its own goroutine. Everything the user gave
+// that runs for the hedge runs here, inside the recovery: the Observer,
+// the inner service, Accept, Hint and Discard.
 func (c *call[Req, Resp]) run(i int, start time.Time, ctx context.Context) {
 	defer c.wg.Done()
+	normal := false
+	defer func() {
+		if !normal {
+			c.fail(recover())
+		}
+	}()
+	if c.s.obs != nil {
+		c.s.obs.Observe(c.parent, observe.Event{Source: observe.Hedge, Name: c.s.name, Kind: observe.HedgeSent, Attempt: i + 1, Duration: c.delay})
+	}
 	resp, err := c.s.inner.Call(ctx, c.req)
 	if err != nil && c.s.refunder != nil && errors.Is(err, rampart.ErrRefused) {
 		c.s.refunder.Refund() // a layer below refused the hedge: it was not sent
 	}
 	c.finish(i, start, resp, err)
+	normal = true
+}
+
+// fail runs on a hedge's goroutine, or the timer's, that is ending with a
+// panic (r is its value) or with runtime.Goexit (r is nil; since Go 1.21
+// panic(nil) recovers a *runtime.PanicNilError). Unless another attempt
+// ended the call that way first, it decides the call: no more hedges, no
+// answer, every attempt cancelled; Call raises it once all have returned.
+// The stack is taken here, where the panicking frames are still on the
+// goroutine's stack.
+func (c *call[Req, Resp]) fail(r any) {
+	var p *rampart.PanicError
+	if r != nil {
+		p = &rampart.PanicError{Value: r, Stack: debug.Stack()}
+	}
+	c.mu.Lock()
+	first := !c.aborted
+	if first {
+		c.aborted, c.failed, c.panicked = true, true, p
+		c.stopLocked()
+	}
+	c.mu.Unlock()
+	if first {
+		c.cancelAllBut(-1)
+	}
 }
 
 // finish records the outcome of attempt i, which started at start. The
@@ -339,8 +414,13 @@ func (c *call[Req, Resp]) stopLocked() {
 	}
 }
 
-// abort runs when the original attempt panicked: it stops hedging, cancels
-// and awaits the hedges, and discards any answer, since none is returned.
+// abort runs on the caller's goroutine when the original attempt (or
+// Accept, Hint or Discard called for it) panicked or exited the goroutine:
+// it stops hedging, cancels and awaits the hedges, and discards any
+// answer, since none is returned. The original's panic then goes on,
+// unless a hedge panicked first: that panic, the first of the call, is
+// raised here in its place (the runtime prints both if neither is
+// recovered, and a recover sees the first).
 func (c *call[Req, Resp]) abort() {
 	c.mu.Lock()
 	c.aborted = true
@@ -348,6 +428,16 @@ func (c *call[Req, Resp]) abort() {
 	c.mu.Unlock()
 	c.cancelAllBut(-1)
 	c.wg.Wait()
+	c.discardKept()
+	if c.panicked != nil {
+		panic(c.panicked)
+	}
+}
+
+// discardKept passes the response kept for the answer, if any, to
+// Discard, when the call ends in a panic and returns none. Every attempt
+// must have returned.
+func (c *call[Req, Resp]) discardKept() {
 	if c.kept >= 0 && c.s.discard != nil {
 		c.s.discard(c.resp)
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -343,7 +344,7 @@ func TestHedge_TO3_FirstSuccessWinsAndLosersAreDiscarded(t *testing.T) {
 	}
 }
 
-func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
+func TestHedge_HG1_PanicInOriginalAttemptReachesCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hedges := newBackend(step{latency: 100 * ms})
 		var calls atomic.Int32
@@ -370,6 +371,326 @@ func TestHedge_PanicInOriginalAttemptReachesCaller(t *testing.T) {
 		assert.Equal(t, 15*ms, time.Since(start))
 		assert.Zero(t, hedges.inflight.Load(), "the hedge was awaited before the panic went on")
 		assert.Equal(t, []string{"10ms start 0", "15ms cancelled 0"}, hedges.Log())
+	})
+}
+
+// blowup scripts an attempt that panics with value, or exits its
+// goroutine with runtime.Goexit when value is nil, once after has passed.
+type blowup struct {
+	after time.Duration
+	value any
+}
+
+// blowingUp is an inner service whose attempts numbered in at (0 for the
+// original, in the order they arrive) blow up as scripted and log it in
+// b's log; the others go to b.
+func blowingUp(b *backend, at map[int]blowup) rampart.Service[string, string] {
+	var n atomic.Int32
+	return rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+		k := int(n.Add(1) - 1)
+		bu, ok := at[k]
+		if !ok {
+			return b.Call(ctx, req)
+		}
+		time.Sleep(bu.after)
+		b.logf("blow up attempt %d", k)
+		if bu.value == nil {
+			runtime.Goexit()
+		}
+		panic(bu.value)
+	})
+}
+
+// ending is how a call made on a goroutine of its own ended.
+type ending struct {
+	panicked any  // the recovered value
+	exited   bool // runtime.Goexit
+	took     time.Duration
+}
+
+// callEnding calls svc on a goroutine of its own, which survives neither
+// a panic nor runtime.Goexit, and says how the call ended.
+func callEnding(svc rampart.Service[string, string], ctx context.Context) ending {
+	var e ending
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		returned := false
+		defer close(done)
+		defer func() {
+			e.panicked = recover()
+			e.exited = !returned && e.panicked == nil
+			e.took = time.Since(start)
+		}()
+		_, _ = svc.Call(ctx, "req")
+		returned = true
+	}()
+	<-done
+	return e
+}
+
+// The value a hedge panicked with reaches the caller as a
+// *rampart.PanicError holding it and the hedge's stack, once the original
+// has been cancelled and awaited; before, the panic ended the program
+// from the hedge's goroutine.
+func TestHedge_HG1_PanicInHedgeReachesCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms})
+		errBoom := errors.New("boom")
+		var d discards
+		svc, err := wrap.Service(blowingUp(b, map[int]blowup{1: {after: 5 * ms, value: errBoom}}), hedge.NewLayer, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms, Discard: d.Discard,
+		})
+		require.NoError(t, err)
+
+		e := callEnding(svc, context.Background())
+
+		pe, ok := e.panicked.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", e.panicked)
+		assert.Same(t, errBoom, pe.Value)
+		assert.ErrorIs(t, pe, errBoom)
+		assert.Contains(t, string(pe.Stack), "blowingUp", "the stack of the hedge's goroutine, where it panicked")
+		assert.Contains(t, pe.Error(), "boom")
+		assert.Equal(t, 15*ms, e.took)
+		assert.Equal(t, []string{"0s start 0", "15ms blow up attempt 1", "15ms cancelled 0"}, b.Log())
+		assert.Zero(t, b.inflight.Load(), "the original was awaited before the panic went on")
+		assert.Equal(t, []string{""}, d.got(), "the original's cancelled response")
+	})
+}
+
+// A panic ends the call even after another attempt was accepted: the
+// answer goes to Discard, as it does when the original panics after a
+// hedge has won, and the caller gets the panic when the panicking attempt
+// returns (here it ignores its cancelled context).
+func TestHedge_HG1_PanicWinsOverAnAcceptedAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 15 * ms})
+		var d discards
+		inner := blowingUp(b, map[int]blowup{1: {after: 20 * ms, value: "late boom"}})
+		svc, err := wrap.Service(inner, hedge.NewLayer, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms, Discard: d.Discard,
+		})
+		require.NoError(t, err)
+
+		e := callEnding(svc, context.Background())
+
+		pe, ok := e.panicked.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", e.panicked)
+		assert.Equal(t, "late boom", pe.Value)
+		assert.Equal(t, 30*ms, e.took)
+		assert.Equal(t, []string{"req#0"}, d.got(), "the accepted answer, not returned")
+	})
+}
+
+// A hedge that exits its goroutine (t.FailNow in a test double) makes the
+// caller's goroutine exit too, after the original is awaited, as if the
+// copy had run there; before, the call went on as if the copy had never
+// returned.
+func TestHedge_HG1_GoexitInHedgeEndsTheCallersGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms})
+		svc, err := wrap.Service(blowingUp(b, map[int]blowup{1: {after: 5 * ms}}), hedge.NewLayer, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
+		})
+		require.NoError(t, err)
+
+		e := callEnding(svc, context.Background())
+
+		assert.Equal(t, ending{exited: true, took: 15 * ms}, e)
+		assert.Equal(t, []string{"0s start 0", "15ms blow up attempt 1", "15ms cancelled 0"}, b.Log())
+	})
+}
+
+// When two attempts panic, the caller sees the first panic of the call,
+// whichever attempt it was on; the second is dropped (a crash would print
+// both when the original's came second).
+func TestHedge_HG1_TwoPanics_TheFirstReachesTheCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		at   map[int]blowup
+		want any
+		took time.Duration
+	}{
+		{
+			name: "hedge first",
+			at:   map[int]blowup{0: {after: 20 * ms, value: "original"}, 1: {after: 5 * ms, value: "copy"}},
+			want: "copy", took: 20 * ms,
+		},
+		{
+			name: "original first",
+			at:   map[int]blowup{0: {after: 12 * ms, value: "original"}, 1: {after: 5 * ms, value: "copy"}},
+			want: "original", took: 15 * ms,
+		},
+		{
+			name: "two hedges",
+			at:   map[int]blowup{0: {after: 50 * ms, value: "original"}, 1: {after: 30 * ms, value: "copy 1"}, 2: {after: 5 * ms, value: "copy 2"}},
+			want: "copy 2", took: 50 * ms,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				svc, err := wrap.Service(blowingUp(newBackend(), tc.at), hedge.NewLayer, hedge.Config[string, string]{
+					Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms, MaxAttempts: 3,
+				})
+				require.NoError(t, err)
+
+				e := callEnding(svc, context.Background())
+
+				got := e.panicked
+				if pe, ok := got.(*rampart.PanicError); ok {
+					got = pe.Value
+				}
+				assert.Equal(t, tc.want, got)
+				assert.Equal(t, tc.took, e.took)
+			})
+		})
+	}
+}
+
+// A panic of user code that runs for a hedge on the layer's goroutines
+// (the Observer told of the copy, Accept and Discard called for its
+// outcome, a Budget's Withdraw on the timer's goroutine) reaches the
+// caller as the inner service's does; before, each ended the program.
+func TestHedge_HG1_PanicInCallbacksOfAHedgeReachesCaller(t *testing.T) {
+	type cfg = hedge.Config[string, string]
+	for _, tc := range []struct {
+		name string
+		cfg  func(*cfg)
+	}{
+		{name: "Observer", cfg: func(c *cfg) {
+			c.Observer = observe.Func(func(_ context.Context, e observe.Event) {
+				if e.Kind == observe.HedgeSent {
+					panic("callback")
+				}
+			})
+		}},
+		{name: "Accept", cfg: func(c *cfg) {
+			c.Accept = func(resp string, err error) bool {
+				if resp == "req#1" {
+					panic("callback")
+				}
+				return err == nil
+			}
+		}},
+		{name: "Discard", cfg: func(c *cfg) {
+			c.Discard = func(resp string) {
+				if resp == "req#1" {
+					panic("callback")
+				}
+			}
+		}},
+		{name: "Budget", cfg: func(c *cfg) { c.Budget = panickyBudget{} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// The original answers at 30 ms; the copy, sent at 10 ms,
+				// at 15 ms: it wins unless something panics for it.
+				b := newBackend(step{latency: 30 * ms}, step{latency: 5 * ms})
+				c := cfg{Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms}
+				if tc.name == "Discard" {
+					b = newBackend(step{latency: 15 * ms}, step{latency: 10 * ms, ignoreCtx: true})
+				}
+				tc.cfg(&c)
+				svc := newHedged(t, b, c)
+
+				e := callEnding(svc, context.Background())
+
+				pe, ok := e.panicked.(*rampart.PanicError)
+				require.True(t, ok, "panic value %#v", e.panicked)
+				assert.Equal(t, "callback", pe.Value)
+				assert.Zero(t, b.inflight.Load())
+			})
+		})
+	}
+}
+
+// A panic in Accept judging the original's outcome, on the caller's
+// goroutine, goes on once the hedges have been cancelled and awaited, as
+// the original's own panic does; before, it left the copy running after
+// the caller had gone.
+func TestHedge_HG1_PanicInAcceptOfTheOriginalAwaitsTheHedges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 15 * ms}, step{latency: 100 * ms})
+		svc := newHedged(t, b, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budgettest.New(10), Delay: 10 * ms,
+			Accept: func(resp string, err error) bool {
+				if resp == "req#0" {
+					panic("callback")
+				}
+				return err == nil
+			},
+		})
+
+		e := callEnding(svc, context.Background())
+
+		assert.Equal(t, ending{panicked: "callback", took: 15 * ms}, e)
+		assert.Zero(t, b.inflight.Load(), "the copy was awaited before the panic went on")
+		assert.Equal(t, []string{"0s start 0", "10ms start 1", "15ms answer 0", "15ms cancelled 1"}, b.Log())
+	})
+}
+
+// panickyBudget is a user's Budget whose Withdraw panics.
+type panickyBudget struct{}
+
+func (panickyBudget) Deposit()       {}
+func (panickyBudget) Withdraw() bool { panic("callback") }
+
+// A breaker above a hedge layer counts a hedge's panic as one failure,
+// as it counts the original's (CB7), and a retry layer above does not
+// retry it: the panic goes through both. Before, the program ended.
+func TestHedge_HG1_BreakerAboveCountsAHedgesPanicOnceAndRetryDoesNotRetryIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms})
+		var calls atomic.Int32
+		inner := blowingUp(b, map[int]blowup{1: {after: 5 * ms, value: "boom"}})
+		counted := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			calls.Add(1)
+			return inner.Call(ctx, req)
+		})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+		require.NoError(t, err)
+		backoff, err := retry.NewConstant(ms)
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[string, string]().
+			With(retry.NewLayer(retry.Config[string, string]{MaxAttempts: 3, Budget: budget.Always, Backoff: backoff})).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
+			With(hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budget.Always, Delay: 10 * ms})).
+			Service(counted)
+
+		e := callEnding(svc, context.Background())
+
+		pe, ok := e.panicked.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", e.panicked)
+		assert.Equal(t, "boom", pe.Value)
+		assert.Equal(t, int32(2), calls.Load(), "the original and its copy, once: no retry")
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 1},
+		}, br.State(), "one failure")
+	})
+}
+
+// In the canonical order, a breaker below the hedge layer (one permit per
+// attempt): the copy's panic is one failure of the breaker, recorded on
+// the copy's goroutine (CB7), and the original, cancelled because of it,
+// is ignored; the caller gets the panic.
+func TestHedge_HG1_BreakerBelowCountsTheCopysPanicOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBackend(step{latency: 100 * ms})
+		br, err := circuitbreaker.New(circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 2}})
+		require.NoError(t, err)
+		svc := rampart.NewBuilder[string, string]().
+			With(hedge.NewLayer(hedge.Config[string, string]{Hedgeable: always, Budget: budget.Always, Delay: 10 * ms})).
+			Layer(circuitbreaker.NewLayer[string, string](br, nil)).
+			Service(blowingUp(b, map[int]blowup{1: {after: 5 * ms, value: "boom"}}))
+
+		e := callEnding(svc, context.Background())
+
+		pe, ok := e.panicked.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", e.panicked)
+		assert.Equal(t, "boom", pe.Value)
+		assert.Equal(t, circuitbreaker.Snapshot{
+			State: circuitbreaker.Closed, Counts: circuitbreaker.Counts{ConsecutiveFailures: 1},
+		}, br.State(), "one failure; the cancelled original ignored")
 	})
 }
 
@@ -774,6 +1095,75 @@ func TestHedge_Hammer(t *testing.T) {
 		assert.LessOrEqual(t, granted, deposits/10, "within the budget's Ratio")
 		assert.Positive(t, granted, "the test should hedge")
 		assert.Equal(t, responses.Load(), returned.Load()+discarded.Load(), "every response returned or discarded")
+	})
+}
+
+// Many calls at once, with attempts that panic now and then, on the
+// original and on copies, before or after another attempt won: each call
+// either returns its own answer or panics with its own panic (the raw
+// value when the original's came first, a *rampart.PanicError when a
+// copy's did), every response is returned or discarded, and no attempt
+// outlives its call (the goroutine check of TestMain; run with -race).
+func TestHedge_HG1_HammerWithPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const workers, perWorker = 16, 100
+		var inflight, responses, discarded atomic.Int64
+		inner := rampart.ServiceFunc[string, string](func(ctx context.Context, req string) (string, error) {
+			inflight.Add(1)
+			defer inflight.Add(-1)
+			time.Sleep(rand.N(30 * time.Millisecond)) // ignores ctx: losers come late
+			if rand.N(8) == 0 {
+				panic("boom " + req)
+			}
+			responses.Add(1)
+			return "ok " + req, nil
+		})
+		svc, err := wrap.Service(rampart.Service[string, string](inner), hedge.NewLayer, hedge.Config[string, string]{
+			Hedgeable: always, Budget: budget.Always, MaxAttempts: 3, Delay: 5 * time.Millisecond,
+			Discard: func(resp string) {
+				if resp != "" {
+					discarded.Add(1)
+				}
+			},
+		})
+		require.NoError(t, err)
+
+		var returned, panicked, wrong atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range perWorker {
+					req := fmt.Sprintf("%d-%d", w, i)
+					func() {
+						defer func() {
+							v := recover()
+							if pe, ok := v.(*rampart.PanicError); ok {
+								v = pe.Value
+							}
+							switch v {
+							case nil:
+							case "boom " + req:
+								panicked.Add(1)
+							default:
+								wrong.Add(1) // a panic that is not this call's
+							}
+						}()
+						resp, err := svc.Call(context.Background(), req)
+						if err != nil || resp != "ok "+req {
+							wrong.Add(1)
+						}
+						returned.Add(1)
+					}()
+				}
+			})
+		}
+		wg.Wait()
+
+		assert.Equal(t, int64(workers*perWorker), returned.Load()+panicked.Load(), "every call returned or panicked once")
+		assert.Zero(t, wrong.Load())
+		assert.Positive(t, panicked.Load(), "the test should panic")
+		assert.Equal(t, responses.Load(), returned.Load()+discarded.Load(), "every response returned or discarded")
+		assert.Zero(t, inflight.Load())
 	})
 }
 

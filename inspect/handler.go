@@ -58,6 +58,9 @@ type breakerRow struct {
 // record bounded by the request's deadline or else DefaultFleetTimeout.
 // Safe for concurrent use.
 func (r *Registry) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r == nil {
+		r = new(Registry) // nothing registered, nothing will change
+	}
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "inspect: method not allowed: "+req.Method, http.StatusMethodNotAllowed)

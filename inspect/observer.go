@@ -43,7 +43,12 @@ type record struct {
 // told of it, by the system's clock; a breaker whose cool-down has ended
 // is told of its move to half-open by the next call that finds it so.
 // Safe for concurrent use.
-func (r *Registry) Observer() observe.Observer { return (*observer)(r) }
+func (r *Registry) Observer() observe.Observer {
+	if r == nil {
+		return nil
+	}
+	return (*observer)(r)
+}
 
 // observer is the Registry's unbound Observer.
 type observer Registry

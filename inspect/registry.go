@@ -43,7 +43,10 @@ type Config struct {
 //
 // The zero Registry is ready to use with the defaults of Config. A
 // Registry is safe for concurrent use and must not be copied after first
-// use.
+// use. A nil *Registry holds nothing and never will: the Add methods and
+// [AddGroup] register nothing and return a remove function that does
+// nothing, Observer returns nil (no Observer), and Status and ServeHTTP
+// show an empty Registry.
 type Registry struct {
 	mu      sync.Mutex
 	entries []*entry       // guarded by mu; in the order added
@@ -88,6 +91,9 @@ func New(cfg Config) (*Registry, error) {
 // add registers v, replacing (in place) an earlier registration of the
 // same value, and returns the function that removes it.
 func (r *Registry) add(v any, e *entry) (remove func()) {
+	if r == nil {
+		return noop
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byValue == nil {
@@ -285,6 +291,9 @@ func (r *Registry) refused(source observe.Source, name string) int64 {
 // values are read from memory. Safe for concurrent use; it never blocks a
 // call through a registered value.
 func (r *Registry) Status(ctx context.Context) Status {
+	if r == nil {
+		r = new(Registry)
+	}
 	r.mu.Lock()
 	entries := slices.Clone(r.entries)
 	r.mu.Unlock()

@@ -1,6 +1,7 @@
 package inspect_test
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/inspect"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 )
 
 // TestRegistry_OP4_JSON checks the JSON of a registry holding one value of
@@ -152,7 +154,13 @@ func TestRegistry_OP4_Empty(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reg inspect.Registry
 		_, _, body := get(t, &reg, "/?format=json")
-		assert.Equal(t, `{
+		assert.Equal(t, emptyJSON, body)
+	})
+}
+
+// emptyJSON is the JSON of a Registry holding nothing, at the start of a
+// synctest bubble.
+const emptyJSON = `{
   "time": "2000-01-01T00:00:00Z",
   "breakers": [],
   "groups": [],
@@ -161,9 +169,7 @@ func TestRegistry_OP4_Empty(t *testing.T) {
   "fleets": [],
   "transitions": []
 }
-`, body)
-	})
-}
+`
 
 // TestRegistry_OP3_EvictedLeavesThePage checks that a breaker a group drops
 // for idleness leaves the page and its record goes with it, while the key
@@ -265,3 +271,46 @@ func TestNew_BadConfig(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestRegistry_NZ1_NilRegistry calls every exported method of a nil
+// *Registry (and AddGroup with one): it registers nothing, has no
+// Observer, and shows the empty page.
+func TestRegistry_NZ1_NilRegistry(t *testing.T) {
+	var reg *inspect.Registry
+	br := newBreaker(t, circuitbreaker.Config{Name: "db"})
+	g := new(circuitbreaker.Group[string])
+	b := new(budget.Budget)
+	lim, err := concurrency.New(1)
+	require.NoError(t, err)
+	fleet := fleetFunc(func(context.Context) (inspect.FleetRecord, error) { return inspect.FleetRecord{}, nil })
+	empty := inspect.Status{
+		Breakers: []inspect.BreakerStatus{}, Groups: []inspect.GroupStatus{}, Budgets: []inspect.BudgetStatus{},
+		Limiters: []inspect.LimiterStatus{}, Fleets: []inspect.FleetStatus{}, Transitions: []inspect.Transition{},
+	}
+	status := func() inspect.Status {
+		s := reg.Status(t.Context())
+		s.Time = time.Time{} // the time of the call
+		return s
+	}
+	removed := func(remove func()) any { remove(); return status() }
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "AddBreaker", Call: func() any { return removed(reg.AddBreaker(br)) }, Want: empty},
+		{Name: "AddGroup", Call: func() any { return removed(inspect.AddGroup(reg, "g", g)) }, Want: empty},
+		{Name: "AddBudget", Call: func() any { return removed(reg.AddBudget("b", b)) }, Want: empty},
+		{Name: "AddLimiter", Call: func() any { return removed(reg.AddLimiter("l", lim)) }, Want: empty},
+		{Name: "AddFleet", Call: func() any { return removed(reg.AddFleet(br, fleet)) }, Want: empty},
+		{Name: "Observer", Call: func() any { return reg.Observer() }, Want: nil},
+		{Name: "Status", Call: func() any { return status() }, Want: empty},
+	})
+	t.Run("ServeHTTP", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			code, _, body := get(t, reg, "/?format=json")
+			assert.Equal(t, http.StatusOK, code)
+			assert.Equal(t, emptyJSON, body)
+			start := time.Now()
+			code, _, _ = get(t, reg, "/?format=json&after=0") // nothing changes
+			assert.Equal(t, http.StatusOK, code)
+			assert.Equal(t, inspect.RefreshInterval, time.Since(start), "the long poll waits its whole interval")
+		})
+	})
+}

@@ -95,7 +95,8 @@ type ThrottleConfig struct {
 //
 // The zero Throttle has no window: Allow always returns true, Record counts
 // nothing, Probability and Counts return zeros, and [NewThrottleLayer]
-// refuses it. Make a Throttle with [NewThrottle].
+// refuses it. Make a Throttle with [NewThrottle]. A nil *Throttle is the
+// same.
 type Throttle struct {
 	k       float64
 	width   time.Duration // of one bucket
@@ -160,7 +161,7 @@ func NewThrottle(cfg ThrottleConfig) (*Throttle, error) {
 // caller sends the request and reports the outcome with [Throttle.Record]
 // (or reports nothing, if the caller itself gave up).
 func (t *Throttle) Allow() bool {
-	if len(t.buckets) == 0 { // the zero Throttle
+	if t == nil || len(t.buckets) == 0 { // a nil or zero Throttle
 		return true
 	}
 	period := t.period()
@@ -175,7 +176,7 @@ func (t *Throttle) Allow() bool {
 // accepted is true. Accepted means the backend handled the request rather
 // than refusing it for overload; see [NewThrottleLayer].
 func (t *Throttle) Record(accepted bool) {
-	if len(t.buckets) == 0 { // the zero Throttle
+	if t == nil || len(t.buckets) == 0 { // a nil or zero Throttle
 		return
 	}
 	b := t.bucket(t.period())
@@ -188,7 +189,7 @@ func (t *Throttle) Record(accepted bool) {
 // Probability returns the probability with which [Throttle.Allow] would
 // refuse a request now, between 0 and 1.
 func (t *Throttle) Probability() float64 {
-	if len(t.buckets) == 0 { // the zero Throttle
+	if t == nil || len(t.buckets) == 0 { // a nil or zero Throttle
 		return 0
 	}
 	return t.probability(t.period())
@@ -196,7 +197,7 @@ func (t *Throttle) Probability() float64 {
 
 // Counts returns the requests and accepts counted in the window now.
 func (t *Throttle) Counts() (requests, accepts int64) {
-	if len(t.buckets) == 0 { // the zero Throttle
+	if t == nil || len(t.buckets) == 0 { // a nil or zero Throttle
 		return 0, 0
 	}
 	return t.counts(t.period())

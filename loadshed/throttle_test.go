@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/loadshed"
@@ -413,4 +414,16 @@ func TestLoadShed_EV6_ThrottleRefused(t *testing.T) {
 	require.Equal(t, []observe.Event{
 		{Source: observe.LoadShed, Name: "backend", Kind: observe.Refused, Err: loadshed.ErrOverloaded},
 	}, rec.Events())
+}
+
+// TestThrottle_NZ1_NilThrottle calls every exported method of a nil
+// *Throttle: it is the zero Throttle, never refusing, counting nothing.
+func TestThrottle_NZ1_NilThrottle(t *testing.T) {
+	var th *loadshed.Throttle
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Allow", Call: func() any { return th.Allow() }, Want: true},
+		{Name: "Record", Call: func() any { th.Record(false); r, a := th.Counts(); return []int64{r, a} }, Want: []int64{0, 0}},
+		{Name: "Probability", Call: func() any { return th.Probability() }, Want: 0.0},
+		{Name: "Counts", Call: func() any { r, a := th.Counts(); return []int64{r, a} }, Want: []int64{0, 0}},
+	})
 }

@@ -12,12 +12,13 @@ import (
 // Observe is called synchronously, before the layer goes on, with the
 // context of the call the event belongs to (a context that carries the
 // call's trace span, say), on that call's goroutine except where a layer's
-// Config says otherwise (a hedge copy is reported by the timer that sends
-// it). An event that belongs to no call (a breaker's transition, a
+// Config says otherwise (a hedge copy is reported on its own goroutine,
+// before it is sent). An event that belongs to no call (a breaker's transition, a
 // budget's refusal) comes with [context.Background]. Observe must be safe for
 // concurrent use, return quickly and not block: it delays the call. It
 // must not keep ctx after it returns. A panic in Observe is not recovered
-// by the layer; it reaches the caller as any panic in the call does
+// by the layer; it reaches the caller as any panic in the call does, also
+// from a hedge copy's goroutine (see hedge.NewLayer)
 // (a breaker's transitions are the exception: their listeners' panics are
 // recovered as described at circuitbreaker's Config.ListenerPanic).
 //

@@ -171,7 +171,11 @@ type RetryConfig struct {
 
 // HedgeConfig configures hedging of unary calls ([ClientConfig.Hedge]).
 // Budget is required; every other zero field takes the default of the
-// matching [hedge.Config] field.
+// matching [hedge.Config] field. A copy that panics below the interceptor
+// (in the next interceptor of the chain, say) makes the caller's call
+// panic on its own goroutine, once the other copies have been cancelled
+// and awaited, with a [*rampart.PanicError] holding the value and the
+// copy's stack, as hedge.NewLayer says.
 type HedgeConfig struct {
 	// Budget bounds the hedges to a share of recent calls: every call that
 	// may be hedged deposits, every hedge withdraws. A *budget.Budget

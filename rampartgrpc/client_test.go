@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,6 +21,7 @@ import (
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
@@ -343,6 +345,45 @@ func TestUnary_GR7_HedgeAnswersFromTheFasterCopy(t *testing.T) {
 		assert.Equal(t, "hedge", resp.GetUsername())
 		assert.Equal(t, 40*time.Millisecond, time.Since(begin))
 		assert.Equal(t, int32(2), e.srv.calls.Load())
+	})
+}
+
+// A copy whose call panics below rampart's interceptor (here in the next
+// interceptor of the chain, on the copy's goroutine) makes the caller's
+// call panic with a *rampart.PanicError once the original has been
+// cancelled and awaited, as a panic of the original does; before, it
+// ended the program from the copy's goroutine (hedge HG1).
+func TestUnary_HG1_CopyPanicReachesTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ic, err := rampartgrpc.NewUnaryClientInterceptor(rampartgrpc.ClientConfig{
+			Retry: rampartgrpc.RetryConfig{Methods: rampartgrpc.Methods(unaryMethod)},
+			Hedge: &rampartgrpc.HedgeConfig{Budget: budget.Always, Delay: 40 * time.Millisecond},
+		})
+		require.NoError(t, err)
+		var attempts atomic.Int32
+		panicky := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			if attempts.Add(1) == 2 {
+				panic("copy exploded")
+			}
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
+		e := start(t, networks[0], &testServer{unary: func(ctx context.Context, n int) (*testgrpc.SimpleResponse, error) {
+			<-ctx.Done() // the original hangs until it is cancelled
+			return nil, ctx.Err()
+		}}, nil, grpc.WithChainUnaryInterceptor(ic, panicky))
+
+		begin := time.Now()
+		var recovered any
+		func() {
+			defer func() { recovered = recover() }()
+			_, _ = e.tc.UnaryCall(t.Context(), &testgrpc.SimpleRequest{})
+		}()
+
+		pe, ok := recovered.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", recovered)
+		assert.Equal(t, "copy exploded", pe.Value)
+		assert.Equal(t, 40*time.Millisecond, time.Since(begin), "the original was cancelled at the panic and awaited")
+		assert.Equal(t, int32(1), e.srv.calls.Load())
 	})
 }
 

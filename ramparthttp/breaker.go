@@ -187,8 +187,14 @@ func (s breakerService) Call(ctx context.Context, req *http.Request) (*http.Resp
 
 // Host is the default key of [BreakerConfig.BreakerKey] and
 // [ClientConfig.BreakerKey]: req.URL.Host, the host and port as the URL
-// names them ("api.example" and "api.example:443" are two keys).
-func Host(req *http.Request) string { return req.URL.Host }
+// names them ("api.example" and "api.example:443" are two keys); "" for a
+// nil req or a req without a URL.
+func Host(req *http.Request) string {
+	if req == nil || req.URL == nil {
+		return ""
+	}
+	return req.URL.Host
+}
 
 type groupBreakerLayer struct {
 	g        *circuitbreaker.Group[string]

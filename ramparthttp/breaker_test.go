@@ -529,3 +529,11 @@ func (b *closingBody) Read(p []byte) (int, error) {
 }
 
 func (b *closingBody) Close() error { b.closes.Add(1); return nil }
+
+// TestHost_NZ1_NilRequest: Host of a nil request, or of one without a
+// URL, is the empty key, not a panic.
+func TestHost_NZ1_NilRequest(t *testing.T) {
+	assert.Equal(t, "", ramparthttp.Host(nil))
+	assert.Equal(t, "", ramparthttp.Host(&http.Request{}))
+	assert.Equal(t, "api.example:443", ramparthttp.Host(&http.Request{URL: &url.URL{Host: "api.example:443"}}))
+}

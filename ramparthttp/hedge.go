@@ -79,6 +79,11 @@ type HedgeConfig struct {
 //     transport error, the error is a [*hedge.AllFailedError] holding each
 //     copy's error (or the only copy's error, unchanged, when no hedge was
 //     sent).
+//   - A copy that panics below the layer (in the transport, say) makes
+//     RoundTrip panic on the caller's goroutine, once the other copies
+//     have been cancelled and awaited, with a [*rampart.PanicError]
+//     holding the value and the copy's stack, as [hedge.NewLayer] says; a
+//     panic of the original goes on as it is.
 //
 // Put it inside a [RetryLayer] and outside a [BreakerLayer] and a
 // per-attempt [TimeoutLayer], so that every copy consults the breaker and

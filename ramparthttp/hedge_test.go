@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/hedge"
 	"github.com/rampart-go/rampart/internal/budgettest"
@@ -420,4 +421,43 @@ func TestHedgeLayer_PG7_NoRetryAnswerEndsTheHedging(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A copy whose transport panics makes the round trip panic on the
+// caller's goroutine with a *rampart.PanicError, once the original has
+// been cancelled and awaited, as a panic of the original's transport
+// does; before, it ended the program from the copy's goroutine (hedge
+// HG1).
+func TestHedgeLayer_HG1_CopyPanicReachesTheCaller(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	synctest.Test(t, func(t *testing.T) {
+		ft := &replicaTransport{steps: []copyStep{{latency: time.Second, status: 200}}}
+		var n atomic.Int32
+		panicky := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if n.Add(1) == 2 {
+				time.Sleep(5 * milli)
+				panic("copy exploded")
+			}
+			return ft.RoundTrip(req)
+		})
+		h, err := ramparthttp.HedgeLayer(ramparthttp.HedgeConfig{Budget: budget.Always, Delay: 10 * milli})
+		require.NoError(t, err)
+		rt := ramparthttp.NewRoundTripper(ramparthttp.NewBuilder().Layer(h).Service(ramparthttp.FromRoundTripper(panicky)))
+		req, err := http.NewRequest(http.MethodGet, "http://replicas/item", nil)
+		require.NoError(t, err)
+
+		start := time.Now()
+		var recovered any
+		func() {
+			defer func() { recovered = recover() }()
+			_, _ = rt.RoundTrip(req)
+		}()
+
+		pe, ok := recovered.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", recovered)
+		assert.Equal(t, "copy exploded", pe.Value)
+		assert.Contains(t, string(pe.Stack), "TestHedgeLayer_HG1_CopyPanicReachesTheCaller")
+		assert.Equal(t, 15*milli, time.Since(start), "the original was cancelled at the panic and awaited")
+		assert.Equal(t, 1, ft.Calls())
+	})
 }

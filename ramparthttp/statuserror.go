@@ -15,16 +15,26 @@ import (
 // itself, not this error. A StatusError is immutable: the ones of 5xx
 // codes are shared by every failing response with that code (so that a
 // server in trouble costs no allocation per response), and its code is
-// read with [StatusError.StatusCode].
+// read with [StatusError.StatusCode]. Its methods accept a nil
+// *StatusError: StatusCode is 0, Error "<nil>" (as for a nil
+// [*net.OpError]), and Unwrap still [circuitbreaker.ErrBadResponse].
 type StatusError struct {
 	code int
 }
 
 // StatusCode returns the response's status code, such as 503.
-func (e *StatusError) StatusCode() int { return e.code }
+func (e *StatusError) StatusCode() int {
+	if e == nil {
+		return 0
+	}
+	return e.code
+}
 
 // Error names the status code and its text.
 func (e *StatusError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	return "ramparthttp: response judged a failure: " + strconv.Itoa(e.code) + " " + http.StatusText(e.code)
 }
 

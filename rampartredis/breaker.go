@@ -35,7 +35,8 @@ var ErrFleetOpen = errors.New("rampartredis: open across the fleet")
 
 // FleetOpenError is the Cause of a breaker opened by the shared record: the
 // text of the failure that tripped it and the replica that reported it.
-// It matches [ErrFleetOpen].
+// It matches [ErrFleetOpen]. Its Error accepts a nil *FleetOpenError and
+// says "<nil>", as for a nil [*net.OpError].
 type FleetOpenError struct {
 	// Cause is the text of the error that tripped the reporting replica's
 	// breaker; empty if it had none.
@@ -47,6 +48,9 @@ type FleetOpenError struct {
 // Error returns "rampartredis: open across the fleet (reported by ID)",
 // followed by ": " and the cause when there is one.
 func (e *FleetOpenError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	s := "rampartredis: open across the fleet (reported by " + e.By + ")"
 	if e.Cause != "" {
 		s += ": " + e.Cause

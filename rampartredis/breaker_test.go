@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/rampartredis"
 	"github.com/rampart-go/rampart/rampartredis/internal/redistest"
 )
@@ -773,4 +774,15 @@ func TestSentinel_FL20_FailoverMidRun(t *testing.T) {
 			return m
 		})
 	assert.Equal(t, st.Replica.Addr, st.MasterAddr())
+}
+
+// TestFleetOpenError_NZ1_NilFleetOpenError calls every exported method of
+// a nil *FleetOpenError, which a caller holds after an errors.As that
+// found none.
+func TestFleetOpenError_NZ1_NilFleetOpenError(t *testing.T) {
+	var e *rampartredis.FleetOpenError
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Error", Call: func() any { return e.Error() }, Want: "<nil>"},
+		{Name: "Is", Call: func() any { return e.Is(rampartredis.ErrFleetOpen) }, Want: true},
+	})
 }

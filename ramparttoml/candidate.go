@@ -1,6 +1,7 @@
 package ramparttoml
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 
 // File is a settings file, checked: the replay's options and the
 // candidates, in file order. Its methods only read it: safe for
-// concurrent use while nothing changes its fields.
+// concurrent use while nothing changes its fields. A nil *File holds no
+// candidate: Candidate returns an error saying so.
 type File struct {
 	// Replay is the [options] table, for a replay (rampart-sim).
 	Replay sim.Config
@@ -72,6 +74,9 @@ func (c Candidate) Shadow() (shadow.Candidate, error) {
 // Candidate returns the candidate named name, or, for an empty name, the
 // file's only candidate; an error names what is missing.
 func (f *File) Candidate(name string) (Candidate, error) {
+	if f == nil {
+		return Candidate{}, errors.New("ramparttoml: Candidate of a nil *File (read one with ramparttoml.Load or Parse)")
+	}
 	if name == "" {
 		if len(f.Candidates) != 1 {
 			return Candidate{}, fmt.Errorf("ramparttoml: the file has %d candidates: name one", len(f.Candidates))

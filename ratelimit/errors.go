@@ -22,7 +22,8 @@ var ErrLimited = errors.New("ratelimit: limited")
 // and is a [rampart.Hint]: RetryAfter says how long until a token is due.
 // It has the methods and fields of concurrency.LimitedError, so code that
 // handles one handles the other, and [errors.Is] with either package's
-// ErrLimited tells them apart.
+// ErrLimited tells them apart. Its methods accept a nil *LimitedError:
+// Error is "<nil>", RetryAfter 0.
 type LimitedError struct {
 	// Wait is how long from the refusal until the limiter would
 	// have a token for this call, given the tokens already promised to waiting
@@ -42,6 +43,9 @@ type LimitedError struct {
 // Error says how long until a token is free (or that none ever will be)
 // and, in Wait mode, that the wait would pass the deadline.
 func (e *LimitedError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	if e.Wait == rate.InfDuration {
 		return "ratelimit: limited: the limiter can never grant a token"
 	}
@@ -52,7 +56,12 @@ func (e *LimitedError) Error() string {
 }
 
 // RetryAfter returns Wait, making the error a [rampart.Hint].
-func (e *LimitedError) RetryAfter() time.Duration { return e.Wait }
+func (e *LimitedError) RetryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
+	return e.Wait
+}
 
 // Is reports whether target is [ErrLimited] or [rampart.ErrRefused].
 func (e *LimitedError) Is(target error) bool {

@@ -77,7 +77,7 @@ type KeyedConfig struct {
 //
 // The zero Keyed holds no keys and grants no tokens: its Limiter returns a
 // new limiter that refuses every event, its Len is 0, and [NewKeyedLayer]
-// refuses it. Make a Keyed with [NewKeyed].
+// refuses it. Make a Keyed with [NewKeyed]. A nil *Keyed is the same.
 type Keyed struct {
 	limit   rate.Limit
 	burst   int
@@ -128,7 +128,7 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 // other caller for key until it is dropped (see Eviction on [Keyed]); use
 // it for the decision at hand, not longer.
 func (k *Keyed) Limiter(key string) *rate.Limiter {
-	if k.keys == nil { // the zero Keyed; keys never changes after NewKeyed
+	if k == nil || k.keys == nil { // a nil or zero Keyed; keys never changes after NewKeyed
 		return rate.NewLimiter(0, 0)
 	}
 	return k.entry(key, false).q.lim
@@ -174,7 +174,7 @@ func (k *Keyed) take(ctx context.Context, key string, mode Mode) error {
 // Len returns how many keys are held, after dropping every key whose
 // bucket is full again.
 func (k *Keyed) Len() int {
-	if k.keys == nil { // the zero Keyed
+	if k == nil || k.keys == nil { // a nil or zero Keyed
 		return 0
 	}
 	now := k.now()

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
@@ -322,5 +323,15 @@ func TestRateLimit_EV6_KeyedRejectRefused(t *testing.T) {
 		require.Equal(t, []observe.Event{
 			{Source: observe.RateLimit, Name: "per-user", Kind: observe.Refused, Err: errAlice},
 		}, rec.Events())
+	})
+}
+
+// TestKeyed_NZ1_NilKeyed calls every exported method of a nil *Keyed: it
+// is the zero Keyed, holding no keys and granting no tokens.
+func TestKeyed_NZ1_NilKeyed(t *testing.T) {
+	var k *ratelimit.Keyed
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Limiter", Call: func() any { lim := k.Limiter("a"); return []any{lim.Allow(), lim.Limit(), lim.Burst()} }, Want: []any{false, rate.Limit(0), 0}},
+		{Name: "Len", Call: func() any { return k.Len() }, Want: 0},
 	})
 }

@@ -39,7 +39,8 @@ const (
 // [Config.Class]) or for a refusal the breaker's decision, key the
 // request's key when the layer was given one, and attempt the attempt's
 // number when it is a retry (2 for the first retry); empty fields and an
-// attempt of 1 are left out.
+// attempt of 1 are left out. A nil *Entry is no line: Retry is false and
+// AppendJSON appends nothing.
 type Entry struct {
 	// Start is when the call began, by the wall clock.
 	Start time.Time
@@ -59,11 +60,14 @@ type Entry struct {
 }
 
 // Retry reports whether e is a retry: an attempt after the first.
-func (e *Entry) Retry() bool { return e.Attempt > 1 }
+func (e *Entry) Retry() bool { return e != nil && e.Attempt > 1 }
 
 // AppendJSON appends e's JSON line, newline included, to b and returns
 // the extended buffer. It allocates only when b must grow.
 func (e *Entry) AppendJSON(b []byte) []byte {
+	if e == nil {
+		return b
+	}
 	b = append(b, `{"start":"`...)
 	b = e.Start.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","duration":"`...)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rampart-go/rampart"
 )
 
 // Defaults and limits of [Config].
@@ -74,7 +77,7 @@ func DefaultClass(err error) string {
 // A Recorder is safe for concurrent use. [Recorder.Close] writes what is
 // left and stops its goroutine. Make one with [New]: a zero Recorder has
 // no writer, and a layer over one fails every call with an error saying
-// so.
+// so. A nil *Recorder is the same: Dropped is 0 and Close an error.
 type Recorder struct {
 	w      io.Writer
 	sample uint64
@@ -134,15 +137,25 @@ func New(w io.Writer, cfg Config) (*Recorder, error) {
 
 // Dropped returns how many sampled calls were not recorded because the
 // buffer was full (or the Recorder closed).
-func (r *Recorder) Dropped() uint64 { return r.dropped.Load() }
+func (r *Recorder) Dropped() uint64 {
+	if r == nil {
+		return 0
+	}
+	return r.dropped.Load()
+}
 
 // Close writes the entries held, stops the writer goroutine, and returns
-// the first error the writer returned, if any. Calls recorded after Close
+// the first error the writer returned, if any: a panic in the writer's
+// Write is such an error, a [*rampart.PanicError], and nothing is written
+// after it. Calls recorded after Close
 // are dropped. Close is safe to call more than once.
 //
 // A zero Recorder (not made by New) has nothing to close: Close returns
-// an error saying so.
+// an error saying so, and for a nil one an error naming the nil *Recorder.
 func (r *Recorder) Close() error {
+	if r == nil {
+		return errNilRecorderClose
+	}
 	if r.done == nil {
 		return errZeroRecorder
 	}
@@ -155,6 +168,9 @@ func (r *Recorder) Close() error {
 	<-r.done
 	return r.err
 }
+
+// errNilRecorderClose is what Close of a nil *Recorder returns.
+var errNilRecorderClose = errors.New("record: Close of a nil *Recorder")
 
 // sampled reports whether the next call is to be recorded.
 func (r *Recorder) sampled() bool {
@@ -206,14 +222,28 @@ func (r *Recorder) write(spare []Entry) {
 		}
 		clear(spare) // drop the keys' references
 		if len(line) > 0 && r.err == nil {
-			if _, err := r.w.Write(line); err != nil {
-				r.err = err
-			}
+			r.err = r.put(line)
 		}
 		if stopping {
 			return
 		}
 	}
+}
+
+// put writes line to the Recorder's Writer. A panic in the Writer is
+// recovered and returned as a [*rampart.PanicError], a write error like
+// any other (Close returns it), so that the user's Writer cannot end the
+// program from the Recorder's goroutine, where nobody could recover it.
+func (r *Recorder) put(line []byte) (err error) {
+	normal := false
+	defer func() {
+		if !normal {
+			err = &rampart.PanicError{Value: recover(), Stack: debug.Stack()}
+		}
+	}()
+	_, err = r.w.Write(line)
+	normal = true
+	return err
 }
 
 // byStart orders entries by their start on the wall clock, the time

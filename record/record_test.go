@@ -18,6 +18,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
@@ -134,13 +135,39 @@ type failing struct{}
 
 func (failing) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-func TestRecorder_SM8_CloseReturnsWriteError(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	rec, err := record.New(failing{}, record.Config{})
+// recordOneCall records one call to w and returns what Close returns.
+func recordOneCall(t *testing.T, w io.Writer) error {
+	t.Helper()
+	rec, err := record.New(w, record.Config{})
 	require.NoError(t, err)
 	svc := record.NewLayer(record.LayerConfig[string, string]{Recorder: rec}).Wrap(rampart.ServiceFunc[string, string](func(context.Context, string) (string, error) { return "", nil }))
 	_, _ = svc.Call(context.Background(), "")
-	assert.EqualError(t, rec.Close(), "disk full")
+	return rec.Close()
+}
+
+func TestRecorder_SM8_CloseReturnsWriteError(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	assert.EqualError(t, recordOneCall(t, failing{}), "disk full")
+}
+
+// panicking is a Writer whose Write panics.
+type panicking struct{}
+
+func (panicking) Write([]byte) (int, error) { panic("disk exploded") }
+
+// A Writer that panics on the Recorder's goroutine does not end the
+// program: its panic is the Recorder's write error, which Close returns
+// as a *rampart.PanicError with the Write's stack, and nothing more is
+// written; before, the program ended from the writer goroutine.
+func TestRecorder_SM8_PanickingWriterIsAWriteError(t *testing.T) {
+	defer goleak.VerifyNone(t)
+
+	err := recordOneCall(t, panicking{})
+
+	pe, ok := errors.AsType[*rampart.PanicError](err)
+	require.True(t, ok, "Close's error %v", err)
+	assert.Equal(t, "disk exploded", pe.Value)
+	assert.Contains(t, string(pe.Stack), "record_test.panicking.Write")
 }
 
 func TestRecorder_SM8_BadConfig(t *testing.T) {
@@ -375,5 +402,15 @@ func TestRecorder_SM8_LaterRecordsOnceDone(t *testing.T) {
 {"start":"`+at(3*time.Second)+`","duration":"3000ms","outcome":"ignored","class":"canceled","key":"cancelled"}
 {"start":"`+at(4*time.Second)+`","duration":"1000ms","outcome":"success","key":"now"}
 `, strings.Join(lines, ""))
+	})
+}
+
+// TestRecorder_NZ1_NilRecorder calls every exported method of a nil
+// *Recorder: it has recorded nothing, and there is nothing to close.
+func TestRecorder_NZ1_NilRecorder(t *testing.T) {
+	var r *record.Recorder
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "Dropped", Call: func() any { return r.Dropped() }, Want: uint64(0)},
+		{Name: "Close", Call: func() any { return r.Close().Error() }, Want: "record: Close of a nil *Recorder"},
 	})
 }

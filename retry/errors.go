@@ -49,6 +49,9 @@ var (
 // context.DeadlineExceeded), wrapped together with its cause if
 // [context.WithCancelCause] or similar gave one. errors.As finds typed
 // errors in both chains.
+//
+// Its methods accept a nil *ExhaustedError: Error is "<nil>" (as for a
+// nil [*net.OpError]), Unwrap nil, Timeout false.
 type ExhaustedError struct {
 	// Attempts is the number of calls made, including the first. At least 1.
 	Attempts int
@@ -62,6 +65,9 @@ type ExhaustedError struct {
 // the last error, each once, for example
 // "retry: gave up after 3 attempts (max attempts reached): connection reset".
 func (e *ExhaustedError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	plural := "s"
 	if e.Attempts == 1 {
 		plural = ""
@@ -75,7 +81,12 @@ func (e *ExhaustedError) Error() string {
 
 // Unwrap returns the last error and the reason, so [errors.Is] and
 // [errors.As] search both.
-func (e *ExhaustedError) Unwrap() []error { return []error{e.Err, e.Reason} }
+func (e *ExhaustedError) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
+	return []error{e.Err, e.Reason}
+}
 
 // Is reports whether target is [ErrExhausted].
 func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
@@ -88,7 +99,9 @@ func (e *ExhaustedError) Is(target error) bool { return target == ErrExhausted }
 // Timeout method of a *url.Error or net.Error that wraps e, see through
 // the retries. [ErrDeadline] alone is not a timeout: the deadline had not
 // yet passed.
-func (e *ExhaustedError) Timeout() bool { return isTimeout(e.Err) || isTimeout(e.Reason) }
+func (e *ExhaustedError) Timeout() bool {
+	return e != nil && (isTimeout(e.Err) || isTimeout(e.Reason))
+}
 
 // isTimeout reports whether the first error in err's chain with a Timeout
 // method says it is a timeout.
@@ -103,6 +116,8 @@ func isTimeout(err error) bool {
 // PermanentError marks an error that must not be retried. Create it
 // with [Permanent]. It unwraps to the marked error, and its message is that
 // error's message. The retry layer returns it as the service returned it.
+// Its methods accept a nil *PermanentError: Error is "<nil>", Unwrap nil,
+// Timeout false.
 type PermanentError struct {
 	// Err is the marked error.
 	Err error
@@ -121,6 +136,9 @@ func Permanent(err error) error {
 // Error returns the marked error's message, or "retry: permanent: <nil>"
 // for a PermanentError without one (Permanent never makes such a value).
 func (e *PermanentError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	if e.Err == nil {
 		return "retry: permanent: <nil>"
 	}
@@ -128,9 +146,14 @@ func (e *PermanentError) Error() string {
 }
 
 // Unwrap returns the marked error.
-func (e *PermanentError) Unwrap() error { return e.Err }
+func (e *PermanentError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Timeout reports whether the marked error is a timeout, as
 // [ExhaustedError.Timeout] decides it, so marking an error permanent does
 // not hide a timeout from [os.IsTimeout] or a *url.Error.
-func (e *PermanentError) Timeout() bool { return isTimeout(e.Err) }
+func (e *PermanentError) Timeout() bool { return e != nil && isTimeout(e.Err) }

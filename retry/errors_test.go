@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/retry"
 )
 
@@ -45,4 +46,21 @@ func TestExhaustedError_RT5_MessageSaysEachThingOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestErrors_NZ1_NilErrors calls every exported method of a nil
+// *ExhaustedError and a nil *PermanentError, which a caller holds after an
+// errors.As that found none.
+func TestErrors_NZ1_NilErrors(t *testing.T) {
+	var ex *retry.ExhaustedError
+	var perm *retry.PermanentError
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "ExhaustedError.Error", Call: func() any { return ex.Error() }, Want: "<nil>"},
+		{Name: "ExhaustedError.Unwrap", Call: func() any { return ex.Unwrap() }, Want: []error(nil)},
+		{Name: "ExhaustedError.Is", Call: func() any { return ex.Is(retry.ErrExhausted) }, Want: true},
+		{Name: "ExhaustedError.Timeout", Call: func() any { return ex.Timeout() }, Want: false},
+		{Name: "PermanentError.Error", Call: func() any { return perm.Error() }, Want: "<nil>"},
+		{Name: "PermanentError.Unwrap", Call: func() any { return perm.Unwrap() }, Want: nil},
+		{Name: "PermanentError.Timeout", Call: func() any { return perm.Timeout() }, Want: false},
+	})
 }

@@ -4,9 +4,12 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 )
 
@@ -46,6 +49,17 @@ type scheduler struct {
 	// the next: a goroutine is reused, its stack already grown. guarded
 	// by mu
 	free []chan func()
+
+	// ended is the first participant's panic or runtime.Goexit, for
+	// Replay to raise on its caller's goroutine once the calls in flight
+	// have ended.
+	ended atomic.Pointer[ending]
+}
+
+// ending is how a participant ended other than by returning: a panic
+// (p), or runtime.Goexit (p nil).
+type ending struct {
+	p *rampart.PanicError
 }
 
 func newScheduler(origin time.Time) *scheduler {
@@ -168,12 +182,44 @@ func (s *scheduler) start(f func()) {
 // jobs is closed.
 func (s *scheduler) work(jobs chan func()) {
 	for f := range jobs {
-		f()
+		if !s.participate(f) {
+			return // runtime.Goexit: this goroutine is ending
+		}
 		s.mu.Lock()
 		s.free = append(s.free, jobs)
 		s.block()
 		s.mu.Unlock()
 	}
+}
+
+// participate runs f, the call under replay, and reports whether its
+// goroutine goes on. The stack under replay holds the user's code (a
+// policy, IsFailure, an Observer): a panic there is recovered and kept
+// for Replay to raise on its caller's goroutine, since on this one it
+// would end the program. A runtime.Goexit is kept too, and the
+// participant counted as blocked, so that the replay does not wait for
+// it forever; the goroutine then ends.
+func (s *scheduler) participate(f func()) (goesOn bool) {
+	normal := false
+	defer func() {
+		if normal {
+			return
+		}
+		e := &ending{}
+		if r := recover(); r != nil {
+			e.p = &rampart.PanicError{Value: r, Stack: debug.Stack()}
+			goesOn = true
+		}
+		s.ended.CompareAndSwap(nil, e)
+		if !goesOn {
+			s.mu.Lock()
+			s.block()
+			s.mu.Unlock()
+		}
+	}()
+	f()
+	normal = true
+	return true
 }
 
 // close ends the free goroutines. Called once every participant has

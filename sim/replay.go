@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/rampart-go/rampart"
@@ -206,8 +207,19 @@ type run struct {
 // result is counted as Ignored.
 //
 // It returns an error naming the candidate and field for a bad candidate,
-// the [*TraceError] of a bad trace line, and any error reading the trace.
+// the [*TraceError] of a bad trace line, and any error reading the trace;
+// a nil tr is an error.
+//
+// The calls under replay run on goroutines of the simulator. When a
+// candidate's code panics in one (a policy, IsFailure, an Observer),
+// Replay sends no further call, lets the calls in flight end, and
+// panics on its caller's goroutine with a [*rampart.PanicError] holding
+// the value and the stack where it happened; a call that exits its
+// goroutine with runtime.Goexit exits the caller's goroutine the same way.
 func Replay(tr *TraceReader, cands []Candidate, opt Config) ([]Result, error) {
+	if tr == nil {
+		return nil, errors.New("sim: Replay: nil *TraceReader (make one with sim.NewTraceReader)")
+	}
 	if err := opt.fill(); err != nil {
 		return nil, err
 	}
@@ -230,6 +242,7 @@ func Replay(tr *TraceReader, cands []Candidate, opt Config) ([]Result, error) {
 			r.until(at)
 			r.start(e, at)
 		}
+		raise(runs)
 		e, err = tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -243,12 +256,40 @@ func Replay(tr *TraceReader, cands []Candidate, opt Config) ([]Result, error) {
 			return nil, err
 		}
 	}
+	for _, r := range runs {
+		r.until(math.MaxInt64)
+	}
+	raise(runs)
 	out := make([]Result, len(runs))
 	for i, r := range runs {
-		r.until(math.MaxInt64)
 		out[i] = r.finish()
 	}
 	return out, nil
+}
+
+// raise ends the replay if a call under it panicked or exited its
+// goroutine (the first such end, of any run): it lets every run's calls
+// in flight end, so that no goroutine is left behind, and raises it on
+// the caller's goroutine, a panic as a [*rampart.PanicError] holding the
+// value and stack, a runtime.Goexit as one.
+func raise(runs []*run) {
+	var e *ending
+	for _, r := range runs {
+		if e = r.s.ended.Load(); e != nil {
+			break
+		}
+	}
+	if e == nil {
+		return
+	}
+	for _, r := range runs {
+		r.until(math.MaxInt64)
+		r.s.close()
+	}
+	if e.p != nil {
+		panic(e.p)
+	}
+	runtime.Goexit()
 }
 
 func (o *Config) fill() error {

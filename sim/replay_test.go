@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/retry"
@@ -43,6 +45,65 @@ func replay(t *testing.T, trace string, opt sim.Config, cands ...sim.Candidate) 
 	res, err := sim.Replay(sim.NewTraceReader(strings.NewReader(trace), "trace.jsonl"), cands, opt)
 	require.NoError(t, err)
 	return res
+}
+
+// onThirdFailure is a candidate whose breaker's IsFailure, user code
+// that runs on the replay's goroutines, calls f when asked about the
+// third failure.
+func onThirdFailure(f func()) sim.Candidate {
+	failures := 0
+	return sim.Candidate{Name: "judge", Breaker: &circuitbreaker.Config{
+		Policy: circuitbreaker.Consecutive{Failures: 10},
+		IsFailure: func(error) bool {
+			if failures++; failures == 3 {
+				f()
+			}
+			return true
+		},
+	}}
+}
+
+// A candidate whose user code panics during a replay (here its breaker's
+// IsFailure, on the third failure) does not end the program from the
+// replay's goroutine: the calls in flight end, and Replay panics on its
+// caller's goroutine with a *rampart.PanicError holding the value and the
+// stack where it happened; before, the program ended (PN1).
+func TestReplay_PN1_PanicInTheStackReachesTheCaller(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cand := onThirdFailure(func() { panic("judge exploded") })
+
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		_, _ = sim.Replay(sim.NewTraceReader(strings.NewReader(tenCalls()), "trace.jsonl"), []sim.Candidate{cand}, sim.Config{})
+	}()
+
+	pe, ok := recovered.(*rampart.PanicError)
+	require.True(t, ok, "panic value %#v", recovered)
+	assert.Equal(t, "judge exploded", pe.Value)
+	assert.Contains(t, string(pe.Stack), "TestReplay_PN1_PanicInTheStackReachesTheCaller")
+}
+
+// A call under replay that exits its goroutine (t.FailNow in a test
+// double) ends the replay and exits Replay's caller's goroutine too, as
+// it would have had the call run there; before, Replay waited for the
+// call forever.
+func TestReplay_PN1_GoexitInTheStackEndsTheCallersGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cand := onThirdFailure(runtime.Goexit)
+
+	returned, recovered := false, any(nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { recovered = recover() }()
+		_, _ = sim.Replay(sim.NewTraceReader(strings.NewReader(tenCalls()), "trace.jsonl"), []sim.Candidate{cand}, sim.Config{})
+		returned = true
+	}()
+	<-done
+
+	assert.False(t, returned)
+	assert.Nil(t, recovered)
 }
 
 // Each built-in policy's replay of the ten-call trace, worked out by hand

@@ -1,10 +1,13 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // WriteTable writes results as a table, one row per result, with a legend
@@ -12,7 +15,11 @@ import (
 // too, so a replay's candidates and a shadow's read alike. A delay over no
 // event, and latencies not measured ([Result.LatencyMeasured] false: a
 // shadow's), print as "-"; measured latencies print even when they are 0.
+// A nil w (a typed nil too) is an error; so is any error writing to w.
 func WriteTable(w io.Writer, results []Result) error {
+	if w == nil || nilvalue.Is(w) {
+		return errors.New("sim: WriteTable: nil io.Writer")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "candidate\tsent\tok\tfailed\trefused\tlost\tunknown\tretries\tbudget-refused\ttrips\topen\tdetected\tdetect\trecover\tp50\tp99\tmax\t")
 	for _, r := range results {

@@ -37,3 +37,11 @@ func TestWriteTable_SM9_ZeroLatencyIsMeasured(t *testing.T) {
 	assert.Equal(t, []string{"0s", "0s", "0s"}, refused[len(refused)-3:], lines[1])
 	assert.Equal(t, []string{"-", "-", "-"}, shadow[len(shadow)-3:], lines[2])
 }
+
+// TestWriteTable_NZ1_NilWriter: a nil io.Writer, typed nil too, is an
+// error, not a panic in the tabwriter.
+func TestWriteTable_NZ1_NilWriter(t *testing.T) {
+	results := []sim.Result{{Name: "a"}}
+	assert.EqualError(t, sim.WriteTable(nil, results), "sim: WriteTable: nil io.Writer")
+	assert.EqualError(t, sim.WriteTable((*bytes.Buffer)(nil), results), "sim: WriteTable: nil io.Writer")
+}

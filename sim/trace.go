@@ -10,6 +10,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/record"
 )
 
@@ -17,7 +18,8 @@ import (
 const maxLine = 1 << 20
 
 // TraceError is a bad line of a trace: it names the file, the line (from
-// 1) and the field, when one field is at fault.
+// 1) and the field, when one field is at fault. Its methods accept a nil
+// *TraceError: Error is "<nil>" (as for a nil [*net.OpError]), Unwrap nil.
 type TraceError struct {
 	// File is the name the trace was opened with.
 	File string
@@ -32,6 +34,9 @@ type TraceError struct {
 
 // Error returns "file:line: field: what is wrong".
 func (e *TraceError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	if e.Field == "" {
 		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
 	}
@@ -39,7 +44,12 @@ func (e *TraceError) Error() string {
 }
 
 // Unwrap returns Err.
-func (e *TraceError) Unwrap() error { return e.Err }
+func (e *TraceError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // DefaultReorder is the reorder window a [TraceReader] starts with.
 const DefaultReorder = time.Minute
@@ -60,10 +70,12 @@ const DefaultReorder = time.Minute
 // whole trace. A start more than Reorder before the latest start read is
 // a bad line.
 //
-// A TraceReader is not safe for concurrent use.
+// A TraceReader is not safe for concurrent use. Make one with
+// [NewTraceReader]: Next of a nil or zero TraceReader, or of one made over
+// a nil io.Reader, returns an error saying so.
 type TraceReader struct {
 	name string
-	sc   *bufio.Scanner
+	sc   *bufio.Scanner // nil for a zero TraceReader, or one over a nil io.Reader
 	line int
 	// latest is the latest start read so far, and latestLine its line.
 	latest     time.Time
@@ -85,11 +97,17 @@ type TraceReader struct {
 	Skip bool
 	// Skipped is the number of bad lines skipped.
 	Skipped int
+
+	nilReader bool // made by NewTraceReader over a nil io.Reader
 }
 
 // NewTraceReader returns a reader of the trace in r; name (a file name)
-// is used in errors.
+// is used in errors. A nil r (a typed nil too) makes a reader whose Next
+// returns an error naming it.
 func NewTraceReader(r io.Reader, name string) *TraceReader {
+	if r == nil || nilvalue.Is(r) {
+		return &TraceReader{name: name, nilReader: true, Reorder: DefaultReorder}
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	return &TraceReader{name: name, sc: sc, Reorder: DefaultReorder}
@@ -209,6 +227,14 @@ func fastLine(b []byte) (l line, ok bool) {
 // With Skip set, bad lines are counted and skipped instead. An error
 // reading r is returned as it is.
 func (t *TraceReader) Next() (record.Entry, error) {
+	switch {
+	case t == nil:
+		return record.Entry{}, errors.New("sim: Next of a nil *TraceReader (make one with sim.NewTraceReader)")
+	case t.nilReader:
+		return record.Entry{}, fmt.Errorf("sim: trace %q: NewTraceReader was given a nil io.Reader", t.name)
+	case t.sc == nil:
+		return record.Entry{}, errors.New("sim: TraceReader must be made by NewTraceReader, got a zero TraceReader")
+	}
 	if t.Reorder < 0 {
 		return record.Entry{}, fmt.Errorf("sim: TraceReader.Reorder must be 0 (strict order) or positive (the default is %v), got %v", DefaultReorder, t.Reorder)
 	}

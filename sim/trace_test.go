@@ -16,6 +16,7 @@ import (
 
 	"github.com/rampart-go/rampart/budget"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/sim"
 	"github.com/rampart-go/rampart/sim/internal/tracegen"
@@ -216,4 +217,27 @@ func TestSamples_SM9_UpToDate(t *testing.T) {
 			assert.Equal(t, 3000, n)
 		})
 	}
+}
+
+// TestTraceReader_NZ1_NilAndZeroReader: Next of a nil or zero
+// TraceReader, or of one over a nil io.Reader, is an error saying which;
+// so is Replay of a nil reader. A nil *TraceError says <nil>.
+func TestTraceReader_NZ1_NilAndZeroReader(t *testing.T) {
+	next := func(tr *sim.TraceReader) any {
+		e, err := tr.Next()
+		return []any{e, err.Error()}
+	}
+	var traceErr *sim.TraceError
+	nilcheck.Calls(t, []nilcheck.Call{
+		{Name: "nil Next", Call: func() any { return next(nil) }, Want: []any{record.Entry{}, "sim: Next of a nil *TraceReader (make one with sim.NewTraceReader)"}},
+		{Name: "zero Next", Call: func() any { return next(new(sim.TraceReader)) }, Want: []any{record.Entry{}, "sim: TraceReader must be made by NewTraceReader, got a zero TraceReader"}},
+		{Name: "nil io.Reader", Call: func() any { return next(sim.NewTraceReader(nil, "calls.jsonl")) }, Want: []any{record.Entry{}, `sim: trace "calls.jsonl": NewTraceReader was given a nil io.Reader`}},
+		{Name: "typed nil io.Reader", Call: func() any { return next(sim.NewTraceReader((*bytes.Buffer)(nil), "calls.jsonl")) }, Want: []any{record.Entry{}, `sim: trace "calls.jsonl": NewTraceReader was given a nil io.Reader`}},
+		{Name: "Replay", Call: func() any {
+			res, err := sim.Replay(nil, []sim.Candidate{{Name: "a"}}, sim.Config{})
+			return []any{res, err.Error()}
+		}, Want: []any{[]sim.Result(nil), "sim: Replay: nil *TraceReader (make one with sim.NewTraceReader)"}},
+		{Name: "TraceError.Error", Call: func() any { return traceErr.Error() }, Want: "<nil>"},
+		{Name: "TraceError.Unwrap", Call: func() any { return traceErr.Unwrap() }, Want: nil},
+	})
 }

@@ -2,11 +2,11 @@ package timeout
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/ctxerr"
 )
 
@@ -30,7 +30,7 @@ type call[Resp any] struct {
 	done     chan struct{}
 	resp     Resp
 	err      error
-	panicked *panicError
+	panicked *rampart.PanicError
 	goexited bool // the inner call ended with runtime.Goexit
 }
 
@@ -92,7 +92,7 @@ func (s *service[Req, Resp]) run(ctx context.Context, req Req, c *call[Resp]) {
 	defer func() {
 		if !normal {
 			if r := recover(); r != nil {
-				c.panicked = &panicError{value: r, stack: debug.Stack()}
+				c.panicked = &rampart.PanicError{Value: r, Stack: debug.Stack()}
 			} else {
 				c.goexited = true // recover is nil only for runtime.Goexit
 			}
@@ -114,22 +114,4 @@ func (s *service[Req, Resp]) run(ctx context.Context, req Req, c *call[Resp]) {
 	}()
 	c.resp, c.err = s.inner.Call(ctx, req)
 	normal = true
-}
-
-// panicError carries a panic from an abandonable call's goroutine to the
-// caller, with the stack of the goroutine that panicked, which the re-panic
-// on the caller's goroutine would otherwise lose.
-type panicError struct {
-	value any
-	stack []byte
-}
-
-func (p *panicError) Error() string {
-	return fmt.Sprintf("timeout: inner call panicked: %v\n\n%s", p.value, p.stack)
-}
-
-// Unwrap returns the panic value when it is an error.
-func (p *panicError) Unwrap() error {
-	err, _ := p.value.(error)
-	return err
 }

@@ -22,6 +22,10 @@ var ErrTimeout = errors.New("timeout: deadline exceeded")
 // An *Error with a nil Err is also the cause ([context.Cause]) of the
 // context the layer gives the inner call once the layer's deadline has
 // passed; treat that value as read-only, it is shared by calls.
+//
+// Its methods accept a nil *Error: Error is "<nil>" (as for a nil
+// [*net.OpError]), Unwrap nil; Is, Timeout and Temporary answer as for
+// any *Error.
 type Error struct {
 	// After is the deadline the layer gave the call, measured from when
 	// the layer's Call began.
@@ -34,6 +38,9 @@ type Error struct {
 
 // Error describes the timeout and, when there is one, the inner error.
 func (e *Error) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	if e.Err == nil {
 		return fmt.Sprintf("timeout: deadline of %v exceeded", e.After)
 	}
@@ -47,7 +54,12 @@ func (e *Error) Is(target error) bool {
 
 // Unwrap returns Err, so [errors.Is] and [errors.As] also find the inner
 // error.
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Timeout reports true: an *Error is a timeout to code that asks the
 // net/http way, [os.IsTimeout], a [net.Error]'s Timeout method, or

@@ -35,10 +35,10 @@ type Config[Req, Resp any] struct {
 	// the inner call ignores its context and keeps running. The abandoned
 	// goroutine runs until the inner call returns; its late result is
 	// passed to Late, or dropped when Late is nil. A panic in an inner call
-	// is re-raised on the caller's goroutine while the caller waits, as an
-	// error value whose message holds the original panic value and the
+	// is re-raised on the caller's goroutine while the caller waits, as a
+	// [*rampart.PanicError] holding the original panic value and the
 	// stack of the goroutine that panicked (which a plain re-panic would
-	// lose) and which unwraps to the original value when that is an error;
+	// lose), which unwraps to the original value when that is an error;
 	// it crashes the program, as any unrecovered goroutine panic does, once
 	// the call has been abandoned. An inner call that ends with
 	// runtime.Goexit (t.FailNow in a test double) makes the waiting caller's

@@ -649,11 +649,12 @@ func TestLayer_AbandonPanicReachesCaller(t *testing.T) {
 			_, _ = svc.Call(context.Background(), "req")
 		}()
 
-		err, ok := recovered.(error)
-		require.True(t, ok, "panic value %v is an error", recovered)
-		assert.ErrorIs(t, err, errBoom)
-		assert.Contains(t, err.Error(), "timeout: inner call panicked: boom")
-		assert.Contains(t, err.Error(), "timeout_test.TestLayer_AbandonPanicReachesCaller", "carries the inner goroutine's stack")
+		pe, ok := recovered.(*rampart.PanicError)
+		require.True(t, ok, "panic value %#v", recovered)
+		assert.Same(t, errBoom, pe.Value)
+		assert.ErrorIs(t, pe, errBoom)
+		assert.Contains(t, pe.Error(), "boom")
+		assert.Contains(t, string(pe.Stack), "timeout_test.TestLayer_AbandonPanicReachesCaller", "carries the inner goroutine's stack")
 	})
 }
 

@@ -42,3 +42,25 @@ func Run[Req, Resp any](t *testing.T, req Req, cases []Case[Req, Resp]) {
 		})
 	}
 }
+
+// Call is one method called on a nil receiver or a zero value, and the
+// exact result it must give.
+type Call struct {
+	Name string
+	// Call makes the call and returns what it gave (several results as a
+	// []any).
+	Call func() any
+	// Want is the exact result, compared with assert.Equal.
+	Want any
+}
+
+// Calls runs each call as a subtest named by its Name and checks that it
+// returns Want (so also that it does not panic). It calls t.Run, so it
+// cannot run inside a synctest bubble: a call that needs virtual time
+// gets its own subtest and bubble.
+func Calls(t *testing.T, calls []Call) {
+	t.Helper()
+	for _, c := range calls {
+		t.Run(c.Name, func(t *testing.T) { assert.Equal(t, c.Want, c.Call()) })
+	}
+}
