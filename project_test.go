@@ -435,3 +435,77 @@ func isWholeFileExample(t *testing.T, path string) bool {
 	}
 	return examples == 1 && others > 0
 }
+
+// TestNilReceivers_NZ1_TypeDocsSayWhatANilOneDoes lists every exported
+// type, in every module, with an exported method on a pointer receiver,
+// and checks that the type's doc comment says what a nil one does ("a nil
+// *T", "a nil or zero T"): such a method can be called on a nil pointer
+// the caller holds, and must not panic (each package's
+// Test<Type>_NZ1_Nil<Type> calls them). Internal packages, examples and
+// the bench module are not API.
+func TestNilReceivers_NZ1_TypeDocsSayWhatANilOneDoes(t *testing.T) {
+	fset := token.NewFileSet()
+	docs := map[string]string{}      // dir.Type -> its doc comment
+	withMethods := map[string]bool{} // dir.Type with an exported pointer method
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (name == "internal" || name == "testdata" || name == "vendor" || name == "examples" || name == "bench" ||
+				strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		dir := filepath.Dir(path)
+		for _, decl := range f.Decls {
+			switch decl := decl.(type) {
+			case *ast.GenDecl:
+				for _, spec := range decl.Specs {
+					if ts, ok := spec.(*ast.TypeSpec); ok && ts.Name.IsExported() {
+						docs[dir+"."+ts.Name.Name] = strings.Join(strings.Fields(decl.Doc.Text()+" "+ts.Doc.Text()), " ")
+					}
+				}
+			case *ast.FuncDecl:
+				if decl.Recv == nil || !decl.Name.IsExported() {
+					continue
+				}
+				star, ok := decl.Recv.List[0].Type.(*ast.StarExpr)
+				if !ok {
+					continue
+				}
+				recv := star.X
+				switch x := recv.(type) {
+				case *ast.IndexExpr:
+					recv = x.X
+				case *ast.IndexListExpr:
+					recv = x.X
+				}
+				if id, ok := recv.(*ast.Ident); ok && id.IsExported() {
+					withMethods[dir+"."+id.Name] = true
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, withMethods)
+	var silent []string
+	for key := range withMethods {
+		typ := key[strings.LastIndex(key, ".")+1:]
+		if !regexp.MustCompile(`\bnil (or zero )?\*?` + typ + `\b`).MatchString(docs[key]) {
+			silent = append(silent, key)
+		}
+	}
+	sort.Strings(silent)
+	assert.Empty(t, silent, "types whose doc does not say what a nil one does (\"A nil *T ...\")")
+}

@@ -176,6 +176,9 @@ type Config struct {
 // alone; an Open received from Redis still ends by itself. On reconnect
 // the replica reads the record and adopts it; its own trip while alone is
 // written only over a closed record.
+//
+// A nil or zero Shared (one that [Share] did not return) shares nothing:
+// Close, WaitSynced and Record return an error, and Stats is zero.
 type Shared struct {
 	br     *circuitbreaker.Breaker
 	client redis.UniversalClient

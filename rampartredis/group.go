@@ -13,7 +13,8 @@ import (
 // SharedGroup shares every breaker of a [circuitbreaker.Group] (one per
 // host, method or tenant) with the other replicas, each through the
 // record of its key. It is created by [ShareGroup] and stopped by
-// [SharedGroup.Close].
+// [SharedGroup.Close]. A nil or zero SharedGroup (one that ShareGroup did
+// not return) shares nothing: Close is an error and Len is 0.
 type SharedGroup[K comparable] struct {
 	client redis.UniversalClient
 	cfg    Config // filled, but for Key

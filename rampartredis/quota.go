@@ -120,6 +120,10 @@ type QuotaConfig struct {
 // exact at any instant but adds a round trip to every call and, with
 // Redis down, must either fail or admit every call; a Quota spends one
 // round trip per Slice and degrades as [Unreachable] says.
+//
+// A nil or zero Quota (one that [NewQuota] did not return) limits
+// nothing: Close and SetLimit return an error, Stats is zero and Limiter
+// nil.
 type Quota struct {
 	client redis.UniversalClient
 	cfg    QuotaConfig

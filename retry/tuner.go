@@ -29,7 +29,8 @@ type Settings struct {
 // started with, and a call whose first attempt fails after [Tuner.Tune]
 // uses the new ones. A call that succeeds at once never reads them. A
 // Tuner is safe for concurrent use; make one with [NewTuner]. The zero
-// Tuner holds the defaults.
+// Tuner holds the defaults, and so, for Settings, does a nil *Tuner,
+// whose Tune is an error.
 type Tuner struct {
 	cur atomic.Pointer[schedule]
 

@@ -49,7 +49,8 @@ type Config struct {
 
 // Shadow runs candidate breakers beside a live one; see the package
 // documentation. Make one with [New] and put it in a stack with
-// [NewLayer]. It is safe for concurrent use.
+// [NewLayer]. It is safe for concurrent use. A nil *Shadow has no
+// candidates: Results is nil.
 type Shadow struct {
 	clk    clock.Clock // nil: the system's
 	origin time.Time   // for the system's clock
