@@ -80,7 +80,10 @@ type Config struct {
 	// directly. testing/synctest needs no Clock.
 	Clock clock.Clock
 	// Observer, when set, gets each transition (as a listener would, with
-	// [context.Background]) and every call's outcome, once, whatever the
+	// [context.Background]; and, as no listener does, each new end of an
+	// Open that [Breaker.ApplyRemote] moves, as a transition from open to
+	// open whose Duration is the rest of the Open) and every call's
+	// outcome, once, whatever the
 	// path: each refusal, and each [Permit] finished (by the layers,
 	// [Run] or by hand), with the outcome it was finished with, whether
 	// or not the breaker could still count it (see [Permit]). The layers,

@@ -14,10 +14,14 @@ import (
 // f for a nil b (it never transitions); a panic in f goes to
 // [Config.ListenerPanic]. Safe for concurrent use.
 func (b *Breaker) Subscribe(f func(Transition)) (unsubscribe func()) {
-	if b == nil {
+	if b == nil || f == nil {
 		return func() {}
 	}
-	return b.events.subscribe(f)
+	return b.events.subscribe(func(tr Transition) {
+		if !tr.moved { // the Observer's alone
+			f(tr)
+		}
+	})
 }
 
 // unlock releases b.mu, then delivers the transitions queued while it was

@@ -1,6 +1,7 @@
 package circuitbreaker_test
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/observe"
 )
 
 var errFleet = errors.New("open across the fleet")
@@ -259,6 +261,29 @@ func TestRemote_CB23_ANewEndRearmsTheCooldownTimer(t *testing.T) {
 		time.Sleep(time.Second)
 		assert.Equal(t, 59*time.Second, openErr(t, b).RetryAfter())
 	})
+}
+
+// A remote Open that moves the end of an Open is no transition for the
+// listeners; the Observer is told of the new end, as a transition from
+// open to open carrying the rest of the Open, so that what it reports
+// follows State.
+func TestRemote_CB23_ANewEndIsToldToTheObserverOnly(t *testing.T) {
+	var events []observe.Event
+	var transitions []circuitbreaker.Transition
+	b, err := circuitbreaker.New(circuitbreaker.Config{Observer: observe.Func(func(_ context.Context, e observe.Event) {
+		if e.Kind == observe.Transition {
+			events = append(events, e)
+		}
+	})})
+	require.NoError(t, err)
+	b.Subscribe(func(tr circuitbreaker.Transition) { transitions = append(transitions, tr) })
+	_, _ = b.ApplyRemote(circuitbreaker.Open, time.Hour, errFleet)
+	_, _ = b.ApplyRemote(circuitbreaker.Open, 2*time.Second, errFleet)
+	require.Len(t, transitions, 1, "only the Open")
+	assert.Equal(t, circuitbreaker.Open, transitions[0].To)
+	require.Len(t, events, 2)
+	assert.Equal(t, observe.Event{Source: observe.Breaker, Kind: observe.Transition, From: "closed", To: "open", Err: errFleet, Duration: time.Hour}, events[0])
+	assert.Equal(t, observe.Event{Source: observe.Breaker, Kind: observe.Transition, From: "open", To: "open", Err: errFleet, Duration: 2 * time.Second}, events[1])
 }
 
 // TestHammer_CB23_RemoteChanges drives a breaker from many goroutines while

@@ -90,6 +90,10 @@ type Transition struct {
 	// Remote is true for a transition applied with [Breaker.ApplyRemote],
 	// false for one this breaker made itself (the ones to share).
 	Remote bool
+
+	// moved marks the end of an Open moved by ApplyRemote: no transition,
+	// delivered to the Observer only (see observeTransitions).
+	moved bool
 }
 
 // State returns a snapshot of the breaker without changing its state,

@@ -76,6 +76,14 @@ func (b *Breaker) enterWith(to State, cause error, at time.Time, remote bool, op
 	b.period.Store(per)
 	b.word.Store(w)
 	if stateOf(old) == to && to != ForcedOpen {
+		if to == Open && remote {
+			// A remote Open that moves the end of an Open: no transition
+			// for the listeners (Subscribe skips it), but the Observer
+			// is told of the new end, so that what it reports of the
+			// breaker (half-open once the cool-down has ended) follows
+			// State rather than the end the Open began with.
+			b.events.push(Transition{Name: name, From: Open, To: Open, Time: at, Cause: cause, RetryAfter: open, Remote: true, moved: true})
+		}
 		return // a Reset that keeps the state: a new epoch, no transition
 	}
 	tr := Transition{Name: name, From: stateOf(old), To: to, Time: at, Remote: remote}

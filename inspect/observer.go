@@ -132,6 +132,14 @@ func (r *Registry) handle(rec *record, e observe.Event) {
 			delete(r.records, k)
 		}
 	case observe.Transition:
+		if e.From == e.To && e.To == "open" {
+			// The end of an Open moved by the fleet's record: no
+			// transition to list, but the page's cool-down changed.
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.change()
+			return
+		}
 		t := Transition{Time: time.Now().UTC(), Name: e.Name, From: e.From, To: e.To}
 		if e.Err != nil {
 			t.Cause = e.Err.Error()

@@ -315,6 +315,9 @@ const (
 	// rampart.Forever, for one that lasts until a reset; zero for none),
 	// after which the breaker is half-open and lets a probe through,
 	// though it reports that transition only when the next call arrives.
+	// From and To both "open" is no change of state: the end of an Open
+	// was moved by a fleet's shared record (circuitbreaker's ApplyRemote),
+	// and Duration is the rest of it (zero: it ends now).
 	Transition Kind = iota + 1
 	// Retrying: a retry layer is about to retry, after waiting Duration.
 	// Attempt is the number of the attempt it is about to make (2 for the

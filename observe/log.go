@@ -154,7 +154,8 @@ func defaultLevel(e Event) slog.Level {
 	switch {
 	case e.Kind == Tuned:
 		return slog.LevelInfo
-	case e.Kind != Transition:
+	case e.Kind != Transition, e.From == "open" && e.To == "open":
+		// The second: an Open's end moved by a fleet's record, no change.
 		return slog.LevelDebug
 	case e.To == "open" || e.To == "forced-open":
 		return slog.LevelWarn

@@ -275,6 +275,10 @@ func (o *Observer) move(b *boundBreaker, e *observe.Event) {
 	}
 	now := o.now()
 	o.promote(b, now)
+	if e.From == e.To && to == openIdx {
+		o.rearm(b, time.Duration(e.Duration), now)
+		return
+	}
 	if b.promoted && to == halfOpenIdx {
 		b.promoted = false // the transition promote counted at the cool-down's end
 		return
@@ -285,6 +289,31 @@ func (o *Observer) move(b *boundBreaker, e *observe.Event) {
 	o.enter(b, to, now)
 	if d := int64(e.Duration); to == openIdx && d > 0 && d < math.MaxInt64-now {
 		b.ready = now + d
+		if b.rec.cooling == nil {
+			b.rec.cooling = make(map[*boundBreaker]struct{})
+		}
+		b.rec.cooling[b] = struct{}{}
+	}
+}
+
+// rearm applies the new end of an Open that the fleet's record moved
+// (a Transition from open to open, which is no change of state): b's
+// breaker is open for d from now, counted open again if it was counted
+// half-open at the old end (it let no call through: it was not), in which
+// case the transition counted then stays counted (a counter does not go
+// back) and the one at the new end counts too. Called with o.mu held.
+func (o *Observer) rearm(b *boundBreaker, d time.Duration, now int64) {
+	if b.promoted && b.state == halfOpenIdx {
+		b.promoted = false
+		o.leave(b, now)
+		o.enter(b, openIdx, now)
+	}
+	if b.state != openIdx {
+		return
+	}
+	delete(b.rec.cooling, b)
+	if d >= 0 && int64(d) < math.MaxInt64-now { // zero: the Open ends now (the round granted to this replica)
+		b.ready = now + int64(d)
 		if b.rec.cooling == nil {
 			b.rec.cooling = make(map[*boundBreaker]struct{})
 		}

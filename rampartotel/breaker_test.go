@@ -447,6 +447,54 @@ func TestObserver_EV17_StateGaugeHalfOpenOnceTheCoolDownEnds(t *testing.T) {
 	})
 }
 
+// An Open whose end the fleet's record moves (Breaker.ApplyRemote over an
+// Open: a replica of a shared breaker that lost the claim of the HalfOpen
+// round stays open while the winner probes) is counted open until the new
+// end, as Breaker.State says, then half-open. It used to be counted
+// half-open from the end the Open began with: on every replica but the
+// round's claimant, through every shared HalfOpen round, the gauge said
+// half-open while the breaker refused every call.
+func TestObserver_EV17_AnOpenWhoseEndTheFleetMovedStaysOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs, reader := newObserver(t)
+		b, err := circuitbreaker.New(circuitbreaker.Config{Name: "db", Observer: obs})
+		require.NoError(t, err)
+		state := func() map[string]float64 {
+			points, _ := collect(t, reader)
+			in := map[string]float64{}
+			for _, st := range []string{"closed", "open", "half-open"} {
+				in[st] = points[point("rampart.breaker.state", "db", "rampart.breaker.state="+st)]
+			}
+			return in
+		}
+		_, err = b.ApplyRemote(circuitbreaker.Open, time.Second, errors.New("down"))
+		require.NoError(t, err)
+		time.Sleep(time.Second / 2)
+		_, err = b.ApplyRemote(circuitbreaker.Open, 5*time.Second, nil) // the claim lost: open while it holds
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		require.Equal(t, circuitbreaker.Open, b.State().State)
+		require.Equal(t, map[string]float64{"closed": 0, "open": 1, "half-open": 0}, state(), "past the first end")
+		time.Sleep(4 * time.Second)
+		require.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		require.Equal(t, map[string]float64{"closed": 0, "open": 0, "half-open": 1}, state(), "past the new end")
+		points, _ := collect(t, reader)
+		require.Equal(t, 1.0, points[point("rampart.breaker.transitions", "db", "rampart.breaker.from=open", "rampart.breaker.to=half-open")])
+		require.Equal(t, 0.0, points[point("rampart.breaker.transitions", "db", "rampart.breaker.from=open", "rampart.breaker.to=open")], "no transition")
+		require.Equal(t, 5.5, points[point("rampart.breaker.state.time", "db", "rampart.breaker.state=open")])
+
+		// The round granted to this replica (ApplyRemote HalfOpen): the
+		// Open ends at once, and the breaker is half-open from then.
+		_, err = b.ApplyRemote(circuitbreaker.Open, time.Minute, nil)
+		require.NoError(t, err)
+		require.Equal(t, map[string]float64{"closed": 0, "open": 1, "half-open": 0}, state())
+		_, err = b.ApplyRemote(circuitbreaker.HalfOpen, 0, nil)
+		require.NoError(t, err)
+		require.Equal(t, circuitbreaker.HalfOpen, b.State().State)
+		require.Equal(t, map[string]float64{"closed": 0, "open": 0, "half-open": 1}, state(), "granted the round")
+	})
+}
+
 // A transition to open that gives no cool-down (an Immediate one, or an
 // event made by hand) is counted open until the next transition.
 func TestObserver_EV17_NoCoolDownGivenStaysOpen(t *testing.T) {

@@ -55,7 +55,10 @@
 // A cool-down that lasts until a reset (rampart.Forever) stays open, and
 // so does one the transition does not give (zero: CoolDown Immediate, whose
 // next call probes at once, or an event not reported by a breaker) until
-// the next transition.
+// the next transition. An Open whose end a fleet's shared record moved
+// (package rampartredis: a replica that lost the claim of the half-open
+// round stays open while another probes) is counted open until its new
+// end, with no transition counted.
 // Through the OpenTelemetry Prometheus exporter the names become
 // rampart_breaker_calls_total, rampart_retry_delay_seconds,
 // rampart_breaker_state and so on, and the attributes rampart_name,
