@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // Defaults and limits of [Config].
@@ -99,11 +100,14 @@ type Recorder struct {
 
 // New returns a Recorder writing to w, and starts its writer goroutine.
 // It returns an error naming the field when cfg has one out of range, or
-// when w is nil.
+// when w is nil or a nil pointer (a nil *os.File or *bytes.Buffer, whose
+// Write would panic at the first flush).
 func New(w io.Writer, cfg Config) (*Recorder, error) {
 	switch {
 	case w == nil:
 		return nil, errors.New("record: w must not be nil")
+	case nilvalue.Is(w):
+		return nil, fmt.Errorf("record: w must not be nil, got a nil %T", w)
 	case cfg.Buffer < 0 || cfg.Buffer > MaxBuffer:
 		return nil, fmt.Errorf("record: Buffer must be 0 (the default, %d) or between 1 and %d, got %d", DefaultBuffer, MaxBuffer, cfg.Buffer)
 	case cfg.Sample < 0:

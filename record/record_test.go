@@ -177,6 +177,7 @@ func TestRecorder_SM8_BadConfig(t *testing.T) {
 		want string
 	}{
 		{record.Config{}, nil, "record: w must not be nil"},
+		{record.Config{}, (*bytes.Buffer)(nil), "record: w must not be nil, got a nil *bytes.Buffer"},
 		{record.Config{Buffer: -1}, io.Discard, "record: Buffer must be 0 (the default, 4096) or between 1 and 1048576, got -1"},
 		{record.Config{Sample: -2}, io.Discard, "record: Sample must be 0 or 1 (every call) or more (one call in Sample), got -2"},
 		{record.Config{FlushInterval: -1}, io.Discard, "record: FlushInterval must be 0 (the default, 1s) or positive, got -1ns"},
