@@ -49,8 +49,8 @@ type GroupConfig struct {
 // A nil *Group holds no breaker: Breaker and Overflow return a nil
 // *Breaker (whose TryAcquire returns an error, and over which a layer
 // fails every call), Len is 0, States is nil, and Subscribe registers
-// nothing. The layers and adapters that take a *Group reject a nil one
-// when they are built.
+// nothing. [NewGroupLayer] rejects a nil one when it is built (in an
+// adapter's config, a nil Breakers field means no group).
 type Group[K comparable] struct {
 	cfg     Config
 	maxKeys int
