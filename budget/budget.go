@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -219,6 +220,9 @@ type stripe struct {
 // credit. It returns an error naming the field and stating its accepted
 // values if a field is out of range.
 func New(cfg Config) (*Budget, error) {
+	if err := nilvalue.Field("budget: Clock", cfg.Clock); err != nil {
+		return nil, err
+	}
 	window, perSecond, ratio, err := resolve(cfg)
 	if err != nil {
 		return nil, err

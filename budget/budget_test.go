@@ -543,3 +543,10 @@ func TestBudget_NZ1_NilBudget(t *testing.T) {
 		{Name: "Tune", Call: func() any { return b.Tune(budget.Tuning{}).Error() }, Want: "budget: Tune of a nil *Budget"},
 	})
 }
+
+// TestNew_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestNew_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := budget.New(budget.Config{Clock: (*clock.Fake)(nil)})
+	assert.EqualError(t, err, "budget: Clock must not be a nil func or pointer, got *clock.Fake(nil)")
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -152,6 +153,9 @@ func (c Config) validate() (settings, error) {
 	}
 	if observe.Wants(s.observer, observe.Success) {
 		s.successes = s.observer
+	}
+	if err := nilvalue.Field("circuitbreaker: Clock", c.Clock); err != nil {
+		return s, err
 	}
 	switch {
 	case c.CoolDown < 0 && c.CoolDown != Immediate:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
 	"github.com/rampart-go/rampart/observe"
@@ -59,4 +60,11 @@ func TestBreaker_EV16_NoSuccessesToAnObserverThatDoesNotWantThem(t *testing.T) {
 	require.Equal(t, observe.Transition, events[1].Kind)
 	require.Equal(t, observe.Rejected, events[2].Kind, "a rejection is reported")
 	require.ErrorIs(t, events[2].Err, circuitbreaker.ErrOpen)
+}
+
+// TestNew_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestNew_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := circuitbreaker.New(circuitbreaker.Config{Clock: (*clock.Fake)(nil)})
+	require.EqualError(t, err, "circuitbreaker: Clock must not be a nil func or pointer, got *clock.Fake(nil)")
 }

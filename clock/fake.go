@@ -34,6 +34,8 @@ import (
 // zero time and a monotonic 0. A nil *Fake is a clock that never moves:
 // Now is the zero time, Monotonic 0, Advance and Jump do nothing, and
 // AfterFunc returns a timer that never fires; Pending and Stats are zero.
+// The rampart Configs that take a Clock refuse one that is a nil pointer
+// (a nil *Fake too) at construction.
 // A Fake is safe for concurrent use.
 type Fake struct {
 	adv    sync.Mutex // held through an Advance: Advances run one at a time

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 )
 
 // Defaults of [QuotaConfig]'s zero fields.
@@ -214,6 +215,9 @@ return {string.format('%.3f', share), n}
 // returns an error for a nil client, a client whose commands ignore their
 // context (see [Share]), or a bad field (naming it).
 func NewQuota(client redis.UniversalClient, cfg QuotaConfig) (*Quota, error) {
+	if err := nilvalue.Field("rampartredis: QuotaConfig.Clock", cfg.Clock); err != nil {
+		return nil, err
+	}
 	if err := checkClient(client); err != nil {
 		return nil, err
 	}

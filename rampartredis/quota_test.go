@@ -424,3 +424,10 @@ func TestSentinel_FL20_QuotaLeases(t *testing.T) {
 	assert.Zero(t, q.Stats().Failures, "the first lease was answered by the master")
 	assert.Equal(t, rate.Limit(100), q.Stats().Share)
 }
+
+// TestNewQuota_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestNewQuota_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := rampartredis.NewQuota(nil, rampartredis.QuotaConfig{Clock: (*clock.Fake)(nil)})
+	assert.EqualError(t, err, "rampartredis: QuotaConfig.Clock must not be a nil func or pointer, got *clock.Fake(nil)")
+}

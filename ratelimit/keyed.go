@@ -12,6 +12,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -114,6 +115,9 @@ func NewKeyed(cfg KeyedConfig) (*Keyed, error) {
 	}
 	if cfg.MaxKeys < 0 {
 		return nil, fmt.Errorf("ratelimit: MaxKeys must be >= 0 (0 means DefaultMaxKeys, %d), got %d", DefaultMaxKeys, cfg.MaxKeys)
+	}
+	if err := nilvalue.Field("ratelimit: Clock", cfg.Clock); err != nil {
+		return nil, err
 	}
 	k := &Keyed{limit: cfg.Limit, burst: max(cfg.Burst, 1), maxKeys: cfg.MaxKeys, clk: cfg.Clock, keys: make(map[string]*entry), name: cfg.Name, obs: cfg.Observer}
 	if k.maxKeys == 0 {

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
@@ -334,4 +335,11 @@ func TestKeyed_NZ1_NilKeyed(t *testing.T) {
 		{Name: "Limiter", Call: func() any { lim := k.Limiter("a"); return []any{lim.Allow(), lim.Limit(), lim.Burst()} }, Want: []any{false, rate.Limit(0), 0}},
 		{Name: "Len", Call: func() any { return k.Len() }, Want: 0},
 	})
+}
+
+// TestNewKeyed_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestNewKeyed_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := ratelimit.NewKeyed(ratelimit.KeyedConfig{Limit: 1, Clock: (*clock.Fake)(nil)})
+	assert.EqualError(t, err, "ratelimit: Clock must not be a nil func or pointer, got *clock.Fake(nil)")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/mode"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -87,6 +88,9 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 		return nil, errors.New("ratelimit: limiter must not be nil")
 	}
 	if err := checkMode(cfg.Mode); err != nil {
+		return nil, err
+	}
+	if err := nilvalue.Field("ratelimit: Clock", cfg.Clock); err != nil {
 		return nil, err
 	}
 	if err := register(cfg.Limiter, cfg.Clock, cfg.Name, cfg.Observer); err != nil {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/nilcheck"
 	"github.com/rampart-go/rampart/internal/observetest"
 	"github.com/rampart-go/rampart/internal/wrap"
@@ -561,4 +562,11 @@ func TestLayer_LM1_LongIdleEarnsOnlyTheBurst(t *testing.T) {
 		}
 		assert.Equal(t, int64(5), calls.Load())
 	})
+}
+
+// TestNewLayer_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestNewLayer_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := ratelimit.NewLayer[string, string](ratelimit.Config{Limiter: rate.NewLimiter(1, 1), Mode: ratelimit.Refuse, Clock: (*clock.Fake)(nil)})
+	assert.EqualError(t, err, "ratelimit: Clock must not be a nil func or pointer, got *clock.Fake(nil)")
 }

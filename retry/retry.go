@@ -181,6 +181,9 @@ type policy[Req, Resp any] struct {
 }
 
 func newPolicy[Req, Resp any](cfg Config[Req, Resp]) (*policy[Req, Resp], error) {
+	if err := nilvalue.Field("retry: Clock", cfg.Clock); err != nil {
+		return nil, err
+	}
 	p := &policy[Req, Resp]{
 		tuner:     cfg.Tuner,
 		retryable: cfg.Retryable,

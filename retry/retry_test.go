@@ -1328,3 +1328,10 @@ func TestRetry_RT6_QuietHourThenStormIsBounded(t *testing.T) {
 		assert.Equal(t, int64(300), c.Granted)
 	})
 }
+
+// TestRetry_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestRetry_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := retry.NewLayer(retry.Config[string, string]{Clock: (*clock.Fake)(nil)})
+	assert.EqualError(t, err, "retry: Clock must not be a nil func or pointer, got *clock.Fake(nil)")
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/sim"
 )
@@ -89,6 +90,9 @@ const (
 // error, as circuitbreaker.New returns it), and for no candidate, too
 // many, or two of one name.
 func New(cfg Config) (*Shadow, error) {
+	if err := nilvalue.Field("shadow: Config.Clock", cfg.Clock); err != nil {
+		return nil, err
+	}
 	switch n := len(cfg.Candidates); {
 	case n == 0:
 		return nil, errors.New("shadow: Config.Candidates must hold at least one candidate")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/record"
 	"github.com/rampart-go/rampart/shadow"
 	"github.com/rampart-go/rampart/sim"
@@ -207,4 +208,11 @@ func TestShadow_SH1_LaterSettlesOnceDone(t *testing.T) {
 	cancel()
 	done[2](context.Canceled)
 	assert.Equal(t, [4]int{4, 2, 1, 1}, counts(), "calls, succeeded, failed, ignored")
+}
+
+// TestNew_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestNew_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := shadow.New(shadow.Config{Clock: (*clock.Fake)(nil)})
+	assert.EqualError(t, err, "shadow: Config.Clock must not be a nil func or pointer, got *clock.Fake(nil)")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -156,6 +157,8 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 		return nil, fmt.Errorf("timeout: Timeout must be >= 0 when For is set (0 means no deadline where For returns 0), got %v", cfg.Timeout)
 	case cfg.Late != nil && !cfg.Abandon:
 		return nil, errors.New("timeout: Late must be nil unless Abandon is true")
+	case nilvalue.Is(cfg.Clock):
+		return nil, nilvalue.Field("timeout: Clock", cfg.Clock)
 	}
 	plain := cfg.For == nil && cfg.Clock == nil && !cfg.Abandon && cfg.Detach == nil
 	return &layer[Req, Resp]{cfg: cfg, cause: &Error{After: cfg.Timeout}, plain: plain}, nil

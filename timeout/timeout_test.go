@@ -955,3 +955,10 @@ func TestLayer_TO1_PerAttemptTimeoutUnderACallersDeadline(t *testing.T) {
 		assert.Equal(t, budgettest.Counts{Deposits: 1, Granted: 2}, b.Counts())
 	})
 }
+
+// TestTimeout_NZ1_NilPointerClockIsAnError: a Clock that is a nil pointer inside the interface is refused
+// at construction, not dereferenced at the first reading mid-traffic.
+func TestTimeout_NZ1_NilPointerClockIsAnError(t *testing.T) {
+	_, err := timeout.NewLayer(timeout.Config[string, string]{Timeout: time.Second, Clock: (*clock.Fake)(nil)})
+	assert.EqualError(t, err, "timeout: Clock must not be a nil func or pointer, got *clock.Fake(nil)")
+}

@@ -5,7 +5,10 @@
 // inside the interface, and the types are the caller's, hence reflection.
 package nilvalue
 
-import "reflect"
+import (
+	"fmt"
+	"reflect"
+)
 
 // Is reports whether v is a non-nil interface holding a nil pointer or a
 // nil func. Is(nil) is false: a nil interface is the caller's to check (it
@@ -16,4 +19,14 @@ func Is(v any) bool {
 	}
 	rv := reflect.ValueOf(v)
 	return (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Func) && rv.IsNil()
+}
+
+// Field returns, when v is a nil pointer or func inside a non-nil
+// interface (see Is), an error naming what ("budget: Config.Clock must not
+// be a nil func or pointer, got *clock.Fake(nil)"), and nil otherwise.
+func Field(what string, v any) error {
+	if !Is(v) {
+		return nil
+	}
+	return fmt.Errorf("%s must not be a nil func or pointer, got %T(nil)", what, v)
 }
