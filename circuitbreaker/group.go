@@ -12,6 +12,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -432,7 +433,7 @@ func NewGroupLayer[Req, Resp any, K comparable](g *Group[K], key func(Req) K, cl
 		return nil, errors.New("circuitbreaker: group layer: nil key func")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("circuitbreaker: group layer Wrap")
 		}
 		return &groupService[Req, Resp, K]{g: g, key: key, classify: classify, inner: inner}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -46,7 +47,7 @@ func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service
 			return resp, errNilBreaker
 		})
 	}
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[Req, Resp]("circuitbreaker: Wrap")
 	}
 	return &service[Req, Resp]{b: l.b, classify: l.classify, inner: inner}

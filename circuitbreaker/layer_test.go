@@ -1085,9 +1085,9 @@ func TestLayers_CB15_NilArguments(t *testing.T) {
 }
 
 // TestLayer_CB15_NilInnerServiceFailsEachCall checks that a breaker layer's
-// Wrap of a nil service returns a service that fails every call with an
-// error matching rampart.ErrNilService, without panicking and without
-// counting anything against the breaker.
+// Wrap of a nil service, or of a nil ServiceFunc, returns a service that
+// fails every call with an error matching rampart.ErrNilService, without
+// panicking and without counting anything against the breaker.
 func TestLayer_CB15_NilInnerServiceFailsEachCall(t *testing.T) {
 	b := newBreaker(t, circuitbreaker.Config{Policy: circuitbreaker.Consecutive{Failures: 1}})
 	layers := map[string]rampart.Layer[string, string]{
@@ -1095,16 +1095,20 @@ func TestLayer_CB15_NilInnerServiceFailsEachCall(t *testing.T) {
 		"NewLayer classified": circuitbreaker.NewLayer[string, string](b, func(string, error) rampart.Outcome { return rampart.Failure }),
 	}
 	for name, l := range layers {
-		t.Run(name, func(t *testing.T) {
-			svc := l.Wrap(nil)
-			for range 2 {
-				resp, err := svc.Call(t.Context(), "a")
-				require.ErrorIs(t, err, rampart.ErrNilService)
-				assert.Equal(t, "circuitbreaker: Wrap: rampart: nil service", err.Error())
-				assert.Empty(t, resp)
-			}
-			assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, b.State(), "nothing was counted")
-		})
+		for inner, svc := range map[string]rampart.Service[string, string]{
+			"nil":             l.Wrap(nil),
+			"nil ServiceFunc": l.Wrap(rampart.ServiceFunc[string, string](nil)),
+		} {
+			t.Run(name+"/"+inner, func(t *testing.T) {
+				for range 2 {
+					resp, err := svc.Call(t.Context(), "a")
+					require.ErrorIs(t, err, rampart.ErrNilService)
+					assert.Equal(t, "circuitbreaker: Wrap: rampart: nil service", err.Error())
+					assert.Empty(t, resp)
+				}
+				assert.Equal(t, circuitbreaker.Snapshot{State: circuitbreaker.Closed}, b.State(), "nothing was counted")
+			})
+		}
 	}
 }
 

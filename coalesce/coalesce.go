@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -67,7 +68,7 @@ func NewLayer[Req, Resp any](cfg Config[Req]) (rampart.Layer[Req, Resp], error) 
 		return nil, errors.New("coalesce: Key must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("coalesce: Wrap")
 		}
 		return &group[Req, Resp]{inner: inner, key: cfg.Key, name: cfg.Name, obs: cfg.Observer, flights: make(map[flightKey]*flight)}

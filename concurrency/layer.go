@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -159,7 +160,7 @@ type layer[Req, Resp any] struct {
 }
 
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[Req, Resp]("concurrency: Wrap")
 	}
 	return &service[Req, Resp]{inner: inner, lim: l.cfg.Limiter, mode: l.cfg.Mode, name: l.cfg.Name, obs: l.cfg.Observer}

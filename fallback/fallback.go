@@ -42,6 +42,7 @@ import (
 	"errors"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -91,7 +92,7 @@ func NewLayer[Req, Resp any](cfg Config[Req, Resp]) (rampart.Layer[Req, Resp], e
 		return nil, errors.New("fallback: Fallback must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("fallback: Wrap")
 		}
 		return &service[Req, Resp]{inner: inner, cfg: cfg}

@@ -38,6 +38,7 @@ import (
 	"errors"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/internal/refusal"
 )
 
@@ -63,7 +64,7 @@ func NewLayer[Req, Resp any](check func(ctx context.Context, req Req) error) (ra
 		return nil, errors.New("filter: check must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("filter: Wrap")
 		}
 		return rampart.ServiceFunc[Req, Resp](func(ctx context.Context, req Req) (Resp, error) {

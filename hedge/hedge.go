@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -95,7 +96,7 @@ type layer[Req, Resp any] struct {
 // Wrap wraps inner; a nil inner gives a service whose every call fails
 // with an error matching [rampart.ErrNilService].
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[Req, Resp]("hedge: Wrap")
 	}
 	svc := &service[Req, Resp]{settings: l.s, inner: inner}

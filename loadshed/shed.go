@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/internal/refusal"
 	"github.com/rampart-go/rampart/observe"
@@ -66,7 +67,7 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 		return nil, fmt.Errorf("loadshed: readiness must not be a nil %T", r)
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("loadshed: Wrap")
 		}
 		crit, _ := r.(CriticalReadiness)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -274,7 +275,7 @@ func NewThrottleLayer[Req, Resp any](t *Throttle, accepted func(Resp, error) boo
 		accepted = func(_ Resp, err error) bool { return err == nil }
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("loadshed: Wrap")
 		}
 		return &throttled[Req, Resp]{inner: inner, t: t, accepted: accepted}

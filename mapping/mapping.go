@@ -37,6 +37,7 @@ import (
 	"fmt"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 )
 
 var errNilSvc = fmt.Errorf("mapping: svc must not be nil: %w", rampart.ErrNilService)
@@ -122,7 +123,7 @@ func NewErrorLayer[Req, Resp any](f func(err error) error) (rampart.Layer[Req, R
 		return nil, errors.New("mapping: f must not be nil")
 	}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("mapping: Wrap")
 		}
 		return rampart.ServiceFunc[Req, Resp](func(ctx context.Context, req Req) (Resp, error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/internal/inbound"
+	"github.com/rampart-go/rampart/internal/nilservice"
 )
 
 // The metadata keys that carry what a caller says about a call to the
@@ -83,7 +84,7 @@ func PropagatedLayer(cfg PropagateConfig) (ServerLayer, error) {
 		return nil, fmt.Errorf("rampartgrpc: PropagateConfig.MaxTimeout must be >= 0 (0 means no cap), got %v", cfg.MaxTimeout)
 	}
 	return rampart.LayerFunc[ServerCall, any](func(inner ServerService) ServerService {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[ServerCall, any]("rampartgrpc: PropagatedLayer: Wrap")
 		}
 		return rampart.ServiceFunc[ServerCall, any](func(ctx context.Context, c ServerCall) (any, error) {

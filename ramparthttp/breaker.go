@@ -9,6 +9,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
+	"github.com/rampart-go/rampart/internal/nilservice"
 )
 
 // BreakerConfig configures [BreakerLayer]: one breaker for every request
@@ -126,7 +127,7 @@ type breakerLayer struct {
 // Wrap returns inner guarded by the breaker; a nil inner gives a Service
 // whose every call fails with an error matching [rampart.ErrNilService].
 func (l breakerLayer) Wrap(inner Service) Service {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: BreakerLayer: Wrap")
 	}
 	return breakerService{b: l.b, classify: l.classify, lease: l.lease, inner: inner}
@@ -207,7 +208,7 @@ type groupBreakerLayer struct {
 // Service whose every call fails with an error matching
 // [rampart.ErrNilService].
 func (l groupBreakerLayer) Wrap(inner Service) Service {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: BreakerLayer: Wrap")
 	}
 	return groupBreakerService{l: l, inner: inner}

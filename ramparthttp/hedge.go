@@ -6,6 +6,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/hedge"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 )
 
@@ -121,7 +122,7 @@ type hedgeLayer struct{ hedge Layer }
 // Wrap returns inner with hedging; a nil inner gives a Service whose
 // every call fails with an error matching [rampart.ErrNilService].
 func (l hedgeLayer) Wrap(inner Service) Service {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: HedgeLayer: Wrap")
 	}
 	// No budget deposit for requests sent once: they never touch the

@@ -13,6 +13,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/concurrency"
 	"github.com/rampart-go/rampart/internal/inbound"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/loadshed"
 	"github.com/rampart-go/rampart/ratelimit"
 )
@@ -218,7 +219,7 @@ func PropagatedLayer(cfg PropagateConfig) (ServerLayer, error) {
 		return nil, fmt.Errorf("ramparthttp: PropagateConfig.MaxTimeout must be >= 0 (0 means no cap), got %v", cfg.MaxTimeout)
 	}
 	return rampart.LayerFunc[Exchange, struct{}](func(inner ServerService) ServerService {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Exchange, struct{}]("ramparthttp: PropagatedLayer: Wrap")
 		}
 		return propagated{cfg: cfg, inner: inner}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/budget"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/observe"
 	"github.com/rampart-go/rampart/retry"
 )
@@ -115,7 +116,7 @@ type retryLayer struct {
 // Wrap returns inner with retries; a nil inner gives a Service whose
 // every call fails with an error matching [rampart.ErrNilService].
 func (l retryLayer) Wrap(inner Service) Service {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: RetryLayer: Wrap")
 	}
 	return &resendService{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/timeout"
 )
 
@@ -71,7 +72,7 @@ type headerTimeoutLayer struct {
 // Wrap returns inner with the header timeout; a nil inner gives a Service
 // whose every call fails with an error matching [rampart.ErrNilService].
 func (l headerTimeoutLayer) Wrap(inner Service) Service {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[*http.Request, *http.Response]("ramparthttp: HeaderTimeoutLayer: Wrap")
 	}
 	return headerTimeoutService{cause: l.cause, inner: inner}

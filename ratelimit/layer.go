@@ -10,6 +10,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/mode"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -98,7 +99,7 @@ func NewLayer[Req, Resp any](cfg Config) (rampart.Layer[Req, Resp], error) {
 	}
 	q := &queue{lim: cfg.Limiter, clk: cfg.Clock}
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-		if inner == nil {
+		if nilservice.Is(inner) {
 			return rampart.Failing[Req, Resp]("ratelimit: Wrap")
 		}
 		return &service[Req, Resp]{inner: inner, q: q, mode: cfg.Mode, name: cfg.Name, obs: cfg.Observer}

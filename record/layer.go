@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rampart-go/rampart"
+	"github.com/rampart-go/rampart/internal/nilservice"
 )
 
 // LayerConfig configures the layer of [NewLayer]. Only Recorder is
@@ -68,7 +69,7 @@ type LayerConfig[Req, Resp any] struct {
 func NewLayer[Req, Resp any](cfg LayerConfig[Req, Resp]) rampart.Layer[Req, Resp] {
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		switch {
-		case inner == nil:
+		case nilservice.Is(inner):
 			return rampart.Failing[Req, Resp]("record: Wrap")
 		case cfg.Recorder == nil:
 			return rampart.Failing[Req, Resp]("record: NewLayer's Recorder")

@@ -11,6 +11,7 @@ import (
 	"github.com/rampart-go/rampart/clock"
 	"github.com/rampart-go/rampart/internal/ctxcheck"
 	"github.com/rampart-go/rampart/internal/ctxerr"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -315,7 +316,7 @@ type layer[Req, Resp any] struct {
 // Wrap wraps inner; a nil inner gives a service whose every call fails
 // with an error matching [rampart.ErrNilService].
 func (l layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[Req, Resp]("retry: Wrap")
 	}
 	return &service[Req, Resp]{p: l.p, inner: inner, first: ctxcheck.Unchecked(inner)}

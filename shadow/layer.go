@@ -7,6 +7,7 @@ import (
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/circuitbreaker"
 	"github.com/rampart-go/rampart/concurrency"
+	"github.com/rampart-go/rampart/internal/nilservice"
 )
 
 // NewLayer returns a layer that runs s's candidates beside the calls
@@ -41,7 +42,7 @@ import (
 func NewLayer[Req, Resp any](s *Shadow, classify circuitbreaker.Classifier[Resp], later func(ctx context.Context, resp Resp, done func(err error)) bool) rampart.Layer[Req, Resp] {
 	return rampart.LayerFunc[Req, Resp](func(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
 		switch {
-		case inner == nil:
+		case nilservice.Is(inner):
 			return rampart.Failing[Req, Resp]("shadow: Wrap")
 		case s == nil:
 			return rampart.Failing[Req, Resp]("shadow: NewLayer's Shadow")

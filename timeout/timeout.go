@@ -8,6 +8,7 @@ import (
 
 	"github.com/rampart-go/rampart"
 	"github.com/rampart-go/rampart/clock"
+	"github.com/rampart-go/rampart/internal/nilservice"
 	"github.com/rampart-go/rampart/internal/nilvalue"
 	"github.com/rampart-go/rampart/observe"
 )
@@ -180,7 +181,7 @@ type layer[Req, Resp any] struct {
 // when inner is nil, one that fails every call with an error matching
 // [rampart.ErrNilService].
 func (l *layer[Req, Resp]) Wrap(inner rampart.Service[Req, Resp]) rampart.Service[Req, Resp] {
-	if inner == nil {
+	if nilservice.Is(inner) {
 		return rampart.Failing[Req, Resp]("timeout: Wrap")
 	}
 	return &service[Req, Resp]{l: l, inner: inner}
