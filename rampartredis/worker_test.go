@@ -482,7 +482,8 @@ func TestShare_FL19_TheFirstReportTakesOneRoundTripOnACluster(t *testing.T) {
 func TestCluster_FL19_AReplicaKnowsTheWorkersScriptsBeforeItTakesOver(t *testing.T) {
 	cl := redistest.StartReplicatedCluster(t)
 	_, scfg := patient(&redis.Options{}, rampartredis.Config{Refresh: 50 * time.Millisecond})
-	r := joinWith(t, redis.NewClusterClient(cl.Options()), breakerConfig(), scfg)
+	cc := redis.NewClusterClient(cl.Options())
+	r := joinWith(t, cc, breakerConfig(), scfg)
 	synced(t, r)
 	admin := cl.Client()
 	ctx := context.Background()
@@ -508,6 +509,16 @@ func TestCluster_FL19_AReplicaKnowsTheWorkersScriptsBeforeItTakesOver(t *testing
 			}
 		}
 		return true
+	})
+	// The replica's client learnt the cluster's layout when it joined,
+	// before the replicas were listed; go-redis reloads it lazily (on an
+	// error, or a stale state's next use), so without this the load after
+	// the flush could still go to the masters alone (it did at load 12).
+	waitFor(t, "the replica's client to know the three replicas", func() bool {
+		cc.ReloadState(ctx)
+		var known atomic.Int32
+		err := cc.ForEachSlave(ctx, func(context.Context, *redis.Client) error { known.Add(1); return nil })
+		return err == nil && known.Load() == 3
 	})
 	require.NoError(t, admin.ScriptFlush(ctx).Err())
 	cached := func(n *redistest.Server) (replica bool, scripts string) {
